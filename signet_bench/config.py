@@ -1,0 +1,275 @@
+"""Every constant of the predictive memory scorer, under the seeds' names.
+
+Field names are the snake_case form of the seed's camelCase names (seed 000 Phase 5, seed 001
+Config); `from_agent_yaml` accepts the seed's own spelling, as written in Signet's `agent.yaml`.
+Constants that the seeds use in prose without naming them carry a descriptive name and cite
+where they come from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from signet_bench.errors import UserError
+
+__all__ = ["DEFAULT_CONFIG", "ConfigError", "PredictorConfig", "from_agent_yaml", "seed_name"]
+
+
+class ConfigError(UserError, ValueError):
+    """A config value or key that the workbench cannot accept."""
+
+
+@dataclass(frozen=True, slots=True)
+class PredictorConfig:
+    """The scorer's configuration: seed 000 Phase 5 defaults plus the constants of its text."""
+
+    # --- seed 000 Phase 5: the 8 exposed parameters -------------------------------------------
+    enabled: bool = False
+    train_interval_sessions: int = 10
+    min_training_sessions: int = 10
+    score_timeout_ms: int = 120
+    crash_disable_threshold: int = 3
+    rrf_k: int = 12
+    exploration_rate: float = 0.05
+    drift_reset_window: int = 10
+
+    # --- seed 000 Phase 5: hardcoded defaults -------------------------------------------------
+    internal_dim: int = 64
+    hash_buckets: int = 16_384
+    ema_alpha: float = 0.1
+    drift_reset_threshold: float = 0.3
+    replay_buffer_size: int = 20
+    min_scorer_confidence: float = 0.6
+    loss_temperature: float = 0.5
+    negative_similarity_threshold: float = 0.6
+    max_project_slices: int = 5
+    early_active_ramp_sessions: int = 20
+    early_active_max_influence: tuple[float, float] = (0.2, 0.4)
+    topic_diversity_decay: float = 0.5
+    topic_diversity_floor: float = 0.1
+    topic_similarity_threshold: float = 0.85
+    candidate_pool_size: int = 100
+
+    # --- seed 001 (agent relevance feedback) --------------------------------------------------
+    agent_feedback: bool = True
+    feedback_weight: float = 0.7
+    fts_weight: float = 0.2
+    continuity_weight: float = 0.1
+
+    # --- seed 000 text: baseline and pre-filter ------------------------------------------------
+    effective_score_decay: float = 0.95  # importance * 0.95 ** age_days
+    pinned_effective_score: float = 1.0
+    prefilter_effective_top: int = 50  # top-50 by effectiveScore
+    prefilter_similarity_top: int = 50  # top-50 by cosine ...
+    prefilter_similarity_pool: int = 200  # ... over the top-200 by effectiveScore
+    min_decayed_importance: float = 0.1  # excluded from the candidate pool entirely
+    injection_budget_chars: int = 2000  # Signet selectWithBudget at session start
+    signet_recall_limit: int = 50  # Signet 0.58 pool: newest recallLimit*3 rows
+    signet_min_effective_score: float = 0.2  # Signet 0.58 pool: keep if score > 0.2 or pinned
+
+    # --- seed 000 text: model (DESIGN §6) -----------------------------------------------------
+    native_dim: int = 768
+    value_dim: int = 32
+    project_slots: int = 32
+    extra_features: int = 17
+    layer_norm_eps: float = 1e-5
+    learning_rate: float = 1e-3
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_eps: float = 1e-8
+
+    # --- seed 000 text: training, loss and gates ----------------------------------------------
+    sharpened_temperature: float = 0.3  # when per-session label spread is below ...
+    low_label_spread: float = 0.1  # ... this ("all scores within 0.1 of each other")
+    canary_size: int = 25
+    canary_top_k: int = 5
+    canary_min_topk_overlap: float = 0.6
+    canary_max_ndcg_drop: float = 0.15
+    max_training_seconds: float = 30.0
+    replay_share: float = 0.2  # ~80% recent / ~20% replay buffer per batch
+    negative_sampling_ratio: int = 3  # 3:1 negative:positive
+
+    # --- seed 000 text: label values ----------------------------------------------------------
+    high_continuity_threshold: float = 0.5  # injected label = score if >= this, else score*0.5
+    low_session_multiplier: float = 0.5
+    missing_context_label: float = 0.7
+    soft_negative_label: float = 0.25
+    true_negative_label: float = 0.0
+    superseded_label: float = -0.3
+    deleted_after_injection_label: float = -0.5
+    deleted_after_injection_hours: float = 24.0
+    fts_confirmed_boost: float = 0.1
+    fts_missed_label: float = 0.6
+    fts_missed_min_hits: int = 2
+    fts_unmatched_penalty: float = 0.1
+    fts_unmatched_max_continuity: float = 0.3
+    novel_context_boost: float = 0.1
+    access_count_boost: float = 0.05
+    access_count_high: int = 10
+
+    # --- seed 000 text: comparison, cold start, drift, calibration ---------------------------
+    comparison_k: int = 10  # NDCG@10
+    cold_start_min_success_rate: float = 0.4
+    initial_success_rate: float = 0.5
+    calibration_mae_threshold: float = 0.2
+    drift_recent_days: float = 7.0
+    drift_old_days: float = 30.0
+
+    # helpers ------------------------------------------------------------------------------------
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            if f.name == "extra":
+                continue
+            _check_range(f.name, getattr(self, f.name))
+
+    @property
+    def early_active_alpha_floors(self) -> tuple[float, float]:
+        """Alpha floors during the early active ramp: 1 - max influence (0.8, then 0.6)."""
+        a, b = self.early_active_max_influence
+        return (round(1.0 - a, 12), round(1.0 - b, 12))
+
+    def replace(self, **changes: Any) -> PredictorConfig:
+        """A copy with some fields changed (validated like the original)."""
+        return dataclasses.replace(self, **changes)
+
+
+_PROBABILITIES = {
+    "exploration_rate",
+    "ema_alpha",
+    "drift_reset_threshold",
+    "min_scorer_confidence",
+    "negative_similarity_threshold",
+    "topic_diversity_decay",
+    "topic_diversity_floor",
+    "topic_similarity_threshold",
+    "feedback_weight",
+    "fts_weight",
+    "continuity_weight",
+    "effective_score_decay",
+    "replay_share",
+    "canary_min_topk_overlap",
+    "canary_max_ndcg_drop",
+    "cold_start_min_success_rate",
+    "initial_success_rate",
+    "high_continuity_threshold",
+    "low_session_multiplier",
+    "min_decayed_importance",
+    "signet_min_effective_score",
+    "low_label_spread",
+}
+_LABELS = {
+    "missing_context_label",
+    "soft_negative_label",
+    "true_negative_label",
+    "superseded_label",
+    "deleted_after_injection_label",
+    "fts_confirmed_boost",
+    "fts_missed_label",
+    "fts_unmatched_penalty",
+    "fts_unmatched_max_continuity",
+    "novel_context_boost",
+    "access_count_boost",
+    "calibration_mae_threshold",
+}
+
+
+def _check_range(name: str, value: Any) -> None:
+    key = seed_name(name)
+    if name == "enabled" or name == "agent_feedback":
+        if not isinstance(value, bool):
+            raise ConfigError(f"predictor.{key}: expected true/false, got {value!r}")
+        return
+    if name == "early_active_max_influence":
+        ok = (
+            isinstance(value, (tuple, list))
+            and len(value) == 2
+            and all(isinstance(v, (int, float)) and 0.0 <= v <= 1.0 for v in value)
+            and value[0] <= value[1]
+        )
+        if not ok:
+            raise ConfigError(
+                f"predictor.{key}: expected two increasing fractions in [0, 1], got {value!r}"
+            )
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"predictor.{key}: expected a number, got {value!r}")
+    if math.isnan(value):
+        raise ConfigError(f"predictor.{key}: NaN is not a valid value")
+    if name in _PROBABILITIES:
+        if not 0.0 <= value <= 1.0:
+            raise ConfigError(f"predictor.{key}: {value!r} is outside [0, 1]")
+    elif name in _LABELS:
+        if not -1.0 <= value <= 1.0:
+            raise ConfigError(f"predictor.{key}: {value!r} is outside [-1, 1]")
+    elif value <= 0:
+        raise ConfigError(f"predictor.{key}: {value!r} must be positive")
+    if name in _int_fields() and not float(value).is_integer():
+        raise ConfigError(f"predictor.{key}: expected a whole number, got {value!r}")
+
+
+@functools.cache
+def _int_fields() -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(PredictorConfig) if f.type == "int")
+
+
+def seed_name(field_name: str) -> str:
+    """The seed's camelCase spelling of a field: `rrf_k` -> `rrfK`."""
+    head, *rest = field_name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+_BY_SEED_NAME = {
+    seed_name(f.name): f.name for f in dataclasses.fields(PredictorConfig) if f.name != "extra"
+}
+
+
+def from_mapping(values: dict[str, Any], *, source: str = "config") -> PredictorConfig:
+    """Build a config from seed-named keys; unknown keys and bad values name the key."""
+    kwargs: dict[str, Any] = {}
+    for key, value in values.items():
+        name = _BY_SEED_NAME.get(key)
+        if name is None:
+            name = key if key in _BY_SEED_NAME.values() else None
+        if name is None:
+            raise ConfigError(f"{source}: unknown key predictor.{key}")
+        if name == "early_active_max_influence" and isinstance(value, list):
+            value = tuple(value)
+        kwargs[name] = value
+    return PredictorConfig(**kwargs)
+
+
+def from_agent_yaml(path: str | Path) -> PredictorConfig:
+    """Read the `predictor:` block of Signet's `agent.yaml` (missing block -> defaults)."""
+    import yaml
+
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"{p}: no such file")
+    try:
+        doc = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML ({exc})") from exc
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{p}: expected a mapping at the top level")
+    block = doc.get("predictor")
+    if block is None:
+        block = (
+            (doc.get("pipelineV2") or {}).get("predictor")
+            if isinstance(doc.get("pipelineV2"), dict)
+            else None
+        )
+    if block is None:
+        return PredictorConfig()
+    if not isinstance(block, dict):
+        raise ConfigError(f"{p}: predictor: expected a mapping, got {type(block).__name__}")
+    return from_mapping(block, source=str(p))
+
+
+DEFAULT_CONFIG = PredictorConfig()

@@ -1,0 +1,1 @@
+"""Signet-compatible SQLite stores: schema, tolerant read-only reader, DuckDB analytics."""
