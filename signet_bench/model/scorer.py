@@ -1,0 +1,431 @@
+"""The cross-attention memory scorer: batched numpy forward pass and analytic backward pass.
+
+Shapes: B sessions, N candidate slots per session (padded; `mask` marks the real ones), D native
+embedding dim, d internal dim, V value dim, F extra features (DESIGN §6, reference §4):
+
+    enc_n   = LN_emb(W_down e_n)                    candidates with an embedding
+            = LN_text(mean_t HashEmb[bucket_t])     text-path candidates
+    q       = W_q LN_emb(W_down context)            (the context uses the embedded path's LN)
+    logit_n = q·(W_k enc_n) / sqrt(d) + gate·[W_v enc_n, features_n, ProjEmb[slot], 1]
+    scores  = softmax of the logits over the session's real candidates
+
+LN(x) = gamma · (x - mean(x)) / sqrt(var(x) + eps) + beta, population variance, eps =
+layer_norm_eps (1e-5, as Signet; Signet has no gamma/beta, i.e. gamma = 1, beta = 0).
+A text-path candidate without tokens has mean 0 and so encodes as LN(0) = beta_text (Signet: 0).
+Padding gets logit -inf and probability 0, and no gradient flows from it.
+
+The project-embedding and bias terms of the gate are the same for every candidate of a session,
+so they shift a session's logits uniformly and cancel in its softmax: they do not change scores,
+and the listwise loss gives them zero gradient. They are kept for Signet parity (checkpoints,
+ONNX) and are exercised by `backward` with any logit gradient.
+
+Cost: the two (B·N, D) × (D, d) products (forward and the W_down gradient) dominate; the
+attention and gate terms are folded into per-session d-vectors (q·W_k, W_vᵀ·w_v) so no
+(B·N, d) × (d, d) product is formed. Candidate embeddings given as float32 (as Signet stores
+them) enter those two products in float32 (about twice as fast; relative error ~1e-6);
+everything else, and float64 embeddings, is computed in the parameters' dtype.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.model.loss import listwise_loss, softmax_masked, temperatures
+from signet_bench.model.optim import Grads, SparseRows
+
+__all__ = [
+    "Batch",
+    "Forward",
+    "SparseRows",
+    "backward",
+    "batch_from_sessions",
+    "forward",
+    "loss_and_grads",
+    "score_session",
+]
+
+
+@dataclass(slots=True)
+class Batch:
+    """B sessions padded to N candidate slots; text tokens in a flat (CSR-like) layout."""
+
+    context: np.ndarray  # (B, D) float
+    cand_emb: np.ndarray  # (B, N, D) float, zeros where a candidate has no embedding
+    has_emb: np.ndarray  # (B, N) bool: True = embedded path, False = text path
+    tok_bucket: np.ndarray  # (T,) int64 hash-bucket ids
+    tok_owner: np.ndarray  # (T,) int64 flat candidate index b*N + n; only text-path real
+    # candidates read their tokens, tokens owned by any other slot are ignored
+    features: np.ndarray  # (B, N, F) float
+    project_slot: np.ndarray  # (B,) int64
+    mask: np.ndarray  # (B, N) bool: True = real candidate
+    labels: np.ndarray | None = None  # (B, N) float, for training
+    temperature: np.ndarray | None = None  # (B,) loss temperature; None = per-session rule
+
+
+@dataclass(slots=True)
+class _Cache:
+    """Intermediates of a forward pass that the backward pass needs."""
+
+    eps: float
+    ctx: np.ndarray  # (B, D)
+    ctx_xhat: np.ndarray  # (B, d) normalised W_down·context
+    ctx_rstd: np.ndarray  # (B, 1)
+    ctx_norm: np.ndarray  # (B, d) LN_emb(W_down·context)
+    q: np.ndarray  # (B, d)
+    qk: np.ndarray  # (B, d) q·W_k
+    u: np.ndarray  # (d,) W_vᵀ·w_v
+    enc: np.ndarray  # (B*N, d), zero at padding
+    emb_idx: np.ndarray  # flat indices of embedded real candidates
+    emb_x: np.ndarray  # (Me, D) their native embeddings (float32 or the params' dtype)
+    emb_xhat: np.ndarray
+    emb_rstd: np.ndarray
+    txt_idx: np.ndarray  # flat indices of text-path real candidates
+    txt_xhat: np.ndarray
+    txt_rstd: np.ndarray
+    tok_row: np.ndarray  # (T',) text-row index of each used token
+    tok_bucket: np.ndarray  # (T',) its bucket
+    txt_count: np.ndarray  # (Mt,) tokens per text row
+    features: np.ndarray  # (B, N, F)
+    slot: np.ndarray  # (B,)
+    proj_rows: np.ndarray  # (B, d) ProjEmb[slot]
+
+
+@dataclass(slots=True)
+class Forward:
+    """Logits (-inf at padding) and softmax scores (0 at padding), both (B, N)."""
+
+    logits: np.ndarray
+    probs: np.ndarray
+    mask: np.ndarray
+    cache: _Cache = field(repr=False)
+
+
+def _layer_norm(
+    x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row-wise LN; returns (y, xhat, 1/std) for the backward pass."""
+    xc = x - x.mean(axis=-1, keepdims=True)
+    rstd = 1.0 / np.sqrt(np.mean(xc * xc, axis=-1, keepdims=True) + eps)
+    xhat = xc * rstd
+    return xhat * gamma + beta, xhat, rstd
+
+
+def _layer_norm_back(
+    dy: np.ndarray, xhat: np.ndarray, rstd: np.ndarray, gamma: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gradients of row-wise LN: (dx, dgamma, dbeta)."""
+    dxhat = dy * gamma
+    dx = rstd * (
+        dxhat
+        - dxhat.mean(axis=-1, keepdims=True)
+        - xhat * np.mean(dxhat * xhat, axis=-1, keepdims=True)
+    )
+    return dx, np.sum(dy * xhat, axis=0), np.sum(dy, axis=0)
+
+
+def _segment_sum(values: np.ndarray, ids: np.ndarray, n: int) -> np.ndarray:
+    """out[i] = sum of values[j] (T, k) with ids[j] == i, for i < n."""
+    t, k = values.shape
+    if t == 0:
+        return np.zeros((n, k), dtype=values.dtype)
+    if n * 8 <= t and bool(np.all(ids[1:] >= ids[:-1])):
+        # few long sorted segments (tokens grouped by candidate): reduceat is fastest
+        out = np.zeros((n, k), dtype=values.dtype)
+        starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
+        out[ids[starts]] = np.add.reduceat(values, starts, axis=0)
+        return out
+    # many short segments (tokens grouped by bucket): one flat bincount
+    flat = (ids[:, None] * k + np.arange(k)).reshape(-1)
+    out = np.bincount(flat, weights=values.reshape(-1), minlength=n * k)
+    return out.reshape(n, k).astype(values.dtype, copy=False)
+
+
+def _split_gate(gate: np.ndarray, v_dim: int, n_feat: int, d: int) -> tuple[np.ndarray, ...]:
+    """gate_proj (1, V+F+d+1) -> (w_v, w_features, w_project, bias)."""
+    g = gate.reshape(-1)
+    if g.size != v_dim + n_feat + d + 1:
+        raise ValueError(f"gate_proj has {g.size} weights, expected {v_dim + n_feat + d + 1}")
+    return g[:v_dim], g[v_dim : v_dim + n_feat], g[v_dim + n_feat : -1], g[-1]
+
+
+def _check(params: dict[str, np.ndarray], batch: Batch) -> None:
+    """Shape and index checks that would otherwise fail silently (negative indices wrap)."""
+    mask = np.asarray(batch.mask)
+    b, n = mask.shape
+    d_native = params["down_proj"].shape[1]
+    if np.shape(batch.cand_emb) != (b, n, d_native):
+        raise ValueError(
+            f"cand_emb has shape {np.shape(batch.cand_emb)}, expected {(b, n, d_native)}"
+        )
+    if np.shape(batch.context) != (b, d_native):
+        raise ValueError(f"context has shape {np.shape(batch.context)}, expected {(b, d_native)}")
+    if np.shape(batch.has_emb) != (b, n) or np.shape(batch.features)[:2] != (b, n):
+        raise ValueError("has_emb and features must match mask's (B, N)")
+    if np.shape(batch.project_slot) != (b,):
+        raise ValueError(f"project_slot has shape {np.shape(batch.project_slot)}, expected {(b,)}")
+    if b and not bool(np.all(mask.any(axis=1))):
+        raise ValueError("every session needs at least one real candidate")
+    slots = params["project_embeddings"].shape[0]
+    slot = np.asarray(batch.project_slot)
+    if b and (slot.min() < 0 or slot.max() >= slots):
+        raise ValueError(f"project_slot outside [0, {slots})")
+    bucket, owner = np.asarray(batch.tok_bucket), np.asarray(batch.tok_owner)
+    if bucket.shape != owner.shape or bucket.ndim != 1:
+        raise ValueError("tok_bucket and tok_owner must be 1-D and of the same length")
+    if bucket.size:
+        buckets = params["hash_embeddings"].shape[0]
+        if bucket.min() < 0 or bucket.max() >= buckets:
+            raise ValueError(f"tok_bucket outside [0, {buckets})")
+        if owner.min() < 0 or owner.max() >= b * n:
+            raise ValueError(f"tok_owner outside [0, {b * n})")
+
+
+def forward(
+    params: dict[str, np.ndarray], batch: Batch, cfg: PredictorConfig = DEFAULT_CONFIG
+) -> Forward:
+    """Logits and softmax scores of every session in the batch, with a cache for `backward`."""
+    _check(params, batch)
+    eps = float(cfg.layer_norm_eps)
+    w_down, w_q, w_k, w_v = (params[k] for k in ("down_proj", "q_proj", "k_proj", "v_proj"))
+    dt = w_down.dtype
+    d = w_q.shape[0]
+    mask = np.asarray(batch.mask, dtype=bool)
+    b, n = mask.shape
+    m_all = b * n
+    d_native = w_down.shape[1]
+    features = np.asarray(batch.features, dtype=dt)
+    w_val, w_feat, w_proj, bias = _split_gate(
+        params["gate_proj"], w_v.shape[0], features.shape[2], d
+    )
+    g_emb, b_emb = params["ln_embedded_gamma"], params["ln_embedded_beta"]
+    g_txt, b_txt = params["ln_text_gamma"], params["ln_text_beta"]
+
+    # query
+    ctx = np.asarray(batch.context, dtype=dt)
+    ctx_norm, ctx_xhat, ctx_rstd = _layer_norm(ctx @ w_down.T, g_emb, b_emb, eps)
+    q = ctx_norm @ w_q.T
+    qk = q @ w_k
+    u = w_val @ w_v
+
+    enc = np.zeros((m_all, d), dtype=dt)
+    flat_mask = mask.reshape(-1)
+    flat_has = np.asarray(batch.has_emb, dtype=bool).reshape(-1)
+
+    # embedded path (float32 embeddings keep their precision in the W_down product)
+    emb_idx = np.flatnonzero(flat_mask & flat_has)
+    x_flat = np.asarray(batch.cand_emb).reshape(m_all, d_native)
+    if x_flat.dtype != np.float32:
+        x_flat = x_flat.astype(dt, copy=False)
+    emb_x = x_flat if emb_idx.size == m_all else x_flat[emb_idx]
+    h = (emb_x @ w_down.T.astype(emb_x.dtype, copy=False)).astype(dt, copy=False)
+    y, emb_xhat, emb_rstd = _layer_norm(h, g_emb, b_emb, eps)
+    enc[emb_idx] = y
+
+    # text path: mean of the hash rows of each text candidate's tokens
+    txt_idx = np.flatnonzero(flat_mask & ~flat_has)
+    row_of = np.full(m_all, -1, dtype=np.int64)
+    row_of[txt_idx] = np.arange(txt_idx.size)
+    tok_row = row_of[np.asarray(batch.tok_owner, dtype=np.int64)]
+    used = tok_row >= 0
+    tok_row = tok_row[used]
+    tok_bucket = np.asarray(batch.tok_bucket, dtype=np.int64)[used]
+    txt_count = np.bincount(tok_row, minlength=txt_idx.size).astype(dt)
+    sums = _segment_sum(params["hash_embeddings"][tok_bucket], tok_row, txt_idx.size)
+    mean = sums / np.maximum(txt_count, 1.0)[:, None]
+    y, txt_xhat, txt_rstd = _layer_norm(mean, g_txt, b_txt, eps)
+    enc[txt_idx] = y
+
+    # logits: q·(W_k enc)/sqrt(d) + w_v·(W_v enc) = enc·(qk/sqrt(d) + u)
+    slot = np.asarray(batch.project_slot, dtype=np.int64)
+    proj_rows = params["project_embeddings"][slot]
+    a = qk / np.sqrt(d) + u
+    enc3 = enc.reshape(b, n, d)
+    raw = np.matmul(enc3, a[:, :, None])[:, :, 0] + features @ w_feat
+    raw += (proj_rows @ w_proj + bias)[:, None]
+    logits = np.where(mask, raw, -np.inf)
+    cache = _Cache(
+        eps=eps,
+        ctx=ctx,
+        ctx_xhat=ctx_xhat,
+        ctx_rstd=ctx_rstd,
+        ctx_norm=ctx_norm,
+        q=q,
+        qk=qk,
+        u=u,
+        enc=enc,
+        emb_idx=emb_idx,
+        emb_x=emb_x,
+        emb_xhat=emb_xhat,
+        emb_rstd=emb_rstd,
+        txt_idx=txt_idx,
+        txt_xhat=txt_xhat,
+        txt_rstd=txt_rstd,
+        tok_row=tok_row,
+        tok_bucket=tok_bucket,
+        txt_count=txt_count,
+        features=features,
+        slot=slot,
+        proj_rows=proj_rows,
+    )
+    return Forward(logits=logits, probs=softmax_masked(raw, mask), mask=mask, cache=cache)
+
+
+def backward(params: dict[str, np.ndarray], fwd: Forward, dlogits: np.ndarray) -> Grads:
+    """Gradients of every parameter given dL/dlogits (B, N); padding entries are ignored.
+    hash_embeddings comes back as SparseRows over the buckets the batch used."""
+    c = fwd.cache
+    w_q, w_k, w_v = (params[k] for k in ("q_proj", "k_proj", "v_proj"))
+    b, n = fwd.mask.shape
+    d = w_q.shape[0]
+    n_feat = c.features.shape[2]
+    w_val, _, w_proj, _ = _split_gate(params["gate_proj"], w_v.shape[0], n_feat, d)
+    g_emb, g_txt = params["ln_embedded_gamma"], params["ln_text_gamma"]
+
+    dl = np.where(fwd.mask, dlogits, 0.0)
+    a = c.qk / np.sqrt(d) + c.u
+    enc3 = c.enc.reshape(b, n, d)
+    dl_flat = dl.reshape(-1)
+
+    def denc(idx: np.ndarray) -> np.ndarray:
+        """dL/denc for the flat candidates idx: dlogit · (qk/sqrt(d) + u) of their session."""
+        return dl_flat[idx, None] * a[idx // n]
+
+    s = np.matmul(dl[:, None, :], enc3)[:, 0, :]  # (B, d) = sum_n dl·enc
+    dqk = s / np.sqrt(d)
+    du = s.sum(axis=0)
+    dl_sum = dl.sum(axis=1)
+
+    d_wk = c.q.T @ dqk
+    dq = dqk @ w_k.T
+    d_wv = np.outer(w_val, du)
+    d_wval = w_v @ du
+    d_wfeat = np.einsum("bn,bnf->f", dl, c.features)
+    d_wproj = dl_sum @ c.proj_rows
+    d_bias = dl_sum.sum()
+    d_proj_emb = np.zeros_like(params["project_embeddings"])
+    np.add.at(d_proj_emb, c.slot, dl_sum[:, None] * w_proj)
+
+    d_wq = dq.T @ c.ctx_norm
+    dh, dg_emb, db_emb = _layer_norm_back(dq @ w_q, c.ctx_xhat, c.ctx_rstd, g_emb)
+    d_wdown = dh.T @ c.ctx
+
+    dh, dg, db = _layer_norm_back(denc(c.emb_idx), c.emb_xhat, c.emb_rstd, g_emb)
+    d_wdown += dh.T.astype(c.emb_x.dtype, copy=False) @ c.emb_x
+    dg_emb += dg
+    db_emb += db
+
+    dmean, dg_txt, db_txt = _layer_norm_back(denc(c.txt_idx), c.txt_xhat, c.txt_rstd, g_txt)
+    per_token = (dmean / np.maximum(c.txt_count, 1.0)[:, None])[c.tok_row]
+    rows, inv = np.unique(c.tok_bucket, return_inverse=True)
+    d_hash = SparseRows(rows, _segment_sum(per_token, inv, rows.size))
+
+    gate = np.concatenate([d_wval, d_wfeat, d_wproj, [d_bias]]).reshape(params["gate_proj"].shape)
+    return {
+        "down_proj": d_wdown,
+        "q_proj": d_wq,
+        "k_proj": d_wk,
+        "v_proj": d_wv,
+        "gate_proj": gate,
+        "hash_embeddings": d_hash,
+        "project_embeddings": d_proj_emb,
+        "ln_embedded_gamma": dg_emb,
+        "ln_embedded_beta": db_emb,
+        "ln_text_gamma": dg_txt,
+        "ln_text_beta": db_txt,
+    }
+
+
+def loss_and_grads(
+    params: dict[str, np.ndarray], batch: Batch, cfg: PredictorConfig = DEFAULT_CONFIG
+) -> tuple[float, Grads]:
+    """Mean listwise loss of the batch and its gradients (batch.temperature, else the
+    per-session rule of `loss.temperatures`)."""
+    if batch.labels is None:
+        raise ValueError("loss_and_grads needs batch.labels")
+    fwd = forward(params, batch, cfg)
+    temp = batch.temperature
+    if temp is None:
+        temp = temperatures(np.asarray(batch.labels, dtype=np.float64), fwd.mask, cfg)
+    loss, dlogits = listwise_loss(fwd.logits, batch.labels, fwd.mask, temp)
+    return loss, backward(params, fwd, dlogits)
+
+
+def batch_from_sessions(
+    contexts: Sequence[np.ndarray],
+    cand_embs: Sequence[np.ndarray | None],
+    has_embs: Sequence[np.ndarray],
+    token_lists: Sequence[Sequence[Sequence[int] | np.ndarray | None]],
+    features: Sequence[np.ndarray],
+    project_slots: Sequence[int],
+    labels: Sequence[np.ndarray] | None = None,
+    temperature: np.ndarray | None = None,
+    dtype: type = np.float64,
+) -> Batch:
+    """Pad per-session arrays (cand_embs[b] (N_b, D) or None if no candidate has one,
+    has_embs[b] (N_b,), token_lists[b] one bucket list per candidate, features[b] (N_b, F))
+    into one Batch; `dtype` is that of the float arrays (float32 = the fast embedding path)."""
+    b = len(contexts)
+    sizes = [len(h) for h in has_embs]
+    n = max(sizes, default=0)
+    d_native = int(np.shape(contexts[0])[-1]) if b else 0
+    n_feat = int(np.shape(features[0])[-1]) if b else 0
+    cand = np.zeros((b, n, d_native), dtype=dtype)
+    has = np.zeros((b, n), dtype=bool)
+    feats = np.zeros((b, n, n_feat), dtype=dtype)
+    mask = np.zeros((b, n), dtype=bool)
+    lab = None if labels is None else np.zeros((b, n), dtype=np.float64)
+    buckets: list[np.ndarray] = []
+    owners: list[np.ndarray] = []
+    for i, size in enumerate(sizes):
+        h = np.asarray(has_embs[i], dtype=bool)
+        has[i, :size] = h
+        mask[i, :size] = True
+        if h.any():
+            cand[i, :size][h] = np.asarray(cand_embs[i])[h]
+        if size:
+            feats[i, :size] = features[i]
+        if lab is not None and labels is not None:
+            lab[i, :size] = labels[i]
+        for j, toks in enumerate(token_lists[i]):
+            if toks is None or h[j] or len(toks) == 0:
+                continue
+            t = np.asarray(toks, dtype=np.int64)
+            buckets.append(t)
+            owners.append(np.full(t.size, i * n + j, dtype=np.int64))
+    return Batch(
+        context=np.asarray(np.stack(contexts) if b else np.zeros((0, 0)), dtype=dtype),
+        cand_emb=cand,
+        has_emb=has,
+        tok_bucket=np.concatenate(buckets) if buckets else np.zeros(0, dtype=np.int64),
+        tok_owner=np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64),
+        features=feats,
+        project_slot=np.asarray(project_slots, dtype=np.int64).reshape(b),
+        mask=mask,
+        labels=lab,
+        temperature=None if temperature is None else np.asarray(temperature, dtype=np.float64),
+    )
+
+
+def score_session(
+    params: dict[str, np.ndarray],
+    context: np.ndarray,
+    cand_emb: np.ndarray | None,
+    has_emb: np.ndarray,
+    token_lists: Sequence[Sequence[int] | np.ndarray | None],
+    features: np.ndarray,
+    project_slot: int,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+) -> np.ndarray:
+    """Softmax scores (N,) of one session's candidates; rows of cand_emb where has_emb is
+    False are ignored (those candidates use their tokens)."""
+    has = np.asarray(has_emb, dtype=bool)
+    if has.size == 0:
+        return np.zeros(0, dtype=np.float64)
+    batch = batch_from_sessions(
+        [np.asarray(context)], [cand_emb], [has], [token_lists], [features], [project_slot]
+    )
+    return forward(params, batch, cfg).probs[0]

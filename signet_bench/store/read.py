@@ -1,0 +1,564 @@
+"""Tolerant, read-only reader of a Signet store (`memories.db`) into Polars frames and numpy.
+
+The file is opened with stdlib `sqlite3` by URI `mode=ro` plus `query_only`, so this module can
+never write to a store or hold a write lock. Columns are read by name (their order depends on a
+store's upgrade history); a missing optional column reads as its Signet default; both timestamp
+formats (`...T...Z` and `YYYY-MM-DD HH:MM:SS`) become Polars `Datetime("us", "UTC")`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from numbers import Integral
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.store.errors import (
+    EmbeddingBlobError,
+    MissingColumnError,
+    NotSignetStoreError,
+    NotSQLiteError,
+    SchemaVersionError,
+    StoreError,
+    StoreMissingError,
+    StoreTimestampError,
+)
+from signet_bench.store.schema import REQUIRED_TABLES, SCHEMA_VERSION
+from signet_bench.timestamps import TimestampError, parse_ts
+
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "MemoryTable",
+    "StoreLike",
+    "open_readonly",
+    "read_comparisons",
+    "read_memories",
+    "read_session_memories",
+    "read_sessions",
+    "read_summary_jobs",
+    "read_training_log",
+    "schema_version",
+]
+
+StoreLike = str | Path | sqlite3.Connection
+
+BUSY_TIMEOUT_MS = 5_000  # wait this long for the daemon's write lock instead of failing at once
+
+UTC_US = pl.Datetime("us", "UTC")
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_ISO_FMT = "%Y-%m-%dT%H:%M:%S%.fZ"  # JS toISOString()
+_SQLITE_FMT = "%Y-%m-%d %H:%M:%S"  # SQLite datetime('now')
+
+# Column specs: (name, kind, default). kind is text | real | int | bool | ts. default is an SQL
+# expression used when the column is missing or NULL (None: NULL stays NULL; REQUIRED: error).
+REQUIRED = "<required>"
+_Spec = tuple[str, str, str | None]
+_DTYPES: dict[str, pl.DataType] = {
+    "text": pl.Utf8(),
+    "real": pl.Float64(),
+    "int": pl.Int64(),
+    "bool": pl.Int64(),  # read as 0/1, cast to Boolean after
+    "ts": pl.Utf8(),  # read as text, parsed after
+}
+_CASTS = {"text": "TEXT", "real": "REAL", "int": "INTEGER", "bool": "INTEGER", "ts": "TEXT"}
+
+_MEMORY_SPEC: tuple[_Spec, ...] = (
+    ("id", "text", REQUIRED),
+    ("type", "text", "'fact'"),
+    ("content", "text", REQUIRED),
+    ("importance", "real", "0.5"),
+    ("pinned", "bool", "0"),
+    ("access_count", "int", "0"),
+    ("created_at", "ts", REQUIRED),
+    ("updated_at", "ts", '"created_at"'),
+    ("last_accessed", "ts", None),
+    ("project", "text", None),
+    ("tags", "text", None),
+    ("is_deleted", "bool", "0"),
+    ("deleted_at", "ts", None),
+)
+
+_SESSION_SPEC: tuple[_Spec, ...] = (
+    ("id", "text", REQUIRED),
+    ("session_key", "text", "'unknown'"),
+    ("project", "text", None),
+    ("harness", "text", None),
+    ("score", "real", REQUIRED),
+    ("memories_recalled", "int", None),
+    ("memories_used", "int", None),
+    ("novel_context_count", "int", None),
+    ("reasoning", "text", None),
+    ("created_at", "ts", REQUIRED),
+    ("confidence", "real", None),
+    ("continuity_reasoning", "text", None),
+)
+
+_SESSION_MEMORY_SPEC: tuple[_Spec, ...] = (
+    ("id", "text", REQUIRED),
+    ("session_key", "text", REQUIRED),
+    ("memory_id", "text", REQUIRED),
+    ("source", "text", "'effective'"),
+    ("effective_score", "real", None),
+    ("predictor_score", "real", None),
+    ("final_score", "real", None),
+    ("rank", "int", REQUIRED),
+    ("was_injected", "bool", REQUIRED),
+    ("relevance_score", "real", None),
+    ("fts_hit_count", "int", "0"),
+    ("created_at", "ts", REQUIRED),
+    ("entity_slot", "int", None),
+    ("aspect_slot", "int", None),
+    ("is_constraint", "bool", "0"),
+    ("structural_density", "int", None),
+    ("predictor_rank", "int", None),
+    ("agent_relevance_score", "real", None),
+    ("agent_feedback_count", "int", "0"),
+)
+
+_COMPARISON_SPEC: tuple[_Spec, ...] = (
+    ("id", "text", REQUIRED),
+    ("session_key", "text", REQUIRED),
+    ("agent_id", "text", "'default'"),
+    ("predictor_ndcg", "real", REQUIRED),
+    ("baseline_ndcg", "real", REQUIRED),
+    ("predictor_won", "bool", "0"),
+    ("margin", "real", "0"),
+    ("alpha", "real", None),
+    ("ema_updated", "bool", "0"),
+    ("project", "text", None),
+    ("candidate_count", "int", None),
+    ("traversal_count", "int", "0"),
+    ("constraint_count", "int", "0"),
+    ("created_at", "ts", REQUIRED),
+    ("scorer_confidence", "real", "0"),
+    ("success_rate", "real", "0.5"),
+    ("predictor_top_ids", "text", "'[]'"),
+    ("baseline_top_ids", "text", "'[]'"),
+    ("relevance_scores", "text", "'{}'"),
+    ("fts_overlap_score", "real", None),
+)
+
+_SUMMARY_JOB_SPEC: tuple[_Spec, ...] = (
+    ("id", "text", REQUIRED),
+    ("session_key", "text", None),
+    ("harness", "text", None),
+    ("project", "text", None),
+    ("transcript", "text", "''"),
+    ("status", "text", "'pending'"),
+    ("result", "text", None),
+    ("attempts", "int", "0"),
+    ("max_attempts", "int", "3"),
+    ("created_at", "ts", REQUIRED),
+    ("completed_at", "ts", None),
+    ("error", "text", None),
+)
+
+_TRAINING_LOG_SPEC: tuple[_Spec, ...] = (
+    ("id", "text", REQUIRED),
+    ("agent_id", "text", "'default'"),
+    ("model_version", "int", None),
+    ("loss", "real", None),
+    ("sample_count", "int", None),
+    ("duration_ms", "int", None),
+    ("canary_ndcg", "real", None),
+    ("canary_ndcg_delta", "real", None),
+    ("canary_score_variance", "real", None),
+    ("canary_topk_churn", "real", None),
+    ("created_at", "ts", None),
+)
+
+
+# --- opening -------------------------------------------------------------------------------
+
+
+def open_readonly(path: str | Path) -> sqlite3.Connection:
+    """Open a store read-only (URI `mode=ro`, `query_only`, busy timeout) after validating it."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise StoreMissingError(p)
+    if not p.is_file():
+        raise StoreMissingError(p, "not a regular file")
+    with p.open("rb") as fh:
+        head = fh.read(len(_SQLITE_MAGIC))
+    if head != _SQLITE_MAGIC:
+        raise NotSQLiteError(p, "empty file" if not head else "no SQLite header")
+    uri = p.resolve().as_uri() + "?mode=ro"
+    try:
+        con = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{p}: cannot open read-only: {exc}") from exc
+    try:
+        con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        con.execute("PRAGMA query_only = ON")
+        _validate(con, p)
+    except sqlite3.OperationalError as exc:
+        con.close()
+        raise StoreError(f"{p}: cannot read: {exc}") from exc
+    except sqlite3.DatabaseError as exc:
+        con.close()
+        raise NotSQLiteError(p, str(exc)) from exc
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def schema_version(con: sqlite3.Connection) -> int:
+    """The highest version recorded in `schema_migrations` (errors if absent or empty)."""
+    label = _label(con)
+    if "schema_migrations" not in _tables(con):
+        raise SchemaVersionError(label, "table schema_migrations is missing")
+    row = con.execute("SELECT MAX(CAST(version AS INTEGER)) FROM schema_migrations").fetchone()
+    if row is None or row[0] is None:
+        raise SchemaVersionError(label, "schema_migrations has no rows (no version recorded)")
+    return int(row[0])
+
+
+def _validate(con: sqlite3.Connection, label: str | Path) -> None:
+    missing = [t for t in REQUIRED_TABLES if t not in _tables(con)]
+    if missing:
+        raise NotSignetStoreError(label, missing)
+    version = schema_version(con)
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            label,
+            f"schema_migrations records version {version}, but this reader knows versions "
+            f"1..{SCHEMA_VERSION} (Signet 0.58); migrations {SCHEMA_VERSION + 1:03d}.."
+            f"{version:03d} are unknown",
+        )
+
+
+@contextmanager
+def _using(store: StoreLike) -> Iterator[tuple[sqlite3.Connection, str]]:
+    """Yield (connection, label); a path is opened and closed here, a connection is borrowed."""
+    if isinstance(store, sqlite3.Connection):
+        label = _label(store)
+        _validate(store, label)
+        yield store, label
+        return
+    con = open_readonly(store)
+    try:
+        yield con, str(store)
+    finally:
+        con.close()
+
+
+@contextmanager
+def _snapshot(con: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction, so several SELECTs see the same state of a live store."""
+    if con.in_transaction:
+        yield
+        return
+    con.execute("BEGIN")
+    try:
+        yield
+    finally:
+        con.execute("COMMIT")
+
+
+def _label(con: sqlite3.Connection) -> str:
+    for _seq, name, file in con.execute("PRAGMA database_list"):
+        if name == "main":
+            return file or ":memory:"
+    return "<sqlite connection>"
+
+
+def _tables(con: sqlite3.Connection) -> set[str]:
+    rows = con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+    return {r[0] for r in rows}
+
+
+def _columns(con: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in con.execute(f'PRAGMA table_info("{table}")')}
+
+
+# --- generic tolerant select ---------------------------------------------------------------
+
+
+def _select_sql(
+    table: str, spec: Sequence[_Spec], present: set[str], label: str, extra: str = ""
+) -> str:
+    exprs = []
+    for name, kind, default in spec:
+        cast = _CASTS[kind]
+        if name in present:
+            expr = f'"{name}"'
+            if default not in (None, REQUIRED):
+                expr = f"COALESCE({expr}, {default})"
+        elif default is REQUIRED:
+            raise MissingColumnError(label, table, name)
+        elif default is None:
+            expr = "NULL"
+        else:
+            expr = default
+        if kind == "bool":
+            exprs.append(f'(CAST({expr} AS INTEGER) != 0) AS "{name}"')
+        else:
+            exprs.append(f'CAST({expr} AS {cast}) AS "{name}"')
+    return f'SELECT {", ".join(exprs)}{extra} FROM "{table}"'
+
+
+def _frame(
+    rows: list[tuple], spec: Sequence[_Spec], extra: Sequence[tuple[str, pl.DataType]] = ()
+) -> pl.DataFrame:
+    """Column-wise frame from fetched rows (bools read as 0/1 become Boolean)."""
+    names = [s[0] for s in spec] + [e[0] for e in extra]
+    dtypes = [_DTYPES[s[1]] for s in spec] + [e[1] for e in extra]
+    cols = list(zip(*rows, strict=True)) if rows else [() for _ in names]
+    frame = pl.DataFrame(
+        [pl.Series(n, list(c), dtype=d) for n, c, d in zip(names, cols, dtypes, strict=True)]
+    )
+    bools = [s[0] for s in spec if s[1] == "bool"]
+    return frame.with_columns(pl.col(b).cast(pl.Boolean) for b in bools) if bools else frame
+
+
+def _schema(spec: Sequence[_Spec]) -> dict[str, pl.DataType]:
+    """The output schema of a spec: bools as Boolean, timestamps as UTC datetimes."""
+    out: dict[str, pl.DataType] = {}
+    for name, kind, _ in spec:
+        out[name] = pl.Boolean() if kind == "bool" else UTC_US if kind == "ts" else _DTYPES[kind]
+    return out
+
+
+def _parse_timestamps(
+    frame: pl.DataFrame, spec: Sequence[_Spec], label: str, table: str, id_col: str = "id"
+) -> pl.DataFrame:
+    ts_cols = [s[0] for s in spec if s[1] == "ts"]
+    return frame.with_columns(
+        _parse_ts_series(frame[c], label, table, frame[id_col]) for c in ts_cols
+    )
+
+
+def _parse_ts_series(s: pl.Series, label: str, table: str, ids: pl.Series) -> pl.Series:
+    """Both Signet formats, vectorised; anything else goes through `parse_ts` or errors."""
+    naive = pl.Datetime("us")
+    out = s.str.strptime(naive, _ISO_FMT, strict=False).fill_null(
+        s.str.strptime(naive, _SQLITE_FMT, strict=False)
+    )
+    out = out.dt.replace_time_zone("UTC")
+    bad = out.is_null() & s.is_not_null()
+    if bad.any():
+        values, fixed = s.to_list(), out.to_list()
+        for i in bad.arg_true().to_list():
+            try:
+                fixed[i] = parse_ts(values[i])
+            except TimestampError:
+                raise StoreTimestampError(label, table, s.name, ids[i], values[i]) from None
+        out = pl.Series(s.name, fixed, dtype=UTC_US)
+    return out.alias(s.name)
+
+
+def _read_table(
+    store: StoreLike,
+    table: str,
+    spec: Sequence[_Spec],
+    sort: Sequence[str],
+    where: str = "",
+    params: Sequence[object] = (),
+) -> pl.DataFrame:
+    with _using(store) as (con, label):
+        if table not in _tables(con):  # an optional table an older store lacks
+            return pl.DataFrame(schema=_schema(spec))
+        sql = _select_sql(table, spec, _columns(con, table), label) + where
+        rows = con.execute(sql, tuple(params)).fetchall()
+    frame = _parse_timestamps(_frame(rows, spec), spec, label, table)
+    return frame.sort(list(sort), nulls_last=True, maintain_order=True)
+
+
+# --- memories + embeddings -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class MemoryTable:
+    """Memories as a frame plus their embeddings, row-aligned: `embeddings[i]` is `frame[i]`'s."""
+
+    frame: pl.DataFrame
+    embeddings: np.ndarray
+    dim: int
+
+    def __len__(self) -> int:
+        return self.frame.height
+
+
+def read_memories(
+    store: StoreLike, *, include_deleted: bool = False, dim: int | None = None
+) -> MemoryTable:
+    """Memories (soft-deleted excluded unless asked), flags and float32 embeddings (N, dim).
+
+    `superseded`: an `entity_attributes` row for it is superseded, or it is soft-deleted
+    (DESIGN §4). A 'superseded' archive in `memories_cold` does *not* mark the live row: Signet's
+    update path archives the old content and rewrites the row in place, so the live row holds the
+    new, current content; only the archive is stale. `is_constraint`: type 'constraint' or an active
+    constraint attribute. Embeddings of another dimension than `dim` (default: the majority) read
+    as missing; `embedding_dim` still reports the stored dimension. Ordered by created_at, id.
+    """
+    if dim is not None:
+        if not isinstance(dim, Integral) or isinstance(dim, bool) or dim <= 0:
+            raise ValueError(f"dim must be a positive integer, got {dim!r}")
+        dim = int(dim)
+    with _using(store) as (con, label), _snapshot(con):
+        present = _columns(con, "memories")
+        where = ""
+        if not include_deleted and "is_deleted" in present:
+            where = " WHERE COALESCE(is_deleted, 0) = 0"
+        sql = _select_sql("memories", _MEMORY_SPEC, present, label, extra=", rowid") + where
+        rows = con.execute(sql).fetchall()
+        superseded_ids, constraint_ids = _flag_sets(con)
+        emb_rows = _embedding_rows(con, label)
+    frame = _frame(rows, _MEMORY_SPEC, extra=[("rowid", pl.Int64())])
+    frame = _parse_timestamps(frame, _MEMORY_SPEC, label, "memories")
+    frame = frame.sort(["created_at", "id"], nulls_last=True).select(
+        "id", "rowid", *[s[0] for s in _MEMORY_SPEC[1:]]
+    )
+    frame = frame.with_columns(
+        superseded=pl.col("id").is_in(_str_series(superseded_ids)) | pl.col("is_deleted"),
+        is_constraint=(pl.col("type") == "constraint")
+        | pl.col("id").is_in(_str_series(constraint_ids)),
+    )
+    embeddings, dim, has, dims = _align_embeddings(frame["id"].to_list(), emb_rows, dim, label)
+    frame = frame.with_columns(
+        pl.Series("has_embedding", has, dtype=pl.Boolean),
+        pl.Series("embedding_dim", dims, dtype=pl.Int64),
+    )
+    return MemoryTable(frame=frame, embeddings=embeddings, dim=dim)
+
+
+def _str_series(values: set[str]) -> pl.Series:
+    """The set as a one-element list series, the form `is_in` expects for membership."""
+    return pl.Series(sorted(values), dtype=pl.Utf8).implode()
+
+
+def _flag_sets(con: sqlite3.Connection) -> tuple[set[str], set[str]]:
+    """Ids with a superseded knowledge-graph attribute, and ids with active constraints."""
+    tables = _tables(con)
+    superseded: set[str] = set()
+    constraints: set[str] = set()
+    if "entity_attributes" in tables:
+        cols = _columns(con, "entity_attributes")
+        if "memory_id" in cols:
+            conds = []
+            if "status" in cols:
+                conds.append("status = 'superseded'")
+            if "superseded_by" in cols:
+                conds.append("superseded_by IS NOT NULL")
+            if conds:
+                q = (
+                    "SELECT DISTINCT memory_id FROM entity_attributes"
+                    f" WHERE memory_id IS NOT NULL AND ({' OR '.join(conds)})"
+                )
+                superseded.update(r[0] for r in con.execute(q))
+            if "kind" in cols:
+                active = " AND COALESCE(status, 'active') = 'active'" if "status" in cols else ""
+                q = (
+                    "SELECT DISTINCT memory_id FROM entity_attributes"
+                    f" WHERE memory_id IS NOT NULL AND kind = 'constraint'{active}"
+                )
+                constraints.update(r[0] for r in con.execute(q))
+    return superseded, constraints
+
+
+def _embedding_rows(con: sqlite3.Connection, label: str) -> list[tuple]:
+    """(embedding id, memory id, blob, dimensions, n_bytes): the newest row per memory."""
+    cols = _columns(con, "embeddings")
+    for need in ("source_id", "vector", "dimensions"):
+        if need not in cols:
+            raise MissingColumnError(label, "embeddings", need)
+    kind = "source_type = 'memory'" if "source_type" in cols else "1"
+    # Both timestamp formats compare correctly as text once 'T' and 'Z' are dropped.
+    newest = (
+        "replace(replace(created_at, 'T', ' '), 'Z', '') DESC, rowid DESC"
+        if "created_at" in cols
+        else "rowid DESC"
+    )
+    eid = "CAST(id AS TEXT)" if "id" in cols else "CAST(rowid AS TEXT)"
+    sql = f"""
+        SELECT {eid}, source_id, CAST(vector AS BLOB), CAST(dimensions AS INTEGER),
+               length(CAST(vector AS BLOB))
+        FROM embeddings WHERE rowid IN (
+            SELECT rid FROM (
+                SELECT rowid AS rid, ROW_NUMBER() OVER (
+                    PARTITION BY source_id ORDER BY {newest}) AS rn
+                FROM embeddings WHERE {kind})
+            WHERE rn = 1)"""
+    return con.execute(sql).fetchall()
+
+
+def _align_embeddings(
+    ids: list[str], emb_rows: Iterable[tuple], dim: int | None, label: str
+) -> tuple[np.ndarray, int, list[bool], list[int | None]]:
+    """Place each memory's blob at its row; check blob sizes; keep one dimension."""
+    pos = {mid: i for i, mid in enumerate(ids)}
+    found: list[tuple[int, bytes, int]] = []
+    dims: list[int | None] = [None] * len(ids)
+    for eid, mid, blob, d, n_bytes in emb_rows:
+        i = pos.get(mid)
+        if i is None or blob is None or d is None:
+            continue
+        if n_bytes != 4 * d:
+            raise EmbeddingBlobError(label, mid, n_bytes, d, eid)
+        dims[i] = d
+        if d > 0:
+            found.append((i, blob, d))
+    if dim is None:
+        counts = Counter(d for _, _, d in found)
+        native = DEFAULT_CONFIG.native_dim
+        dim = max(counts, key=lambda d: (counts[d], d == native, d)) if counts else native
+    keep = [(i, blob) for i, blob, d in found if d == dim]
+    matrix = np.zeros((len(ids), dim), dtype=np.float32)
+    has = [False] * len(ids)
+    if keep:
+        idx = np.fromiter((i for i, _ in keep), dtype=np.int64, count=len(keep))
+        flat = np.frombuffer(b"".join(blob for _, blob in keep), dtype="<f4")
+        matrix[idx] = flat.reshape(len(keep), dim)
+        for i in idx.tolist():
+            has[i] = True
+    return matrix, dim, has, dims
+
+
+# --- sessions, comparisons, jobs, training log ---------------------------------------------
+
+
+def read_sessions(store: StoreLike) -> pl.DataFrame:
+    """`session_scores` rows (continuity score per session), ordered by created_at, id."""
+    return _read_table(store, "session_scores", _SESSION_SPEC, ["created_at", "id"])
+
+
+def read_session_memories(
+    store: StoreLike, session_keys: Iterable[str] | None = None
+) -> pl.DataFrame:
+    """`session_memories` candidates (all, or only `session_keys`), by session then rank."""
+    where, params = "", ()
+    if session_keys is not None:
+        where = " WHERE session_key IN (SELECT value FROM json_each(?))"
+        params = (json.dumps([str(k) for k in session_keys]),)
+    return _read_table(
+        store,
+        "session_memories",
+        _SESSION_MEMORY_SPEC,
+        ["created_at", "session_key", "rank", "memory_id"],
+        where,
+        params,
+    )
+
+
+def read_comparisons(store: StoreLike) -> pl.DataFrame:
+    """`predictor_comparisons` rows (NDCG predictor vs baseline per session); JSON kept as text."""
+    return _read_table(store, "predictor_comparisons", _COMPARISON_SPEC, ["created_at", "id"])
+
+
+def read_summary_jobs(store: StoreLike) -> pl.DataFrame:
+    """`summary_jobs` rows, transcripts included (Signet keeps them there)."""
+    return _read_table(store, "summary_jobs", _SUMMARY_JOB_SPEC, ["created_at", "id"])
+
+
+def read_training_log(store: StoreLike) -> pl.DataFrame:
+    """`predictor_training_log` rows (written only by manual training in Signet 0.58)."""
+    return _read_table(store, "predictor_training_log", _TRAINING_LOG_SPEC, ["created_at", "id"])

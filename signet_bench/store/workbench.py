@@ -1,0 +1,245 @@
+"""The workbench's own state, `workbench.duckdb`: calibration labels, training runs, models and
+benchmark runs. Written only through DuckDB, each call in one transaction, idempotently (rows are
+keyed, and writing the same key again replaces the row). Timestamps are stored as naive UTC.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from signet_bench.store.errors import WorkbenchRowError
+from signet_bench.timestamps import parse_ts
+
+__all__ = [
+    "WORKBENCH_DDL",
+    "open_workbench",
+    "record_bench",
+    "record_calibration",
+    "record_model",
+    "record_training_run",
+]
+
+WORKBENCH_DDL: dict[str, str] = {
+    "predictor_calibration": """
+        CREATE TABLE IF NOT EXISTS predictor_calibration (
+            id TEXT NOT NULL,
+            session_key TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            human_label DOUBLE,
+            scorer_label DOUBLE,
+            delta DOUBLE,
+            labeled_at TIMESTAMP NOT NULL,
+            labeler TEXT NOT NULL,
+            PRIMARY KEY (session_key, memory_id, labeler)
+        )""",
+    "training_runs": """
+        CREATE TABLE IF NOT EXISTS training_runs (
+            run_id TEXT PRIMARY KEY,
+            store_path TEXT,
+            started_at TIMESTAMP,
+            duration_ms DOUBLE,
+            sample_count INTEGER,
+            epochs INTEGER,
+            loss_curve TEXT,
+            canary_ndcg DOUBLE,
+            canary_ndcg_delta DOUBLE,
+            canary_score_variance DOUBLE,
+            canary_topk_overlap DOUBLE,
+            gate_passed BOOLEAN,
+            gate_reason TEXT,
+            model_path TEXT
+        )""",
+    "models": """
+        CREATE TABLE IF NOT EXISTS models (
+            model_id TEXT PRIMARY KEY,
+            path TEXT,
+            created_at TIMESTAMP,
+            feature_spec_hash TEXT,
+            is_pretrained_base BOOLEAN,
+            is_finetuned BOOLEAN,
+            metrics TEXT
+        )""",
+    "bench_runs": """
+        CREATE TABLE IF NOT EXISTS bench_runs (
+            id TEXT PRIMARY KEY,
+            bench TEXT NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            json TEXT NOT NULL
+        )""",
+}
+
+_TRAINING_FIELDS = (
+    "run_id",
+    "store_path",
+    "started_at",
+    "duration_ms",
+    "sample_count",
+    "epochs",
+    "loss_curve",
+    "canary_ndcg",
+    "canary_ndcg_delta",
+    "canary_score_variance",
+    "canary_topk_overlap",
+    "gate_passed",
+    "gate_reason",
+    "model_path",
+)
+_MODEL_FIELDS = (
+    "model_id",
+    "path",
+    "created_at",
+    "feature_spec_hash",
+    "is_pretrained_base",
+    "is_finetuned",
+    "metrics",
+)
+_CALIBRATION_FIELDS = (
+    "id",
+    "session_key",
+    "memory_id",
+    "human_label",
+    "scorer_label",
+    "delta",
+    "labeled_at",
+    "labeler",
+)
+
+
+def open_workbench(path: str | Path) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) the workbench DuckDB file with all its tables."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(
+        str(p),
+        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
+    )
+    con.execute("SET TimeZone = 'UTC'")
+    with _transaction(con):
+        for ddl in WORKBENCH_DDL.values():
+            con.execute(ddl)
+    return con
+
+
+@contextmanager
+def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """BEGIN ... COMMIT, or ROLLBACK on any error."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def _utc_naive(value: Any, table: str, field: str) -> datetime:
+    """A datetime or Signet timestamp text as naive UTC (how the workbench stores TIMESTAMP)."""
+    if value is None:
+        return datetime.now(UTC).replace(tzinfo=None)
+    if isinstance(value, str):
+        value = parse_ts(value)
+    if not isinstance(value, datetime):
+        raise WorkbenchRowError(table, f"{field}: expected a datetime, got {value!r}")
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return value
+
+
+def _json_text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+def _check_fields(table: str, row: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    unknown = sorted(set(row) - set(allowed))
+    if unknown:
+        raise WorkbenchRowError(table, f"unknown field(s) {', '.join(unknown)}")
+
+
+def _upsert(
+    con: duckdb.DuckDBPyConnection, table: str, fields: tuple[str, ...], rows: list
+) -> None:
+    marks = ", ".join("?" for _ in fields)
+    con.executemany(f"INSERT OR REPLACE INTO {table} ({', '.join(fields)}) VALUES ({marks})", rows)
+
+
+def record_calibration(con: duckdb.DuckDBPyConnection, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Upsert human labels keyed by (session_key, memory_id, labeler); returns rows written.
+
+    Each row needs session_key and memory_id; labeler defaults to 'human', labeled_at to now,
+    delta to human_label - scorer_label, id to a stable hash of the key.
+    """
+    table = "predictor_calibration"
+    values = []
+    for n, row in enumerate(rows):
+        _check_fields(table, row, _CALIBRATION_FIELDS)
+        for need in ("session_key", "memory_id"):
+            if not row.get(need):
+                raise WorkbenchRowError(table, f"row {n}: missing {need}")
+        human, scorer = row.get("human_label"), row.get("scorer_label")
+        delta = row.get("delta")
+        if delta is None and human is not None and scorer is not None:
+            delta = float(human) - float(scorer)
+        labeler = row.get("labeler") or "human"
+        key = (str(row["session_key"]), str(row["memory_id"]), str(labeler))
+        rid = row.get("id") or str(uuid.uuid5(uuid.NAMESPACE_URL, "calibration:" + "/".join(key)))
+        labeled_at = _utc_naive(row.get("labeled_at"), table, "labeled_at")
+        values.append((rid, key[0], key[1], human, scorer, delta, labeled_at, labeler))
+    with _transaction(con):
+        _upsert(con, table, _CALIBRATION_FIELDS, values)
+    return len(values)
+
+
+def record_training_run(con: duckdb.DuckDBPyConnection, run: Mapping[str, Any]) -> str:
+    """Upsert one training run keyed by run_id (loss_curve may be a list: stored as JSON)."""
+    table = "training_runs"
+    _check_fields(table, run, _TRAINING_FIELDS)
+    if not run.get("run_id"):
+        raise WorkbenchRowError(table, "missing run_id")
+    row = dict(run)
+    row["loss_curve"] = _json_text(row.get("loss_curve"))
+    if "started_at" in row:
+        row["started_at"] = _utc_naive(row["started_at"], table, "started_at")
+    fields = tuple(f for f in _TRAINING_FIELDS if f in row)
+    with _transaction(con):
+        _upsert(con, table, fields, [tuple(row[f] for f in fields)])
+    return str(run["run_id"])
+
+
+def record_model(con: duckdb.DuckDBPyConnection, model: Mapping[str, Any]) -> str:
+    """Upsert one model registry entry keyed by model_id (metrics may be a dict: stored as JSON)."""
+    table = "models"
+    _check_fields(table, model, _MODEL_FIELDS)
+    if not model.get("model_id"):
+        raise WorkbenchRowError(table, "missing model_id")
+    row = dict(model)
+    row["metrics"] = _json_text(row.get("metrics"))
+    row["created_at"] = _utc_naive(row.get("created_at"), table, "created_at")
+    fields = tuple(f for f in _MODEL_FIELDS if f in row)
+    with _transaction(con):
+        _upsert(con, table, fields, [tuple(row[f] for f in fields)])
+    return str(model["model_id"])
+
+
+def record_bench(con: duckdb.DuckDBPyConnection, bench: str, doc: Mapping[str, Any] | str) -> str:
+    """Store one benchmark report (DESIGN §10 JSON); the id hashes its content, so recording
+    the same report twice keeps one row. Returns the id."""
+    text = doc if isinstance(doc, str) else json.dumps(doc, sort_keys=True)
+    rid = hashlib.sha256(f"{bench}\n{text}".encode()).hexdigest()[:32]
+    with _transaction(con):
+        con.execute(
+            "INSERT INTO bench_runs (id, bench, created_at, json) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (id) DO NOTHING",
+            [rid, bench, datetime.now(UTC).replace(tzinfo=None), text],
+        )
+    return rid

@@ -1,0 +1,457 @@
+"""Memory-side writers of the simulated daemon, following Signet 0.58's write paths.
+
+Plain functions over an open `sqlite3` connection (from `schema.connect_writer`). Each one runs
+inside `transaction(con)`: its own BEGIN/COMMIT, or a SAVEPOINT when the caller already holds a
+transaction, so a caller can group many writes into one commit. Row ids are derived from their
+content (uuid5), so repeating a write changes nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sqlite3
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from signet_bench.store.content import content_hash, normalized_content, storage_content
+from signet_bench.timestamps import format_iso
+
+__all__ = [
+    "MEMORY_COLUMNS",
+    "insert_embeddings",
+    "insert_memories",
+    "soft_delete",
+    "supersede_attribute",
+    "supersede_memory",
+    "transaction",
+]
+
+MEMORY_COLUMNS: tuple[str, ...] = (
+    "id",
+    "type",
+    "category",
+    "content",
+    "confidence",
+    "importance",
+    "source_id",
+    "source_type",
+    "tags",
+    "who",
+    "why",
+    "project",
+    "created_at",
+    "updated_at",
+    "updated_by",
+    "last_accessed",
+    "access_count",
+    "vector_clock",
+    "version",
+    "manual_override",
+    "pinned",
+    "content_hash",
+    "normalized_content",
+    "is_deleted",
+    "deleted_at",
+    "extraction_status",
+    "embedding_model",
+    "extraction_model",
+    "update_count",
+    "idempotency_key",
+    "runtime_path",
+    "source_path",
+    "source_section",
+)
+"""The `memories` columns of Signet 0.58 (migrations 001-030)."""
+
+_DEFAULTS: dict[str, Any] = {
+    "type": "fact",
+    "confidence": 1.0,
+    "importance": 0.5,
+    "updated_by": "system",
+    "access_count": 0,
+    "vector_clock": "{}",
+    "version": 1,
+    "manual_override": 0,
+    "pinned": 0,
+    "is_deleted": 0,
+    "extraction_status": "none",
+    "update_count": 0,
+}
+_DERIVED = {"content_hash", "normalized_content"}
+_CHUNK = 500  # ids per `IN (...)` lookup
+_savepoints = itertools.count()
+
+
+def _uid(*parts: str) -> str:
+    """Deterministic id for a row, so repeating a write hits the same key."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, "signet-bench:" + "/".join(parts)))
+
+
+def _stamp(value: Any) -> Any:
+    return format_iso(value) if isinstance(value, datetime) else value
+
+
+@contextmanager
+def transaction(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE ... COMMIT, or a SAVEPOINT inside the caller's open transaction."""
+    if con.in_transaction:
+        name = f"sb_write_{next(_savepoints)}"
+        con.execute(f"SAVEPOINT {name}")
+        try:
+            yield con
+        except BaseException:
+            con.execute(f"ROLLBACK TO {name}")
+            con.execute(f"RELEASE {name}")
+            raise
+        con.execute(f"RELEASE {name}")
+    else:
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            yield con
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+
+
+def _history(
+    con: sqlite3.Connection,
+    memory_id: str,
+    event: str,
+    at: str,
+    *,
+    old: str | None = None,
+    new: str | None = None,
+    changed_by: str,
+    reason: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> None:
+    con.execute(
+        "INSERT OR IGNORE INTO memory_history (id, memory_id, event, old_content, new_content,"
+        " changed_by, reason, metadata, created_at, actor_type) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        (
+            _uid("history", memory_id, event, at),
+            memory_id,
+            event,
+            old,
+            new,
+            changed_by,
+            reason,
+            json.dumps(dict(metadata)) if metadata else None,
+            at,
+            "user" if changed_by == "user" else "system",
+        ),
+    )
+
+
+def _memory_row(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    unknown = set(row) - set(MEMORY_COLUMNS)
+    if unknown:
+        raise ValueError(f"unknown memories column(s): {', '.join(sorted(unknown))}")
+    if set(row) & _DERIVED:
+        raise ValueError("content_hash and normalized_content are derived from content")
+    for key in ("id", "content", "created_at"):
+        if row.get(key) is None:
+            raise ValueError(f"memory row without {key!r}: {dict(row)!r}")
+    values = {**_DEFAULTS, **{k: _stamp(v) for k, v in row.items()}}
+    values["content"] = storage_content(values["content"])
+    values["normalized_content"] = normalized_content(values["content"])
+    values["content_hash"] = content_hash(values["content"])
+    values.setdefault("updated_at", values["created_at"])
+    for key in ("pinned", "is_deleted", "manual_override"):
+        values[key] = int(values[key])
+    return tuple(values.get(c) for c in MEMORY_COLUMNS)
+
+
+def insert_memories(
+    con: sqlite3.Connection, rows: Iterable[Mapping[str, Any]], *, history: bool = True
+) -> int:
+    """Insert memories (Signet columns; timestamps as datetimes or Signet text) with their
+    content hash and normalised content, plus a 'created' history event each. A row whose id
+    exists is left alone; a duplicate live content hash raises `sqlite3.IntegrityError`.
+    Returns the number of rows added."""
+    values = [_memory_row(r) for r in rows]
+    placeholders = ", ".join("?" * len(MEMORY_COLUMNS))
+    at = {c: i for i, c in enumerate(MEMORY_COLUMNS)}
+    with transaction(con):
+        added = 0
+        for v in values:
+            cur = con.execute(
+                f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) VALUES ({placeholders})"
+                " ON CONFLICT(id) DO NOTHING",
+                v,
+            )
+            if cur.rowcount == 1:
+                added += 1
+                if history:
+                    _history(
+                        con,
+                        v[at["id"]],
+                        "created",
+                        v[at["created_at"]],
+                        new=v[at["content"]],
+                        changed_by=v[at["who"]] or "pipeline-v2",
+                    )
+    return added
+
+
+def _lookup(con: sqlite3.Connection, memory_ids: Sequence[str], cols: str) -> dict[str, tuple]:
+    found: dict[str, tuple] = {}
+    for lo in range(0, len(memory_ids), _CHUNK):
+        chunk = list(memory_ids[lo : lo + _CHUNK])
+        marks = ", ".join("?" * len(chunk))
+        for row in con.execute(f"SELECT id, {cols} FROM memories WHERE id IN ({marks})", chunk):
+            found[row[0]] = row[1:]
+    return found
+
+
+def insert_embeddings(
+    con: sqlite3.Connection,
+    memory_ids: Sequence[str],
+    vectors: np.ndarray,
+    model_name: str,
+    *,
+    created_at: datetime | str | None = None,
+) -> int:
+    """Store one embedding per memory as Signet does: raw little-endian float32 blob,
+    `dimensions`, source_type 'memory', content_hash = the memory's hash, chunk_text = its
+    content (upsert on content_hash; older rows of the same memory with another hash are
+    removed). Also sets `memories.embedding_model`. Returns the number of rows written."""
+    vecs = np.asarray(vectors, dtype="<f4")
+    if vecs.ndim != 2 or len(vecs) != len(memory_ids):
+        raise ValueError(f"expected ({len(memory_ids)}, dim) vectors, got shape {vecs.shape}")
+    if not np.isfinite(vecs).all():
+        raise ValueError("embedding vectors must be finite")
+    known = _lookup(con, memory_ids, "content, content_hash, updated_at")
+    missing = [m for m in memory_ids if m not in known]
+    if missing:
+        raise ValueError(f"no memories with id(s): {', '.join(missing[:5])}")
+    rows = []
+    for mid, vec in zip(memory_ids, vecs, strict=True):
+        content, chash, updated = known[mid]
+        chash = chash or content_hash(content)
+        stamp = _stamp(created_at) if created_at is not None else updated
+        rows.append((_uid("embedding", chash), chash, vec.tobytes(), len(vec), mid, content, stamp))
+    with transaction(con):
+        con.executemany(
+            "INSERT INTO embeddings (id, content_hash, vector, dimensions, source_type,"
+            " source_id, chunk_text, created_at) VALUES (?, ?, ?, ?, 'memory', ?, ?, ?)"
+            " ON CONFLICT(content_hash) DO UPDATE SET vector = excluded.vector,"
+            " dimensions = excluded.dimensions, source_type = 'memory',"
+            " source_id = excluded.source_id, chunk_text = excluded.chunk_text,"
+            " created_at = excluded.created_at",
+            rows,
+        )
+        con.executemany(
+            "DELETE FROM embeddings WHERE source_type = 'memory' AND source_id = ?"
+            " AND content_hash <> ?",
+            [(r[4], r[1]) for r in rows],
+        )
+        con.executemany(
+            "UPDATE memories SET embedding_model = ? WHERE id = ?",
+            [(model_name, mid) for mid in memory_ids],
+        )
+    return len(rows)
+
+
+def _row(con: sqlite3.Connection, memory_id: str) -> dict[str, Any]:
+    cur = con.execute("SELECT * FROM memories WHERE id = ?", (memory_id,))
+    row = cur.fetchone()
+    if row is None:
+        raise ValueError(f"no memory with id {memory_id!r}")
+    return dict(zip([d[0] for d in cur.description], row, strict=True))
+
+
+def supersede_memory(
+    con: sqlite3.Connection,
+    memory_id: str,
+    new_content: str,
+    at: datetime | str,
+    *,
+    new_type: str | None = None,
+    changed_by: str = "pipeline-v2",
+    reason: str = "superseded by a newer fact",
+) -> bool:
+    """Signet's update path: snapshot the row into `memories_cold` (archived_reason
+    'superseded', full `original_row_json`), rewrite the row in place (content, hash, type;
+    version+1, update_count+1) and record a history 'updated' event. Returns False (and
+    writes nothing) when the row already holds `new_content`."""
+    stamp = _stamp(at)
+    text = storage_content(new_content)
+    with transaction(con):
+        old = _row(con, memory_id)
+        if old["is_deleted"]:
+            raise ValueError(f"memory {memory_id} is deleted; it cannot be superseded")
+        if old["content"] == text:
+            return False
+        archive_id = _uid("cold", memory_id, str(old["version"]), old["content_hash"] or "")
+        con.execute(
+            "INSERT OR IGNORE INTO memories_cold (archive_id, memory_id, type, category,"
+            " content, confidence, importance, source_id, source_type, tags, who, why, project,"
+            " content_hash, normalized_content, extraction_status, embedding_model,"
+            " extraction_model, update_count, original_created_at, archived_at,"
+            " archived_reason, original_row_json)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,'superseded',?)",
+            (
+                archive_id,
+                memory_id,
+                old["type"],
+                old["category"],
+                old["content"],
+                old["confidence"],
+                old["importance"],
+                old["source_id"],
+                old["source_type"],
+                old["tags"],
+                old["who"],
+                old["why"],
+                old["project"],
+                old["content_hash"],
+                old["normalized_content"],
+                old["extraction_status"],
+                old["embedding_model"],
+                old["extraction_model"],
+                old["update_count"],
+                old["created_at"],
+                stamp,
+                json.dumps(old, sort_keys=True),
+            ),
+        )
+        con.execute(
+            "UPDATE memories SET content = ?, normalized_content = ?, content_hash = ?,"
+            " type = ?, updated_at = ?, updated_by = ?, version = COALESCE(version, 1) + 1,"
+            " update_count = COALESCE(update_count, 0) + 1 WHERE id = ?",
+            (
+                text,
+                normalized_content(text),
+                content_hash(text),
+                new_type or old["type"],
+                stamp,
+                changed_by,
+                memory_id,
+            ),
+        )
+        _history(
+            con,
+            memory_id,
+            "updated",
+            stamp,
+            old=old["content"],
+            new=text,
+            changed_by=changed_by,
+            reason=reason,
+            metadata={"archive_id": archive_id, "archived_reason": "superseded"},
+        )
+    return True
+
+
+def soft_delete(
+    con: sqlite3.Connection,
+    memory_id: str,
+    at: datetime | str,
+    *,
+    changed_by: str = "user",
+    reason: str | None = None,
+    force: bool = False,
+) -> bool:
+    """Signet's soft delete: is_deleted=1, deleted_at, version+1 and a history 'deleted'
+    event. Pinned memories need `force` (as in Signet). Returns False if already deleted."""
+    stamp = _stamp(at)
+    with transaction(con):
+        old = _row(con, memory_id)
+        if old["is_deleted"]:
+            return False
+        if old["pinned"] and not force:
+            raise ValueError(f"memory {memory_id} is pinned; deleting it needs force=True")
+        con.execute(
+            "UPDATE memories SET is_deleted = 1, deleted_at = ?, updated_at = ?,"
+            " updated_by = ?, version = COALESCE(version, 1) + 1 WHERE id = ?",
+            (stamp, stamp, changed_by, memory_id),
+        )
+        _history(
+            con,
+            memory_id,
+            "deleted",
+            stamp,
+            old=old["content"],
+            changed_by=changed_by,
+            reason=reason,
+        )
+    return True
+
+
+def supersede_attribute(
+    con: sqlite3.Connection,
+    old_memory_id: str,
+    new_memory_id: str,
+    at: datetime | str,
+    *,
+    entity_name: str,
+    aspect_name: str,
+    entity_type: str = "project",
+    kind: str = "attribute",
+) -> str:
+    """Knowledge-graph supersession: both memories become attributes of one entity aspect;
+    the old attribute gets status 'superseded' and `superseded_by` the new one. The old
+    memory row itself stays live. Returns the new attribute's id."""
+    stamp = _stamp(at)
+    entity_id = _uid("entity", entity_name)
+    aspect_id = _uid("aspect", entity_name, aspect_name)
+    old_attr, new_attr = _uid("attribute", old_memory_id), _uid("attribute", new_memory_id)
+    with transaction(con):
+        rows = _lookup(
+            con,
+            [old_memory_id, new_memory_id],
+            "content, normalized_content, importance, created_at",
+        )
+        for mid in (old_memory_id, new_memory_id):
+            if mid not in rows:
+                raise ValueError(f"no memory with id {mid!r}")
+        canonical = " ".join(entity_name.lower().split())
+        con.execute(
+            "INSERT OR IGNORE INTO entities (id, name, entity_type, created_at, updated_at,"
+            " canonical_name, mentions) VALUES (?, ?, ?, ?, ?, ?, 0)",
+            (entity_id, entity_name, entity_type, stamp, stamp, canonical),
+        )
+        con.execute(
+            "INSERT OR IGNORE INTO entity_aspects (id, entity_id, name, canonical_name,"
+            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                aspect_id,
+                entity_id,
+                aspect_name,
+                " ".join(aspect_name.lower().split()),
+                stamp,
+                stamp,
+            ),
+        )
+        for attr, mid in ((old_attr, old_memory_id), (new_attr, new_memory_id)):
+            content, normalized, importance, created = rows[mid]
+            con.execute(
+                "INSERT OR IGNORE INTO entity_attributes (id, aspect_id, memory_id, kind,"
+                " content, normalized_content, confidence, importance, status, created_at,"
+                " updated_at) VALUES (?, ?, ?, ?, ?, ?, 0.9, ?, 'active', ?, ?)",
+                (attr, aspect_id, mid, kind, content, normalized, importance, created, created),
+            )
+            con.execute(
+                "INSERT OR IGNORE INTO memory_entity_mentions (memory_id, entity_id,"
+                " mention_text, confidence, created_at) VALUES (?, ?, ?, 0.9, ?)",
+                (mid, entity_id, entity_name, created),
+            )
+        con.execute(
+            "UPDATE entity_attributes SET status = 'superseded', superseded_by = ?,"
+            " updated_at = ? WHERE id = ? AND status = 'active'",
+            (new_attr, stamp, old_attr),
+        )
+        con.execute(
+            "UPDATE entities SET mentions = (SELECT COUNT(*) FROM memory_entity_mentions"
+            " WHERE entity_id = ?) WHERE id = ?",
+            (entity_id, entity_id),
+        )
+    return new_attr

@@ -1,0 +1,425 @@
+"""Synthetic users: projects with topics and weekly activity schedules, in a local time zone.
+
+A persona's *activity* is, per project, `share * schedule`, where a schedule is a normalised
+(weekday x local hour) grid: `share` says how much of the user's work (sessions and new memories)
+goes to the project, the schedule says when. A drifting persona switches to `share_after_drift`
+at `drift_at` (a fraction of whatever timeline is being laid out: the memory time span, or a
+session plan). Time-patterned memories carry a `TimePattern` (hours x weekdays when they matter).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import numpy as np
+
+from signet_bench.errors import UserError
+from signet_bench.synth.vocab import GLOBAL_TOPIC, Topic, get_topic
+
+__all__ = [
+    "PERSONAS",
+    "TIME_PATTERNS",
+    "Persona",
+    "Project",
+    "Schedule",
+    "TimePattern",
+    "Topic",
+    "get_persona",
+    "local_hour_weekday",
+    "mask_of",
+]
+
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """Relative activity per local hour (0..23) and per weekday (Mon..Sun)."""
+
+    hours: tuple[float, ...]
+    weekdays: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.hours) != 24 or len(self.weekdays) != 7:
+            raise ValueError("a schedule needs 24 hour weights and 7 weekday weights")
+        if min(self.hours) < 0 or min(self.weekdays) < 0 or sum(self.hours) <= 0:
+            raise ValueError("schedule weights must be non-negative and not all zero")
+
+    def grid(self) -> np.ndarray:
+        """(7, 24) activity density over the week, summing to 1."""
+        g = np.outer(np.asarray(self.weekdays, float), np.asarray(self.hours, float))
+        return g / g.sum()
+
+
+@dataclass(frozen=True, slots=True)
+class Project:
+    """A project: its topics (with how often each comes up), schedule and share of activity."""
+
+    name: str
+    topics: tuple[Topic, ...]
+    topic_weights: tuple[float, ...]
+    schedule: Schedule
+    share: float
+    share_after_drift: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TimePattern:
+    """When a time-patterned memory matters: local hours x weekdays (Mon=0)."""
+
+    name: str
+    hours: tuple[int, ...]
+    weekdays: tuple[int, ...]
+
+    @property
+    def hour_mask(self) -> int:
+        """24-bit mask, bit h set when local hour h is inside the window."""
+        return mask_of(self.hours)
+
+    @property
+    def weekday_mask(self) -> int:
+        """7-bit mask, bit d set when weekday d (Mon=0) is inside the window."""
+        return mask_of(self.weekdays)
+
+
+def mask_of(bits: tuple[int, ...] | range) -> int:
+    """Bit mask with the given bit positions set."""
+    m = 0
+    for b in bits:
+        m |= 1 << int(b)
+    return m
+
+
+ALL_HOURS = tuple(range(24))
+ALL_DAYS = tuple(range(7))
+
+TIME_PATTERNS: dict[str, TimePattern] = {
+    p.name: p
+    for p in (
+        TimePattern("friday_deploy", tuple(range(12, 19)), (4,)),
+        TimePattern("evening_oncall", tuple(range(18, 24)), ALL_DAYS),
+        TimePattern("monday_morning", tuple(range(7, 12)), (0,)),
+        TimePattern("weekend", ALL_HOURS, (5, 6)),
+        TimePattern("nightly", (22, 23, 0, 1, 2, 3, 4, 5), ALL_DAYS),
+    )
+}
+"""The windows a time-patterned memory can have (deploy only on Friday afternoons, ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Persona:
+    """A synthetic user: projects, global preferences, time zone, size and pace."""
+
+    name: str
+    description: str
+    tz: str
+    projects: tuple[Project, ...]
+    global_topic: Topic
+    global_share: float
+    n_memories: int
+    span_days: float
+    sessions_per_day: float
+    drift_at: float | None = None
+
+    def __post_init__(self) -> None:
+        ZoneInfo(self.tz)  # fail early on a bad zone name
+        if not self.projects:
+            raise ValueError("a persona needs at least one project")
+
+    @property
+    def project_names(self) -> tuple[str, ...]:
+        """Project names in declaration order."""
+        return tuple(p.name for p in self.projects)
+
+    def project(self, name: str) -> Project:
+        """The project called `name`."""
+        for p in self.projects:
+            if p.name == name:
+                return p
+        raise KeyError(f"persona {self.name!r} has no project {name!r}")
+
+    def shares(self, fraction: float) -> np.ndarray:
+        """Project mix (summing to 1) at `fraction` (0..1) of a timeline."""
+        after = self.drift_at is not None and fraction >= self.drift_at
+        s = np.array(
+            [
+                p.share_after_drift if after and p.share_after_drift is not None else p.share
+                for p in self.projects
+            ],
+            float,
+        )
+        return s / s.sum()
+
+    def activity(self, fraction: float) -> np.ndarray:
+        """(projects, 7, 24) activity density at `fraction` of a timeline; sums to 1."""
+        grids = np.stack([p.schedule.grid() for p in self.projects])
+        return grids * self.shares(fraction)[:, None, None]
+
+    def to_json(self) -> str:
+        """The persona as JSON (round-trips through `Persona.from_json`)."""
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> Persona:
+        """Rebuild a persona written by `to_json`."""
+        d = json.loads(text)
+        return Persona(
+            name=d["name"],
+            description=d["description"],
+            tz=d["tz"],
+            projects=tuple(_project_from_dict(p) for p in d["projects"]),
+            global_topic=_topic_from_dict(d["global_topic"]),
+            global_share=d["global_share"],
+            n_memories=d["n_memories"],
+            span_days=d["span_days"],
+            sessions_per_day=d["sessions_per_day"],
+            drift_at=d["drift_at"],
+        )
+
+
+def _topic_from_dict(d: dict[str, Any]) -> Topic:
+    return Topic(
+        d["name"], d["domain"], tuple(d["tools"]), tuple(d["objects"]), tuple(d["actions"])
+    )
+
+
+def _project_from_dict(d: dict[str, Any]) -> Project:
+    return Project(
+        name=d["name"],
+        topics=tuple(_topic_from_dict(t) for t in d["topics"]),
+        topic_weights=tuple(d["topic_weights"]),
+        schedule=Schedule(tuple(d["schedule"]["hours"]), tuple(d["schedule"]["weekdays"])),
+        share=d["share"],
+        share_after_drift=d["share_after_drift"],
+    )
+
+
+@cache
+def _zone(tz: str) -> ZoneInfo:
+    return ZoneInfo(tz)
+
+
+def local_hour_weekday(epoch_s: np.ndarray, tz: str) -> tuple[np.ndarray, np.ndarray]:
+    """Local hour (0..23) and weekday (Mon=0) of UTC epoch seconds in zone `tz` (vectorised:
+    one zone lookup per distinct UTC hour, since offsets change only on whole hours here)."""
+    t = np.asarray(epoch_s, dtype=np.float64)
+    utc_hours = np.floor(t / 3600.0).astype(np.int64)
+    uniq, inverse = np.unique(utc_hours, return_inverse=True)
+    zone = _zone(tz)
+    offsets = np.array(
+        [
+            datetime.fromtimestamp(int(h) * 3600, UTC).astimezone(zone).utcoffset().total_seconds()
+            for h in uniq
+        ],
+        dtype=np.float64,
+    )
+    local = t + offsets[inverse].reshape(t.shape)
+    local_s = np.floor(local).astype(np.int64)
+    hour = (local_s // 3600) % 24
+    weekday = (local_s // 86_400 + 3) % 7  # 1970-01-01 was a Thursday
+    return hour, weekday
+
+
+# --- the built-in personas --------------------------------------------------------------------
+
+
+def _hours(*ranges: tuple[int, int, float], floor: float = 0.02) -> tuple[float, ...]:
+    """24 weights: `floor` everywhere, `v` for local hours lo..hi-1 (hi may exceed 24: wraps)."""
+    w = [floor] * 24
+    for lo, hi, v in ranges:
+        for h in range(lo, hi):
+            w[h % 24] = max(w[h % 24], v)
+    return tuple(w)
+
+
+def _days(
+    mon: float, tue: float, wed: float, thu: float, fri: float, sat: float, sun: float
+) -> tuple[float, ...]:
+    return (mon, tue, wed, thu, fri, sat, sun)
+
+
+WEEKDAYS_ONLY = _days(1, 1, 1, 1, 1, 0.1, 0.05)
+
+
+def _project(
+    name: str,
+    topics: tuple[str, ...],
+    schedule: Schedule,
+    share: float,
+    share_after_drift: float | None = None,
+) -> Project:
+    # Zipf-like topic mix: the first topic comes up most often.
+    weights = tuple(round(1.0 / (k + 1) ** 0.7, 4) for k in range(len(topics)))
+    return Project(
+        name, tuple(get_topic(t) for t in topics), weights, schedule, share, share_after_drift
+    )
+
+
+def _light() -> Persona:
+    return Persona(
+        name="light",
+        description="a hobbyist with one side project, evenings and weekend afternoons",
+        tz="Europe/Berlin",
+        projects=(
+            _project(
+                "portfolio",
+                ("ui_components", "styling", "deploy", "docs"),
+                Schedule(_hours((18, 23, 1.0), (13, 18, 0.5)), _days(1, 1, 1, 1, 0.8, 1.2, 1.2)),
+                1.0,
+            ),
+        ),
+        global_topic=get_topic(GLOBAL_TOPIC),
+        global_share=0.12,
+        n_memories=300,
+        span_days=120.0,
+        sessions_per_day=4.0,
+    )
+
+
+def _heavy() -> Persona:
+    return Persona(
+        name="heavy",
+        description=(
+            "the seed's heavy user: signetai by day, ooIDE in the evenings, a billing client "
+            "in weekday mornings, the homelab at weekends, the docs site on Friday afternoons"
+        ),
+        tz="America/Denver",
+        projects=(
+            _project(
+                "signetai",
+                ("memory_pipeline", "sqlite", "rust", "embeddings", "search", "api"),
+                Schedule(_hours((9, 18, 1.0), (8, 9, 0.4), (18, 19, 0.4)), WEEKDAYS_ONLY),
+                0.42,
+            ),
+            _project(
+                "ooide",
+                ("editor", "ui_components", "state", "styling", "e2e_tests"),
+                Schedule(_hours((19, 24, 1.0), (24, 25, 0.5)), _days(1, 1, 1, 1, 1, 1.2, 1.2)),
+                0.25,
+            ),
+            _project(
+                "ledgerly",
+                ("payments", "invoicing", "postgres", "auth", "unit_tests"),
+                Schedule(_hours((8, 13, 1.0)), _days(1, 1, 1, 1, 0.3, 0.02, 0.02)),
+                0.15,
+            ),
+            _project(
+                "homelab",
+                ("kubernetes", "networking", "observability", "security"),
+                Schedule(_hours((9, 17, 1.0)), _days(0.05, 0.05, 0.05, 0.05, 0.05, 1, 1)),
+                0.10,
+            ),
+            _project(
+                "docsite",
+                ("docs", "ci", "deploy"),
+                Schedule(_hours((13, 18, 1.0)), _days(0.1, 0.1, 0.1, 0.1, 1, 0.02, 0.02)),
+                0.08,
+            ),
+        ),
+        global_topic=get_topic(GLOBAL_TOPIC),
+        global_share=0.08,
+        n_memories=4000,
+        span_days=120.0,
+        sessions_per_day=40.0,
+    )
+
+
+def _drifting() -> Persona:
+    return Persona(
+        name="drifting",
+        description="moves from a mobile app (daytime) to an ML platform (afternoons/evenings) "
+        "half-way through",
+        tz="Asia/Tokyo",
+        projects=(
+            _project(
+                "mobileapp",
+                ("ios", "android", "api", "auth"),
+                Schedule(_hours((10, 19, 1.0)), WEEKDAYS_ONLY),
+                0.85,
+                share_after_drift=0.15,
+            ),
+            _project(
+                "mlplatform",
+                ("model_training", "embeddings", "prompting", "queues"),
+                Schedule(_hours((14, 23, 1.0)), _days(1, 1, 1, 1, 1, 0.6, 0.4)),
+                0.15,
+                share_after_drift=0.85,
+            ),
+        ),
+        global_topic=get_topic(GLOBAL_TOPIC),
+        global_share=0.08,
+        n_memories=1500,
+        span_days=120.0,
+        sessions_per_day=15.0,
+        drift_at=0.5,
+    )
+
+
+def _multi_project() -> Persona:
+    return Persona(
+        name="multi-project",
+        description="four projects with strongly distinct schedules: weekday mornings, weekday "
+        "afternoons, nights, weekends",
+        tz="America/New_York",
+        projects=(
+            _project(
+                "shopfront",
+                ("payments", "ui_components", "api", "postgres"),
+                Schedule(_hours((8, 12, 1.0), floor=0.01), _days(1, 1, 1, 1, 1, 0.01, 0.01)),
+                0.3,
+            ),
+            _project(
+                "datapipe",
+                ("analytics", "queues", "observability", "caching"),
+                Schedule(_hours((13, 18, 1.0), floor=0.01), _days(1, 1, 1, 1, 1, 0.01, 0.01)),
+                0.3,
+            ),
+            _project(
+                "gamejam",
+                ("rust", "networking", "unit_tests"),
+                Schedule(_hours((21, 26, 1.0), floor=0.01), _days(1, 1, 1, 1, 1, 1, 1)),
+                0.2,
+            ),
+            _project(
+                "gardenbot",
+                ("android", "api", "docs"),
+                Schedule(
+                    _hours((9, 18, 1.0), floor=0.01), _days(0.01, 0.01, 0.01, 0.01, 0.01, 1, 1)
+                ),
+                0.2,
+            ),
+        ),
+        global_topic=get_topic(GLOBAL_TOPIC),
+        global_share=0.08,
+        n_memories=2000,
+        span_days=120.0,
+        sessions_per_day=25.0,
+    )
+
+
+PERSONAS = {
+    "light": _light,
+    "heavy": _heavy,
+    "drifting": _drifting,
+    "multi-project": _multi_project,
+}
+"""Built-in personas by name."""
+
+
+def get_persona(name: str, n_memories: int | None = None) -> Persona:
+    """The built-in persona `name`, optionally resized to `n_memories` memories."""
+    factory = PERSONAS.get(name)
+    if factory is None:
+        raise UserError(f"unknown persona {name!r}; valid names: {', '.join(PERSONAS)}")
+    persona = factory()
+    if n_memories is not None:
+        if n_memories < 10:
+            raise UserError(f"--memories must be at least 10, got {n_memories}")
+        persona = dataclasses.replace(persona, n_memories=int(n_memories))
+    return persona

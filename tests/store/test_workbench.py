@@ -1,0 +1,118 @@
+"""workbench.duckdb: idempotent schema and writes, one transaction per call."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from signet_bench.store.errors import WorkbenchRowError
+from signet_bench.store.workbench import (
+    WORKBENCH_DDL,
+    open_workbench,
+    record_bench,
+    record_calibration,
+    record_model,
+    record_training_run,
+)
+
+
+@pytest.fixture
+def wb(tmp_path: Path):
+    con = open_workbench(tmp_path / "wb" / "workbench.duckdb")
+    yield con
+    con.close()
+
+
+def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    return con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+
+
+def test_open_creates_tables_idempotently(tmp_path: Path) -> None:
+    path = tmp_path / "workbench.duckdb"
+    con = open_workbench(path)
+    record_bench(con, "store", {"results": [1]})
+    con.close()
+    con = open_workbench(path)  # second open: tables kept, rows kept
+    try:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        assert tables == set(WORKBENCH_DDL)
+        assert _count(con, "bench_runs") == 1
+    finally:
+        con.close()
+
+
+def test_same_calibration_row_twice_leaves_one(wb: duckdb.DuckDBPyConnection) -> None:
+    row = {
+        "session_key": "s1",
+        "memory_id": "m1",
+        "human_label": 0.9,
+        "scorer_label": 0.6,
+        "labeled_at": "2026-01-10T09:00:00.000Z",
+    }
+    assert record_calibration(wb, [row]) == 1
+    record_calibration(wb, [row])
+    assert _count(wb, "predictor_calibration") == 1
+    got = wb.execute(
+        "SELECT id, human_label, scorer_label, delta, labeled_at, labeler FROM predictor_calibration"
+    ).fetchone()
+    assert got[1:] == (0.9, 0.6, pytest.approx(0.3), datetime(2026, 1, 10, 9), "human")
+    first_id = got[0]
+    record_calibration(wb, [{**row, "human_label": 0.2}])  # relabel replaces
+    assert wb.execute("SELECT id, human_label FROM predictor_calibration").fetchall() == [
+        (first_id, 0.2)
+    ]
+    record_calibration(wb, [{**row, "labeler": "second"}])  # another labeler: another row
+    assert _count(wb, "predictor_calibration") == 2
+
+
+def test_bad_row_rolls_back_the_whole_batch(wb: duckdb.DuckDBPyConnection) -> None:
+    good = {"session_key": "s1", "memory_id": "m1", "human_label": 1.0}
+    with pytest.raises(WorkbenchRowError, match="row 1: missing memory_id"):
+        record_calibration(wb, [good, {"session_key": "s1", "human_label": 0.0}])
+    with pytest.raises(WorkbenchRowError, match="unknown field"):
+        record_calibration(wb, [good, {**good, "memory_id": "m2", "colour": "red"}])
+    assert _count(wb, "predictor_calibration") == 0
+    with pytest.raises(duckdb.Error):  # a type error inside the transaction
+        record_calibration(wb, [good, {**good, "memory_id": "m2", "human_label": "high"}])
+    assert _count(wb, "predictor_calibration") == 0
+    assert record_calibration(wb, [good]) == 1  # the connection is still usable
+
+
+def test_training_run_and_model_upserts(wb: duckdb.DuckDBPyConnection) -> None:
+    run = {
+        "run_id": "r1",
+        "store_path": "/x/memories.db",
+        "started_at": datetime(2026, 1, 10, 10, tzinfo=UTC),
+        "duration_ms": 1234.5,
+        "sample_count": 500,
+        "epochs": 50,
+        "loss_curve": [0.9, 0.5, 0.3],
+        "canary_topk_overlap": 0.8,
+        "gate_passed": True,
+        "gate_reason": "ok",
+    }
+    record_training_run(wb, run)
+    record_training_run(wb, {**run, "gate_passed": False, "gate_reason": "canary drop"})
+    rows = wb.execute("SELECT loss_curve, gate_passed, gate_reason FROM training_runs").fetchall()
+    assert len(rows) == 1
+    assert json.loads(rows[0][0]) == [0.9, 0.5, 0.3] and rows[0][1:] == (False, "canary drop")
+    with pytest.raises(WorkbenchRowError, match="missing run_id"):
+        record_training_run(wb, {"epochs": 3})
+    record_model(wb, {"model_id": "v1", "path": "/m.onnx", "metrics": {"ndcg@10": 0.7}})
+    record_model(wb, {"model_id": "v1", "path": "/m2.onnx", "is_finetuned": True})
+    assert wb.execute("SELECT path, is_finetuned FROM models").fetchall() == [("/m2.onnx", True)]
+
+
+def test_bench_record_is_idempotent(wb: duckdb.DuckDBPyConnection) -> None:
+    doc = {"bench": "store", "results": [{"name": "x", "metric": "p50", "value": 1.0}]}
+    a = record_bench(wb, "store", doc)
+    b = record_bench(wb, "store", dict(reversed(list(doc.items()))))  # same content
+    c = record_bench(wb, "store", {**doc, "results": []})
+    assert a == b != c
+    assert _count(wb, "bench_runs") == 2
+    stored = wb.execute("SELECT json FROM bench_runs WHERE id = ?", [a]).fetchone()[0]
+    assert json.loads(stored) == doc
