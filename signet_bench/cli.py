@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -71,8 +72,135 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_bench)
 
 
-# Each later command registers itself here: (adder) -> None.
-_ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [_add_synth, _add_bench]
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    from signet_bench.loop import SimOptions, simulate
+
+    opts = SimOptions(
+        scorer=args.scorer,
+        mode=args.mode,
+        seed=args.seed,
+        feedback_share=args.feedback_share,
+        judge_noise=args.judge_noise,
+        judge_recency_bias=args.judge_recency_bias,
+        train_epochs=args.epochs,
+        progress=sys.stderr.isatty(),
+    )
+    report = simulate(args.db, args.sessions, opts, _config(args))
+    print(report.summary())
+    return 0
+
+
+def _config(args: argparse.Namespace):
+    from signet_bench.config import DEFAULT_CONFIG, from_agent_yaml
+
+    return from_agent_yaml(args.config) if getattr(args, "config", None) else DEFAULT_CONFIG
+
+
+def _add_simulate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "simulate",
+        help="run the daemon's session loop on a synthetic store (resumable, idempotent)",
+    )
+    p.add_argument("--db", required=True, help="a store made by `signet-bench synth`")
+    p.add_argument("--sessions", type=int, required=True, help="run sessions 0..N-1 of the plan")
+    p.add_argument("--scorer", default="random", choices=["none", "random", "model"])
+    p.add_argument(
+        "--mode",
+        default="ours",
+        choices=["ours", "signet-0.58"],
+        help="ours: the seed's pipeline; signet-0.58: the real daemon's pool (rank replay)",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--feedback-share", type=float, default=0.3, help="sessions with agent ratings")
+    p.add_argument("--judge-noise", type=float, default=0.1)
+    p.add_argument("--judge-recency-bias", type=float, default=0.0)
+    p.add_argument("--epochs", type=int, default=20, help="epochs per training (scorer=model)")
+    p.add_argument("--config", default=None, help="Signet agent.yaml with a predictor: block")
+    p.set_defaults(func=_cmd_simulate)
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from signet_bench.train_cli import train_command
+
+    return train_command(args)
+
+
+def _add_train(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train", help="train the scorer on a store's scored sessions (the store is only read)"
+    )
+    p.add_argument("--db", required=True, help="a Signet memories.db (read-only)")
+    p.add_argument("--out", required=True, help="directory for the model and workbench.duckdb")
+    p.add_argument("--base-weights", default=None, help="start from this checkpoint (own or SGPT)")
+    p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--tz", default=None, help="the user's IANA time zone (default: local)")
+    p.add_argument("--limit", type=int, default=5000, help="newest N scored sessions")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--config", default=None, help="Signet agent.yaml with a predictor: block")
+    p.set_defaults(func=_cmd_train)
+
+
+def _cmd_skew(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from signet_bench.skew import skew_report
+
+    report = skew_report(args.db, tz=args.tz or _local_tz())
+    with pl.Config(tbl_rows=30, tbl_cols=10, float_precision=4):
+        print(report)
+    return 0
+
+
+def _local_tz() -> str:
+    """The machine's IANA zone name (UTC when it cannot be told)."""
+    import os
+    from pathlib import Path
+
+    tz = os.environ.get("TZ")
+    if tz:
+        return tz.lstrip(":")
+    try:
+        link = Path("/etc/localtime").resolve()
+        parts = link.parts
+        if "zoneinfo" in parts:
+            return "/".join(parts[parts.index("zoneinfo") + 1 :])
+    except OSError:
+        pass
+    return "UTC"
+
+
+def _add_skew(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "skew",
+        help="feature skew: our features vs Signet 0.58's training and inference conventions",
+    )
+    p.add_argument("--db", required=True, help="a Signet memories.db (read-only)")
+    p.add_argument("--tz", default=None, help="the user's IANA time zone (default: local)")
+    p.set_defaults(func=_cmd_skew)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from signet_bench.demo import run_demo
+
+    return run_demo(args)
+
+
+def _add_demo(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("demo", help="build the demo store, run the loop on it and summarise")
+    p.add_argument("--out", default=None, help="where to keep the demo store (default: ./out)")
+    p.add_argument("--sessions", type=int, default=120)
+    p.set_defaults(func=_cmd_demo)
+
+
+# Each command registers itself here: (adder) -> None.
+_ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [
+    _add_demo,
+    _add_synth,
+    _add_simulate,
+    _add_train,
+    _add_skew,
+    _add_bench,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # One BLAS thread unless the user says otherwise: the session-start path multiplies small
+    # matrices, where a second thread on a busy 2-core machine stalls more than it helps.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -39,6 +39,7 @@ __all__ = [
     "FEATURE_NAMES",
     "FEATURE_SPEC",
     "N_FEATURES",
+    "SESSION_FEATURES",
     "CandidateInfo",
     "SessionInfo",
     "candidate_features",
@@ -66,6 +67,10 @@ FEATURE_NAMES: tuple[str, ...] = (
     "is_traversal",
 )
 N_FEATURES = len(FEATURE_NAMES)
+# Features that are the same for every candidate of a session (time of day, weekday, month,
+# session gap): in the gate they shift a session's logits uniformly and cancel in its softmax,
+# so the scorer also feeds them into the query (model/scorer.py).
+SESSION_FEATURES: tuple[int, ...] = (3, 4, 5, 6, 7, 8, 9)
 # Changing any definition above must change this string: checkpoints record its hash.
 FEATURE_SPEC = (
     "v1;age=start-created;tz=local;dow=mon0;gap=per-project-start;superseded=as-of-start;"

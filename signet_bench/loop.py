@@ -43,7 +43,7 @@ from signet_bench.ranking.bm25 import fts_search, recall_terms
 from signet_bench.ranking.compat import signet058_session_start
 from signet_bench.ranking.session_start import session_start
 from signet_bench.samples import superseded_at
-from signet_bench.store import write_sessions as w
+from signet_bench.store import write as w
 from signet_bench.store.read import read_memories
 from signet_bench.store.schema import connect_writer
 from signet_bench.synth.sessions import SessionContext, plan_sessions, prompts_for
@@ -53,6 +53,7 @@ from signet_bench.timestamps import format_iso, parse_ts
 __all__ = ["MODES", "SCORERS", "SimOptions", "SimReport", "Simulator", "model_trainer", "simulate"]
 
 SCORERS = ("none", "random", "model")
+INCREMENTAL_EPOCHS = 5
 MODES = ("ours", "signet-0.58")
 
 
@@ -561,28 +562,53 @@ def model_path(store: Path) -> Path:
 
 def model_trainer(sim: Simulator) -> tuple[bool, dict]:
     """Train on the store's scored sessions (the loop's training trigger) and gate the result;
-    an accepted model is saved beside the store and used from the next session on."""
+    an accepted model is saved beside the store and used from the next session on.
+
+    Seed 000's schedule: a full retrain the first time and after a drift reset; otherwise an
+    incremental run on the sessions scored since the last accepted training, mixed ~20% with
+    the replay buffer, judged on the canary of the whole history. The stability and NDCG-drop
+    gates protect a model that has influence: they apply once cold start has exited (before,
+    the predictor changes no injection, so there is nothing to protect yet)."""
     from signet_bench.features import FEATURE_SPEC
     from signet_bench.model.checkpoint import CheckpointMeta, save_checkpoint
     from signet_bench.model.params import feature_spec_hash
     from signet_bench.samples import load_samples
-    from signet_bench.train import train_model
+    from signet_bench.train import incremental_split, train_model
 
     samples, _skipped = load_samples(sim.con, tz=sim.tz, cfg=sim.cfg, seed=sim.opts.seed)
-    run_id = f"train-{sim.state.model_version + 1}-{sim.state.comparisons_since_training}-" + (
+    run_id = f"train-{sim.state.model_version + 1}-" + (
         samples[-1].session_key if samples else "none"
     )
     if len(samples) < 2:
         return False, {}
+    row = sim.con.execute("SELECT value FROM sim_meta WHERE key = 'trained_through'").fetchone()
+    trained_through = row[0] if row else None
+    full = sim.model is None or not sim.state.trained or trained_through is None
+    kwargs: dict = {}
+    train_on = samples
+    epochs = sim.opts.train_epochs
+    if not full:
+        new_keys = {s.session_key for s in samples if format_iso(s.start) > trained_through}
+        train_on, canary, replay = incremental_split(samples, new_keys, sim.cfg)
+        if not train_on:
+            return False, {}
+        kwargs = {"canary": canary, "replay": replay}
+        epochs = INCREMENTAL_EPOCHS
     result = train_model(
-        samples,
+        train_on,
         sim.model,
         cfg=sim.cfg,
-        epochs=sim.opts.train_epochs,
-        seed=sim.opts.seed,
+        epochs=epochs,
+        seed=sim.opts.seed + sim.state.model_version,
+        previous_is_trained=sim.model is not None and sim.state.cold_start_exited,
+        **kwargs,
     )
     if result.accepted:
         sim.model = result.params
+        sim.con.execute(
+            "INSERT OR REPLACE INTO sim_meta (key, value) VALUES ('trained_through', ?)",
+            (format_iso(samples[-1].start),),
+        )
         meta = CheckpointMeta.from_config(
             sim.cfg,
             int(samples[0].context.shape[0]),

@@ -27,6 +27,7 @@ __all__ = [
     "CanaryMetrics",
     "TrainResult",
     "canary_metrics",
+    "incremental_split",
     "split_canary",
     "to_batch",
     "train_model",
@@ -105,6 +106,17 @@ def replay_buffer(
     return order[: cfg.replay_buffer_size]
 
 
+def incremental_split(
+    history: Sequence[SessionSample], new_keys: set[str], cfg: PredictorConfig = DEFAULT_CONFIG
+) -> tuple[list[SessionSample], list[SessionSample], list[SessionSample]]:
+    """(train, canary, replay) for an incremental run: the new sessions (not held out in the
+    canary) to train on, the canary and the replay buffer from the whole history."""
+    rest, canary = split_canary(history, cfg)
+    held = {s.session_key for s in canary} if len(rest) < len(history) else set()
+    new = [s for s in history if s.session_key in new_keys and s.session_key not in held]
+    return new, canary, replay_buffer(rest, cfg)
+
+
 def _predict(params: Params, samples: Sequence[SessionSample], cfg: PredictorConfig) -> list:
     out = []
     for i in range(0, len(samples), 64):
@@ -154,11 +166,15 @@ def train_model(
     previous_is_trained: bool | None = None,
     progress: bool = False,
     native_dim: int | None = None,
+    canary: Sequence[SessionSample] | None = None,
+    replay: Sequence[SessionSample] | None = None,
 ) -> TrainResult:
     """Train a copy of `current` (or fresh weights) on `samples`; gate; return the outcome.
 
     `previous_is_trained` says whether `current` is an accepted model whose canary behaviour
-    must be preserved (default: True when `current` is given)."""
+    must be preserved (default: True when `current` is given). By default the canary and the
+    replay buffer come from `samples` (a full retrain); an incremental run passes only the new
+    sessions as `samples` with the canary and replay buffer taken from the whole history."""
     t0 = time.perf_counter()
     cap = cfg.max_training_seconds if time_cap_s is None else time_cap_s
     rng = np.random.default_rng(seed)
@@ -168,11 +184,15 @@ def train_model(
     base = current if current is not None else init_params(cfg, dim)
     had_model = (current is not None) if previous_is_trained is None else previous_is_trained
     work = copy_params(base)
-    train, canary = split_canary(samples, cfg)
-    replay = replay_buffer(train, cfg)
+    if canary is None:
+        train, canary = split_canary(samples, cfg)
+    else:
+        held = {s.session_key for s in canary}
+        train = [s for s in samples if s.session_key not in held] or list(samples)
+    replay = list(replay_buffer(train, cfg) if replay is None else replay)
     before = canary_metrics(base, canary, cfg)
     opt = Adam(work, cfg)
-    n_replay = round(batch_size * cfg.replay_share) if len(train) > batch_size else 0
+    n_replay = round(batch_size * cfg.replay_share) if replay else 0
     n_recent = batch_size - n_replay
     curve: list[float] = []
     steps, stopped = 0, None

@@ -32,9 +32,10 @@ import numpy as np
 from signet_bench.config import DEFAULT_CONFIG, ConfigError, PredictorConfig
 from signet_bench.errors import UserError
 from signet_bench.model.params import (
-    LAYER_NORM_PARAMS,
     SIGNET_PARAMS,
+    extensions_are_neutral,
     layer_norm_is_identity,
+    neutral_extensions,
     param_shapes,
     shape_problems,
 )
@@ -201,11 +202,8 @@ def _check_params(where: str, params: Mapping[str, np.ndarray], cfg: PredictorCo
         raise CheckpointError(f"{where}: non-finite values (NaN or inf) in parameter {names}")
 
 
-def _identity_layer_norm(d: int) -> Params:
-    return {
-        n: (np.ones(d) if n.endswith("_gamma") else np.zeros(d)).astype(np.float64)
-        for n in LAYER_NORM_PARAMS
-    }
+def _neutral(cfg: PredictorConfig) -> Params:
+    return neutral_extensions(cfg)
 
 
 # --- the workbench's own format -----------------------------------------------------------------
@@ -236,8 +234,8 @@ def save_checkpoint(
     p = Path(path)
     cfg = _check_dims(f"{p}: cannot save", meta.dims)
     arrays = {n: np.ascontiguousarray(params[n], dtype=np.float64) for n in params}
-    for name, value in _identity_layer_norm(cfg.internal_dim).items():
-        arrays.setdefault(name, value)  # Signet's seven alone mean an LN without affine
+    for name, value in _neutral(cfg).items():
+        arrays.setdefault(name, value)  # Signet's seven alone mean Signet's forward pass
     _check_params(f"{p}: cannot save", arrays, cfg)
     order = [n for n in param_shapes(cfg) if n in arrays]
     meta_bytes = _meta_json(meta, {n: arrays[n] for n in order})
@@ -404,7 +402,7 @@ def read_sgpt(path: str | Path) -> tuple[Params, CheckpointMeta]:
         pos += 8 * length
     if pos != size:
         raise fail(f"{size - pos} unexpected bytes after the last parameter")
-    params.update(_identity_layer_norm(cfg.internal_dim))
+    params.update(_neutral(cfg))
     _check_params(str(p), params, cfg)
     meta = CheckpointMeta(
         **{k: dims[k] for k in DIM_KEYS},
@@ -448,8 +446,13 @@ def write_sgpt(path: str | Path, params: Mapping[str, np.ndarray], flags: int = 
             f"{where}: the layer-norm affine parameters are not the identity, and SGPT has no "
             "place for them; save in the signet-bench format instead"
         )
+    if not extensions_are_neutral(dict(params)):
+        raise CheckpointError(
+            f"{where}: the query-side project/time parameters are not zero, and SGPT has no "
+            "place for them; save in the signet-bench format instead"
+        )
     full = {n: np.asarray(params[n], dtype=np.float64) for n in SIGNET_PARAMS}
-    full.update(_identity_layer_norm(cfg.internal_dim))
+    full.update(_neutral(cfg))
     _check_params(where, full, cfg)
     config = json.dumps(dims, separators=(",", ":")).encode("utf-8")
 

@@ -13,16 +13,21 @@ import math
 import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.features import SESSION_FEATURES
 
 __all__ = [
     "DEFAULT_SEED",
+    "EXTENSION_PARAMS",
     "LAYER_NORM_PARAMS",
     "PARAM_SHAPES",
+    "QUERY_PARAMS",
     "SIGNET_PARAMS",
+    "extensions_are_neutral",
     "feature_spec_hash",
     "gate_width",
     "init_params",
     "layer_norm_is_identity",
+    "neutral_extensions",
     "param_count",
     "param_shapes",
     "shape_problems",
@@ -45,6 +50,8 @@ LAYER_NORM_PARAMS = (
     "ln_text_gamma",
     "ln_text_beta",
 )
+QUERY_PARAMS = ("query_project", "query_time")
+EXTENSION_PARAMS = LAYER_NORM_PARAMS + QUERY_PARAMS
 
 
 def gate_width(cfg: PredictorConfig = DEFAULT_CONFIG) -> int:
@@ -70,6 +77,8 @@ def param_shapes(
         "ln_embedded_beta": (d,),
         "ln_text_gamma": (d,),
         "ln_text_beta": (d,),
+        "query_project": (cfg.project_slots, d),
+        "query_time": (d, len(SESSION_FEATURES)),
     }
 
 
@@ -87,7 +96,7 @@ def init_params(
     for name, shape in shapes.items():
         if name.endswith("_gamma"):
             out[name] = np.ones(shape, dtype=np.float64)
-        elif name.endswith("_beta"):
+        elif name.endswith("_beta") or name in QUERY_PARAMS:
             out[name] = np.zeros(shape, dtype=np.float64)
         else:
             fan_in = shapes["down_proj"][1] if name == "down_proj" else cfg.internal_dim
@@ -126,6 +135,23 @@ def layer_norm_is_identity(params: dict[str, np.ndarray]) -> bool:
         if not np.all(np.asarray(params[name]) == target):
             return False
     return True
+
+
+def neutral_extensions(cfg: PredictorConfig = DEFAULT_CONFIG) -> dict[str, np.ndarray]:
+    """Our parameters at their neutral values (identity LN, zero query terms)."""
+    shapes = param_shapes(cfg)
+    return {
+        n: (np.ones if n.endswith("_gamma") else np.zeros)(shapes[n], dtype=np.float64)
+        for n in EXTENSION_PARAMS
+    }
+
+
+def extensions_are_neutral(params: dict[str, np.ndarray]) -> bool:
+    """True when the model computes Signet's forward pass: identity LN affines and zero query
+    terms (absent ones count as neutral)."""
+    if not layer_norm_is_identity(params):
+        return False
+    return all(not np.any(np.asarray(params[n])) for n in QUERY_PARAMS if n in params)
 
 
 def feature_spec_hash(spec: str) -> str:

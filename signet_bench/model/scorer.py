@@ -5,7 +5,9 @@ embedding dim, d internal dim, V value dim, F extra features (DESIGN §6, refere
 
     enc_n   = LN_emb(W_down e_n)                    candidates with an embedding
             = LN_text(mean_t HashEmb[bucket_t])     text-path candidates
-    q       = W_q LN_emb(W_down context)            (the context uses the embedded path's LN)
+    q       = W_q (LN_emb(W_down context) + QProj[slot] + QTime·s)
+              (the context uses the embedded path's LN; s = the 7 session-level features;
+               QProj and QTime are ours, zero-initialised, absent in Signet)
     logit_n = q·(W_k enc_n) / sqrt(d) + gate·[W_v enc_n, features_n, ProjEmb[slot], 1]
     scores  = softmax of the logits over the session's real candidates
 
@@ -14,10 +16,11 @@ layer_norm_eps (1e-5, as Signet; Signet has no gamma/beta, i.e. gamma = 1, beta 
 A text-path candidate without tokens has mean 0 and so encodes as LN(0) = beta_text (Signet: 0).
 Padding gets logit -inf and probability 0, and no gradient flows from it.
 
-The project-embedding and bias terms of the gate are the same for every candidate of a session,
-so they shift a session's logits uniformly and cancel in its softmax: they do not change scores,
-and the listwise loss gives them zero gradient. They are kept for Signet parity (checkpoints,
-ONNX) and are exercised by `backward` with any logit gradient.
+The project-embedding and bias terms of the gate (and the gate weights of the session-level
+features) are the same for every candidate of a session, so they shift a session's logits
+uniformly and cancel in its softmax: they do not change scores, and the listwise loss gives them
+zero gradient. They are kept for Signet parity (checkpoints, ONNX). The project and the session
+features reach the ranking through QProj and QTime in the query instead.
 
 Cost: the two (B·N, D) × (D, d) products (forward and the W_down gradient) dominate; the
 attention and gate terms are folded into per-session d-vectors (q·W_k, W_vᵀ·w_v) so no
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.features import SESSION_FEATURES
 from signet_bench.model.loss import listwise_loss, softmax_masked, temperatures
 from signet_bench.model.optim import Grads, SparseRows
 
@@ -75,6 +79,8 @@ class _Cache:
     ctx_xhat: np.ndarray  # (B, d) normalised W_down·context
     ctx_rstd: np.ndarray  # (B, 1)
     ctx_norm: np.ndarray  # (B, d) LN_emb(W_down·context)
+    q_in: np.ndarray  # (B, d) ctx_norm + query_project[slot] + query_time·session features
+    sess: np.ndarray  # (B, 7) the session-level features
     q: np.ndarray  # (B, d)
     qk: np.ndarray  # (B, d) q·W_k
     u: np.ndarray  # (d,) W_vᵀ·w_v
@@ -204,10 +210,18 @@ def forward(
     g_emb, b_emb = params["ln_embedded_gamma"], params["ln_embedded_beta"]
     g_txt, b_txt = params["ln_text_gamma"], params["ln_text_beta"]
 
-    # query
+    # query: context, plus (ours, zero-initialised) the session's project and time features
     ctx = np.asarray(batch.context, dtype=dt)
     ctx_norm, ctx_xhat, ctx_rstd = _layer_norm(ctx @ w_down.T, g_emb, b_emb, eps)
-    q = ctx_norm @ w_q.T
+    slot = np.asarray(batch.project_slot, dtype=np.int64)
+    sess = np.zeros((b, len(SESSION_FEATURES)), dtype=dt)
+    q_in = ctx_norm
+    if "query_project" in params:
+        q_in = q_in + params["query_project"][slot]
+    if "query_time" in params:
+        sess = features[np.arange(b), np.argmax(mask, axis=1)][:, list(SESSION_FEATURES)]
+        q_in = q_in + sess @ params["query_time"].T
+    q = q_in @ w_q.T
     qk = q @ w_k
     u = w_val @ w_v
 
@@ -240,7 +254,6 @@ def forward(
     enc[txt_idx] = y
 
     # logits: q·(W_k enc)/sqrt(d) + w_v·(W_v enc) = enc·(qk/sqrt(d) + u)
-    slot = np.asarray(batch.project_slot, dtype=np.int64)
     proj_rows = params["project_embeddings"][slot]
     a = qk / np.sqrt(d) + u
     enc3 = enc.reshape(b, n, d)
@@ -253,6 +266,8 @@ def forward(
         ctx_xhat=ctx_xhat,
         ctx_rstd=ctx_rstd,
         ctx_norm=ctx_norm,
+        q_in=q_in,
+        sess=sess,
         q=q,
         qk=qk,
         u=u,
@@ -309,8 +324,9 @@ def backward(params: dict[str, np.ndarray], fwd: Forward, dlogits: np.ndarray) -
     d_proj_emb = np.zeros_like(params["project_embeddings"])
     np.add.at(d_proj_emb, c.slot, dl_sum[:, None] * w_proj)
 
-    d_wq = dq.T @ c.ctx_norm
-    dh, dg_emb, db_emb = _layer_norm_back(dq @ w_q, c.ctx_xhat, c.ctx_rstd, g_emb)
+    d_wq = dq.T @ c.q_in
+    dq_in = dq @ w_q
+    dh, dg_emb, db_emb = _layer_norm_back(dq_in, c.ctx_xhat, c.ctx_rstd, g_emb)
     d_wdown = dh.T @ c.ctx
 
     dh, dg, db = _layer_norm_back(denc(c.emb_idx), c.emb_xhat, c.emb_rstd, g_emb)
@@ -324,7 +340,7 @@ def backward(params: dict[str, np.ndarray], fwd: Forward, dlogits: np.ndarray) -
     d_hash = SparseRows(rows, _segment_sum(per_token, inv, rows.size))
 
     gate = np.concatenate([d_wval, d_wfeat, d_wproj, [d_bias]]).reshape(params["gate_proj"].shape)
-    return {
+    grads: Grads = {
         "down_proj": d_wdown,
         "q_proj": d_wq,
         "k_proj": d_wk,
@@ -337,6 +353,13 @@ def backward(params: dict[str, np.ndarray], fwd: Forward, dlogits: np.ndarray) -
         "ln_text_gamma": dg_txt,
         "ln_text_beta": db_txt,
     }
+    if "query_project" in params:
+        d_qp = np.zeros_like(params["query_project"])
+        np.add.at(d_qp, c.slot, dq_in)
+        grads["query_project"] = d_qp
+    if "query_time" in params:
+        grads["query_time"] = dq_in.T @ c.sess
+    return grads
 
 
 def loss_and_grads(

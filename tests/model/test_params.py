@@ -9,6 +9,7 @@ from signet_bench.model.params import (
     LAYER_NORM_PARAMS,
     PARAM_SHAPES,
     SIGNET_PARAMS,
+    extensions_are_neutral,
     feature_spec_hash,
     gate_width,
     init_params,
@@ -33,9 +34,11 @@ def test_default_shapes_match_signet():
         "ln_embedded_beta": (64,),
         "ln_text_gamma": (64,),
         "ln_text_beta": (64,),
+        "query_project": (32, 64),
+        "query_time": (64, 7),
     }
     assert tuple(shapes)[:7] == SIGNET_PARAMS
-    assert tuple(shapes)[7:] == LAYER_NORM_PARAMS
+    assert tuple(shapes)[7:11] == LAYER_NORM_PARAMS
     assert gate_width() == 114
 
 
@@ -56,6 +59,10 @@ def test_init_shapes_dtype_and_identity_layer_norm():
     for name in LAYER_NORM_PARAMS:
         assert np.all(params[name] == (1.0 if name.endswith("gamma") else 0.0))
     assert layer_norm_is_identity(params)
+    assert not params["query_project"].any() and not params["query_time"].any()
+    assert extensions_are_neutral(params)
+    params["query_time"][0, 0] = 0.1
+    assert layer_norm_is_identity(params) and not extensions_are_neutral(params)
 
 
 def test_init_std_follows_fan_in():
@@ -75,7 +82,7 @@ def test_init_is_seeded():
 def test_param_count_default_dims():
     params = init_params(DEFAULT_CONFIG, 768)
     signet = 64 * 768 + 2 * 64 * 64 + 32 * 64 + 114 + 16384 * 64 + 32 * 64
-    assert param_count(params) == signet + 4 * 64
+    assert param_count(params) == signet + 4 * 64 + 32 * 64 + 64 * 7
     assert param_count({n: params[n] for n in SIGNET_PARAMS}) == signet
 
 

@@ -23,7 +23,7 @@ from signet_bench.model.scorer import (
     score_session,
 )
 
-NATIVE, D, V, F, BUCKETS, SLOTS = 12, 8, 4, 5, 50, 6
+NATIVE, D, V, F, BUCKETS, SLOTS = 12, 8, 4, 17, 50, 6
 CFG = DEFAULT_CONFIG.replace(
     internal_dim=D, value_dim=V, extra_features=F, hash_buckets=BUCKETS, project_slots=SLOTS
 )
@@ -39,6 +39,8 @@ BLOCKS = (
     "ln_embedded_beta",
     "ln_text_gamma",
     "ln_text_beta",
+    "query_project",
+    "query_time",
 )
 
 
@@ -57,6 +59,8 @@ def small_params(seed: int = 0) -> dict[str, np.ndarray]:
         "ln_embedded_beta": 0.3 * rng.normal(size=D),
         "ln_text_gamma": 1 + 0.3 * rng.normal(size=D),
         "ln_text_beta": 0.3 * rng.normal(size=D),
+        "query_project": 0.5 * rng.normal(size=(SLOTS, D)),
+        "query_time": 0.5 * rng.normal(size=(D, 7)),
     }
 
 
@@ -383,3 +387,29 @@ def test_batch_temperature_overrides_the_rule():
     fwd = forward(params, batch, CFG)
     expected, _ = listwise_loss(fwd.logits, batch.labels, batch.mask, 1.0)
     assert loss_and_grads(params, batch, CFG)[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_neutral_query_terms_compute_signets_forward_pass():
+    """Zero query terms (our extension's initial value) give exactly the scores without them."""
+    params = small_params()
+    params["query_project"][:] = 0.0
+    params["query_time"][:] = 0.0
+    signet = {k: v for k, v in params.items() if not k.startswith("query_")}
+    batch = make_batch()
+    np.testing.assert_array_equal(
+        forward(params, batch, CFG).probs, forward(signet, batch, CFG).probs
+    )
+
+
+def test_project_and_session_time_can_change_the_ranking():
+    """Through the query, the project slot and the session features reorder candidates; in the
+    gate alone they would cancel in the softmax."""
+    params = small_params()
+    s = sessions()
+    base = batch_from_sessions(**s)
+    other_slot = batch_from_sessions(**{**s, "project_slots": [3, 5, 2]})
+    p0, p1 = forward(params, base, CFG).probs[0], forward(params, other_slot, CFG).probs[0]
+    assert not np.allclose(p0, p1)
+    signet = {k: v for k, v in params.items() if not k.startswith("query_")}
+    q0, q1 = forward(signet, base, CFG).probs[0], forward(signet, other_slot, CFG).probs[0]
+    np.testing.assert_allclose(q0, q1, rtol=1e-12)  # Signet's project embedding cancels
