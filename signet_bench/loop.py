@@ -44,7 +44,7 @@ from signet_bench.ranking.compat import signet058_session_start
 from signet_bench.ranking.session_start import session_start
 from signet_bench.samples import superseded_at
 from signet_bench.store import write as w
-from signet_bench.store.read import read_memories
+from signet_bench.store.read import open_readonly, read_memories
 from signet_bench.store.schema import connect_writer
 from signet_bench.synth.sessions import SessionContext, plan_sessions, prompts_for
 from signet_bench.synth.truth import load_truth, read_synth_meta, true_relevance
@@ -137,13 +137,22 @@ class Simulator:
         if not self.path.exists():
             raise UserError(f"{self.path}: no such store")
         self.opts, self.cfg = opts, cfg
-        self.con = connect_writer(self.path)
-        meta = read_synth_meta(self.con)
+        # Validate read-only first: a file that is not a Signet store is reported (missing tables
+        # named) and never opened for writing (the writer would switch it to WAL, or write a
+        # header into an empty file).
+        ro = open_readonly(self.path)
+        try:
+            meta = read_synth_meta(ro)
+        except UserError:
+            meta = {}
+        finally:
+            ro.close()
         if not meta:
             raise UserError(
                 f"{self.path}: not a synthetic store (no synth_persona table); "
                 "create one with `signet-bench synth`"
             )
+        self.con = connect_writer(self.path)
         self.persona, self.truth = load_truth(self.con)
         self.tz = self.persona.tz
         mem = read_memories(self.con, include_deleted=True)
@@ -178,6 +187,8 @@ class Simulator:
     # -- plan -------------------------------------------------------------------------------
     def plan(self, n: int) -> list[SessionContext]:
         """The store's session plan; its length is fixed by the first run (drift depends on it)."""
+        if n < 1:
+            raise UserError(f"--sessions: expected a whole number >= 1, got {n}")
         row = self.con.execute("SELECT value FROM sim_meta WHERE key = 'plan'").fetchone()
         if row is not None:
             horizon, seed = json.loads(row[0])
@@ -620,6 +631,7 @@ def model_trainer(sim: Simulator) -> tuple[bool, dict]:
         out = model_path(sim.path)
         out.parent.mkdir(parents=True, exist_ok=True)
         save_checkpoint(out, result.params, meta)
+    _record_workbench(sim, run_id, result)
     log = {
         "id": run_id,
         "loss": result.loss_curve[-1] if result.loss_curve else float("nan"),
@@ -633,6 +645,27 @@ def model_trainer(sim: Simulator) -> tuple[bool, dict]:
         else 1.0 - result.canary_topk_overlap,
     }
     return result.accepted, log
+
+
+def _record_workbench(sim: Simulator, run_id: str, result) -> None:
+    """The run in the workbench's own DuckDB file beside the store (loss curve, gates)."""
+    from datetime import UTC
+
+    from signet_bench.store.workbench import open_workbench, record_training_run
+    from signet_bench.train import run_record
+
+    path = model_path(sim.path).parent / "workbench.duckdb"
+    with open_workbench(path) as wb:
+        record_training_run(
+            wb,
+            run_record(
+                result,
+                run_id=run_id,
+                store_path=str(sim.path.resolve()),
+                started_at=datetime.now(UTC),
+                model_path=str(model_path(sim.path)),
+            ),
+        )
 
 
 def simulate(

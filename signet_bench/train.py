@@ -28,6 +28,7 @@ __all__ = [
     "TrainResult",
     "canary_metrics",
     "incremental_split",
+    "run_record",
     "split_canary",
     "to_batch",
     "train_model",
@@ -65,6 +66,35 @@ class TrainResult:
     canary_topk_overlap: float | None
     stopped_early: str | None = None  # "time-cap" | "converged" | None
     gates: dict[str, bool] = field(default_factory=dict)
+
+
+def run_record(
+    result: TrainResult,
+    *,
+    run_id: str,
+    store_path: str,
+    started_at: object,
+    model_path: str | None,
+) -> dict[str, object]:
+    """A training run as the workbench's `training_runs` row (loss curve as JSON)."""
+    import json
+
+    return {
+        "run_id": run_id,
+        "store_path": store_path,
+        "started_at": started_at,
+        "duration_ms": result.duration_ms,
+        "sample_count": result.sample_count,
+        "epochs": result.epochs_run,
+        "loss_curve": json.dumps(list(result.loss_curve)),
+        "canary_ndcg": result.canary_ndcg,
+        "canary_ndcg_delta": result.canary_ndcg_delta,
+        "canary_score_variance": result.canary_score_variance,
+        "canary_topk_overlap": result.canary_topk_overlap,
+        "gate_passed": result.accepted,
+        "gate_reason": result.gate_reason,
+        "model_path": model_path if result.accepted else None,
+    }
 
 
 def to_batch(samples: Sequence[SessionSample], *, with_labels: bool = True) -> Batch:

@@ -26,7 +26,7 @@ def train_command(args: argparse.Namespace) -> int:
     from signet_bench.model.params import feature_spec_hash
     from signet_bench.samples import load_samples
     from signet_bench.store.workbench import open_workbench, record_model, record_training_run
-    from signet_bench.train import train_model
+    from signet_bench.train import run_record, train_model
 
     cfg = _config(args)
     tz = args.tz or _local_tz()
@@ -78,22 +78,13 @@ def train_command(args: argparse.Namespace) -> int:
     with open_workbench(out / "workbench.duckdb") as wb:
         record_training_run(
             wb,
-            {
-                "run_id": run_id,
-                "store_path": str(Path(args.db).resolve()),
-                "started_at": started,
-                "duration_ms": result.duration_ms,
-                "sample_count": result.sample_count,
-                "epochs": result.epochs_run,
-                "loss_curve": json.dumps(list(result.loss_curve)),
-                "canary_ndcg": result.canary_ndcg,
-                "canary_ndcg_delta": result.canary_ndcg_delta,
-                "canary_score_variance": result.canary_score_variance,
-                "canary_topk_overlap": result.canary_topk_overlap,
-                "gate_passed": result.accepted,
-                "gate_reason": result.gate_reason,
-                "model_path": str(model_path) if result.accepted else None,
-            },
+            run_record(
+                result,
+                run_id=run_id,
+                store_path=str(Path(args.db).resolve()),
+                started_at=started,
+                model_path=str(model_path),
+            ),
         )
         if result.accepted:
             record_model(

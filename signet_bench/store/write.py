@@ -568,23 +568,26 @@ def write_relevance_scores(
     )
 
 
+def _replace_row(con: sqlite3.Connection, table: str, cols: Mapping[str, Any]) -> None:
+    """`INSERT OR REPLACE` one row given as column -> value (ids are deterministic upstream,
+    so writing the same row again leaves one row)."""
+    keys = list(cols)
+    con.execute(
+        f"INSERT OR REPLACE INTO {table} ({', '.join(keys)}) VALUES ({', '.join('?' * len(keys))})",
+        list(cols.values()),
+    )
+
+
 def insert_session_score(con: sqlite3.Connection, session_key: str, **cols: Any) -> None:
     """One `session_scores` row per processed session (idempotent on the session key)."""
-    keys = ["id", "session_key", *cols]
-    con.execute(
-        f"INSERT OR REPLACE INTO session_scores ({', '.join(keys)}) "
-        f"VALUES ({', '.join('?' * len(keys))})",
-        [_uid("score", session_key), session_key, *cols.values()],
-    )
+    row = {"id": _uid("score", session_key), "session_key": session_key, **cols}
+    _replace_row(con, "session_scores", row)
 
 
 def insert_summary_job(con: sqlite3.Connection, session_key: str, **cols: Any) -> None:
     """The session's summary job (transcript), completed."""
-    keys = ["id", "session_key", *cols]
-    con.execute(
-        f"INSERT OR REPLACE INTO summary_jobs ({', '.join(keys)}) "
-        f"VALUES ({', '.join('?' * len(keys))})",
-        [_uid("job", session_key), session_key, *cols.values()],
+    _replace_row(
+        con, "summary_jobs", {"id": _uid("job", session_key), "session_key": session_key, **cols}
     )
 
 
@@ -592,38 +595,28 @@ def insert_session_checkpoint(
     con: sqlite3.Connection, session_key: str, trigger: str, **cols: Any
 ) -> None:
     """A `session_checkpoints` row (Signet writes one with trigger 'session_end')."""
-    keys = ["id", "session_key", "trigger", *cols]
-    con.execute(
-        f"INSERT OR REPLACE INTO session_checkpoints ({', '.join(keys)}) "
-        f"VALUES ({', '.join('?' * len(keys))})",
-        [_uid("checkpoint", session_key, trigger), session_key, trigger, *cols.values()],
-    )
+    row = {
+        "id": _uid("checkpoint", session_key, trigger),
+        "session_key": session_key,
+        "trigger": trigger,
+        **cols,
+    }
+    _replace_row(con, "session_checkpoints", row)
 
 
 def insert_comparison(con: sqlite3.Connection, session_key: str, row: Mapping[str, Any]) -> None:
     """One `predictor_comparisons` row; JSON-valued columns are serialised here."""
-    cols = dict(row)
+    cols = {k: v for k, v in row.items() if k not in ("id", "session_key")}
     for k in ("predictor_top_ids", "baseline_top_ids", "relevance_scores"):
         if k in cols and not isinstance(cols[k], str):
             cols[k] = json.dumps(cols[k])
-    cols.pop("id", None)
-    cols.pop("session_key", None)
-    keys = ["id", "session_key", *cols]
-    con.execute(
-        f"INSERT OR REPLACE INTO predictor_comparisons ({', '.join(keys)}) "
-        f"VALUES ({', '.join('?' * len(keys))})",
-        [_uid("comparison", session_key), session_key, *cols.values()],
-    )
+    full = {"id": _uid("comparison", session_key), "session_key": session_key, **cols}
+    _replace_row(con, "predictor_comparisons", full)
 
 
 def insert_training_log(con: sqlite3.Connection, run_id: str, **cols: Any) -> None:
     """One `predictor_training_log` row per training run."""
-    keys = ["id", *cols]
-    con.execute(
-        f"INSERT OR REPLACE INTO predictor_training_log ({', '.join(keys)}) "
-        f"VALUES ({', '.join('?' * len(keys))})",
-        [run_id, *cols.values()],
-    )
+    _replace_row(con, "predictor_training_log", {"id": run_id, **cols})
 
 
 _SIM_DDL = (
