@@ -12,8 +12,9 @@ the store's session plan, so running the same command twice changes nothing.
 from __future__ import annotations
 
 import json
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -115,9 +116,6 @@ def _floats(values) -> np.ndarray:
     return np.array([np.nan if v is None else float(v) for v in values], dtype=np.float64)
 
 
-_META_DDL = "CREATE TABLE IF NOT EXISTS sim_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-
-
 class Simulator:
     """The simulated daemon over one synthetic store (it owns the store's only writer)."""
 
@@ -178,7 +176,6 @@ class Simulator:
         self._scope: dict[str | None, np.ndarray] = {}
         self.truth_rows = np.asarray(self.truth.positions(list(self.ids)), dtype=np.int64)
         w.ensure_sim_tables(self.con)
-        self.con.execute(_META_DDL)
         raw = w.load_sim_state(self.con)
         self.state = initial_state(cfg) if raw is None else state_from_json(raw)
         self.trainer = trainer
@@ -189,9 +186,9 @@ class Simulator:
         """The store's session plan; its length is fixed by the first run (drift depends on it)."""
         if n < 1:
             raise UserError(f"--sessions: expected a whole number >= 1, got {n}")
-        row = self.con.execute("SELECT value FROM sim_meta WHERE key = 'plan'").fetchone()
-        if row is not None:
-            horizon, seed = json.loads(row[0])
+        saved = w.get_sim_meta(self.con, "plan")
+        if saved is not None:
+            horizon, seed = json.loads(saved)
             if n > horizon:
                 raise UserError(
                     f"{self.path}: its session plan has {horizon} sessions (fixed by the first "
@@ -199,9 +196,7 @@ class Simulator:
                 )
         else:
             horizon, seed = n, self.opts.seed
-            self.con.execute(
-                "INSERT INTO sim_meta (key, value) VALUES ('plan', ?)", (json.dumps([n, seed]),)
-            )
+            w.set_sim_meta(self.con, "plan", json.dumps([n, seed]))
         return plan_sessions(self.persona, horizon, start=self.truth.now, seed=seed)[:n]
 
     def done(self) -> set[int]:
@@ -364,23 +359,19 @@ class Simulator:
             self._prompts(ctx, rng, injected)
             end = self._judge_and_end(ctx, rng, res, injected)
             self._compare(idx, ctx, alpha, report)
-            self.con.execute(
-                "INSERT INTO sim_sessions (session_key, idx, project, focus_topic, tz, "
-                "started_at, ended_at, scorer, alpha, context_rule, explored_memory_id) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    key,
-                    idx,
-                    ctx.project,
-                    ctx.focus_topic,
-                    self.tz,
-                    at,
-                    format_iso(end),
-                    opts.scorer,
-                    alpha,
-                    "previous-session" if context is not None else "baseline-top10",
-                    explored,
-                ),
+            w.insert_sim_session(
+                self.con,
+                session_key=key,
+                idx=idx,
+                project=ctx.project,
+                focus_topic=ctx.focus_topic,
+                tz=self.tz,
+                started_at=at,
+                ended_at=format_iso(end),
+                scorer=opts.scorer,
+                alpha=alpha,
+                context_rule="previous-session" if context is not None else "baseline-top10",
+                explored_memory_id=explored,
             )
             w.save_sim_state(self.con, state_to_json(self.state), format_iso(end))
             self.con.execute("COMMIT")
@@ -592,8 +583,7 @@ def model_trainer(sim: Simulator) -> tuple[bool, dict]:
     )
     if len(samples) < 2:
         return False, {}
-    row = sim.con.execute("SELECT value FROM sim_meta WHERE key = 'trained_through'").fetchone()
-    trained_through = row[0] if row else None
+    trained_through = w.get_sim_meta(sim.con, "trained_through")
     full = sim.model is None or not sim.state.trained or trained_through is None
     kwargs: dict = {}
     train_on = samples
@@ -616,10 +606,7 @@ def model_trainer(sim: Simulator) -> tuple[bool, dict]:
     )
     if result.accepted:
         sim.model = result.params
-        sim.con.execute(
-            "INSERT OR REPLACE INTO sim_meta (key, value) VALUES ('trained_through', ?)",
-            (format_iso(samples[-1].start),),
-        )
+        w.set_sim_meta(sim.con, "trained_through", format_iso(samples[-1].start))
         meta = CheckpointMeta.from_config(
             sim.cfg,
             int(samples[0].context.shape[0]),
@@ -634,7 +621,7 @@ def model_trainer(sim: Simulator) -> tuple[bool, dict]:
     _record_workbench(sim, run_id, result)
     log = {
         "id": run_id,
-        "loss": result.loss_curve[-1] if result.loss_curve else float("nan"),
+        "loss": _loggable_loss(result.loss_curve),
         "sample_count": result.sample_count,
         "duration_ms": result.duration_ms,
         "canary_ndcg": result.canary_ndcg,
@@ -645,6 +632,13 @@ def model_trainer(sim: Simulator) -> tuple[bool, dict]:
         else 1.0 - result.canary_topk_overlap,
     }
     return result.accepted, log
+
+
+def _loggable_loss(curve: Sequence[float]) -> float:
+    """The last epoch's loss for Signet's `loss REAL NOT NULL` column: SQLite turns NaN into
+    NULL, so a diverged run is logged as +inf (the workbench keeps the full curve)."""
+    last = curve[-1] if curve else float("inf")
+    return last if math.isfinite(last) else float("inf")
 
 
 def _record_workbench(sim: Simulator, run_id: str, result) -> None:

@@ -627,6 +627,7 @@ _SIM_DDL = (
         focus_topic TEXT, tz TEXT NOT NULL, started_at TEXT NOT NULL, ended_at TEXT NOT NULL,
         scorer TEXT NOT NULL, alpha REAL NOT NULL, context_rule TEXT,
         explored_memory_id TEXT)""",
+    "CREATE TABLE IF NOT EXISTS sim_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
 
 
@@ -634,6 +635,22 @@ def ensure_sim_tables(con: sqlite3.Connection) -> None:
     """The simulator's own bookkeeping tables (a Signet reader ignores them)."""
     for ddl in _SIM_DDL:
         con.execute(ddl)
+
+
+def insert_sim_session(con: sqlite3.Connection, **cols: Any) -> None:
+    """The simulator's record of one finished session (its plan slot, scorer and alpha)."""
+    _replace_row(con, "sim_sessions", cols)
+
+
+def set_sim_meta(con: sqlite3.Connection, key: str, value: str) -> None:
+    """One simulator bookkeeping value (session plan, last trained session)."""
+    con.execute("INSERT OR REPLACE INTO sim_meta (key, value) VALUES (?, ?)", (key, value))
+
+
+def get_sim_meta(con: sqlite3.Connection, key: str) -> str | None:
+    """A simulator bookkeeping value, or None when it was never set."""
+    row = con.execute("SELECT value FROM sim_meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else row[0]
 
 
 def save_sim_state(

@@ -1,0 +1,416 @@
+"""`signet-bench bench quality`: does the learned scorer rank a synthetic user's memories better
+than the heuristic baseline, against the relevance the persona planted?
+
+Method (the predictor never sees the truth):
+
+1. Build a fresh synthetic store for `--persona` (default heavy) and fix a session plan of
+   `max(checkpoints) + HELD_OUT` sessions.
+2. Run the daemon loop (`loop.Simulator`, scorer "model": it trains every 10 sessions and its
+   accepted model takes part in the ranking, as it would in use) up to each checkpoint
+   N = 10, 50, 100, 300 (10, 50 with --quick). At each checkpoint, take the samples of the
+   sessions seen so far (`load_samples` on the store: labels from the store's session rows, as
+   the daemon has them) and train predictors on them: full `train_model` runs (20 epochs, fresh
+   weights, gated), one per training seed (SEEDS; one with --quick), whose per-session NDCG is
+   averaged. The loop's own model at N (incremental, gated training) is evaluated too
+   (`loop_model_after_<N>`).
+3. The loop then runs on through the HELD_OUT sessions after the last checkpoint, so that each
+   has its real previous session (the context embedding and the session gap come from it);
+   the offline predictors never train on them. For each held-out session: the session-start
+   pre-filter's candidate pool (exactly as the loop builds it), ranked by effective score (the
+   baseline) and by each predictor (the loop's serving path: `score_session` with the
+   session's features, context and project slot); NDCG@10 (bounded, `evaluate.ndcg_at_k`)
+   against `synth.truth.true_relevance` at the session's start. Every ranker sees the same
+   pools.
+4. Ablations at the last checkpoint: retrain (same samples, same seeds) with a feature group
+   removed from training and scoring — project (every project slot set to 0, Signet's "no
+   project"), time (features 3-9 zeroed), superseded (feature 11 zeroed) — on the personas
+   that plant those patterns (multi-project for project; heavy for time and superseded) and
+   report the NDCG@10 drop (full - ablated; positive = the group helps).
+
+Intervals are 95% bootstrap intervals over the held-out sessions (paired for deltas and drops).
+
+Rows (stable names):
+  baseline                      ndcg@10        ndcg   effective-score order of the pool
+  random                        ndcg@10        ndcg   a random order of the pool (reference)
+  predictor_after_<N>           ndcg@10        ndcg   offline full retrain on the first N sessions
+  predictor_after_<N>           train_samples  sessions  trainable sessions it learned from
+  predictor_after_<N>           ndcg@10_seed_sd  ndcg  sd over training seeds (not with --quick)
+  delta_after_<N>               ndcg@10_delta  ndcg   predictor - baseline (goal +0.10 at 50,
+                                                      +0.20 at 300)
+  loop_model_after_<N>          ndcg@10        ndcg   the loop's own accepted model at N
+  ablation_<group>              ndcg@10_full / ndcg@10_ablated / ndcg@10_drop   ndcg
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from signet_bench.bench.report import Row, emit
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.context import mean_unit
+from signet_bench.evaluate import ndcg_at_k
+from signet_bench.loop import SimOptions, Simulator, model_trainer
+from signet_bench.model.scorer import score_session
+from signet_bench.model.tokenizer import project_slot
+from signet_bench.ranking.session_start import session_start
+from signet_bench.samples import SessionSample, load_samples
+from signet_bench.synth.build import build_persona_store
+from signet_bench.synth.sessions import SessionContext
+from signet_bench.synth.truth import true_relevance
+from signet_bench.train import train_model
+
+__all__ = ["ABLATIONS", "HeldOut", "ablate_samples", "evaluate", "held_out_sessions", "run"]
+
+BENCH = "quality"
+CHECKPOINTS = (10, 50, 100, 300)
+QUICK_CHECKPOINTS = (10, 50)
+HELD_OUT = 50
+EPOCHS = 20
+K = 10
+SEEDS = (0, 1, 2)  # training seeds averaged per predictor (per-session NDCG)
+QUICK_SEEDS = (0,)
+BOOTSTRAP = 2000
+TIME_FEATURES = (3, 4, 5, 6, 7, 8, 9)
+SUPERSEDED_FEATURE = 11
+# group -> persona that plants the pattern
+ABLATIONS: dict[str, str] = {
+    "project": "multi-project",
+    "time": "heavy",
+    "superseded": "heavy",
+}
+
+Params = dict[str, np.ndarray]
+
+
+@dataclass(frozen=True, slots=True)
+class HeldOut:
+    """One held-out session's candidate pool, as the loop would score it, with its truth."""
+
+    ctx: SessionContext
+    rows: np.ndarray  # corpus rows of the pool, in baseline order
+    ids: np.ndarray  # str
+    effective: np.ndarray
+    relevance: np.ndarray  # true relevance at the session start
+    context: np.ndarray  # the context the predictor gets
+    emb: np.ndarray
+    has: np.ndarray
+    tokens: list[np.ndarray]
+    features: np.ndarray  # (n, 17)
+    slot: int
+
+
+def _log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def held_out_sessions(sim: Simulator, contexts: list[SessionContext]) -> list[HeldOut]:
+    """The pools of sessions that are planned but not simulated: pre-filter and baseline
+    exactly as `Simulator.run_session` calls them (mode 'ours'), context from the store."""
+    out = []
+    cfg = sim.cfg
+    for ctx in contexts:
+        prev_rows, prev_start = sim.previous(ctx)
+        context = mean_unit(sim.emb[[r for r in prev_rows if sim.has[r]]])
+        start_s = ctx.start.timestamp()
+        res = session_start(
+            sim.ids,
+            sim.created,
+            sim.importance,
+            sim.pinned,
+            sim.contents,
+            sim.emb,
+            sim.has,
+            start_s,
+            is_constraint=sim.is_constraint & sim.in_scope(ctx.project),
+            is_deleted=sim.is_deleted | (sim.created > start_s),
+            context=context,
+            predictor=None,
+            cfg=cfg,
+        )
+        if res.context is None or len(res.index) < 2:
+            continue
+        rows = np.asarray(res.index)
+        truth = true_relevance(sim.truth, ctx)
+        out.append(
+            HeldOut(
+                ctx=ctx,
+                rows=rows,
+                ids=np.asarray(res.memory_id).astype(str),
+                effective=np.asarray(res.effective_score, dtype=np.float64),
+                relevance=truth[sim.truth_rows[rows]],
+                context=np.asarray(res.context),
+                emb=sim.emb[rows],
+                has=sim.has[rows],
+                tokens=[sim.tokens(r) for r in rows],
+                features=sim.features(rows, ctx, prev_start),
+                slot=project_slot(ctx.project, cfg.project_slots),
+            )
+        )
+    return out
+
+
+def _zeroed(features: np.ndarray, group: str | None) -> np.ndarray:
+    if group == "time":
+        cols = list(TIME_FEATURES)
+    elif group == "superseded":
+        cols = [SUPERSEDED_FEATURE]
+    else:
+        return features
+    f = np.array(features, copy=True)
+    f[:, cols] = 0.0
+    return f
+
+
+def ablate_samples(samples: list[SessionSample], group: str | None) -> list[SessionSample]:
+    """Training samples with a feature group removed (None = unchanged)."""
+    if group is None:
+        return samples
+    if group == "project":
+        return [dataclasses.replace(s, project_slot=0) for s in samples]
+    return [dataclasses.replace(s, features=_zeroed(s.features, group)) for s in samples]
+
+
+def evaluate(
+    params: Params | None,
+    held: list[HeldOut],
+    *,
+    group: str | None = None,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+) -> np.ndarray:
+    """NDCG@10 per held-out session: the baseline when `params` is None, else the model
+    (with `group` removed from its inputs, as in its training)."""
+    out = np.empty(len(held))
+    for i, h in enumerate(held):
+        if params is None:
+            scores = h.effective
+        else:
+            scores = score_session(
+                params,
+                h.context,
+                h.emb,
+                h.has,
+                h.tokens,
+                _zeroed(h.features, group),
+                0 if group == "project" else h.slot,
+                cfg,
+            )
+        out[i] = ndcg_at_k(h.relevance, scores, h.ids, k=K)
+    return out
+
+
+def _random_order(held: list[HeldOut], seed: int, draws: int = 20) -> np.ndarray:
+    rng = np.random.default_rng([seed, 0xAB])
+    return np.array(
+        [
+            np.mean(
+                [ndcg_at_k(h.relevance, rng.random(len(h.ids)), h.ids, k=K) for _ in range(draws)]
+            )
+            for h in held
+        ]
+    )
+
+
+def _ci(values: np.ndarray, seed: int) -> tuple[float, float]:
+    """95% bootstrap interval of the mean (paired when `values` are per-session differences)."""
+    v = np.asarray(values, dtype=np.float64)
+    if len(v) < 2:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng([seed, 0xB007])
+    means = v[rng.integers(0, len(v), size=(BOOTSTRAP, len(v)))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def _row(name: str, metric: str, values: np.ndarray, seed: int, goal: str | None = None) -> Row:
+    lo, hi = _ci(values, seed)
+    return Row(name, metric, float(np.mean(values)), "ndcg", lo, hi, n=len(values), goal=goal)
+
+
+def _train(samples: list[SessionSample], seed: int, cfg: PredictorConfig) -> Params | None:
+    res = train_model(samples, None, cfg=cfg, epochs=EPOCHS, seed=seed)
+    if not res.accepted:
+        _log(f"    training (seed {seed}) rejected by gate {res.gate_reason}")
+    return res.params
+
+
+@dataclass
+class _Prepared:
+    """A simulated store: its simulator, the held-out pools, the samples and the loop's model
+    per checkpoint, and the per-session NDCG of every model trained so far."""
+
+    persona: str
+    sim: Simulator
+    held: list[HeldOut]
+    samples: dict[int, list[SessionSample]]
+    loop_models: dict[int, Params | None]
+    scores: dict[tuple[int, str | None, int], np.ndarray | None] = dataclasses.field(
+        default_factory=dict
+    )
+
+    def trained(
+        self, n: int, group: str | None, seed: int, cfg: PredictorConfig
+    ) -> np.ndarray | None:
+        """Per-held-out-session NDCG@10 of a model trained on the first `n` sessions with
+        `group` removed (None when there is too little data or a gate rejects it)."""
+        key = (n, group, seed)
+        if key not in self.scores:
+            samples = self.samples[n]
+            params = (
+                _train(ablate_samples(samples, group), seed, cfg) if len(samples) >= 2 else None
+            )
+            self.scores[key] = (
+                None if params is None else evaluate(params, self.held, group=group, cfg=cfg)
+            )
+        return self.scores[key]
+
+
+def _prepare(
+    persona: str, tmp: Path, checkpoints: tuple[int, ...], seed: int, cfg: PredictorConfig
+) -> _Prepared:
+    """Build the store, run the loop to each checkpoint (keeping that checkpoint's samples),
+    then through the held-out sessions, whose pools are built from the store afterwards so
+    that each has its own previous session (context, session gap) as in use."""
+    path = tmp / f"{persona}.db"
+    t0 = time.perf_counter()
+    build_persona_store(persona, path, seed=seed)
+    _log(f"  [{persona}] store built in {time.perf_counter() - t0:.1f} s")
+    sim = Simulator(path, SimOptions(scorer="model", seed=seed), cfg, trainer=model_trainer)
+    last = max(checkpoints)
+    plan = sim.plan(last + HELD_OUT)
+    samples: dict[int, list[SessionSample]] = {}
+    loop_models: dict[int, Params | None] = {}
+    for n in checkpoints:
+        t0 = time.perf_counter()
+        rep = sim.run(n)
+        got, skipped = load_samples(sim.con, tz=sim.tz, cfg=cfg, seed=seed)
+        samples[n] = got
+        loop_models[n] = sim.model
+        _log(
+            f"  [{persona}] sessions 0..{n - 1} simulated (+{rep.sessions_run} in "
+            f"{time.perf_counter() - t0:.1f} s; loop trainings {rep.trainings}, accepted "
+            f"{rep.trainings_accepted}); {len(got)} trainable sessions, {skipped} skipped"
+        )
+    t0 = time.perf_counter()
+    sim.run(last + HELD_OUT)
+    held = held_out_sessions(sim, plan[last:])
+    _log(
+        f"  [{persona}] held-out sessions {last}..{len(plan) - 1} simulated (never trained on "
+        f"here) and {len(held)} pools built in {time.perf_counter() - t0:.1f} s"
+    )
+    return _Prepared(persona, sim, held, samples, loop_models)
+
+
+def _mean_over_seeds(runs: list[np.ndarray | None]) -> tuple[np.ndarray | None, float]:
+    """Per-session mean over the seeds that produced a model, and the sd of the seed means."""
+    ok = [r for r in runs if r is not None]
+    if not ok:
+        return None, float("nan")
+    means = [float(r.mean()) for r in ok]
+    return np.mean(ok, axis=0), float(np.std(means, ddof=1)) if len(ok) > 1 else 0.0
+
+
+def _curve(prep: _Prepared, seeds: tuple[int, ...], cfg: PredictorConfig) -> list[Row]:
+    held = prep.held
+    s0 = seeds[0]
+    base = evaluate(None, held, cfg=cfg)
+    rows = [
+        _row("baseline", "ndcg@10", base, s0),
+        _row("random", "ndcg@10", _random_order(held, s0), s0),
+    ]
+    _log(f"  baseline ndcg@10 {base.mean():.4f} over {len(held)} held-out sessions")
+    for n, samples in prep.samples.items():
+        t0 = time.perf_counter()
+        pred, sd = _mean_over_seeds([prep.trained(n, None, s, cfg) for s in seeds])
+        rows.append(
+            Row(f"predictor_after_{n}", "train_samples", float(len(samples)), "sessions", n=1)
+        )
+        if pred is None:
+            _log(f"  after {n}: no predictor ({len(samples)} trainable sessions)")
+        else:
+            goal = {50: ">= +0.10", 300: ">= +0.20"}.get(n)
+            rows.append(_row(f"predictor_after_{n}", "ndcg@10", pred, s0))
+            if len(seeds) > 1:
+                rows.append(
+                    Row(f"predictor_after_{n}", "ndcg@10_seed_sd", sd, "ndcg", n=len(seeds))
+                )
+            rows.append(_row(f"delta_after_{n}", "ndcg@10_delta", pred - base, s0, goal=goal))
+            _log(
+                f"  after {n}: predictor ndcg@10 {pred.mean():.4f} (delta "
+                f"{pred.mean() - base.mean():+.4f}, seed sd {sd:.4f}); {len(samples)} trainable "
+                f"sessions, {len(seeds)} seeds in {time.perf_counter() - t0:.1f} s"
+            )
+        loop = prep.loop_models.get(n)
+        if loop is not None:
+            lm = evaluate(loop, held, cfg=cfg)
+            rows.append(_row(f"loop_model_after_{n}", "ndcg@10", lm, s0))
+            _log(f"  after {n}: the loop's own model ndcg@10 {lm.mean():.4f}")
+    return rows
+
+
+def _ablations(
+    preps: dict[str, _Prepared], last: int, seeds: tuple[int, ...], cfg: PredictorConfig
+) -> list[Row]:
+    rows: list[Row] = []
+    for group, persona in ABLATIONS.items():
+        prep = preps[persona]
+        t0 = time.perf_counter()
+        full, _ = _mean_over_seeds([prep.trained(last, None, s, cfg) for s in seeds])
+        ablated, _ = _mean_over_seeds([prep.trained(last, group, s, cfg) for s in seeds])
+        if full is None or ablated is None:
+            _log(f"  ablation {group} ({persona}): no model")
+            continue
+        name = f"ablation_{group}"
+        rows.append(_row(name, "ndcg@10_full", full, seeds[0]))
+        rows.append(_row(name, "ndcg@10_ablated", ablated, seeds[0]))
+        rows.append(_row(name, "ndcg@10_drop", full - ablated, seeds[0]))
+        _log(
+            f"  ablation {group} ({persona}, {len(prep.samples[last])} sessions, {len(seeds)} "
+            f"seeds): full {full.mean():.4f}, ablated {ablated.mean():.4f}, drop "
+            f"{full.mean() - ablated.mean():+.4f} ({time.perf_counter() - t0:.1f} s)"
+        )
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    """Simulate, train at each checkpoint, evaluate on held-out sessions, ablate; emit."""
+    quick = bool(getattr(args, "quick", False))
+    seed = int(getattr(args, "seed", 0))
+    persona = getattr(args, "persona", None) or "heavy"
+    dataset = getattr(args, "dataset", "synth")
+    if dataset != "synth":
+        raise SystemExit(f"bench quality: dataset {dataset!r} is not supported (synth only)")
+    checkpoints = QUICK_CHECKPOINTS if quick else CHECKPOINTS
+    seeds = tuple(seed + s for s in (QUICK_SEEDS if quick else SEEDS))
+    cfg = DEFAULT_CONFIG
+    t_all = time.perf_counter()
+    _log(
+        f"bench quality: persona {persona}, checkpoints {list(checkpoints)}, {HELD_OUT} "
+        f"held-out sessions, {EPOCHS} epochs per training"
+    )
+    preps: dict[str, _Prepared] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="signet-bench-quality-") as tmp_name:
+            tmp = Path(tmp_name)
+            preps[persona] = _prepare(persona, tmp, checkpoints, seed, cfg)
+            rows = _curve(preps[persona], seeds, cfg)
+            for other in sorted(set(ABLATIONS.values()) - {persona}):
+                _log(f"ablation persona {other}:")
+                preps[other] = _prepare(other, tmp, (max(checkpoints),), seed, cfg)
+            _log(f"ablations at {max(checkpoints)} sessions:")
+            rows += _ablations(preps, max(checkpoints), seeds, cfg)
+            for p in preps.values():
+                p.sim.close()
+            preps.clear()
+    finally:
+        for p in preps.values():
+            p.sim.close()
+    _log(f"bench quality done in {time.perf_counter() - t_all:.0f} s")
+    emit(BENCH, rows, getattr(args, "json", None))
+    return 0

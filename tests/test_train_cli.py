@@ -1,0 +1,238 @@
+"""`signet-bench train`: a gated training on a store's sessions, recorded in workbench.duckdb;
+a rejected model exits 1 and keeps the previous one; `--base-weights` fine-tunes an own-format
+or a Signet SGPT checkpoint."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from signet_bench.cli import main
+from signet_bench.loop import SimOptions, simulate
+from signet_bench.model.checkpoint import (
+    FLAG_PRETRAINED_BASE,
+    load_any,
+    read_sgpt,
+    write_sgpt,
+)
+from signet_bench.model.params import (
+    EXTENSION_PARAMS,
+    SIGNET_PARAMS,
+    init_params,
+    neutral_extensions,
+)
+from signet_bench.samples import load_samples
+from signet_bench.store.workbench import open_workbench
+from signet_bench.synth.build import build_persona_store
+from signet_bench.train import canary_metrics, split_canary
+
+TZ = "Europe/Berlin"
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("cli") / "memories.db"
+    build_persona_store("light", path, seed=0, n_memories=150)
+    simulate(path, 40, SimOptions(scorer="random", seed=0))
+    return path
+
+
+@pytest.fixture(scope="module")
+def canary(db):
+    samples, _ = load_samples(db, tz=TZ, seed=0)
+    return split_canary(samples)[1]
+
+
+@pytest.fixture(scope="module")
+def trained_model(db, tmp_path_factory) -> Path:
+    """A model trained by the command itself (own format)."""
+    out = tmp_path_factory.mktemp("base")
+    assert _train(db, out, "--epochs", "5") == 0
+    return out / "model.sbm"
+
+
+@pytest.fixture
+def tiny_lr(tmp_path) -> Path:
+    """An agent.yaml whose learning rate is so small that one epoch keeps the weights (and so
+    every gate) where they were: isolates the loading/saving of a base from the gates."""
+    path = tmp_path / "agent.yaml"
+    path.write_text("predictor:\n  learningRate: 1.0e-9\n")
+    return path
+
+
+def _train(db: Path, out: Path, *extra: str) -> int:
+    return main(["train", "--db", str(db), "--out", str(out), "--tz", TZ, *extra])
+
+
+def _runs(out: Path) -> list[dict]:
+    with open_workbench(out / "workbench.duckdb") as con:
+        cur = con.execute(
+            "SELECT gate_passed, gate_reason, model_path, sample_count, epochs, canary_ndcg, "
+            "canary_ndcg_delta, canary_topk_overlap FROM training_runs ORDER BY started_at"
+        )
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+
+def _models(out: Path) -> list[dict]:
+    with open_workbench(out / "workbench.duckdb") as con:
+        cur = con.execute("SELECT path, is_pretrained_base, is_finetuned FROM models")
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _files(directory: Path) -> dict[str, str]:
+    return {p.name: _digest(p) for p in directory.iterdir() if p.is_file()}
+
+
+def _poison(monkeypatch) -> None:
+    """Make every training set carry one NaN label (the command imports load_samples when it
+    runs, so patching the module attribute reaches it)."""
+    import signet_bench.samples as samples_mod
+
+    real = samples_mod.load_samples
+
+    def poisoned(*args, **kwargs):
+        got, skipped = real(*args, **kwargs)
+        labels = got[0].labels.copy()
+        labels[0] = np.nan
+        return [dataclasses.replace(got[0], labels=labels), *got[1:]], skipped
+
+    monkeypatch.setattr(samples_mod, "load_samples", poisoned)
+
+
+def test_train_saves_a_gated_model_and_records_the_run(db, tmp_path, capsys):
+    before = _files(db.parent)
+    out = tmp_path / "out"
+    assert _train(db, out, "--epochs", "3") == 0
+    text = capsys.readouterr().out
+    assert "accepted" in text
+    params, meta = load_any(out / "model.sbm")
+    assert meta.native_dim == 768 and not meta.is_finetuned
+    assert all(np.isfinite(v).all() for v in params.values())
+    (run,) = _runs(out)
+    assert run["gate_passed"] is True and run["gate_reason"] == "passed"
+    assert run["model_path"] == str(out / "model.sbm")
+    assert run["epochs"] == 3 and run["sample_count"] > 0
+    assert run["canary_ndcg_delta"] is None  # no previous model to compare with
+    (model,) = _models(out)
+    assert model["is_finetuned"] is False
+    # the store is only read (see tests/test_samples.py for the WAL files a reader may add)
+    after = _files(db.parent)
+    assert after[db.name] == before[db.name]
+    assert set(after) - set(before) <= {f"{db.name}-wal", f"{db.name}-shm"}
+
+
+def test_nan_label_exits_1_records_the_gate_and_keeps_the_previous_model(
+    db, tmp_path, monkeypatch, capsys
+):
+    out = tmp_path / "out"
+    assert _train(db, out, "--epochs", "2") == 0
+    kept = _digest(out / "model.sbm")
+    capsys.readouterr()
+
+    _poison(monkeypatch)
+    assert _train(db, out, "--epochs", "2") == 1
+    text = capsys.readouterr().out
+    assert "REJECTED: finite_losses" in text
+    assert "previous model kept" in text
+    assert _digest(out / "model.sbm") == kept
+    first, second = _runs(out)
+    assert first["gate_passed"] is True
+    assert second["gate_passed"] is False
+    assert second["gate_reason"] == "finite_losses"
+    assert second["model_path"] is None
+    assert len(_models(out)) == 1
+
+
+def test_nan_label_on_a_fresh_out_dir_writes_no_model(db, tmp_path, monkeypatch):
+    _poison(monkeypatch)
+    out = tmp_path / "out"
+    assert _train(db, out, "--epochs", "1") == 1
+    assert not (out / "model.sbm").exists()
+    (run,) = _runs(out)
+    assert (run["gate_passed"], run["gate_reason"]) == (False, "finite_losses")
+    assert _models(out) == []
+
+
+def test_base_weights_own_format_is_the_model_the_gates_protect(
+    db, trained_model, canary, tmp_path
+):
+    """Default settings: training starts from the base, whose canary NDCG is the reference of
+    the drop gate (the exit code follows the gates either way)."""
+    base, _ = load_any(trained_model)
+    out = tmp_path / "out"
+    code = _train(db, out, "--epochs", "1", "--base-weights", str(trained_model))
+    (run,) = _runs(out)
+    assert code == (0 if run["gate_passed"] else 1)
+    assert run["canary_ndcg_delta"] is not None and run["canary_topk_overlap"] is not None
+    before = run["canary_ndcg"] - run["canary_ndcg_delta"]
+    assert before == pytest.approx(canary_metrics(base, canary).ndcg, abs=1e-9)
+
+
+def test_base_weights_own_format_fine_tunes(db, trained_model, tiny_lr, tmp_path):
+    base, _ = load_any(trained_model)
+    out = tmp_path / "out"
+    code = _train(
+        db, out, "--epochs", "1", "--base-weights", str(trained_model), "--config", str(tiny_lr)
+    )
+    assert code == 0
+    tuned, meta = load_any(out / "model.sbm")
+    assert meta.is_finetuned
+    assert tuned.keys() == base.keys()
+    for k in base:
+        np.testing.assert_allclose(tuned[k], base[k], atol=1e-6, err_msg=k)
+    assert any(not np.array_equal(tuned[k], base[k]) for k in base)  # it did train
+    (run,) = _runs(out)
+    assert run["gate_passed"] is True and run["canary_topk_overlap"] == pytest.approx(1.0)
+    (model,) = _models(out)
+    assert model["is_finetuned"] is True
+
+
+def test_base_weights_sgpt_fine_tunes(db, trained_model, canary, tiny_lr, tmp_path):
+    """A Signet model.bin: Signet's seven matrices (here: those of a trained model), no layer
+    norm affines and no query terms (SGPT has no place for them)."""
+    trained, _ = load_any(trained_model)
+    signet = {k: trained[k] for k in SIGNET_PARAMS} | neutral_extensions()
+    sgpt = tmp_path / "model.bin"
+    write_sgpt(sgpt, signet, flags=FLAG_PRETRAINED_BASE)
+    base, meta = read_sgpt(sgpt)
+    assert meta.source_format == "sgpt" and meta.is_pretrained_base
+
+    out = tmp_path / "out"
+    code = _train(db, out, "--epochs", "1", "--base-weights", str(sgpt), "--config", str(tiny_lr))
+    assert code == 0
+    tuned, tuned_meta = load_any(out / "model.sbm")
+    assert tuned_meta.is_finetuned and tuned_meta.source_format == "signet-bench"
+    for k in SIGNET_PARAMS:
+        np.testing.assert_allclose(tuned[k], base[k], atol=1e-6, err_msg=k)
+    for k in EXTENSION_PARAMS:  # our terms start neutral and stay close to it
+        np.testing.assert_allclose(tuned[k], base[k], atol=1e-6, err_msg=k)
+    (run,) = _runs(out)
+    before = run["canary_ndcg"] - run["canary_ndcg_delta"]
+    assert before == pytest.approx(canary_metrics(base, canary).ndcg, abs=1e-9)
+
+
+def test_base_weights_of_another_dimension_exit_2(db, tmp_path, capsys):
+    sgpt = tmp_path / "small.bin"
+    write_sgpt(sgpt, init_params(native_dim=32))
+    code = _train(db, tmp_path / "out", "--base-weights", str(sgpt))
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "native_dim 32" in err and "768" in err
+    assert not (tmp_path / "out" / "model.sbm").exists()
+
+
+def test_base_weights_that_are_not_a_checkpoint_exit_2(db, tmp_path, capsys):
+    bogus = tmp_path / "model.bin"
+    bogus.write_bytes(b"not a model at all")
+    assert _train(db, tmp_path / "out", "--base-weights", str(bogus)) == 2
+    assert "not a model checkpoint" in capsys.readouterr().err
