@@ -23,9 +23,14 @@ Method (the predictor never sees the truth):
    pools.
 4. Ablations at the last checkpoint: retrain (same samples, same seeds) with a feature group
    removed from training and scoring — project (every project slot set to 0, Signet's "no
-   project"), time (features 3-9 zeroed), superseded (feature 11 zeroed) — on the personas
-   that plant those patterns (multi-project for project; heavy for time and superseded) and
-   report the NDCG@10 drop (full - ablated; positive = the group helps).
+   project"), time (features 3-9 zeroed), superseded (feature 11 zeroed) — on personas that
+   plant those patterns (`ABLATIONS`: multi-project; heavy with 30% of project memories
+   time-patterned; heavy with 25% of memories superseded and left live, as a superseded
+   knowledge-graph attribute leaves them) and report the NDCG@10 drop (full - ablated;
+   positive = the group helps).
+5. References: the pool ranked by cosine(context, memory) alone, and the model trained on the
+   last checkpoint's sessions with the planted relevance as labels (what perfect labels would
+   give this architecture and this context).
 
 Intervals are 95% bootstrap intervals over the held-out sessions (paired for deltas and drops).
 
@@ -38,6 +43,8 @@ Rows (stable names):
   delta_after_<N>               ndcg@10_delta  ndcg   predictor - baseline (goal +0.10 at 50,
                                                       +0.20 at 300)
   loop_model_after_<N>          ndcg@10        ndcg   the loop's own accepted model at N
+  context_cosine                ndcg@10        ndcg   cosine(context, memory) order (reference)
+  true_labels_after_<N>         ndcg@10        ndcg   trained on planted relevance (ceiling)
   ablation_<group>              ndcg@10_full / ndcg@10_ablated / ndcg@10_drop   ndcg
 """
 
@@ -49,6 +56,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -62,6 +70,7 @@ from signet_bench.model.tokenizer import project_slot
 from signet_bench.ranking.session_start import session_start
 from signet_bench.samples import SessionSample, load_samples
 from signet_bench.synth.build import build_persona_store
+from signet_bench.synth.persona import Persona, get_persona
 from signet_bench.synth.sessions import SessionContext
 from signet_bench.synth.truth import true_relevance
 from signet_bench.train import train_model
@@ -72,19 +81,29 @@ BENCH = "quality"
 CHECKPOINTS = (10, 50, 100, 300)
 QUICK_CHECKPOINTS = (10, 50)
 HELD_OUT = 50
-EPOCHS = 20
+EPOCHS = 50  # as `bench train` (the seed's budget: 50 epochs in <= 10 s)
 K = 10
 SEEDS = (0, 1, 2)  # training seeds averaged per predictor (per-session NDCG)
 QUICK_SEEDS = (0,)
 BOOTSTRAP = 2000
 TIME_FEATURES = (3, 4, 5, 6, 7, 8, 9)
 SUPERSEDED_FEATURE = 11
-# group -> persona that plants the pattern
-ABLATIONS: dict[str, str] = {
-    "project": "multi-project",
-    "time": "heavy",
-    "superseded": "heavy",
+# group -> (persona, overrides): a persona that plants the group's pattern often enough for its
+# removal to be measurable. With the heavy persona's defaults, live superseded memories are 0.2%
+# of held-out pools (soft-deleted ones never reach the pool) and time-patterned ones 5%.
+ABLATIONS: dict[str, tuple[str, dict[str, Any]]] = {
+    "project": ("multi-project", {}),
+    "time": ("heavy", {"time_pattern_share": 0.3}),
+    "superseded": ("heavy", {"supersede_share": 0.25, "supersede_modes": (("attribute", 1.0),)}),
 }
+
+
+def ablation_persona(group: str) -> tuple[str, Persona]:
+    """The label and persona a group's ablation runs on."""
+    name, overrides = ABLATIONS[group]
+    persona = dataclasses.replace(get_persona(name), **overrides)
+    return (f"{name}+{group}" if overrides else name), persona
+
 
 Params = dict[str, np.ndarray]
 
@@ -254,6 +273,17 @@ class _Prepared:
         default_factory=dict
     )
 
+    def with_true_labels(self, n: int) -> list[SessionSample]:
+        """The first `n` sessions' samples with every label replaced by the planted relevance
+        at the session start: what the model reaches if the labels were perfect."""
+        plan = {c.session_key: c for c in self.sim.plan(len(self.sim.done()))}
+        out = []
+        for s in self.samples[n]:
+            rel = true_relevance(self.sim.truth, plan[s.session_key])
+            rows = self.sim.truth.positions(s.memory_ids.astype(str))
+            out.append(dataclasses.replace(s, labels=rel[rows].astype(s.labels.dtype)))
+        return out
+
     def trained(
         self, n: int, group: str | None, seed: int, cfg: PredictorConfig
     ) -> np.ndarray | None:
@@ -272,14 +302,19 @@ class _Prepared:
 
 
 def _prepare(
-    persona: str, tmp: Path, checkpoints: tuple[int, ...], seed: int, cfg: PredictorConfig
+    persona: str,
+    tmp: Path,
+    checkpoints: tuple[int, ...],
+    seed: int,
+    cfg: PredictorConfig,
+    spec: Persona | None = None,
 ) -> _Prepared:
     """Build the store, run the loop to each checkpoint (keeping that checkpoint's samples),
     then through the held-out sessions, whose pools are built from the store afterwards so
     that each has its own previous session (context, session gap) as in use."""
     path = tmp / f"{persona}.db"
     t0 = time.perf_counter()
-    build_persona_store(persona, path, seed=seed)
+    build_persona_store(spec or persona, path, seed=seed)
     _log(f"  [{persona}] store built in {time.perf_counter() - t0:.1f} s")
     sim = Simulator(path, SimOptions(scorer="model", seed=seed), cfg, trainer=model_trainer)
     last = max(checkpoints)
@@ -324,7 +359,12 @@ def _curve(prep: _Prepared, seeds: tuple[int, ...], cfg: PredictorConfig) -> lis
         _row("baseline", "ndcg@10", base, s0),
         _row("random", "ndcg@10", _random_order(held, s0), s0),
     ]
-    _log(f"  baseline ndcg@10 {base.mean():.4f} over {len(held)} held-out sessions")
+    cosine = np.array([ndcg_at_k(h.relevance, h.emb @ h.context, h.ids, k=K) for h in held])
+    rows.append(_row("context_cosine", "ndcg@10", cosine, s0))
+    _log(
+        f"  baseline ndcg@10 {base.mean():.4f}, context cosine {cosine.mean():.4f} over "
+        f"{len(held)} held-out sessions"
+    )
     for n, samples in prep.samples.items():
         t0 = time.perf_counter()
         pred, sd = _mean_over_seeds([prep.trained(n, None, s, cfg) for s in seeds])
@@ -351,6 +391,14 @@ def _curve(prep: _Prepared, seeds: tuple[int, ...], cfg: PredictorConfig) -> lis
             lm = evaluate(loop, held, cfg=cfg)
             rows.append(_row(f"loop_model_after_{n}", "ndcg@10", lm, s0))
             _log(f"  after {n}: the loop's own model ndcg@10 {lm.mean():.4f}")
+    last = max(prep.samples)
+    truth_samples = prep.with_true_labels(last)
+    if len(truth_samples) >= 2:
+        params = _train(truth_samples, s0, cfg)
+        if params is not None:
+            ceiling = evaluate(params, held, cfg=cfg)
+            rows.append(_row(f"true_labels_after_{last}", "ndcg@10", ceiling, s0))
+            _log(f"  after {last}: the model trained on true labels ndcg@10 {ceiling.mean():.4f}")
     return rows
 
 
@@ -358,7 +406,8 @@ def _ablations(
     preps: dict[str, _Prepared], last: int, seeds: tuple[int, ...], cfg: PredictorConfig
 ) -> list[Row]:
     rows: list[Row] = []
-    for group, persona in ABLATIONS.items():
+    for group in ABLATIONS:
+        persona, _ = ablation_persona(group)
         prep = preps[persona]
         t0 = time.perf_counter()
         full, _ = _mean_over_seeds([prep.trained(last, None, s, cfg) for s in seeds])
@@ -400,9 +449,11 @@ def run(args: argparse.Namespace) -> int:
             tmp = Path(tmp_name)
             preps[persona] = _prepare(persona, tmp, checkpoints, seed, cfg)
             rows = _curve(preps[persona], seeds, cfg)
-            for other in sorted(set(ABLATIONS.values()) - {persona}):
-                _log(f"ablation persona {other}:")
-                preps[other] = _prepare(other, tmp, (max(checkpoints),), seed, cfg)
+            for group in ABLATIONS:
+                label, spec = ablation_persona(group)
+                if label not in preps:
+                    _log(f"ablation persona {label}:")
+                    preps[label] = _prepare(label, tmp, (max(checkpoints),), seed, cfg, spec)
             _log(f"ablations at {max(checkpoints)} sessions:")
             rows += _ablations(preps, max(checkpoints), seeds, cfg)
             for p in preps.values():

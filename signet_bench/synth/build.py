@@ -81,18 +81,13 @@ IMPORTANCE = {  # (mean, sd) per type, clipped to [0.05, 1]
     "procedural": (0.6, 0.15),
     "constraint": (0.8, 0.1),
 }
-SUPERSEDE_SHARE = 0.08
-SUPERSEDE_MODES = {"in_place": 0.4, "soft_delete": 0.25, "attribute": 0.35}
 SUPERSEDABLE_TYPES = ("fact", "decision", "preference", "procedural")
 DELETE_SHARE = 0.03
-TIME_PATTERN_SHARE = 0.05
 PINNED_SHARE = 0.01
 NO_EMBEDDING_SHARE = 0.01
 MIN_NO_EMBEDDING = 3
-# time patterns go to procedural/constraint memories: TIME_PATTERN_SHARE of project memories
-_PATTERN_PROB = TIME_PATTERN_SHARE / (
-    PROJECT_TYPE_MIX["procedural"] + PROJECT_TYPE_MIX["constraint"]
-)
+# time patterns go to procedural/constraint memories only
+_PATTERN_TYPES_SHARE = PROJECT_TYPE_MIX["procedural"] + PROJECT_TYPE_MIX["constraint"]
 _STREAM = 0xB17D  # seeds the builder's random stream apart from the session planner's
 
 
@@ -265,7 +260,7 @@ def _base_specs(
         topic_weights[project_idx == k, : len(p.topics)] = p.topic_weights
     topic_idx = _categorical(rng, topic_weights)
     types = np.where(is_global, _pick(rng, GLOBAL_TYPE_MIX, n), _pick(rng, PROJECT_TYPE_MIX, n))
-    patterned = rng.random(n) < _PATTERN_PROB
+    patterned = rng.random(n) < min(1.0, persona.time_pattern_share / _PATTERN_TYPES_SHARE)
     noise = rng.normal(size=n)
 
     specs: list[MemorySpec] = []
@@ -319,7 +314,7 @@ def plan_store(persona: Persona, seed: int = 0) -> StorePlan:
     n = persona.n_memories
     taken: set[str] = set()
 
-    modes = _pick(rng, SUPERSEDE_MODES, round(SUPERSEDE_SHARE * n))
+    modes = _pick(rng, dict(persona.supersede_modes), round(persona.supersede_share * n))
     specs = _base_specs(
         persona, rng, n - sum(m != "in_place" for m in modes), start_s, end_s, taken
     )

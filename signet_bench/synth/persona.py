@@ -35,6 +35,15 @@ __all__ = [
     "mask_of",
 ]
 
+# How much of a store carries the planted time and supersession patterns (a persona may plant
+# more, e.g. for an ablation that needs the pattern to be common).
+TIME_PATTERN_SHARE = 0.05
+SUPERSEDE_SHARE = 0.08
+SUPERSEDE_MODES: tuple[tuple[str, float], ...] = (
+    ("in_place", 0.4),
+    ("soft_delete", 0.25),
+    ("attribute", 0.35),
+)
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
@@ -126,11 +135,20 @@ class Persona:
     span_days: float
     sessions_per_day: float
     drift_at: float | None = None
+    time_pattern_share: float = TIME_PATTERN_SHARE  # of project memories
+    supersede_share: float = SUPERSEDE_SHARE  # of all memories
+    supersede_modes: tuple[tuple[str, float], ...] = SUPERSEDE_MODES  # how the old one goes
 
     def __post_init__(self) -> None:
         ZoneInfo(self.tz)  # fail early on a bad zone name
         if not self.projects:
             raise ValueError("a persona needs at least one project")
+        for name in ("time_pattern_share", "supersede_share"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        unknown = {m for m, _ in self.supersede_modes} - {m for m, _ in SUPERSEDE_MODES}
+        if unknown or not any(w > 0 for _, w in self.supersede_modes):
+            raise ValueError(f"supersede_modes: unknown {sorted(unknown)} or no positive weight")
 
     @property
     def project_names(self) -> tuple[str, ...]:
@@ -180,6 +198,11 @@ class Persona:
             span_days=d["span_days"],
             sessions_per_day=d["sessions_per_day"],
             drift_at=d["drift_at"],
+            time_pattern_share=d.get("time_pattern_share", TIME_PATTERN_SHARE),
+            supersede_share=d.get("supersede_share", SUPERSEDE_SHARE),
+            supersede_modes=tuple(
+                (str(m), float(w)) for m, w in d.get("supersede_modes", SUPERSEDE_MODES)
+            ),
         )
 
 

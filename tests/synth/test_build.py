@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from collections import Counter
@@ -15,7 +16,7 @@ from signet_bench.cli import main
 from signet_bench.errors import UserError
 from signet_bench.synth.build import build_persona_store, plan_store, reference_now
 from signet_bench.synth.embedding import TopicEmbedder
-from signet_bench.synth.persona import TIME_PATTERNS, get_persona, local_hour_weekday
+from signet_bench.synth.persona import TIME_PATTERNS, Persona, get_persona, local_hour_weekday
 from signet_bench.synth.sessions import make_context, plan_sessions
 from signet_bench.synth.text import tokens
 from signet_bench.synth.truth import load_truth, read_synth_meta, true_relevance
@@ -345,3 +346,34 @@ def test_a_failed_build_leaves_no_file(tmp_path):
     with pytest.raises(ValueError, match="finite"):
         build_persona_store("light", out, n_memories=40, embedder=_NanEmbedder())
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_persona_can_plant_more_time_patterns_and_live_supersessions():
+    base = get_persona("heavy", n_memories=1500)
+    planted = dataclasses.replace(
+        base, time_pattern_share=0.3, supersede_share=0.25, supersede_modes=(("attribute", 1.0),)
+    )
+    default_plan, planted_plan = plan_store(base, seed=0), plan_store(planted, seed=0)
+
+    def patterned(plan) -> float:
+        project = [s for s in plan.specs if s.project]
+        return sum(1 for s in project if s.time_pattern) / len(project)
+
+    def kinds(plan) -> Counter:
+        return Counter(e.kind for e in plan.events if e.kind != "delete")
+
+    assert patterned(default_plan) < 0.1
+    assert patterned(planted_plan) > 0.2
+    assert set(kinds(default_plan)) == {"in_place", "soft_delete", "attribute"}
+    assert set(kinds(planted_plan)) == {"attribute"}
+    assert kinds(planted_plan).total() > 2 * kinds(default_plan).total()
+    assert Persona.from_json(planted.to_json()) == planted
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"time_pattern_share": 1.5}, {"supersede_share": -0.1}, {"supersede_modes": (("x", 1.0),)}],
+)
+def test_planted_shares_are_validated(bad):
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        dataclasses.replace(get_persona("light"), **bad)
