@@ -279,6 +279,16 @@ def _deleted_after_injection(inp: SessionLabelInput, cfg: PredictorConfig) -> np
         return inp.was_injected & (h >= 0.0) & (h <= cfg.deleted_after_injection_hours)
 
 
+def _injected_base(rel: float, cont: float, cfg: PredictorConfig) -> tuple[float, str]:
+    """An injected memory's label before FTS adjustments (both rule sets): the judge's
+    per-memory relevance, else the session's continuity (halved for a low session)."""
+    if not math.isnan(rel):
+        return rel, "injected_relevance"
+    if cont >= cfg.high_continuity_threshold:
+        return cont, "injected_high_session"
+    return cont * cfg.low_session_multiplier, "injected_low_session"
+
+
 def _seed_one(inp: SessionLabelInput, i: int, cfg: PredictorConfig) -> tuple[float, str, bool]:
     """Label, reason and missing-context flag of candidate ``i`` under the seed rules."""
     hits = int(inp.fts_hit_count[i])
@@ -298,12 +308,7 @@ def _seed_one(inp: SessionLabelInput, i: int, cfg: PredictorConfig) -> tuple[flo
             label, reason = AGENT_FTS_BUMP_LABEL, reason + "+agent_fts_bump"
         return min(1.0, max(-1.0, label)), reason, False
     if inp.was_injected[i]:
-        if not math.isnan(rel):
-            label, reason = rel, "injected_relevance"
-        elif cont >= cfg.high_continuity_threshold:
-            label, reason = cont, "injected_high_session"
-        else:
-            label, reason = cont * cfg.low_session_multiplier, "injected_low_session"
+        label, reason = _injected_base(rel, cont, cfg)
         if hits > 0:
             label, reason = min(1.0, label + cfg.fts_confirmed_boost), reason + "+fts_confirmed"
         elif cont < cfg.fts_unmatched_max_continuity:
@@ -411,12 +416,7 @@ def signet058_labels(
         if gone[i]:
             label, reason = cfg.superseded_label, "superseded"
         elif inp.was_injected[i]:
-            if not math.isnan(rel):
-                label, reason = rel, "injected_relevance"
-            elif cont >= cfg.high_continuity_threshold:
-                label, reason = cont, "injected_high_session"
-            else:
-                label, reason = cont * cfg.low_session_multiplier, "injected_low_session"
+            label, reason = _injected_base(rel, cont, cfg)
             if hits > 0:
                 label = min(1.0, label + cfg.fts_confirmed_boost)
                 reason += "+fts_confirmed"

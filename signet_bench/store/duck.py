@@ -25,10 +25,9 @@ import polars as pl
 
 from signet_bench.store.errors import (
     NotSignetStoreError,
-    NotSQLiteError,
     StoreError,
-    StoreMissingError,
 )
+from signet_bench.store.read import check_sqlite_file
 from signet_bench.store.schema import REQUIRED_TABLES
 
 __all__ = [
@@ -46,7 +45,6 @@ __all__ = [
 
 DUCKDB_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 BUSY_TIMEOUT_MS = 5_000
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # Timestamp columns per table, exposed as naive UTC TIMESTAMPs by the `main.<table>` views.
 TIMESTAMP_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -117,15 +115,7 @@ def attach_store(
     con: duckdb.DuckDBPyConnection, store_path: str | Path, *, alias: str = "store"
 ) -> None:
     """ATTACH IF NOT EXISTS the store (TYPE sqlite, READ_ONLY) and (re)create the `main` views."""
-    p = Path(store_path).expanduser()
-    if not p.exists():
-        raise StoreMissingError(p)
-    if not p.is_file():
-        raise StoreMissingError(p, "not a regular file")
-    with p.open("rb") as fh:
-        head = fh.read(len(_SQLITE_MAGIC))
-    if head != _SQLITE_MAGIC:
-        raise NotSQLiteError(p, "empty file" if not head else "no SQLite header")
+    p = check_sqlite_file(store_path)
     con.execute(
         f"ATTACH IF NOT EXISTS {_quote(p.resolve())} AS {alias}"
         f" (TYPE sqlite, READ_ONLY, BUSY_TIMEOUT {BUSY_TIMEOUT_MS})"

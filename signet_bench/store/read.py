@@ -38,6 +38,7 @@ __all__ = [
     "BUSY_TIMEOUT_MS",
     "MemoryTable",
     "StoreLike",
+    "check_sqlite_file",
     "open_readonly",
     "read_comparisons",
     "read_memories",
@@ -179,8 +180,9 @@ _TRAINING_LOG_SPEC: tuple[_Spec, ...] = (
 # --- opening -------------------------------------------------------------------------------
 
 
-def open_readonly(path: str | Path) -> sqlite3.Connection:
-    """Open a store read-only (URI `mode=ro`, `query_only`, busy timeout) after validating it."""
+def check_sqlite_file(path: str | Path) -> Path:
+    """The store's path once it is known to be an existing SQLite file (else a clear error),
+    checked before any driver touches it (an empty file would otherwise become a database)."""
     p = Path(path).expanduser()
     if not p.exists():
         raise StoreMissingError(p)
@@ -190,6 +192,12 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
         head = fh.read(len(_SQLITE_MAGIC))
     if head != _SQLITE_MAGIC:
         raise NotSQLiteError(p, "empty file" if not head else "no SQLite header")
+    return p
+
+
+def open_readonly(path: str | Path) -> sqlite3.Connection:
+    """Open a store read-only (URI `mode=ro`, `query_only`, busy timeout) after validating it."""
+    p = check_sqlite_file(path)
     uri = p.resolve().as_uri() + "?mode=ro"
     try:
         con = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
