@@ -16,7 +16,7 @@ from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.loop import SimOptions, model_path, simulate
 from signet_bench.model.optim import densify
 from signet_bench.model.params import init_params
-from signet_bench.model.scorer import batch_from_sessions, forward, loss_and_grads
+from signet_bench.model.scorer import forward, loss_and_grads
 from signet_bench.samples import load_samples
 from signet_bench.store.read import read_memories
 from signet_bench.synth.build import build_persona_store
@@ -206,15 +206,7 @@ def test_scores_do_not_change_when_batched_with_a_longer_session(samples):
     params = init_params(native_dim=768)
 
     def batch(sessions, dtype):
-        return batch_from_sessions(
-            [s.context for s in sessions],
-            [s.cand_emb for s in sessions],
-            [s.has_emb for s in sessions],
-            [s.tokens for s in sessions],
-            [s.features for s in sessions],
-            [s.project_slot for s in sessions],
-            dtype=dtype,
-        )
+        return to_batch(sessions, with_labels=False, dtype=dtype)
 
     # float64 batches: the same numbers up to rounding
     alone = forward(params, batch([short], np.float64))
