@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from signet_bench.blas import configure as configure_blas
 from signet_bench.errors import UserError
 
 __all__ = ["main"]
@@ -153,7 +154,6 @@ def _cmd_skew(args: argparse.Namespace) -> int:
 
 def _local_tz() -> str:
     """The machine's IANA zone name (UTC when it cannot be told)."""
-    import os
     from pathlib import Path
 
     tz = os.environ.get("TZ")
@@ -213,11 +213,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _trains(args: argparse.Namespace) -> bool:
+    """Whether the command is training-bound (it gets every core for BLAS)."""
+    return args.func is _cmd_train or (
+        args.func is _cmd_bench and args.name in ("train", "quality")
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    # One BLAS thread unless the user says otherwise: the session-start path multiplies small
-    # matrices, where a second thread on a busy 2-core machine stalls more than it helps.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = build_parser().parse_args(argv)
+    configure_blas(all_cores=_trains(args))
     try:
         return int(args.func(args) or 0)
     except UserError as exc:

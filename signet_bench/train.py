@@ -100,8 +100,8 @@ def run_record(
 def to_batch(
     samples: Sequence[SessionSample], *, with_labels: bool = True, dtype: type = np.float32
 ) -> Batch:
-    """Pad sessions into one scorer batch (candidate mask marks the real ones); float32 is
-    the fast training path, float64 the exact one."""
+    """Sessions as one packed scorer batch (candidate mask marks the real ones, embeddings
+    unpadded); float32 is the fast training path, float64 the exact one."""
     return batch_from_sessions(
         [s.context for s in samples],
         [s.cand_emb for s in samples],
@@ -111,6 +111,7 @@ def to_batch(
         [s.project_slot for s in samples],
         labels=[s.labels for s in samples] if with_labels else None,
         dtype=dtype,
+        packed=True,
     )
 
 

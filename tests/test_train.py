@@ -233,8 +233,11 @@ def test_padding_content_reaches_neither_loss_nor_gradients(samples, trained):
     dirty = to_batch([short, long])
     n = len(short)
     rng = np.random.default_rng(0)
-    pad = dirty.cand_emb[0, n:]
-    dirty.cand_emb[0, n:] = rng.normal(0, 100, pad.shape).astype(pad.dtype)
+    # training batches are packed: no embedding padding, and text-path rows are never read
+    assert dirty.cand_emb is None
+    text_rows = np.flatnonzero(~dirty.has_emb[dirty.mask])
+    assert text_rows.size
+    dirty.real_emb[text_rows] = rng.normal(0, 100, (text_rows.size, 768))
     dirty.features[0, n:] = rng.normal(0, 100, dirty.features[0, n:].shape)
     dirty.has_emb[0, n:] = rng.random(dirty.has_emb[0, n:].shape) < 0.5
     dirty.labels[0, n:] = rng.uniform(-1, 1, dirty.labels[0, n:].shape)

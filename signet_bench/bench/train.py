@@ -12,8 +12,9 @@ measured even when it is slower than the seed's 30 s cap.
 Everything runs in a fresh child process (`python -m signet_bench.bench.train --child`), so the
 peak resident set size (`resource.getrusage(RUSAGE_SELF).ru_maxrss`, the kernel's high-water
 mark of the process) is that of this training alone: interpreter + numpy + the samples +
-training. BLAS threads follow the environment (`signet-bench` sets OPENBLAS_NUM_THREADS=1
-unless it is set).
+training. BLAS settings follow the environment: `signet-bench` leaves the thread count to
+OpenBLAS (every core) for this bench (`signet_bench.blas`); the run prints the thread count
+and any OPENBLAS_CORETYPE in effect.
 
 Rows (stable names; `<S>` = sessions, `<E>` = epochs, e.g. `train_500x80x768_50ep`):
   train_<S>x80x768_<E>ep  wall          s      one full train_model run (goal <= 10 s, cap 30 s)
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -255,6 +257,9 @@ def run(args: argparse.Namespace) -> int:
         f"(fresh child process; time cap {TIME_CAP_S:.0f} s) ...",
         flush=True,
     )
+    threads = os.environ.get("OPENBLAS_NUM_THREADS", f"OpenBLAS default ({os.cpu_count()} cores)")
+    kernel = os.environ.get("OPENBLAS_CORETYPE", "chosen by OpenBLAS")
+    print(f"  BLAS threads: {threads}; kernels: {kernel}", flush=True)
     m = measure(n_sessions, epochs, seed)
     print(
         f"  {m['train_sessions']} train + {m['canary_sessions']} canary sessions, "

@@ -25,8 +25,10 @@ features reach the ranking through QProj and QTime in the query instead.
 Cost: the two (B·N, D) × (D, d) products (forward and the W_down gradient) dominate; the
 attention and gate terms are folded into per-session d-vectors (q·W_k, W_vᵀ·w_v) so no
 (B·N, d) × (d, d) product is formed. Candidate embeddings given as float32 (as Signet stores
-them) enter those two products in float32 (about twice as fast; relative error ~1e-6);
-everything else, and float64 embeddings, is computed in the parameters' dtype.
+them) enter those two products, and the embedded path's layer norm, in float32 (about twice
+as fast; relative error ~1e-6); everything else, and float64 embeddings, is computed in the
+parameters' dtype. Training batches are packed (`Batch.real_emb`): the embeddings of the real
+candidates only, so no (B, N, D) array is padded or gathered on a step.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ class Batch:
     """B sessions padded to N candidate slots; text tokens in a flat (CSR-like) layout."""
 
     context: np.ndarray  # (B, D) float
-    cand_emb: np.ndarray  # (B, N, D) float, zeros where a candidate has no embedding
+    cand_emb: np.ndarray | None  # (B, N, D) float, zeros where a candidate has no embedding;
+    # None when real_emb carries the embeddings instead
     has_emb: np.ndarray  # (B, N) bool: True = embedded path, False = text path
     tok_bucket: np.ndarray  # (T,) int64 hash-bucket ids
     tok_owner: np.ndarray  # (T,) int64 flat candidate index b*N + n; only text-path real
@@ -68,6 +71,9 @@ class Batch:
     mask: np.ndarray  # (B, N) bool: True = real candidate
     labels: np.ndarray | None = None  # (B, N) float, for training
     temperature: np.ndarray | None = None  # (B,) loss temperature; None = per-session rule
+    real_emb: np.ndarray | None = None  # (M, D) packed: the rows of the M real candidates in
+    # flat (B, N) order, padding left out (rows of text-path candidates are not read); when
+    # given, cand_emb is not read, which saves padding and gathering (B, N, D) on every step
 
 
 @dataclass(slots=True)
@@ -86,7 +92,9 @@ class _Cache:
     u: np.ndarray  # (d,) W_vᵀ·w_v
     enc: np.ndarray  # (B*N, d), zero at padding
     emb_idx: np.ndarray  # flat indices of embedded real candidates
-    emb_x: np.ndarray  # (Me, D) their native embeddings (float32 or the params' dtype)
+    emb_x: np.ndarray  # (Me, D) their native embeddings (float32 or the params' dtype), or
+    # with a packed batch the rows of every real candidate, of which emb_sel are embedded
+    emb_sel: np.ndarray | None
     emb_xhat: np.ndarray
     emb_rstd: np.ndarray
     txt_idx: np.ndarray  # flat indices of text-path real candidates
@@ -110,14 +118,23 @@ class Forward:
     cache: _Cache = field(repr=False)
 
 
+def _row_mean(x: np.ndarray) -> np.ndarray:
+    """Mean of each row of a 2-D array, as one matrix-vector product (faster than .mean)."""
+    return x @ np.full(x.shape[-1], 1.0 / x.shape[-1], dtype=x.dtype)
+
+
 def _layer_norm(
-    x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float
+    x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, *, centered: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Row-wise LN; returns (y, xhat, 1/std) for the backward pass."""
-    xc = x - x.mean(axis=-1, keepdims=True)
-    rstd = 1.0 / np.sqrt(np.mean(xc * xc, axis=-1, keepdims=True) + eps)
-    xhat = xc * rstd
-    return xhat * gamma + beta, xhat, rstd
+    """Row-wise LN; returns (y, xhat, 1/std) for the backward pass. `centered`: the rows
+    already have mean 0 (a product with row-centred weights) and are normalised in place."""
+    xhat = x if centered else x - _row_mean(x)[:, None]
+    var = np.einsum("ij,ij->i", xhat, xhat) / xhat.shape[-1]
+    rstd = (1.0 / np.sqrt(var + eps))[:, None]
+    xhat *= rstd
+    y = xhat * gamma
+    y += beta
+    return y, xhat, rstd
 
 
 def _layer_norm_back(
@@ -125,12 +142,13 @@ def _layer_norm_back(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Gradients of row-wise LN: (dx, dgamma, dbeta)."""
     dxhat = dy * gamma
-    dx = rstd * (
-        dxhat
-        - dxhat.mean(axis=-1, keepdims=True)
-        - xhat * np.mean(dxhat * xhat, axis=-1, keepdims=True)
-    )
-    return dx, np.sum(dy * xhat, axis=0), np.sum(dy, axis=0)
+    width = xhat.shape[-1]
+    proj = np.einsum("ij,ij->i", dxhat, xhat) / width
+    dx = xhat * proj[:, None]
+    np.subtract(dxhat, dx, out=dx)
+    dx -= _row_mean(dxhat)[:, None]
+    dx *= rstd
+    return dx, np.einsum("ij,ij->j", dy, xhat), dy.sum(axis=0)
 
 
 def _segment_sum(values: np.ndarray, ids: np.ndarray, n: int) -> np.ndarray:
@@ -150,6 +168,26 @@ def _segment_sum(values: np.ndarray, ids: np.ndarray, n: int) -> np.ndarray:
     return out.reshape(n, k).astype(values.dtype, copy=False)
 
 
+def _rows_by_bucket(buckets: np.ndarray, per_row: np.ndarray, row: np.ndarray) -> SparseRows:
+    """sum over tokens t of per_row[row[t]], grouped by buckets[t]: coalesced sparse rows."""
+    order = np.argsort(buckets, kind="stable")
+    ordered = buckets[order]
+    if ordered.size == 0:
+        return SparseRows(ordered, np.zeros((0, per_row.shape[1]), dtype=per_row.dtype))
+    first = np.concatenate(([True], ordered[1:] != ordered[:-1]))
+    values = per_row[row[order]]
+    sums = values[first]
+    if not first.all():  # most buckets occur once: add the repeats (reduceat is slow here)
+        np.add.at(sums, np.cumsum(first)[~first] - 1, values[~first])
+    return SparseRows(ordered[first], sums)
+
+
+def _float_rows(x: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """Embedding rows as float32 (kept: the fast product) or else in the parameters' dtype."""
+    x = np.asarray(x)
+    return x if x.dtype == np.float32 else x.astype(dt, copy=False)
+
+
 def _split_gate(gate: np.ndarray, v_dim: int, n_feat: int, d: int) -> tuple[np.ndarray, ...]:
     """gate_proj (1, V+F+d+1) -> (w_v, w_features, w_project, bias)."""
     g = gate.reshape(-1)
@@ -163,7 +201,13 @@ def _check(params: dict[str, np.ndarray], batch: Batch) -> None:
     mask = np.asarray(batch.mask)
     b, n = mask.shape
     d_native = params["down_proj"].shape[1]
-    if np.shape(batch.cand_emb) != (b, n, d_native):
+    if batch.real_emb is not None:
+        m_real = int(mask.sum())
+        if np.shape(batch.real_emb) != (m_real, d_native):
+            raise ValueError(
+                f"real_emb has shape {np.shape(batch.real_emb)}, expected {(m_real, d_native)}"
+            )
+    elif np.shape(batch.cand_emb) != (b, n, d_native):
         raise ValueError(
             f"cand_emb has shape {np.shape(batch.cand_emb)}, expected {(b, n, d_native)}"
         )
@@ -212,7 +256,9 @@ def forward(
 
     # query: context, plus (ours, zero-initialised) the session's project and time features
     ctx = np.asarray(batch.context, dtype=dt)
-    ctx_norm, ctx_xhat, ctx_rstd = _layer_norm(ctx @ w_down.T, g_emb, b_emb, eps)
+    # mean(W_down x) = mean_rows(W_down)·x, so centring W_down's rows centres every product
+    w_centred = w_down - w_down.mean(axis=0)
+    ctx_norm, ctx_xhat, ctx_rstd = _layer_norm(ctx @ w_centred.T, g_emb, b_emb, eps, centered=True)
     slot = np.asarray(batch.project_slot, dtype=np.int64)
     sess = np.zeros((b, len(SESSION_FEATURES)), dtype=dt)
     q_in = ctx_norm
@@ -231,12 +277,21 @@ def forward(
 
     # embedded path (float32 embeddings keep their precision in the W_down product)
     emb_idx = np.flatnonzero(flat_mask & flat_has)
-    x_flat = np.asarray(batch.cand_emb).reshape(m_all, d_native)
-    if x_flat.dtype != np.float32:
-        x_flat = x_flat.astype(dt, copy=False)
-    emb_x = x_flat if emb_idx.size == m_all else x_flat[emb_idx]
-    h = (emb_x @ w_down.T.astype(emb_x.dtype, copy=False)).astype(dt, copy=False)
-    y, emb_xhat, emb_rstd = _layer_norm(h, g_emb, b_emb, eps)
+    emb_sel = None
+    if batch.real_emb is not None:
+        # packed: project every real row (text-path rows are few) and keep the embedded ones
+        emb_x = _float_rows(batch.real_emb, dt)
+        if emb_idx.size != emb_x.shape[0]:
+            emb_sel = np.flatnonzero(flat_has[flat_mask])
+    else:
+        x_flat = _float_rows(np.asarray(batch.cand_emb).reshape(m_all, d_native), dt)
+        emb_x = x_flat if emb_idx.size == m_all else x_flat[emb_idx]
+    h = emb_x @ w_centred.T.astype(emb_x.dtype, copy=False)
+    h = h if emb_sel is None else h[emb_sel]
+    # float32 rows stay float32 through the layer norm (half the memory traffic)
+    y, emb_xhat, emb_rstd = _layer_norm(
+        h, g_emb.astype(h.dtype), b_emb.astype(h.dtype), eps, centered=True
+    )
     enc[emb_idx] = y
 
     # text path: mean of the hash rows of each text candidate's tokens
@@ -274,6 +329,7 @@ def forward(
         enc=enc,
         emb_idx=emb_idx,
         emb_x=emb_x,
+        emb_sel=emb_sel,
         emb_xhat=emb_xhat,
         emb_rstd=emb_rstd,
         txt_idx=txt_idx,
@@ -329,15 +385,20 @@ def backward(params: dict[str, np.ndarray], fwd: Forward, dlogits: np.ndarray) -
     dh, dg_emb, db_emb = _layer_norm_back(dq_in, c.ctx_xhat, c.ctx_rstd, g_emb)
     d_wdown = dh.T @ c.ctx
 
-    dh, dg, db = _layer_norm_back(denc(c.emb_idx), c.emb_xhat, c.emb_rstd, g_emb)
+    xdt = c.emb_xhat.dtype
+    dh, dg, db = _layer_norm_back(
+        denc(c.emb_idx).astype(xdt, copy=False), c.emb_xhat, c.emb_rstd, g_emb.astype(xdt)
+    )
+    if c.emb_sel is not None:
+        dh_rows = np.zeros((c.emb_x.shape[0], d), dtype=dh.dtype)
+        dh_rows[c.emb_sel] = dh
+        dh = dh_rows
     d_wdown += dh.T.astype(c.emb_x.dtype, copy=False) @ c.emb_x
-    dg_emb += dg
-    db_emb += db
+    dg_emb += dg.astype(dg_emb.dtype, copy=False)
+    db_emb += db.astype(db_emb.dtype, copy=False)
 
     dmean, dg_txt, db_txt = _layer_norm_back(denc(c.txt_idx), c.txt_xhat, c.txt_rstd, g_txt)
-    per_token = (dmean / np.maximum(c.txt_count, 1.0)[:, None])[c.tok_row]
-    rows, inv = np.unique(c.tok_bucket, return_inverse=True)
-    d_hash = SparseRows(rows, _segment_sum(per_token, inv, rows.size))
+    d_hash = _rows_by_bucket(c.tok_bucket, dmean / np.maximum(c.txt_count, 1.0)[:, None], c.tok_row)
 
     gate = np.concatenate([d_wval, d_wfeat, d_wproj, [d_bias]]).reshape(params["gate_proj"].shape)
     grads: Grads = {
@@ -387,34 +448,46 @@ def batch_from_sessions(
     labels: Sequence[np.ndarray] | None = None,
     temperature: np.ndarray | None = None,
     dtype: type = np.float64,
+    packed: bool = False,
 ) -> Batch:
     """Pad per-session arrays (cand_embs[b] (N_b, D) or None if no candidate has one,
     has_embs[b] (N_b,), token_lists[b] one bucket list per candidate, features[b] (N_b, F))
-    into one Batch; `dtype` is that of the float arrays (float32 = the fast embedding path)."""
+    into one Batch; `dtype` is that of the float arrays (float32 = the fast embedding path).
+    `packed` puts the embeddings in `real_emb` (no padding) instead of `cand_emb`."""
     b = len(contexts)
     sizes = [len(h) for h in has_embs]
     n = max(sizes, default=0)
     d_native = int(np.shape(contexts[0])[-1]) if b else 0
     n_feat = int(np.shape(features[0])[-1]) if b else 0
-    cand = np.zeros((b, n, d_native), dtype=dtype)
+    real = None
+    if packed:
+        parts = [
+            np.zeros((size, d_native), dtype=dtype) if e is None else np.asarray(e)
+            for e, size in zip(cand_embs, sizes, strict=True)
+        ]
+        real = np.concatenate(parts, dtype=dtype) if parts else np.zeros((0, d_native), dtype)
+    cand = None if packed else np.zeros((b, n, d_native), dtype=dtype)
+    mask = np.arange(n) < np.asarray(sizes, dtype=np.int64).reshape(b, 1)
     has = np.zeros((b, n), dtype=bool)
     feats = np.zeros((b, n, n_feat), dtype=dtype)
-    mask = np.zeros((b, n), dtype=bool)
     lab = None if labels is None else np.zeros((b, n), dtype=np.float64)
+    if b:
+        # every real slot at once: mask is row-major, like the concatenated sessions
+        has[mask] = np.concatenate([np.asarray(h, dtype=bool).reshape(-1) for h in has_embs])
+        if any(sizes):
+            feats[mask] = np.concatenate([np.asarray(f).reshape(-1, n_feat) for f in features])
+        if lab is not None and labels is not None:
+            lab[mask] = np.concatenate([np.asarray(x, dtype=np.float64) for x in labels])
     buckets: list[np.ndarray] = []
     owners: list[np.ndarray] = []
     for i, size in enumerate(sizes):
-        h = np.asarray(has_embs[i], dtype=bool)
-        has[i, :size] = h
-        mask[i, :size] = True
-        if h.any():
+        h = has[i, :size]
+        if cand is not None and h.any():
             cand[i, :size][h] = np.asarray(cand_embs[i])[h]
-        if size:
-            feats[i, :size] = features[i]
-        if lab is not None and labels is not None:
-            lab[i, :size] = labels[i]
-        for j, toks in enumerate(token_lists[i]):
-            if toks is None or h[j] or len(toks) == 0:
+        toks_i = token_lists[i]
+        for j in np.flatnonzero(~h).tolist():
+            toks = toks_i[j]
+            if toks is None or len(toks) == 0:
                 continue
             t = np.asarray(toks, dtype=np.int64)
             buckets.append(t)
@@ -430,6 +503,7 @@ def batch_from_sessions(
         mask=mask,
         labels=lab,
         temperature=None if temperature is None else np.asarray(temperature, dtype=np.float64),
+        real_emb=real,
     )
 
 

@@ -223,6 +223,39 @@ def test_padding_changes_no_score_and_no_gradient():
         )
 
 
+def test_packed_batches_match_padded_ones():
+    """real_emb (no padding; text-path rows never read) gives the padded batch's numbers."""
+    params, s = small_params(), sessions()
+    padded = batch_from_sessions(**s)
+    packed = batch_from_sessions(**s, packed=True)
+    assert packed.cand_emb is None
+    assert packed.real_emb.shape == (int(padded.mask.sum()), NATIVE)
+    text_rows = np.flatnonzero(~packed.has_emb[packed.mask])
+    packed.real_emb[text_rows] = 1e6
+    np.testing.assert_allclose(
+        forward(params, packed, CFG).probs, forward(params, padded, CFG).probs, rtol=1e-12
+    )
+    loss_a, g_a = loss_and_grads(params, padded, CFG)
+    loss_b, g_b = loss_and_grads(params, packed, CFG)
+    assert loss_b == pytest.approx(loss_a, rel=1e-12)
+    for name in BLOCKS:
+        np.testing.assert_allclose(
+            densify(g_b[name], params[name].shape),
+            densify(g_a[name], params[name].shape),
+            rtol=1e-10,
+            atol=1e-14,
+            err_msg=name,
+        )
+    # float32 rows take the float32 path; gradients stay close to the exact ones
+    s32 = {**s, "cand_embs": [e.astype(np.float32) for e in s["cand_embs"]]}
+    _, g32 = loss_and_grads(params, batch_from_sessions(**s32, packed=True), CFG)
+    for name in ("down_proj", "q_proj", "ln_embedded_gamma"):
+        np.testing.assert_allclose(g32[name], g_a[name], rtol=1e-3, atol=1e-6, err_msg=name)
+    packed.real_emb = packed.real_emb[1:]
+    with pytest.raises(ValueError, match="real_emb"):
+        forward(params, packed, CFG)
+
+
 def test_softmax_sums_to_one_over_real_candidates():
     fwd = forward(small_params(), make_batch(pad_to=8), CFG)
     np.testing.assert_allclose(fwd.probs.sum(axis=1), 1.0, rtol=1e-12)
