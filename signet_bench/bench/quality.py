@@ -9,7 +9,7 @@ Method (the predictor never sees the truth):
    accepted model takes part in the ranking, as it would in use) up to each checkpoint
    N = 10, 50, 100, 300 (10, 50 with --quick). At each checkpoint, take the samples of the
    sessions seen so far (`load_samples` on the store: labels from the store's session rows, as
-   the daemon has them) and train predictors on them: full `train_model` runs (20 epochs, fresh
+   the daemon has them) and train predictors on them: full `train_model` runs (50 epochs, fresh
    weights, gated), one per training seed (SEEDS; one with --quick), whose per-session NDCG is
    averaged. The loop's own model at N (incremental, gated training) is evaluated too
    (`loop_model_after_<N>`).
@@ -27,7 +27,9 @@ Method (the predictor never sees the truth):
    plant those patterns (`ABLATIONS`: multi-project; heavy with 30% of project memories
    time-patterned; heavy with 25% of memories superseded and left live, as a superseded
    knowledge-graph attribute leaves them) and report the NDCG@10 drop (full - ablated;
-   positive = the group helps).
+   positive = the group helps). The drops are small next to the spread between sessions, so
+   the ablations use more held-out sessions (ABLATION_HELD_OUT) and training seeds
+   (ABLATION_SEEDS) than the curve.
 5. References: the pool ranked by cosine(context, memory) alone, and the model trained on the
    last checkpoint's sessions with the planted relevance as labels (what perfect labels would
    give this architecture and this context).
@@ -81,10 +83,12 @@ BENCH = "quality"
 CHECKPOINTS = (10, 50, 100, 300)
 QUICK_CHECKPOINTS = (10, 50)
 HELD_OUT = 50
+ABLATION_HELD_OUT = 150
 EPOCHS = 50  # as `bench train` (the seed's budget: 50 epochs in <= 10 s)
 K = 10
 SEEDS = (0, 1, 2)  # training seeds averaged per predictor (per-session NDCG)
 QUICK_SEEDS = (0,)
+ABLATION_SEEDS = (0, 1, 2, 3, 4)
 BOOTSTRAP = 2000
 TIME_FEATURES = (3, 4, 5, 6, 7, 8, 9)
 SUPERSEDED_FEATURE = 11
@@ -308,6 +312,7 @@ def _prepare(
     seed: int,
     cfg: PredictorConfig,
     spec: Persona | None = None,
+    held_out: int = HELD_OUT,
 ) -> _Prepared:
     """Build the store, run the loop to each checkpoint (keeping that checkpoint's samples),
     then through the held-out sessions, whose pools are built from the store afterwards so
@@ -318,7 +323,7 @@ def _prepare(
     _log(f"  [{persona}] store built in {time.perf_counter() - t0:.1f} s")
     sim = Simulator(path, SimOptions(scorer="model", seed=seed), cfg, trainer=model_trainer)
     last = max(checkpoints)
-    plan = sim.plan(last + HELD_OUT)
+    plan = sim.plan(last + held_out)
     samples: dict[int, list[SessionSample]] = {}
     loop_models: dict[int, Params | None] = {}
     for n in checkpoints:
@@ -333,7 +338,7 @@ def _prepare(
             f"{rep.trainings_accepted}); {len(got)} trainable sessions, {skipped} skipped"
         )
     t0 = time.perf_counter()
-    sim.run(last + HELD_OUT)
+    sim.run(last + held_out)
     held = held_out_sessions(sim, plan[last:])
     _log(
         f"  [{persona}] held-out sessions {last}..{len(plan) - 1} simulated (never trained on "
@@ -437,6 +442,8 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit(f"bench quality: dataset {dataset!r} is not supported (synth only)")
     checkpoints = QUICK_CHECKPOINTS if quick else CHECKPOINTS
     seeds = tuple(seed + s for s in (QUICK_SEEDS if quick else SEEDS))
+    ablation_seeds = tuple(seed + s for s in (QUICK_SEEDS if quick else ABLATION_SEEDS))
+    ablation_held_out = HELD_OUT if quick else ABLATION_HELD_OUT
     cfg = DEFAULT_CONFIG
     t_all = time.perf_counter()
     _log(
@@ -453,9 +460,11 @@ def run(args: argparse.Namespace) -> int:
                 label, spec = ablation_persona(group)
                 if label not in preps:
                     _log(f"ablation persona {label}:")
-                    preps[label] = _prepare(label, tmp, (max(checkpoints),), seed, cfg, spec)
+                    preps[label] = _prepare(
+                        label, tmp, (max(checkpoints),), seed, cfg, spec, ablation_held_out
+                    )
             _log(f"ablations at {max(checkpoints)} sessions:")
-            rows += _ablations(preps, max(checkpoints), seeds, cfg)
+            rows += _ablations(preps, max(checkpoints), ablation_seeds, cfg)
             for p in preps.values():
                 p.sim.close()
             preps.clear()

@@ -174,3 +174,25 @@ def test_sparse_step_over_many_rows_equals_dense_adam_on_step_one():
     Adam(lazy, TINY).step(lazy, {"e": SparseRows(rows, values)})
     Adam(full, TINY).step(full, {"e": densify(SparseRows(rows, values), (1000, 4))})
     np.testing.assert_array_equal(lazy["e"], full["e"])
+
+
+def test_dense_blocks_stepped_together_equal_each_block_stepped_alone():
+    """Several dense blocks share one flat update; the result is each block's own Adam, also
+    when a step leaves a block out (it is then left alone)."""
+    rng = np.random.default_rng(4)
+    shapes = {"a": (3, 4), "b": (5,), "c": (2, 2, 2)}
+    together = {k: rng.normal(size=s) for k, s in shapes.items()}
+    alone = copy_params(together)
+    opt = Adam(together, TINY)
+    singles = {k: Adam({k: alone[k]}, TINY) for k in shapes}
+    for step in range(4):
+        names = ("a", "c") if step == 2 else tuple(shapes)
+        grads = {k: rng.normal(size=shapes[k]) for k in names}
+        opt.step(together, grads)
+        for k in shapes:
+            # a block left out still counts the step (the bias correction uses the global t)
+            singles[k].t += k not in names
+            if k in names:
+                singles[k].step({k: alone[k]}, {k: grads[k]})
+    for k in shapes:
+        np.testing.assert_allclose(together[k], alone[k], rtol=1e-14, err_msg=k)

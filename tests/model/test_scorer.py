@@ -202,6 +202,22 @@ def test_hash_gradient_is_sparse_over_used_buckets():
     assert all(k in grads for k in BLOCKS)
 
 
+def assert_same_loss_and_gradients(params: dict, batch: Batch, reference: Batch) -> dict:
+    """Loss and every gradient block of `batch` equal those of `reference` (returned)."""
+    loss_ref, g_ref = loss_and_grads(params, reference, CFG)
+    loss, g = loss_and_grads(params, batch, CFG)
+    assert loss == pytest.approx(loss_ref, rel=1e-12)
+    for name in BLOCKS:
+        np.testing.assert_allclose(
+            densify(g[name], params[name].shape),
+            densify(g_ref[name], params[name].shape),
+            rtol=1e-10,
+            atol=1e-14,
+            err_msg=name,
+        )
+    return g_ref
+
+
 def test_padding_changes_no_score_and_no_gradient():
     params = small_params()
     tight, padded = make_batch(), make_batch(pad_to=9)
@@ -210,17 +226,7 @@ def test_padding_changes_no_score_and_no_gradient():
     np.testing.assert_allclose(f_pad.probs[:, :n], f_tight.probs, rtol=1e-12, atol=1e-15)
     assert np.all(f_pad.probs[:, n:] == 0.0)
     assert np.all(np.isneginf(f_pad.logits[~padded.mask]))
-    loss_t, g_t = loss_and_grads(params, tight, CFG)
-    loss_p, g_p = loss_and_grads(params, padded, CFG)
-    assert loss_p == pytest.approx(loss_t, rel=1e-12)
-    for name in BLOCKS:
-        np.testing.assert_allclose(
-            densify(g_p[name], params[name].shape),
-            densify(g_t[name], params[name].shape),
-            rtol=1e-10,
-            atol=1e-14,
-            err_msg=name,
-        )
+    assert_same_loss_and_gradients(params, padded, tight)
 
 
 def test_packed_batches_match_padded_ones():
@@ -235,17 +241,7 @@ def test_packed_batches_match_padded_ones():
     np.testing.assert_allclose(
         forward(params, packed, CFG).probs, forward(params, padded, CFG).probs, rtol=1e-12
     )
-    loss_a, g_a = loss_and_grads(params, padded, CFG)
-    loss_b, g_b = loss_and_grads(params, packed, CFG)
-    assert loss_b == pytest.approx(loss_a, rel=1e-12)
-    for name in BLOCKS:
-        np.testing.assert_allclose(
-            densify(g_b[name], params[name].shape),
-            densify(g_a[name], params[name].shape),
-            rtol=1e-10,
-            atol=1e-14,
-            err_msg=name,
-        )
+    g_a = assert_same_loss_and_gradients(params, packed, padded)
     # float32 rows take the float32 path; gradients stay close to the exact ones
     s32 = {**s, "cand_embs": [e.astype(np.float32) for e in s["cand_embs"]]}
     _, g32 = loss_and_grads(params, batch_from_sessions(**s32, packed=True), CFG)
