@@ -24,7 +24,8 @@ Method (the predictor never sees the truth):
 4. Ablations at the last checkpoint: retrain (same samples, same seeds) with a feature group
    removed from training and scoring — project (every project slot set to 0, Signet's "no
    project"), time (features 3-9 zeroed), superseded (feature 11 zeroed) — on personas that
-   plant those patterns (`ABLATIONS`: multi-project; heavy with 30% of project memories
+   plant those patterns (`ABLATIONS`: multi-project with every project on the same topics, so
+   that a memory's topic no longer tells its project; heavy with 30% of project memories
    time-patterned; heavy with 25% of memories superseded and left live, as a superseded
    knowledge-graph attribute leaves them) and report the NDCG@10 drop (full - ablated;
    positive = the group helps). The drops are small next to the spread between sessions, so
@@ -72,7 +73,7 @@ from signet_bench.model.tokenizer import project_slot
 from signet_bench.ranking.session_start import session_start
 from signet_bench.samples import SessionSample, load_samples
 from signet_bench.synth.build import build_persona_store
-from signet_bench.synth.persona import Persona, get_persona
+from signet_bench.synth.persona import Persona, Project, get_persona
 from signet_bench.synth.sessions import SessionContext
 from signet_bench.synth.truth import true_relevance
 from signet_bench.train import train_model
@@ -92,11 +93,27 @@ ABLATION_SEEDS = (0, 1, 2, 3, 4)
 BOOTSTRAP = 2000
 TIME_FEATURES = (3, 4, 5, 6, 7, 8, 9)
 SUPERSEDED_FEATURE = 11
+
+
+def shared_stack(name: str) -> tuple[Project, ...]:
+    """The persona's projects, all working on its first project's topics: a memory's topic no
+    longer tells its project, only the project's name in its text does (and the session's
+    project slot)."""
+    projects = get_persona(name).projects
+    first = projects[0]
+    return tuple(
+        dataclasses.replace(p, topics=first.topics, topic_weights=first.topic_weights)
+        for p in projects
+    )
+
+
 # group -> (persona, overrides): a persona that plants the group's pattern often enough for its
 # removal to be measurable. With the heavy persona's defaults, live superseded memories are 0.2%
-# of held-out pools (soft-deleted ones never reach the pool) and time-patterned ones 5%.
+# of held-out pools (soft-deleted ones never reach the pool) and time-patterned ones 5%. With
+# distinct topics per project, the context (the previous session of the same project) already
+# says which project a session is in, so the project slot has nothing left to add.
 ABLATIONS: dict[str, tuple[str, dict[str, Any]]] = {
-    "project": ("multi-project", {}),
+    "project": ("multi-project", {"projects": shared_stack("multi-project")}),
     "time": ("heavy", {"time_pattern_share": 0.3}),
     "superseded": ("heavy", {"supersede_share": 0.25, "supersede_modes": (("attribute", 1.0),)}),
 }
