@@ -88,8 +88,12 @@ PARAM_SHAPES = param_shapes
 def init_params(
     cfg: PredictorConfig = DEFAULT_CONFIG, native_dim: int | None = None, seed: int = DEFAULT_SEED
 ) -> dict[str, np.ndarray]:
-    """Fresh float64 weights: N(0, 1/sqrt(native_dim)) for down_proj, N(0, 1/sqrt(d)) for the
-    other matrices, identity layer-norm affines (gamma 1, beta 0)."""
+    """Fresh float64 weights: N(0, 1/sqrt(native_dim)) for down_proj, the identity for q_proj
+    and k_proj, N(0, 1/sqrt(d)) for the other matrices, identity layer-norm affines (gamma 1,
+    beta 0). Signet draws q_proj and k_proj at random too; as the identity, the attention term
+    of an untrained scorer is the similarity of context and memory in the projected space, so
+    a new user's first model starts from the pre-filter's own notion of relevance instead of
+    a random order."""
     shapes = param_shapes(cfg, native_dim)
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
@@ -98,6 +102,8 @@ def init_params(
             out[name] = np.ones(shape, dtype=np.float64)
         elif name.endswith("_beta") or name in QUERY_PARAMS:
             out[name] = np.zeros(shape, dtype=np.float64)
+        elif name in ("q_proj", "k_proj"):
+            out[name] = np.eye(shape[0], shape[1], dtype=np.float64)
         else:
             fan_in = shapes["down_proj"][1] if name == "down_proj" else cfg.internal_dim
             out[name] = rng.normal(0.0, 1.0 / math.sqrt(fan_in), size=shape)

@@ -76,7 +76,16 @@ def test_init_is_seeded():
     a, b = init_params(seed=1), init_params(seed=1)
     c = init_params(seed=2)
     assert all(np.array_equal(a[n], b[n]) for n in a)
-    assert not np.array_equal(a["q_proj"], c["q_proj"])
+    assert not np.array_equal(a["down_proj"], c["down_proj"])
+    assert not np.array_equal(a["v_proj"], c["v_proj"])
+
+
+def test_query_and_key_start_as_the_identity():
+    """Untrained, the attention logit is LN(W_down context)·LN(W_down memory)/sqrt(d)."""
+    params = init_params(DEFAULT_CONFIG, 768)
+    d = DEFAULT_CONFIG.internal_dim
+    np.testing.assert_array_equal(params["q_proj"], np.eye(d))
+    np.testing.assert_array_equal(params["k_proj"], np.eye(d))
 
 
 def test_param_count_default_dims():
