@@ -84,11 +84,16 @@ class Adam:
 
     def step(self, params: dict[str, np.ndarray], grads: Grads) -> None:
         """One update of every parameter named in `grads` (absent names are left alone)."""
+        dense = tuple(n for n, g in grads.items() if not isinstance(g, SparseRows))
+        for n in dense:
+            if np.size(grads[n]) != params[n].size:
+                raise ValueError(
+                    f"gradient of {n} has {np.size(grads[n])} values, expected {params[n].size}"
+                )
         self.t += 1
         b1 = self.beta1
         step_size = self.lr / (1.0 - b1**self.t)
         bc2_sqrt = np.sqrt(1.0 - self.beta2**self.t)
-        dense = tuple(n for n, g in grads.items() if not isinstance(g, SparseRows))
         if len(dense) > 1 and len({params[n].dtype for n in dense}) == 1:
             if dense != self._fused:
                 self._fuse(dense)

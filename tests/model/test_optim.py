@@ -196,3 +196,11 @@ def test_dense_blocks_stepped_together_equal_each_block_stepped_alone():
                 singles[k].step({k: alone[k]}, {k: grads[k]})
     for k in shapes:
         np.testing.assert_allclose(together[k], alone[k], rtol=1e-14, err_msg=k)
+
+
+def test_a_gradient_of_the_wrong_size_is_refused():
+    params = {"a": np.zeros((2, 2)), "b": np.zeros(3)}
+    opt = Adam(params, TINY)
+    with pytest.raises(ValueError, match="gradient of b"):
+        opt.step(params, {"a": np.ones((2, 2)), "b": np.ones(4)})
+    assert opt.t == 0 and not params["a"].any()  # nothing moved
