@@ -185,6 +185,17 @@ def writer_main(
 # --- readers ----------------------------------------------------------------------------------
 
 
+def _open_reader(kind: str, opener: Any, path: str, ready: Any, out: Any) -> Any:
+    """The reader's connection, or None after reporting why it could not open (the parent
+    is released from waiting on it)."""
+    try:
+        return opener(path)
+    except Exception as exc:  # noqa: BLE001 - reported as the reader's only error
+        ready.set()
+        out.put((kind, ReaderStats(kind, errors=[_err(exc)])))
+        return None
+
+
 def _reader_loop(name: str, read_once, ready: Any, done: Any, out: Any, deadline_s: float):
     """Call `read_once() -> (n_comparisons, n_rows, problem | None)` until the writer is done,
     then once more; collect errors, half sessions and count decreases."""
@@ -232,11 +243,8 @@ def sqlite_reader_main(path: str, ready: Any, done: Any, out: Any, deadline_s: f
         read_sessions,
     )
 
-    try:
-        con = open_readonly(path)
-    except Exception as exc:  # noqa: BLE001
-        ready.set()
-        out.put(("sqlite", ReaderStats("sqlite", errors=[_err(exc)])))
+    con = _open_reader("sqlite", open_readonly, path, ready, out)
+    if con is None:
         return
 
     def read_once():
@@ -275,11 +283,8 @@ def duckdb_reader_main(path: str, ready: Any, done: Any, out: Any, deadline_s: f
     """The notebooks' read path: DuckDB with the store attached READ_ONLY."""
     from signet_bench.store.duck import connect_duckdb
 
-    try:
-        con = connect_duckdb(path)
-    except Exception as exc:  # noqa: BLE001
-        ready.set()
-        out.put(("duckdb", ReaderStats("duckdb", errors=[_err(exc)])))
+    con = _open_reader("duckdb", connect_duckdb, path, ready, out)
+    if con is None:
         return
 
     def read_once():

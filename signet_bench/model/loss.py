@@ -70,22 +70,25 @@ def temperatures(
     return np.where(low, cfg.sharpened_temperature, cfg.loss_temperature).astype(np.float64)
 
 
+def _one_session(labels: np.ndarray, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """One session's labels (N,) as float64 and its mask (None = every candidate is real)."""
+    labels = np.asarray(labels, dtype=np.float64)
+    mask = np.ones(labels.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    return labels, mask
+
+
 def session_temperature(
     labels: np.ndarray, mask: np.ndarray | None = None, cfg: PredictorConfig = DEFAULT_CONFIG
 ) -> float:
     """The loss temperature of one session (labels (N,), mask (N,) or None = all real)."""
-    labels = np.asarray(labels, dtype=np.float64)
-    mask = np.ones(labels.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
-    return float(temperatures(labels, mask, cfg))
+    return float(temperatures(*_one_session(labels, mask), cfg))
 
 
 def is_low_signal(
     labels: np.ndarray, mask: np.ndarray | None = None, cfg: PredictorConfig = DEFAULT_CONFIG
 ) -> bool:
     """Whether one session is low-signal (a candidate for skipping instead of sharpening)."""
-    labels = np.asarray(labels, dtype=np.float64)
-    mask = np.ones(labels.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
-    return bool(low_signal_sessions(labels, mask, cfg))
+    return bool(low_signal_sessions(*_one_session(labels, mask), cfg))
 
 
 def listwise_loss(

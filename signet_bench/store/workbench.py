@@ -200,35 +200,58 @@ def record_calibration(con: duckdb.DuckDBPyConnection, rows: Iterable[Mapping[st
     return len(values)
 
 
-def record_training_run(con: duckdb.DuckDBPyConnection, run: Mapping[str, Any]) -> str:
-    """Upsert one training run keyed by run_id (loss_curve may be a list: stored as JSON)."""
-    table = "training_runs"
-    _check_fields(table, run, _TRAINING_FIELDS)
-    if not run.get("run_id"):
-        raise WorkbenchRowError(table, "missing run_id")
-    row = dict(run)
-    row["loss_curve"] = _json_text(row.get("loss_curve"))
-    if "started_at" in row:
-        row["started_at"] = _utc_naive(row["started_at"], table, "started_at")
-    fields = tuple(f for f in _TRAINING_FIELDS if f in row)
+def _record_one(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    allowed: tuple[str, ...],
+    data: Mapping[str, Any],
+    *,
+    key: str,
+    json_field: str,
+    time_field: str,
+    time_required: bool,
+) -> str:
+    """Upsert one keyed row in its own transaction, writing only the allowed fields it has:
+    `json_field` is stored as JSON text, `time_field` as naive UTC (when given, or always)."""
+    _check_fields(table, data, allowed)
+    if not data.get(key):
+        raise WorkbenchRowError(table, f"missing {key}")
+    row = dict(data)
+    row[json_field] = _json_text(row.get(json_field))
+    if time_required or time_field in row:
+        row[time_field] = _utc_naive(row.get(time_field), table, time_field)
+    fields = tuple(f for f in allowed if f in row)
     with _transaction(con):
         _upsert(con, table, fields, [tuple(row[f] for f in fields)])
-    return str(run["run_id"])
+    return str(data[key])
+
+
+def record_training_run(con: duckdb.DuckDBPyConnection, run: Mapping[str, Any]) -> str:
+    """Upsert one training run keyed by run_id (loss_curve may be a list: stored as JSON)."""
+    return _record_one(
+        con,
+        "training_runs",
+        _TRAINING_FIELDS,
+        run,
+        key="run_id",
+        json_field="loss_curve",
+        time_field="started_at",
+        time_required=False,
+    )
 
 
 def record_model(con: duckdb.DuckDBPyConnection, model: Mapping[str, Any]) -> str:
     """Upsert one model registry entry keyed by model_id (metrics may be a dict: stored as JSON)."""
-    table = "models"
-    _check_fields(table, model, _MODEL_FIELDS)
-    if not model.get("model_id"):
-        raise WorkbenchRowError(table, "missing model_id")
-    row = dict(model)
-    row["metrics"] = _json_text(row.get("metrics"))
-    row["created_at"] = _utc_naive(row.get("created_at"), table, "created_at")
-    fields = tuple(f for f in _MODEL_FIELDS if f in row)
-    with _transaction(con):
-        _upsert(con, table, fields, [tuple(row[f] for f in fields)])
-    return str(model["model_id"])
+    return _record_one(
+        con,
+        "models",
+        _MODEL_FIELDS,
+        model,
+        key="model_id",
+        json_field="metrics",
+        time_field="created_at",
+        time_required=True,
+    )
 
 
 def record_bench(con: duckdb.DuckDBPyConnection, bench: str, doc: Mapping[str, Any] | str) -> str:

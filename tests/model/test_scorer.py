@@ -14,6 +14,7 @@ from signet_bench.model.loss import (
     temperatures,
 )
 from signet_bench.model.optim import SparseRows, densify
+from signet_bench.model.params import EXTENSION_PARAMS, SIGNET_PARAMS, init_params
 from signet_bench.model.scorer import (
     Batch,
     backward,
@@ -27,21 +28,7 @@ NATIVE, D, V, F, BUCKETS, SLOTS = 12, 8, 4, 17, 50, 6
 CFG = DEFAULT_CONFIG.replace(
     internal_dim=D, value_dim=V, extra_features=F, hash_buckets=BUCKETS, project_slots=SLOTS
 )
-BLOCKS = (
-    "down_proj",
-    "q_proj",
-    "k_proj",
-    "v_proj",
-    "gate_proj",
-    "hash_embeddings",
-    "project_embeddings",
-    "ln_embedded_gamma",
-    "ln_embedded_beta",
-    "ln_text_gamma",
-    "ln_text_beta",
-    "query_project",
-    "query_time",
-)
+BLOCKS = SIGNET_PARAMS + EXTENSION_PARAMS  # every parameter block, in checkpoint order
 
 
 def small_params(seed: int = 0) -> dict[str, np.ndarray]:
@@ -314,8 +301,7 @@ def test_float32_embeddings_score_close_to_float64():
 
 
 def test_production_shapes_run():
-    params_mod = pytest.importorskip("signet_bench.model.params")
-    params = params_mod.init_params(DEFAULT_CONFIG, 768, 3)
+    params = init_params(DEFAULT_CONFIG, 768, 3)
     rng = np.random.default_rng(0)
     batch = batch_from_sessions(
         [rng.normal(size=768) for _ in range(2)],
