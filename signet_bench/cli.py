@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable, Sequence
 
 from signet_bench.blas import configure as configure_blas
+from signet_bench.config import load_config
 from signet_bench.errors import UserError
+from signet_bench.timestamps import local_tz
 
 __all__ = ["main"]
 
@@ -33,11 +34,37 @@ def _cmd_synth(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_bench(args: argparse.Namespace) -> int:
-    import importlib
+def _bench_rows(args: argparse.Namespace) -> list:
+    """Run the named benchmark with the parsed options; its rows."""
+    if args.name == "store":
+        from signet_bench.bench.store import store_rows
 
-    module = importlib.import_module(f"signet_bench.bench.{args.name}")
-    return int(module.run(args) or 0)
+        return store_rows(quick=args.quick, seed=args.seed)
+    if args.name == "loop":
+        from signet_bench.bench.loop import loop_rows
+
+        return loop_rows(args.persona, quick=args.quick, seed=args.seed)
+    if args.name == "train":
+        from signet_bench.bench.train import train_rows
+
+        return train_rows(quick=args.quick, seed=args.seed)
+    from signet_bench.bench.quality import quality_rows
+
+    return quality_rows(args.persona, seed=args.seed, quick=args.quick)
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    import logging
+
+    from signet_bench.bench.report import render_table, write_report
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout, force=True)
+    rows = _bench_rows(args)
+    print(render_table(args.name, rows))
+    if args.json:
+        write_report(args.json, args.name, rows)
+        print(f"wrote {args.json}")
+    return 0
 
 
 def _add_synth(sub: argparse._SubParsersAction) -> None:
@@ -86,15 +113,9 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         train_epochs=args.epochs,
         progress=sys.stderr.isatty(),
     )
-    report = simulate(args.db, args.sessions, opts, _config(args))
+    report = simulate(args.db, args.sessions, opts, load_config(args.config))
     print(report.summary())
     return 0
-
-
-def _config(args: argparse.Namespace):
-    from signet_bench.config import DEFAULT_CONFIG, from_agent_yaml
-
-    return from_agent_yaml(args.config) if getattr(args, "config", None) else DEFAULT_CONFIG
 
 
 def _add_simulate(sub: argparse._SubParsersAction) -> None:
@@ -121,9 +142,34 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from signet_bench.train_cli import train_command
+    """One gated training on a store; exit 1 when a gate rejects the model."""
+    from signet_bench.train import train_store
 
-    return train_command(args)
+    run = train_store(
+        args.db,
+        args.out,
+        base_weights=args.base_weights,
+        epochs=args.epochs,
+        tz=args.tz or local_tz(),
+        limit=args.limit,
+        seed=args.seed,
+        cfg=load_config(args.config),
+        progress=sys.stderr.isatty(),
+    )
+    r = run.result
+    curve = ", ".join(f"{x:.4f}" for x in r.loss_curve)
+    print(
+        f"samples: {r.sample_count} train + {r.canary_count} canary "
+        f"({run.skipped} sessions skipped)\n"
+        f"epochs: {r.epochs_run} ({r.steps} steps, {r.duration_ms} ms"
+        f"{', stopped: ' + r.stopped_early if r.stopped_early else ''})\n"
+        f"loss per epoch: {curve}\n"
+        f"canary: ndcg@10 {r.canary_ndcg:.4f}, score variance "
+        f"{r.canary_score_variance:.3g}, top-5 overlap {r.canary_topk_overlap}\n"
+        f"gates: {r.gates} -> {'accepted' if r.accepted else 'REJECTED: ' + r.gate_reason}\n"
+        + (f"model: {run.model_path}" if r.accepted else "model: previous model kept")
+    )
+    return 0 if r.accepted else 1
 
 
 def _add_train(sub: argparse._SubParsersAction) -> None:
@@ -146,27 +192,10 @@ def _cmd_skew(args: argparse.Namespace) -> int:
 
     from signet_bench.skew import skew_report
 
-    report = skew_report(args.db, tz=args.tz or _local_tz())
+    report = skew_report(args.db, tz=args.tz or local_tz())
     with pl.Config(tbl_rows=30, tbl_cols=10, float_precision=4):
         print(report)
     return 0
-
-
-def _local_tz() -> str:
-    """The machine's IANA zone name (UTC when it cannot be told)."""
-    from pathlib import Path
-
-    tz = os.environ.get("TZ")
-    if tz:
-        return tz.lstrip(":")
-    try:
-        link = Path("/etc/localtime").resolve()
-        parts = link.parts
-        if "zoneinfo" in parts:
-            return "/".join(parts[parts.index("zoneinfo") + 1 :])
-    except OSError:
-        pass
-    return "UTC"
 
 
 def _add_skew(sub: argparse._SubParsersAction) -> None:
@@ -180,9 +209,18 @@ def _add_skew(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    import polars as pl
+
     from signet_bench.demo import run_demo
 
-    return run_demo(args)
+    demo = run_demo(args.out or "out", args.sessions, progress=sys.stderr.isatty())
+    print(f"demo store: {demo.store}")
+    print(demo.report.summary())
+    if demo.blocks.height:
+        print("judge-scored NDCG@10 per block of 20 sessions:")
+        with pl.Config(tbl_rows=50):
+            print(demo.blocks)
+    return 0
 
 
 def _add_demo(sub: argparse._SubParsersAction) -> None:

@@ -17,7 +17,14 @@ from typing import Any
 
 from signet_bench.errors import UserError
 
-__all__ = ["DEFAULT_CONFIG", "ConfigError", "PredictorConfig", "from_agent_yaml", "seed_name"]
+__all__ = [
+    "DEFAULT_CONFIG",
+    "ConfigError",
+    "PredictorConfig",
+    "from_agent_yaml",
+    "load_config",
+    "seed_name",
+]
 
 
 class ConfigError(UserError, ValueError):
@@ -71,6 +78,7 @@ class PredictorConfig:
     injection_budget_chars: int = 2000  # Signet selectWithBudget at session start
     signet_recall_limit: int = 50  # Signet 0.58 pool: newest recallLimit*3 rows
     signet_min_effective_score: float = 0.2  # Signet 0.58 pool: keep if score > 0.2 or pinned
+    context_fallback_top: int = 10  # context fallback: the top-10 baseline candidates (ref §4)
 
     # --- seed 000 text: model (DESIGN §6) -----------------------------------------------------
     native_dim: int = 768
@@ -92,6 +100,12 @@ class PredictorConfig:
     canary_max_ndcg_drop: float = 0.15
     max_training_seconds: float = 30.0
     replay_share: float = 0.2  # ~80% recent / ~20% replay buffer per batch
+    # Project decisions beside the seed's schedule (README "Training schedule and gates"):
+    # incremental runs fine-tune the accepted model for a few epochs at a tenth of the seed's
+    # learning rate (at the full rate one run's canary top-5 churn breaks the 0.6 gate).
+    full_training_epochs: int = 20
+    incremental_epochs: int = 5
+    incremental_lr_scale: float = 0.1
     negative_sampling_ratio: int = 3  # 3:1 negative:positive
 
     # --- seed 000 text: label values ----------------------------------------------------------
@@ -111,6 +125,10 @@ class PredictorConfig:
     novel_context_boost: float = 0.1
     access_count_boost: float = 0.05
     access_count_high: int = 10
+    edited_boost: float = 0.05  # "Memory edited/updated recently: +0.05 to label"
+    edited_recent_days: float = 7.0  # "recently": the seed's recent memories (§4.10, < 7 days)
+    agent_fts_bump_label: float = 0.3  # seed 001: "scored 0 by agent but matched by FTS 2x"
+    fts_overlap_per_hit: float = 0.3  # seed 001 fts_adjustment = min(1, 0.3·hits), Signet's
 
     # --- seed 000 text: comparison, cold start, drift, calibration ---------------------------
     comparison_k: int = 10  # NDCG@10
@@ -163,6 +181,7 @@ _PROBABILITIES = {
     "min_decayed_importance",
     "signet_min_effective_score",
     "low_label_spread",
+    "incremental_lr_scale",
 }
 _LABELS = {
     "missing_context_label",
@@ -176,6 +195,9 @@ _LABELS = {
     "fts_unmatched_max_continuity",
     "novel_context_boost",
     "access_count_boost",
+    "edited_boost",
+    "agent_fts_bump_label",
+    "fts_overlap_per_hit",
     "calibration_mae_threshold",
 }
 
@@ -273,3 +295,8 @@ def from_agent_yaml(path: str | Path) -> PredictorConfig:
 
 
 DEFAULT_CONFIG = PredictorConfig()
+
+
+def load_config(path: str | Path | None) -> PredictorConfig:
+    """The config of a Signet `agent.yaml` (`predictor:` block), or the defaults for None."""
+    return DEFAULT_CONFIG if path is None else from_agent_yaml(path)

@@ -1,25 +1,64 @@
-"""The session-context embedding: one definition for pre-filter, training and serving.
+"""The session-context embedding: the one definition for pre-filter, training and serving.
 
 At session start the daemon knows the project and the store, not yet the user's prompts.
 Signet 0.58 built the context two ways (reference §4: training took the mean of the injected
 candidates' embeddings, inference the mean of the top-10 baseline candidates'). We use one:
 
-    context = unit-length mean of the embeddings of the memories that the *previous session of
-              the same project* actually used (its candidates with FTS hits, or rated > 0 by the
-              agent); when there is no such session or none of its memories has an embedding,
-              the mean of the top-10 baseline candidates' embeddings (Signet's inference rule).
+    context = unit-length mean of the embeddings of the memories that the *previous scored
+              session of the same project* used (its candidates with FTS hits, or rated > 0 by
+              the agent); when there is no such session or none of its memories has an
+              embedding, the unit mean of the embeddings of the first
+              `context_fallback_top` (10) memories of the baseline order, those of them that
+              have one (Signet's inference rule).
 
-It only looks backwards (the previous session ended before this one starts), so replaying it
-from a store gives exactly what the daemon had at session start.
+"Previous" is by session start (ties: session key), among sessions with a continuity score;
+a session without a project follows the previous session without a project. It only looks
+backwards (the previous session ended before this one starts), so replaying it from a store
+gives exactly what the daemon had at session start. The session loop, the trainer's sample
+assembly and the benchmarks all call these functions; nothing else computes a context.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
 import numpy as np
+import polars as pl
 
-__all__ = ["FALLBACK_TOP", "context_embedding", "mean_unit"]
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 
-FALLBACK_TOP = 10
+__all__ = [
+    "CONTEXT_RULES",
+    "PreviousSession",
+    "PreviousSessions",
+    "SessionContextVector",
+    "context_embedding",
+    "mean_unit",
+    "previous_sessions",
+    "session_context",
+    "used_memory_ids",
+]
+
+CONTEXT_RULES = ("previous-session", "baseline-top10", "none")
+
+
+@dataclass(frozen=True, slots=True)
+class PreviousSession:
+    """The previous scored session of the same project: its key, start and used memories."""
+
+    session_key: str
+    start: datetime
+    used: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionContextVector:
+    """A session's context vector (None when no memory has an embedding) and its rule."""
+
+    vector: np.ndarray | None
+    rule: str  # one of CONTEXT_RULES
 
 
 def mean_unit(vectors: np.ndarray) -> np.ndarray | None:
@@ -36,15 +75,79 @@ def mean_unit(vectors: np.ndarray) -> np.ndarray | None:
     return (m / n).astype(np.float32) if n > 0 else None
 
 
-def context_embedding(
-    previous_used: np.ndarray, baseline_top: np.ndarray
-) -> tuple[np.ndarray | None, str]:
-    """The context vector and which rule produced it: 'previous-session', 'baseline-top10'
-    or 'none' (no embeddings at all: the predictor is then skipped, as in Signet)."""
+def used_memory_ids(candidates: pl.DataFrame | None) -> tuple[str, ...]:
+    """The memories a finished session used: candidates with an FTS hit or a positive agent
+    rating (`session_memories` columns), in memory-id order."""
+    if candidates is None or candidates.height == 0:
+        return ()
+    used = candidates.filter(
+        (pl.col("fts_hit_count").fill_null(0) > 0)
+        | (pl.col("agent_relevance_score").fill_null(0) > 0)
+    )
+    return tuple(sorted(used["memory_id"].to_list()))
+
+
+class PreviousSessions:
+    """The latest scored session per project, fed sessions in start order: the loop records
+    each session as it ends, the trainer replays a store's sessions through the same object."""
+
+    def __init__(self) -> None:
+        self._last: dict[str | None, PreviousSession] = {}
+
+    def before(self, project: str | None) -> PreviousSession | None:
+        """The previous session of `project` (None for its first session)."""
+        return self._last.get(project)
+
+    def record(
+        self,
+        session_key: str,
+        project: str | None,
+        start: datetime,
+        candidates: pl.DataFrame | None,
+    ) -> None:
+        """A finished session with its `session_memories` rows."""
+        used = used_memory_ids(candidates)
+        self._last[project] = PreviousSession(session_key, start, used)
+
+
+def previous_sessions(
+    sessions: pl.DataFrame, candidates: dict[str, pl.DataFrame]
+) -> dict[str, PreviousSession | None]:
+    """For every session (columns session_key, project, start), its previous scored session of
+    the same project, with the memories that one used (from its `session_memories` rows)."""
+    tracker = PreviousSessions()
+    out: dict[str, PreviousSession | None] = {}
+    for s in sessions.sort(["start", "session_key"]).iter_rows(named=True):
+        out[s["session_key"]] = tracker.before(s["project"])
+        tracker.record(s["session_key"], s["project"], s["start"], candidates.get(s["session_key"]))
+    return out
+
+
+def context_embedding(previous_used: np.ndarray, baseline_top: np.ndarray) -> SessionContextVector:
+    """The rule on embeddings already gathered: the unit mean of `previous_used`, else of
+    `baseline_top`, else none."""
     ctx = mean_unit(previous_used)
     if ctx is not None:
-        return ctx, "previous-session"
-    ctx = mean_unit(np.asarray(baseline_top)[:FALLBACK_TOP])
+        return SessionContextVector(ctx, "previous-session")
+    ctx = mean_unit(np.asarray(baseline_top))
     if ctx is not None:
-        return ctx, "baseline-top10"
-    return None, "none"
+        return SessionContextVector(ctx, "baseline-top10")
+    return SessionContextVector(None, "none")
+
+
+def session_context(
+    embeddings: np.ndarray,
+    has_embedding: np.ndarray,
+    row_of: dict[str, int],
+    previous_used: Iterable[str],
+    baseline_order: Sequence[int] | np.ndarray,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+) -> SessionContextVector:
+    """The context of a session over a corpus: `previous_used` are memory ids (those no longer
+    in the corpus are ignored), `baseline_order` corpus rows in baseline order (best first)."""
+    has = np.asarray(has_embedding, dtype=bool)
+    prev = [row_of[m] for m in previous_used if m in row_of]
+    prev = [r for r in prev if has[r]]
+    top = np.asarray(baseline_order, dtype=np.int64)[: cfg.context_fallback_top]
+    top = top[has[top]]
+    return context_embedding(embeddings[prev], embeddings[top])

@@ -23,19 +23,23 @@ and always sent 0 for "superseded". `candidate_features` fixes one definition:
 | 15 | structural density | ln(aspects + attributes + 1) of the primary entity |
 | 16 | is KA traversal | 1 if the candidate came from graph traversal |
 
-"Local" means the time zone of the user, passed explicitly as an IANA name.
+"Local" means the time zone of the user, passed explicitly as an IANA name. Callers address
+columns by name (`feature_index("superseded")`), never by number.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
 from zoneinfo import ZoneInfo
 
 import numpy as np
 
 __all__ = [
+    "FEATURE_INDEX",
     "FEATURE_NAMES",
     "FEATURE_SPEC",
     "N_FEATURES",
@@ -43,6 +47,8 @@ __all__ = [
     "CandidateInfo",
     "SessionInfo",
     "candidate_features",
+    "feature_index",
+    "feature_indices",
     "signet058_inference_features",
     "signet058_training_features",
 ]
@@ -67,11 +73,32 @@ FEATURE_NAMES: tuple[str, ...] = (
     "is_traversal",
 )
 N_FEATURES = len(FEATURE_NAMES)
+FEATURE_INDEX: Mapping[str, int] = MappingProxyType({n: i for i, n in enumerate(FEATURE_NAMES)})
+
+
+def feature_index(name: str) -> int:
+    """Column of the feature called `name` in the (n, 17) matrix."""
+    try:
+        return FEATURE_INDEX[name]
+    except KeyError:
+        known = ", ".join(FEATURE_NAMES)
+        raise ValueError(f"unknown feature {name!r} (known: {known})") from None
+
+
+def feature_indices(*names: str) -> tuple[int, ...]:
+    """Columns of the named features, in the order given."""
+    return tuple(feature_index(n) for n in names)
+
+
 # Features that are the same for every candidate of a session (time of day, weekday, month,
 # session gap): in the gate they shift a session's logits uniformly and cancel in its softmax,
 # so the scorer also feeds them into the query (model/scorer.py).
-SESSION_FEATURES: tuple[int, ...] = (3, 4, 5, 6, 7, 8, 9)
-# Changing any definition above must change this string: checkpoints record its hash.
+SESSION_FEATURES: tuple[int, ...] = feature_indices(
+    "tod_sin", "tod_cos", "dow_sin", "dow_cos", "moy_sin", "moy_cos", "session_gap"
+)
+# Changing any definition in this module must change this string: checkpoints record its hash,
+# and the golden features (fixtures/golden_features, made under one hash) then need regenerating;
+# a changed value under an unchanged spec fails tests/test_golden_features.py.
 FEATURE_SPEC = (
     "v1;age=start-created;tz=local;dow=mon0;gap=per-project-start;superseded=as-of-start;"
     + ",".join(FEATURE_NAMES)
@@ -134,25 +161,37 @@ def _assemble(
     gap_days: float,
     superseded: np.ndarray,
 ) -> np.ndarray:
+    """The (n, 17) matrix from its parts, each column placed by its name."""
     n = len(c)
-    out = np.empty((n, N_FEATURES), dtype=np.float64)
     imp = np.asarray(c.importance, dtype=np.float64)
-    out[:, 0] = np.log(np.maximum(age_days, 0.0) + 1.0)
-    out[:, 1] = np.where(np.isfinite(imp), imp, 0.5)
-    out[:, 2] = np.log(np.maximum(np.asarray(c.access_count, dtype=np.float64), 0.0) + 1.0)
-    out[:, 3], out[:, 4] = tod
-    out[:, 5], out[:, 6] = dow
-    out[:, 7], out[:, 8] = moy
-    out[:, 9] = math.log(max(0.0, gap_days) + 1.0)
-    out[:, 10] = np.asarray(c.has_embedding, dtype=np.float64)
-    out[:, 11] = superseded.astype(np.float64)
-    out[:, 12] = _slot(c.entity_slot, n)
-    out[:, 13] = _slot(c.aspect_slot, n)
-    out[:, 14] = _flag(c.is_constraint, n)
-    dens = _flag(c.structural_density, n)
-    out[:, 15] = np.log(np.maximum(np.nan_to_num(dens), 0.0) + 1.0)
-    out[:, 16] = _flag(c.is_traversal, n)
-    return out.astype(np.float32)
+    dens = np.nan_to_num(_flag(c.structural_density, n))
+    columns: dict[str, np.ndarray | float] = {
+        "recency": np.log(np.maximum(age_days, 0.0) + 1.0),
+        "importance": np.where(np.isfinite(imp), imp, 0.5),
+        "usage": np.log(np.maximum(np.asarray(c.access_count, dtype=np.float64), 0.0) + 1.0),
+        "tod_sin": tod[0],
+        "tod_cos": tod[1],
+        "dow_sin": dow[0],
+        "dow_cos": dow[1],
+        "moy_sin": moy[0],
+        "moy_cos": moy[1],
+        "session_gap": math.log(max(0.0, gap_days) + 1.0),
+        "has_embedding": np.asarray(c.has_embedding, dtype=np.float64),
+        "superseded": superseded.astype(np.float64),
+        "entity_slot": _slot(c.entity_slot, n),
+        "aspect_slot": _slot(c.aspect_slot, n),
+        "is_constraint": _flag(c.is_constraint, n),
+        "structural_density": np.log(np.maximum(dens, 0.0) + 1.0),
+        "is_traversal": _flag(c.is_traversal, n),
+    }
+    if len(columns) != N_FEATURES:
+        raise RuntimeError(
+            f"{len(columns)} feature columns defined, FEATURE_NAMES has {N_FEATURES}"
+        )
+    out = np.empty((n, N_FEATURES), dtype=np.float32)
+    for name, value in columns.items():
+        out[:, feature_index(name)] = value
+    return out
 
 
 def candidate_features(candidates: CandidateInfo, session: SessionInfo) -> np.ndarray:

@@ -11,11 +11,15 @@ Signals"; seed 001 "Label Construction"), first matching rule wins:
 2. ``superseded`` — ``superseded_label`` (−0.3).
 3. ``agent_feedback`` — an agent relevance score is present (seed 001):
    ``0.7·agent + 0.2·fts_adjustment(hits) + 0.1·continuity``, clamped to [−1, 1], where
-   ``fts_adjustment = min(1, 0.3·hits)`` (Signet's per-memory ``fts_overlap_score``) and the
-   continuity modifier is the *session* continuity score. If the agent did not rate the memory
-   as harmful (agent >= 0) and FTS matched it at least ``fts_missed_min_hits`` (2) times, the
-   label is raised to at least `AGENT_FTS_BUMP_LABEL` (0.3: "agent may not have noticed its
-   influence"). A memory never matched by FTS is not penalised on this path ("keep 0.8").
+   ``fts_adjustment = min(1, fts_overlap_per_hit·hits)`` (0.3 per hit: Signet's per-memory
+   ``fts_overlap_score``) and the continuity modifier is the *session* continuity score. If
+   the agent did not rate the memory as harmful (agent >= 0) and FTS matched it at least
+   ``fts_missed_min_hits`` (2) times, the label is raised to at least
+   ``agent_fts_bump_label`` (0.3: "agent may not have noticed its influence"). The formula
+   decides, not the addendum's example "scored 0.8 by agent but never FTS-matched: keep 0.8":
+   the formula gives 0.7·0.8 + 0 + 0.1·continuity = 0.56–0.66, and only the formula keeps the
+   three weights the addendum exposes as config meaningful. What the example illustrates holds
+   under the formula: no FTS match is no penalty (its term adds 0, nothing is subtracted).
 4. Injected (seed 000 continuity path): base = the per-memory judge relevance when present
    (``injected_relevance``, used in high *and* low sessions: the judge rated this very memory);
    otherwise the session continuity score when it is >= ``high_continuity_threshold`` (0.5,
@@ -25,6 +29,7 @@ Signals"; seed 001 "Label Construction"), first matching rule wins:
    ``fts_unmatched_max_continuity`` (0.3) → ``−fts_unmatched_penalty`` (0.1) floored at 0.0
    (``+fts_unmatched``): both signals say "not useful", which makes a true negative, not a
    harmful memory — negative labels stay reserved for explicit harm (rules 1–3).
+   Then the edited modifier (below).
 5. Not injected:
    - similarity label: cosine(memory, session context) > ``negative_similarity_threshold``
      (0.6) → ``soft_negative_label`` 0.25 (``soft_negative``), else ``true_negative_label`` 0.0
@@ -40,7 +45,16 @@ Signals"; seed 001 "Label Construction"), first matching rule wins:
      boost only matters when the evidence is already above 0.6 ("or higher when the continuity
      scorer marks them as clearly missing context"), e.g. judge 0.9 → 1.0;
    - then ``access_count > access_count_high`` (10) → ``+access_count_boost`` (0.05), capped at
-     1.0 (``+access_boost``).
+     1.0 (``+access_boost``), then the edited modifier.
+
+Edited modifier (seed 000 "Memory edited/updated recently: +0.05 to label", from
+``memory_history``): ``edited_recently`` → ``+edited_boost`` (0.05), capped at 1.0
+(``+edited_boost``). "Recently" is an in-place update within ``edited_recent_days`` (7, the
+seed's own "recent", §4.10) before the session end (`edited_recently`). It is one of the
+seed's "lower weight, supplementary" behavioural signals, so it adjusts the seed 000 paths
+(rules 4 and 5) and nothing else: explicit harm (rules 1–2) outranks it (an edited memory that
+was then superseded is still outdated), and seed 001's combined label (rule 3) is a closed
+formula over the agent's own rating. It is not an inclusion signal on its own.
 
 Poisoning guard (seed 000 security review): FTS hit counts enter only through saturating terms
 — rule 4's boost is the same for 1 or 50 hits and capped at 1.0, rule 5 caps FTS-only evidence
@@ -56,16 +70,18 @@ Sampling draws without replacement from the pool sorted by memory id, with the g
 ``np.random.Generator``, so it does not depend on input order.
 
 Reason codes (``reason``) are a base code from the list above, followed by ``+modifier`` codes
-(``fts_confirmed``, ``fts_unmatched``, ``access_boost``, ``agent_fts_bump``); the dashboard
-splits on ``+``.
+(``fts_confirmed``, ``fts_unmatched``, ``access_boost``, ``edited_boost``, ``agent_fts_bump``);
+the dashboard splits on ``+``.
 
 Rule set "signet-0.58" (`signet058_labels`) reproduces Signet 0.58.1's Rust trainer
-(``data.rs compute_label``) for comparison; see its docstring.
+(``data.rs compute_label``) for comparison; see its docstring. Its one constant that no seed
+names, `SIGNET058_FTS_SINGLE_LABEL`, stays here as Signet's (it is not a tunable of the seeds).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -73,9 +89,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.ranking.baseline import SECONDS_PER_DAY
 
 __all__ = [
-    "AGENT_FTS_BUMP_LABEL",
     "BASE_REASONS",
     "LABEL_RULESETS",
     "MODIFIER_REASONS",
@@ -84,6 +100,7 @@ __all__ = [
     "LabelRuleset",
     "SessionLabelInput",
     "compute_labels",
+    "edited_recently",
     "fts_adjustment",
     "label_spread",
     "seed_labels",
@@ -92,12 +109,8 @@ __all__ = [
     "signet058_labels",
 ]
 
-# Seed 001: "Memory scored 0 by agent but matched by FTS 2x: bump to 0.3".
-AGENT_FTS_BUMP_LABEL = 0.3
 # Signet 0.58.1 data.rs: a not-injected memory matched by FTS exactly once gets 0.3.
 SIGNET058_FTS_SINGLE_LABEL = 0.3
-# Signet's per-memory fts_overlap_score = min(1, 0.3 * hits) (predictor_training_pairs).
-_FTS_OVERLAP_PER_HIT = 0.3
 # Float slack for the spread gate: labels 0.5 and 0.6 are 0.1 apart, not 0.0999...
 _SPREAD_TOL = 1e-9
 
@@ -118,6 +131,7 @@ MODIFIER_REASONS: tuple[str, ...] = (
     "fts_confirmed",
     "fts_unmatched",
     "access_boost",
+    "edited_boost",
     "agent_fts_bump",
     "novel_context",  # signet-0.58 only
 )
@@ -153,7 +167,8 @@ class SessionLabelInput:
     """One session's candidates (parallel arrays) plus the session-level judge outputs.
 
     Absent per-memory values are NaN (`relevance_score`, `agent_relevance_score`,
-    `cosine_to_context`, `deleted_at_hours_after_injection`). Build with `SessionLabelInput.build`.
+    `cosine_to_context`, `deleted_at_hours_after_injection`); `edited_recently` (see
+    `edited_recently`) defaults to all False. Build with `SessionLabelInput.build`.
     """
 
     memory_ids: np.ndarray  # str, shape (n,)
@@ -168,6 +183,7 @@ class SessionLabelInput:
     continuity_score: float  # session_scores.score in [0, 1]
     confidence: float  # session_scores.confidence, NaN if absent
     novel_context_count: int
+    edited_recently: np.ndarray | None = None  # bool; None = no recent edit
 
     def __post_init__(self) -> None:
         n = len(self.memory_ids)
@@ -180,6 +196,8 @@ class SessionLabelInput:
         set_(self, "memory_ids", ids)
         set_(self, "was_injected", _bool_array("was_injected", self.was_injected, n))
         set_(self, "superseded", _bool_array("superseded", self.superseded, n))
+        edited = False if self.edited_recently is None else self.edited_recently
+        set_(self, "edited_recently", _bool_array("edited_recently", edited, n))
         rel = _float_array("relevance_score", self.relevance_score, n)
         # Signet clamps the judge's per-memory relevance to [0, 1] when it writes it.
         set_(self, "relevance_score", np.where(np.isnan(rel), np.nan, np.clip(rel, 0.0, 1.0)))
@@ -225,6 +243,7 @@ class SessionLabelInput:
         superseded: ArrayLike = False,
         deleted_at_hours_after_injection: ArrayLike = math.nan,
         access_count: ArrayLike = 0,
+        edited_recently: ArrayLike = False,
     ) -> SessionLabelInput:
         """Build with defaults for the optional arrays (scalars broadcast)."""
         return cls(
@@ -240,6 +259,7 @@ class SessionLabelInput:
             continuity_score=continuity_score,
             confidence=confidence,
             novel_context_count=novel_context_count,
+            edited_recently=edited_recently,  # type: ignore[arg-type]
         )
 
     def __len__(self) -> int:
@@ -268,9 +288,28 @@ class LabelRuleset(Protocol):
     ) -> LabelResult: ...
 
 
-def fts_adjustment(hits: int | np.ndarray) -> np.ndarray | float:
+def fts_adjustment(
+    hits: int | np.ndarray, cfg: PredictorConfig = DEFAULT_CONFIG
+) -> np.ndarray | float:
     """Seed 001's FTS adjustment for one memory: min(1, 0.3·hits), Signet's fts_overlap_score."""
-    return np.minimum(1.0, _FTS_OVERLAP_PER_HIT * np.asarray(hits, dtype=np.float64))
+    return np.minimum(1.0, cfg.fts_overlap_per_hit * np.asarray(hits, dtype=np.float64))
+
+
+def edited_recently(
+    edited_at: Sequence[np.ndarray], at_epoch: float, cfg: PredictorConfig = DEFAULT_CONFIG
+) -> np.ndarray:
+    """Per memory: an in-place update (``memory_history.event = 'updated'``, epoch seconds in
+    ``edited_at[i]``) within ``edited_recent_days`` up to ``at_epoch`` (both ends included).
+
+    Pass the session end: edits made during the session count, later ones never do, so a
+    replay labels a session the same whenever it runs."""
+    at = float(at_epoch)
+    since = at - cfg.edited_recent_days * SECONDS_PER_DAY
+    out = np.zeros(len(edited_at), dtype=bool)
+    for i, times in enumerate(edited_at):
+        t = np.asarray(times, dtype=np.float64)
+        out[i] = bool(np.any((t >= since) & (t <= at)))
+    return out
 
 
 def _deleted_after_injection(inp: SessionLabelInput, cfg: PredictorConfig) -> np.ndarray:
@@ -289,6 +328,15 @@ def _injected_base(rel: float, cont: float, cfg: PredictorConfig) -> tuple[float
     return cont * cfg.low_session_multiplier, "injected_low_session"
 
 
+def _edited(
+    inp: SessionLabelInput, i: int, label: float, reason: str, cfg: PredictorConfig
+) -> tuple[float, str]:
+    """The edited modifier: +edited_boost (capped at 1.0) for a recently edited memory."""
+    if inp.edited_recently[i]:  # type: ignore[index]
+        return min(1.0, label + cfg.edited_boost), reason + "+edited_boost"
+    return label, reason
+
+
 def _seed_one(inp: SessionLabelInput, i: int, cfg: PredictorConfig) -> tuple[float, str, bool]:
     """Label, reason and missing-context flag of candidate ``i`` under the seed rules."""
     hits = int(inp.fts_hit_count[i])
@@ -300,12 +348,13 @@ def _seed_one(inp: SessionLabelInput, i: int, cfg: PredictorConfig) -> tuple[flo
     if not math.isnan(agent):
         label = (
             cfg.feedback_weight * agent
-            + cfg.fts_weight * float(fts_adjustment(hits))
+            + cfg.fts_weight * float(fts_adjustment(hits, cfg))
             + cfg.continuity_weight * cont
         )
         reason = "agent_feedback"
-        if agent >= 0.0 and hits >= cfg.fts_missed_min_hits and label < AGENT_FTS_BUMP_LABEL:
-            label, reason = AGENT_FTS_BUMP_LABEL, reason + "+agent_fts_bump"
+        bump = cfg.agent_fts_bump_label
+        if agent >= 0.0 and hits >= cfg.fts_missed_min_hits and label < bump:
+            label, reason = bump, reason + "+agent_fts_bump"
         return min(1.0, max(-1.0, label)), reason, False
     if inp.was_injected[i]:
         label, reason = _injected_base(rel, cont, cfg)
@@ -314,7 +363,7 @@ def _seed_one(inp: SessionLabelInput, i: int, cfg: PredictorConfig) -> tuple[flo
         elif cont < cfg.fts_unmatched_max_continuity:
             label = max(cfg.true_negative_label, label - cfg.fts_unmatched_penalty)
             reason += "+fts_unmatched"
-        return label, reason, False
+        return (*_edited(inp, i, label, reason, cfg), False)
     cos = float(inp.cosine_to_context[i])
     if cos > cfg.negative_similarity_threshold:  # NaN compares False: no embedding
         label, reason = cfg.soft_negative_label, "soft_negative"
@@ -330,7 +379,7 @@ def _seed_one(inp: SessionLabelInput, i: int, cfg: PredictorConfig) -> tuple[flo
         reason = "missing_context"
     if inp.access_count[i] > cfg.access_count_high:
         label, reason = min(1.0, label + cfg.access_count_boost), reason + "+access_boost"
-    return label, reason, missing
+    return (*_edited(inp, i, label, reason, cfg), missing)
 
 
 def _finish(

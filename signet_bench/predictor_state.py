@@ -6,18 +6,24 @@ new state plus the events a loop logs (``cold_start_exit``, ``ema_update``, ``em
 
 1. `on_session_start` — evaluate cold-start exit, count the session after exit, set alpha;
 2. `on_session_labelled` — count the session if it yields training data;
-3. `on_comparison` — EMA, per-project slices, drift window;
+3. `on_comparison` — EMA, per-project slices, drift;
 4. `training_due` → train → `on_training` (also after a drift reset's ``retrain_with_replay``).
+
+Drift follows seed 000 Phase 5b by default: reset when ``success_rate <
+driftResetThreshold`` (0.3) for ``driftResetWindow`` (10) consecutive sessions, counted in
+``drift_low_sessions``. ``drift_rule="signet-0.58"`` keeps Signet 0.58's rule instead (reference
+§5): reset when the win rate of the last 10 outcomes (``recent_outcomes``) is below 0.3. Both
+rules count only sessions in which the predictor produced scores and the EMA was updated; the
+other sessions leave both counts alone.
 
 Differences from Signet 0.58 (reference §5), each a fix of a documented defect:
 ``scored_sessions`` counts sessions that produced training data (Signet counted an opt-in
 telemetry table that is empty by default, so cold start never exited); ``trained`` is part of
-the persisted state (Signet lost it on restart); the drift window holds only sessions in which
-the predictor produced scores and the EMA was updated (Signet counted offline sessions as
-losses, so drift fired while the predictor was offline); and a drift reset re-enters cold
-start until the replay retrain is accepted, so "reset α to 1.0" holds until the predictor
-earns influence again through the early-active ramp (in Signet α was recomputed from the reset
-success rate at the next session, i.e. 0.5).
+the persisted state (Signet lost it on restart); drift counts only EMA-updated sessions
+(Signet counted offline sessions as losses, so drift fired while the predictor was offline);
+and a drift reset re-enters cold start until the replay retrain is accepted, so "reset α to
+1.0" holds until the predictor earns influence again through the early-active ramp (in Signet
+α was recomputed from the reset success rate at the next session, i.e. 0.5).
 """
 
 from __future__ import annotations
@@ -32,10 +38,12 @@ from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.errors import UserError
 
 if TYPE_CHECKING:
-    from signet_bench.evaluate import Comparison
+    from signet_bench.comparison import Comparison
 
 __all__ = [
+    "DRIFT_RULES",
     "STATE_FORMAT",
+    "DriftRule",
     "Event",
     "EventKind",
     "PredictorState",
@@ -57,6 +65,9 @@ __all__ = [
 
 STATE_FORMAT = 1
 
+DriftRule = Literal["seed", "signet-0.58"]
+DRIFT_RULES: tuple[DriftRule, ...] = ("seed", "signet-0.58")
+
 EventKind = Literal[
     "cold_start_exit",
     "ema_update",
@@ -77,7 +88,10 @@ class PredictorState:
 
     ``project_success`` holds per-project success-rate EMAs for at most ``max_project_slices``
     projects, those with the most EMA-updating sessions (``project_sessions`` counts every
-    project). ``recent_outcomes`` is the drift window: 1 = win, 0 = loss, oldest first.
+    project). ``drift_low_sessions`` counts consecutive EMA-updated sessions whose updated
+    success rate is below ``drift_reset_threshold`` (the seed's drift rule);
+    ``recent_outcomes`` holds the last ``drift_reset_window`` of their outcomes, 1 = win,
+    0 = loss, oldest first (Signet 0.58's drift rule).
     ``trained`` = a model passed the gates since start-up or since the last drift reset.
     Treat the dicts as read-only; transitions copy them.
     """
@@ -91,6 +105,7 @@ class PredictorState:
     drift_resets: int = 0
     comparisons_since_training: int = 0
     recent_outcomes: tuple[int, ...] = ()
+    drift_low_sessions: int = 0
     project_success: dict[str, float] = field(default_factory=dict)
     project_sessions: dict[str, int] = field(default_factory=dict)
     model_version: int = 0
@@ -208,19 +223,43 @@ def _update_projects(
     return success, sessions
 
 
+def _drift_reason(state: PredictorState, cfg: PredictorConfig, drift_rule: DriftRule) -> str | None:
+    """Why drift fires on an EMA-updated `state` under `drift_rule`, or None if it does not."""
+    if drift_rule == "seed":
+        if state.drift_low_sessions < cfg.drift_reset_window:
+            return None
+        return (
+            f"success rate {state.success_rate:.3f} < {cfg.drift_reset_threshold:g} for "
+            f"{state.drift_low_sessions} consecutive scored sessions"
+        )
+    window = state.recent_outcomes
+    rate = sum(window) / len(window) if window else math.nan
+    if len(window) < cfg.drift_reset_window or rate >= cfg.drift_reset_threshold:
+        return None
+    return (
+        f"win rate {rate:.2f} < {cfg.drift_reset_threshold:g} over the last "
+        f"{cfg.drift_reset_window} scored sessions"
+    )
+
+
 def on_comparison(
-    state: PredictorState, comparison: Comparison, cfg: PredictorConfig = DEFAULT_CONFIG
+    state: PredictorState,
+    comparison: Comparison,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    *,
+    drift_rule: DriftRule = "seed",
 ) -> Step:
-    """Session end: update the success-rate EMA, project slices and the drift window.
+    """Session end: update the success-rate EMA, project slices and the drift counts.
 
     The EMA (``success ← 0.1·win + 0.9·success``) moves only for sessions in which the
     predictor produced scores and the judge's confidence is >= ``min_scorer_confidence``;
-    other sessions log ``ema_skip`` and leave the drift window alone. Drift (seed 000 Phase 5b):
-    once the window holds ``drift_reset_window`` (10) such outcomes and their win rate is below
-    ``drift_reset_threshold`` (0.3): success 0.5, alpha 1.0, back to cold start until a retrain
-    is accepted (``trained`` False, ramp restarts), window cleared, ``drift_resets`` + 1, and
-    ``retrain_with_replay`` set. Every comparison counts towards `training_due`.
+    other sessions log ``ema_skip`` and leave the drift counts alone. Drift (``drift_rule``,
+    see the module docstring): success 0.5, alpha 1.0, back to cold start until a retrain is
+    accepted (``trained`` False, ramp restarts), drift counts cleared, ``drift_resets`` + 1,
+    and ``retrain_with_replay`` set. Every comparison counts towards `training_due`.
     """
+    if drift_rule not in DRIFT_RULES:
+        raise ValueError(f"drift_rule must be one of {DRIFT_RULES}, got {drift_rule!r}")
     n_cmp = state.comparisons_since_training + 1
     conf = comparison.scorer_confidence
     if not comparison.has_predictor_scores:
@@ -232,12 +271,13 @@ def on_comparison(
     win = 1 if comparison.predictor_won else 0
     success = _ema(state.success_rate, win, cfg)
     slices, counts = _update_projects(state, comparison.project, win, cfg)
-    window = (*state.recent_outcomes, win)[-cfg.drift_reset_window :]
+    low = state.drift_low_sessions + 1 if success < cfg.drift_reset_threshold else 0
     new = dataclasses.replace(
         state,
         success_rate=success,
         comparisons_since_training=n_cmp,
-        recent_outcomes=window,
+        recent_outcomes=(*state.recent_outcomes, win)[-cfg.drift_reset_window :],
+        drift_low_sessions=low,
         project_success=slices,
         project_sessions=counts,
     )
@@ -247,8 +287,8 @@ def on_comparison(
         f"{'win' if win else 'loss'} margin={comparison.margin:+.4f} "
         f"success_rate {state.success_rate:.3f} -> {success:.3f}",
     )
-    rate = sum(window) / len(window)
-    if len(window) < cfg.drift_reset_window or rate >= cfg.drift_reset_threshold:
+    reason = _drift_reason(new, cfg, drift_rule)
+    if reason is None:
         return Step(new, (update,))
     reset = dataclasses.replace(
         new,
@@ -258,14 +298,10 @@ def on_comparison(
         trained=False,
         sessions_after_cold_start=0,
         recent_outcomes=(),
+        drift_low_sessions=0,
         drift_resets=state.drift_resets + 1,
     )
-    drift = Event(
-        "drift_reset",
-        f"win rate {rate:.2f} < {cfg.drift_reset_threshold:g} over the last "
-        f"{cfg.drift_reset_window} scored sessions",
-    )
-    return Step(reset, (update, drift), retrain_with_replay=True)
+    return Step(reset, (update, Event("drift_reset", reason)), retrain_with_replay=True)
 
 
 def on_training(state: PredictorState, accepted: bool) -> Step:

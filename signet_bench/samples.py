@@ -1,10 +1,17 @@
-"""Training samples from any Signet store: one per scored session, built with the shared
-feature, context and label functions so training sees exactly what serving sees."""
+"""Training samples from any Signet store: one per scored session, built from the corpus and
+the recorded candidates with the shared context (`context.py`), candidate-input
+(`candidates.py`) and label (`labels.py`) functions, so training sees exactly what serving saw.
+
+The session loop calls `build_sample` at the end of every session on the rows it has just
+recorded; the trainer calls it on every scored session of a store (`load_samples`). The label
+rule's sampled negatives draw from a random stream keyed by the session, so a session's sample
+is the same whichever sessions are loaded with it.
+"""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+import zlib
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -12,15 +19,22 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from signet_bench.candidates import GraphColumns, SessionInputs, session_inputs
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.context import context_embedding
-from signet_bench.features import CandidateInfo, SessionInfo, candidate_features
-from signet_bench.labels import SessionLabelInput, seed_labels, session_trainable
-from signet_bench.model.tokenizer import project_slot, token_buckets
-from signet_bench.store.read import MemoryTable, open_readonly, read_memories
-from signet_bench.timestamps import parse_ts
+from signet_bench.context import PreviousSession, previous_sessions, session_context
+from signet_bench.corpus import Corpus, read_corpus
+from signet_bench.labels import SessionLabelInput, edited_recently, seed_labels, session_trainable
+from signet_bench.store.read import open_readonly, read_session_memories, read_sessions
 
-__all__ = ["SessionSample", "StoreSnapshot", "build_sample", "load_samples", "superseded_at"]
+__all__ = [
+    "SessionSample",
+    "build_sample",
+    "label_input",
+    "load_samples",
+    "sample_rng",
+    "scored_sessions",
+    "session_graph",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,174 +60,131 @@ class SessionSample:
         return len(self.memory_ids)
 
 
-@dataclass(frozen=True, slots=True)
-class StoreSnapshot:
-    """The parts of a store sample assembly needs, read once."""
-
-    memories: MemoryTable
-    index: dict[str, int]
-    superseded_at: np.ndarray  # epoch seconds, NaN if never
-    deleted_at: np.ndarray  # epoch seconds, NaN if not deleted
-    created_at: np.ndarray  # epoch seconds
-    tokens: list[np.ndarray]
+def sample_rng(seed: int, session_key: str) -> np.random.Generator:
+    """The random stream of one session's sampled negatives."""
+    return np.random.default_rng([seed, zlib.crc32(session_key.encode())])
 
 
-def superseded_at(con: sqlite3.Connection, mem: MemoryTable) -> np.ndarray:
-    """When each memory became stale (a superseded knowledge-graph attribute, or a soft
-    delete), as epoch seconds; NaN when it never did. An in-place update is not staleness: the
-    live row holds the new content (see store.read)."""
-    ids = mem.frame["id"].to_list()
-    when: dict[str, float] = {}
-    for mid, at in con.execute(
-        "SELECT memory_id, MIN(updated_at) FROM entity_attributes WHERE memory_id IS NOT NULL "
-        "AND (status = 'superseded' OR superseded_by IS NOT NULL) GROUP BY memory_id"
-    ):
-        t = parse_ts(at).timestamp()
-        when[mid] = min(when.get(mid, t), t)
-    out = np.array([when.get(i, np.nan) for i in ids], dtype=np.float64)
-    deleted = _epoch(mem.frame["deleted_at"])
-    return np.fmin(out, np.where(mem.frame["is_deleted"].to_numpy(), deleted, np.nan))
-
-
-def _epoch(col: pl.Series) -> np.ndarray:
-    """Datetime column -> epoch seconds (NaN for nulls)."""
-    s = col.dt.epoch("us").cast(pl.Float64) / 1e6
-    return s.fill_null(np.nan).to_numpy()
-
-
-def snapshot(con: sqlite3.Connection) -> StoreSnapshot:
-    """Read memories (deleted included: labels need them) and derived per-memory arrays."""
-    mem = read_memories(con, include_deleted=True)
-    ids = mem.frame["id"].to_list()
-    return StoreSnapshot(
-        memories=mem,
-        index={m: i for i, m in enumerate(ids)},
-        superseded_at=superseded_at(con, mem),
-        deleted_at=_epoch(mem.frame["deleted_at"]),
-        created_at=_epoch(mem.frame["created_at"]),
-        tokens=[token_buckets(t) for t in mem.frame["content"].to_list()],
+def scored_sessions(sessions: pl.DataFrame, candidates: pl.DataFrame) -> pl.DataFrame:
+    """One row per scored session with candidates: the latest `session_scores` row of the key
+    (score not NULL) with `start` = its first candidate row's time, ordered by start, key."""
+    starts = candidates.group_by("session_key").agg(pl.col("created_at").min().alias("start"))
+    latest = (
+        sessions.filter(pl.col("score").is_not_null())
+        .sort(["created_at", "id"])
+        .unique("session_key", keep="last", maintain_order=True)
     )
+    return latest.join(starts, on="session_key", how="inner").sort(["start", "session_key"])
 
 
-def candidate_info(snap: StoreSnapshot, rows: np.ndarray, cand: pl.DataFrame) -> CandidateInfo:
-    """The feature inputs of the candidates at `rows` of the snapshot."""
-    f = snap.memories.frame
-    return CandidateInfo(
-        created_at=snap.created_at[rows],
-        importance=f["importance"].to_numpy()[rows].astype(np.float64),
-        access_count=f["access_count"].to_numpy()[rows].astype(np.float64),
-        has_embedding=f["has_embedding"].to_numpy()[rows],
-        superseded_at=snap.superseded_at[rows],
+def session_graph(cand: pl.DataFrame) -> GraphColumns:
+    """The daemon's recorded knowledge-graph columns of a session's candidate rows."""
+    return GraphColumns(
         entity_slot=cand["entity_slot"].cast(pl.Float64).fill_null(-1).to_numpy(),
         aspect_slot=cand["aspect_slot"].cast(pl.Float64).fill_null(-1).to_numpy(),
-        is_constraint=np.maximum(
-            cand["is_constraint"].fill_null(0).to_numpy(),
-            f["is_constraint"].to_numpy()[rows].astype(np.int64),
-        ),
         structural_density=cand["structural_density"].cast(pl.Float64).fill_null(0).to_numpy(),
         is_traversal=(cand["source"] == "ka_traversal").to_numpy(),
+        is_constraint=cand["is_constraint"].fill_null(False).to_numpy().astype(bool),
     )
 
 
-def build_sample(
-    snap: StoreSnapshot,
-    session: dict,
-    cand: pl.DataFrame,
-    previous_used: Sequence[str],
-    previous_project_start: datetime | None,
-    *,
-    tz: str,
-    cfg: PredictorConfig = DEFAULT_CONFIG,
-    rng: np.random.Generator | None = None,
-) -> SessionSample | None:
-    """One session's sample (None when no candidate of it still exists)."""
-    cand = cand.filter(pl.col("memory_id").is_in(list(snap.index)))
-    if cand.height == 0:
-        return None
-    cand = cand.sort(
-        [pl.col("source") == "fts_only", "rank", "memory_id"], descending=[False, False, False]
-    )
-    rows = np.array([snap.index[m] for m in cand["memory_id"].to_list()], dtype=np.int64)
-    mem = snap.memories
-    has = mem.frame["has_embedding"].to_numpy()
-    emb = mem.embeddings
-    start: datetime = session["start"]
-    prev_rows = [snap.index[m] for m in previous_used if m in snap.index]
-    prev_rows = [r for r in prev_rows if has[r]]
-    top = [r for r, s in zip(rows, cand["source"].to_list(), strict=True) if s != "fts_only"]
-    top = [r for r in top if has[r]][:10]
-    ctx, _rule = context_embedding(emb[prev_rows], emb[top])
-    if ctx is None:
-        return None
-    cos = emb[rows] @ ctx
-    start_s = start.timestamp()
-    deleted_after = (snap.deleted_at[rows] - start_s) / 3600.0
-    label_input = SessionLabelInput(
-        memory_ids=np.asarray(cand["memory_id"].to_list(), dtype=object),
-        was_injected=cand["was_injected"].to_numpy().astype(bool),
+def label_input(
+    corpus: Corpus, inputs: SessionInputs, cand: pl.DataFrame, session: dict, end_s: float
+) -> SessionLabelInput:
+    """The label function's input for a session's candidates (`cand` aligned with `inputs`)."""
+    rows = inputs.rows
+    cos = inputs.embeddings @ inputs.context
+    start_s = inputs.start.timestamp()
+    return SessionLabelInput.build(
+        inputs.memory_ids,
+        cand["was_injected"].to_numpy().astype(bool),
+        continuity_score=float(session["score"]),
+        confidence=float(session["confidence"]),
+        novel_context_count=int(session.get("novel_context_count") or 0),
         relevance_score=cand["relevance_score"].cast(pl.Float64).fill_null(np.nan).to_numpy(),
         fts_hit_count=cand["fts_hit_count"].fill_null(0).to_numpy().astype(np.int64),
         agent_relevance_score=cand["agent_relevance_score"]
         .cast(pl.Float64)
         .fill_null(np.nan)
         .to_numpy(),
-        cosine_to_context=np.where(has[rows], cos, 0.0),
-        superseded=np.isfinite(snap.superseded_at[rows]),
-        deleted_at_hours_after_injection=deleted_after,
-        access_count=mem.frame["access_count"].to_numpy()[rows].astype(np.int64),
-        continuity_score=float(session["score"]),
-        confidence=float(session["confidence"]),
-        novel_context_count=int(session.get("novel_context_count") or 0),
+        cosine_to_context=np.where(inputs.has_embedding, cos, 0.0),
+        superseded=np.isfinite(corpus.superseded_at[rows]),
+        deleted_at_hours_after_injection=(corpus.deleted_at[rows] - start_s) / 3600.0,
+        access_count=corpus.access_count[rows].astype(np.int64),
+        edited_recently=edited_recently([corpus.edited_at[r] for r in rows], end_s),
     )
-    result = seed_labels(label_input, cfg, rng=rng or np.random.default_rng(0))
+
+
+def build_sample(
+    corpus: Corpus,
+    session: dict,
+    cand: pl.DataFrame,
+    previous: PreviousSession | None,
+    *,
+    tz: str,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    seed: int = 0,
+) -> SessionSample | None:
+    """One session's sample (None when no candidate of it is left, no context can be formed,
+    or the labels are not trainable). `session` holds session_key, project, start, score,
+    confidence, novel_context_count (and end: the score row's time); `cand` its
+    `session_memories` rows."""
+    cand = cand.filter(pl.col("memory_id").is_in(list(corpus.row_of)))
+    if cand.height == 0:
+        return None
+    cand = cand.sort([pl.col("source") == "fts_only", "rank", "memory_id"])
+    rows = corpus.rows(cand["memory_id"].to_list())
+    baseline = rows[(cand["source"] != "fts_only").to_numpy()]
+    ctx = session_context(
+        corpus.embeddings,
+        corpus.has_embedding,
+        corpus.row_of,
+        previous.used if previous else (),
+        baseline,
+        cfg,
+    )
+    if ctx.vector is None:
+        return None
+    start: datetime = session["start"]
+    inputs = session_inputs(
+        corpus,
+        rows,
+        session_key=session["session_key"],
+        start=start,
+        tz=tz,
+        project=session.get("project"),
+        previous_start=previous.start if previous else None,
+        context=ctx.vector,
+        context_rule=ctx.rule,
+        graph=session_graph(cand),
+        cfg=cfg,
+    )
+    end = session.get("end") or start
+    result = seed_labels(
+        label_input(corpus, inputs, cand, session, end.timestamp()),
+        cfg,
+        rng=sample_rng(seed, session["session_key"]),
+    )
     keep = np.asarray(result.include, dtype=bool)
     labels = np.asarray(result.labels, dtype=np.float64)
     if keep.sum() < 2 or not session_trainable(float(session["confidence"]), labels[keep], cfg):
         return None
-    rows, cand = rows[keep], cand.filter(pl.Series(keep))
-    features = candidate_features(
-        candidate_info(snap, rows, cand),
-        SessionInfo(start, tz, session.get("project"), previous_project_start),
-    )
+    kept = inputs.take(keep)
     return SessionSample(
         session_key=session["session_key"],
         start=start,
         project=session.get("project"),
         confidence=float(session["confidence"]),
         continuity=float(session["score"]),
-        memory_ids=np.asarray(cand["memory_id"].to_list(), dtype=object),
-        context=ctx,
-        cand_emb=emb[rows],
-        has_emb=has[rows],
-        tokens=tuple(snap.tokens[r] for r in rows),
-        features=features,
-        project_slot=project_slot(session.get("project"), cfg.project_slots),
+        memory_ids=kept.memory_ids.astype(object),
+        context=ctx.vector,
+        cand_emb=kept.embeddings,
+        has_emb=kept.has_embedding,
+        tokens=kept.tokens,
+        features=kept.features,
+        project_slot=kept.project_slot,
         labels=labels[keep],
-        baseline_rank=cand["rank"].to_numpy().astype(np.int64),
-    )
-
-
-def session_table(con: sqlite3.Connection) -> pl.DataFrame:
-    """Scored sessions with their start (first candidate row) and end (score row) times."""
-    rows = con.execute(
-        """SELECT ss.session_key, ss.project, ss.score, ss.confidence, ss.novel_context_count,
-                  ss.created_at AS ended_at,
-                  (SELECT MIN(sm.created_at) FROM session_memories sm
-                    WHERE sm.session_key = ss.session_key) AS started_at
-           FROM session_scores ss WHERE ss.score IS NOT NULL"""
-    ).fetchall()
-    cols = ["session_key", "project", "score", "confidence", "novel_context_count"]
-    recs = []
-    for r in rows:
-        if r[6] is None:
-            continue
-        d = dict(zip(cols, r[:5], strict=True))
-        d["start"] = parse_ts(r[6])
-        d["end"] = parse_ts(r[5])
-        recs.append(d)
-    recs.sort(key=lambda d: (d["start"], d["session_key"]))
-    return (
-        pl.DataFrame(recs, schema_overrides={"confidence": pl.Float64}) if recs else pl.DataFrame()
+        baseline_rank=cand["rank"].to_numpy().astype(np.int64)[keep],
     )
 
 
@@ -225,91 +196,36 @@ def load_samples(
     limit: int = 5000,
     min_confidence: float | None = None,
     seed: int = 0,
+    corpus: Corpus | None = None,
 ) -> tuple[list[SessionSample], int]:
-    """All trainable sessions of a store, oldest first, and how many were skipped."""
+    """All trainable sessions of a store, oldest first (the newest `limit`), and how many
+    scored sessions were skipped. `corpus`: the store's corpus when the caller holds it
+    already (the session loop, whose memories do not change while it runs)."""
     con = store if isinstance(store, sqlite3.Connection) else open_readonly(store)
     try:
-        snap = snapshot(con)
-        sessions = session_table(con)
-        if sessions.height == 0:
-            return [], 0
-        keys = sessions["session_key"].to_list()
-        cands = read_candidates(con, keys)
-        by_key = {k[0]: g for k, g in cands.group_by("session_key")}
-        threshold = cfg.min_scorer_confidence if min_confidence is None else min_confidence
-        rng = np.random.default_rng(seed)
-        last: dict[str | None, tuple[str, datetime]] = {}
-        out: list[SessionSample] = []
-        skipped = 0
-        for s in sessions.iter_rows(named=True):
-            proj = s["project"]
-            prev = last.get(proj)
-            cand = by_key.get(s["session_key"])
-            prev_used = _used(by_key.get(prev[0])) if prev else []
-            last[proj] = (s["session_key"], s["start"])
-            conf = s["confidence"]
-            if cand is None or conf is None or conf < threshold:
-                skipped += 1
-                continue
-            sample = build_sample(
-                snap, s, cand, prev_used, prev[1] if prev else None, tz=tz, cfg=cfg, rng=rng
-            )
-            if sample is None:
-                skipped += 1
-            else:
-                out.append(sample)
-        return out[-limit:], skipped
+        corpus = read_corpus(con) if corpus is None else corpus
+        cands = read_session_memories(con)
+        sessions = scored_sessions(read_sessions(con), cands)
     finally:
         if not isinstance(store, sqlite3.Connection):
             con.close()
-
-
-def _used(cand: pl.DataFrame | None) -> list[str]:
-    """Memories a finished session actually used: FTS hits or a positive agent rating."""
-    if cand is None:
-        return []
-    used = cand.filter(
-        (pl.col("fts_hit_count") > 0) | (pl.col("agent_relevance_score").fill_null(0) > 0)
-    )
-    return used["memory_id"].to_list()
-
-
-def read_candidates(con: sqlite3.Connection, session_keys: Sequence[str]) -> pl.DataFrame:
-    """session_memories rows of the given sessions, columns by name."""
-    cols = [r[1] for r in con.execute("PRAGMA table_info(session_memories)")]
-    want = [
-        "session_key",
-        "memory_id",
-        "source",
-        "effective_score",
-        "predictor_score",
-        "rank",
-        "was_injected",
-        "relevance_score",
-        "fts_hit_count",
-        "agent_relevance_score",
-        "entity_slot",
-        "aspect_slot",
-        "is_constraint",
-        "structural_density",
-    ]
-    sel = ", ".join(c if c in cols else f"NULL AS {c}" for c in want)
-    keyset = set(session_keys)
-    data = [r for r in con.execute(f"SELECT {sel} FROM session_memories") if r[0] in keyset]
-    schema = {
-        "session_key": pl.String,
-        "memory_id": pl.String,
-        "source": pl.String,
-        "effective_score": pl.Float64,
-        "predictor_score": pl.Float64,
-        "rank": pl.Int64,
-        "was_injected": pl.Int64,
-        "relevance_score": pl.Float64,
-        "fts_hit_count": pl.Int64,
-        "agent_relevance_score": pl.Float64,
-        "entity_slot": pl.Int64,
-        "aspect_slot": pl.Int64,
-        "is_constraint": pl.Int64,
-        "structural_density": pl.Int64,
-    }
-    return pl.DataFrame(data, schema=schema, orient="row")
+    if sessions.height == 0:
+        return [], 0
+    by_key = {k[0]: g for k, g in cands.group_by("session_key")}
+    previous = previous_sessions(sessions, by_key)
+    threshold = cfg.min_scorer_confidence if min_confidence is None else min_confidence
+    out: list[SessionSample] = []
+    skipped = 0
+    for s in sessions.rename({"created_at": "end"}).iter_rows(named=True):
+        conf = s["confidence"]
+        sample = None
+        if conf is not None and conf >= threshold:
+            prev = previous[s["session_key"]]
+            sample = build_sample(
+                corpus, s, by_key[s["session_key"]], prev, tz=tz, cfg=cfg, seed=seed
+            )
+        if sample is None:
+            skipped += 1
+        else:
+            out.append(sample)
+    return out[-limit:], skipped

@@ -10,15 +10,16 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from signet_bench.candidates import candidate_info, session_inputs
+from signet_bench.context import previous_sessions
+from signet_bench.corpus import read_corpus
 from signet_bench.features import (
     FEATURE_NAMES,
-    SessionInfo,
-    candidate_features,
     signet058_inference_features,
     signet058_training_features,
 )
-from signet_bench.samples import candidate_info, read_candidates, session_table, snapshot
-from signet_bench.store.read import open_readonly
+from signet_bench.samples import scored_sessions, session_graph
+from signet_bench.store.read import open_readonly, read_session_memories, read_sessions
 from signet_bench.timestamps import parse_ts
 
 __all__ = ["feature_triples", "skew_report"]
@@ -37,53 +38,63 @@ def _stack(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros((0, len(FEATURE_NAMES)), np.float32)
 
 
+def _last_before(times: list[float], t: float, tz) -> datetime | None:
+    """The latest of `times` (sorted epoch seconds) before `t`, as a datetime."""
+    before = [e for e in times if e < t]
+    return datetime.fromtimestamp(before[-1], tz=tz) if before else None
+
+
 def feature_triples(
     store: str | Path | sqlite3.Connection, *, tz: str = "UTC", max_sessions: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(ours, signet-0.58 training, signet-0.58 inference) feature rows for every recorded
-    session-start candidate of every scored session, stacked in the same order."""
+    session-start candidate of every scored session, stacked in the same order. Ours are the
+    session inputs the loop and the trainer compute (`candidates.session_inputs`)."""
     con = store if isinstance(store, sqlite3.Connection) else open_readonly(store)
     try:
-        snap = snapshot(con)
-        sessions = session_table(con)
-        if sessions.height == 0:
-            empty = np.zeros((0, len(FEATURE_NAMES)), dtype=np.float32)
-            return empty, empty, empty
-        if max_sessions:
-            sessions = sessions.tail(max_sessions)
-        cands = read_candidates(con, sessions["session_key"].to_list())
-        by_key = {k[0]: g for k, g in cands.group_by("session_key")}
+        corpus = read_corpus(con)
+        cands = read_session_memories(con)
+        sessions = scored_sessions(read_sessions(con), cands)
         ends = _session_end_checkpoints(con)
-        is_deleted = snap.memories.frame["is_deleted"].to_numpy()
-        last_start: dict[str | None, datetime] = {}
-        last_end: dict[str | None, datetime] = {}
-        all_ends = sorted(sessions["end"].to_list())
-        ours, train, infer = [], [], []
-        for s in sessions.iter_rows(named=True):
-            proj, start, end = s["project"], s["start"], s["end"]
-            prev_start, prev_end = last_start.get(proj), last_end.get(proj)
-            last_start[proj], last_end[proj] = start, end
-            cand = by_key.get(s["session_key"])
-            if cand is None:
-                continue
-            cand = cand.filter(
-                (pl.col("source") != "fts_only") & pl.col("memory_id").is_in(list(snap.index))
-            )
-            if cand.height == 0:
-                continue
-            rows = np.array([snap.index[m] for m in cand["memory_id"].to_list()])
-            info = candidate_info(snap, rows, cand)
-            before = [
-                e for e in (ends or [x.timestamp() for x in all_ends]) if e < start.timestamp()
-            ]
-            last_any = datetime.fromtimestamp(before[-1], tz=start.tzinfo) if before else None
-            ours.append(candidate_features(info, SessionInfo(start, tz, proj, prev_start)))
-            train.append(signet058_training_features(info, end, prev_end, is_deleted[rows]))
-            infer.append(signet058_inference_features(info, start, tz, last_any))
-        return _stack(ours), _stack(train), _stack(infer)
     finally:
         if not isinstance(store, sqlite3.Connection):
             con.close()
+    by_key = {k[0]: g for k, g in cands.group_by("session_key")}
+    previous = previous_sessions(sessions, by_key)
+    ends = ends or sorted(x.timestamp() for x in sessions["created_at"].to_list())
+    if max_sessions:
+        sessions = sessions.tail(max_sessions)
+    last_end: dict[str | None, datetime] = {}
+    ours, train, infer = [], [], []
+    for s in sessions.iter_rows(named=True):
+        proj, start, end = s["project"], s["start"], s["created_at"]
+        prev_end = last_end.get(proj)
+        last_end[proj] = end
+        cand = by_key[s["session_key"]].filter(
+            (pl.col("source") != "fts_only") & pl.col("memory_id").is_in(list(corpus.row_of))
+        )
+        if cand.height == 0:
+            continue
+        rows = corpus.rows(cand["memory_id"].to_list())
+        prev = previous[s["session_key"]]
+        inputs = session_inputs(
+            corpus,
+            rows,
+            session_key=s["session_key"],
+            start=start,
+            tz=tz,
+            project=proj,
+            previous_start=prev.start if prev else None,
+            context=None,
+            context_rule="none",
+            graph=session_graph(cand),
+        )
+        info = candidate_info(corpus, rows, proj, session_graph(cand))
+        ours.append(inputs.features)
+        train.append(signet058_training_features(info, end, prev_end, corpus.is_deleted[rows]))
+        last_any = _last_before(ends, start.timestamp(), start.tzinfo)
+        infer.append(signet058_inference_features(info, start, tz, last_any))
+    return _stack(ours), _stack(train), _stack(infer)
 
 
 def skew_report(

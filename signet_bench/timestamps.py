@@ -1,13 +1,17 @@
 """Signet's two timestamp formats: JS ISO (`2026-03-14T21:40:46.123Z`) and SQLite
-`datetime('now')` (`2026-03-14 21:40:46`). Both are UTC."""
+`datetime('now')` (`2026-03-14 21:40:46`), both UTC; and the machine's time zone name, the
+default for the user's local time."""
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from signet_bench.errors import UserError
 
-__all__ = ["TimestampError", "days_between", "format_iso", "format_sqlite", "parse_ts"]
+__all__ = ["TimestampError", "format_iso", "format_sqlite", "local_tz", "parse_ts"]
 
 
 class TimestampError(UserError, ValueError):
@@ -42,6 +46,30 @@ def format_sqlite(dt: datetime) -> str:
     return dt.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def days_between(later: datetime, earlier: datetime) -> float:
-    """Fractional days from `earlier` to `later` (negative when reversed)."""
-    return (later - earlier).total_seconds() / 86_400.0
+def local_tz(*, localtime: str | Path = "/etc/localtime") -> str:
+    """The machine's IANA time zone name: the `TZ` variable (a zone name, or a path under a
+    `zoneinfo` directory), else the zone `/etc/localtime` links to, else "UTC". A value that
+    names no zone (a POSIX rule such as `CET-1CEST`) is skipped: zoneinfo could not use it."""
+    try:
+        linked = str(Path(localtime).resolve())
+    except OSError:
+        linked = ""
+    for candidate in (os.environ.get("TZ", ""), linked):
+        name = _zone_name(candidate)
+        if name is not None:
+            return name
+    return "UTC"
+
+
+def _zone_name(text: str) -> str | None:
+    """The IANA name in a TZ value or a zoneinfo path; None when it names no known zone."""
+    name = text.strip().lstrip(":")
+    if "/zoneinfo/" in f"/{name}":
+        name = f"/{name}".rsplit("/zoneinfo/", 1)[1]
+    if not name or name.startswith("/"):
+        return None
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return None
+    return name

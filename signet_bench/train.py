@@ -9,15 +9,18 @@ and pass; the finite and variance gates always apply.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.evaluate import ndcg_at_k
+from signet_bench.metrics import ndcg_at_k
 from signet_bench.model.optim import Adam, copy_params
 from signet_bench.model.params import init_params
 from signet_bench.model.scorer import Batch, batch_from_sessions, forward, loss_and_grads
@@ -31,7 +34,9 @@ __all__ = [
     "run_record",
     "split_canary",
     "to_batch",
+    "train_and_publish",
     "train_model",
+    "train_store",
 ]
 
 Params = dict[str, np.ndarray]
@@ -77,8 +82,6 @@ def run_record(
     model_path: str | None,
 ) -> dict[str, object]:
     """A training run as the workbench's `training_runs` row (loss curve as JSON)."""
-    import json
-
     return {
         "run_id": run_id,
         "store_path": store_path,
@@ -292,3 +295,181 @@ def train_model(
         stopped_early=stopped,
         gates=gates,
     )
+
+
+MODEL_FILE = "model.sbm"
+WORKBENCH_FILE = "workbench.duckdb"
+
+
+def _save_model(
+    out_dir: Path,
+    result: TrainResult,
+    samples: Sequence[SessionSample],
+    cfg: PredictorConfig,
+    *,
+    is_finetuned: bool,
+) -> Path:
+    """Write an accepted model to `out_dir/model.sbm` with its training range and metrics."""
+    from signet_bench.features import FEATURE_SPEC
+    from signet_bench.model.checkpoint import CheckpointMeta, save_checkpoint
+    from signet_bench.model.params import feature_spec_hash
+    from signet_bench.timestamps import format_iso
+
+    meta = CheckpointMeta.from_config(
+        cfg,
+        int(samples[0].context.shape[0]),
+        feature_spec_hash=feature_spec_hash(FEATURE_SPEC),
+        first_session_at=format_iso(min(s.start for s in samples)),
+        last_session_at=format_iso(max(s.start for s in samples)),
+        metrics={"canary_ndcg": result.canary_ndcg, "final_loss": result.loss_curve[-1]},
+        is_finetuned=is_finetuned,
+    )
+    path = out_dir / MODEL_FILE
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_checkpoint(path, result.params, meta)
+    return path
+
+
+def _record(
+    out_dir: Path,
+    result: TrainResult,
+    *,
+    run_id: str,
+    store_path: str,
+    started_at: datetime,
+    model_path: Path | None,
+    is_finetuned: bool,
+) -> None:
+    """The run (and an accepted model) in `out_dir/workbench.duckdb`, one transaction each."""
+    from signet_bench.features import FEATURE_SPEC
+    from signet_bench.model.params import feature_spec_hash
+    from signet_bench.store.workbench import open_workbench, record_model, record_training_run
+
+    path = str(out_dir / MODEL_FILE)
+    with open_workbench(out_dir / WORKBENCH_FILE) as wb:
+        record_training_run(
+            wb,
+            run_record(
+                result,
+                run_id=run_id,
+                store_path=store_path,
+                started_at=started_at,
+                model_path=path,
+            ),
+        )
+        if model_path is not None:
+            record_model(
+                wb,
+                {
+                    "model_id": run_id,
+                    "path": path,
+                    "created_at": datetime.now(UTC),
+                    "feature_spec_hash": feature_spec_hash(FEATURE_SPEC),
+                    "is_pretrained_base": False,
+                    "is_finetuned": is_finetuned,
+                    "metrics": json.dumps({"canary_ndcg": result.canary_ndcg}),
+                },
+            )
+
+
+def train_and_publish(
+    samples: Sequence[SessionSample],
+    current: Params | None,
+    *,
+    out_dir: str | Path,
+    run_id: str,
+    store_path: str | Path,
+    is_finetuned: bool = False,
+    history: Sequence[SessionSample] | None = None,
+    **train_kwargs,
+) -> TrainResult:
+    """Train a copy of `current` on `samples` (`train_model`), gate it, save an accepted model
+    to `out_dir/model.sbm` and record the run and the model in `out_dir/workbench.duckdb`.
+
+    The one path from samples to a served model: the session loop and `signet-bench train`
+    both call it. A rejected run leaves the saved model untouched and is recorded too.
+    `history` (default `samples`) is every session the model has learned from so far: the
+    saved model's training range."""
+    out = Path(out_dir)
+    started = datetime.now(UTC)
+    result = train_model(samples, current, **train_kwargs)
+    cfg = train_kwargs.get("cfg", DEFAULT_CONFIG)
+    saved = None
+    if result.accepted:
+        seen = samples if history is None else history
+        saved = _save_model(out, result, seen, cfg, is_finetuned=is_finetuned)
+    _record(
+        out,
+        result,
+        run_id=run_id,
+        store_path=str(Path(store_path).resolve()),
+        started_at=started,
+        model_path=saved,
+        is_finetuned=is_finetuned,
+    )
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class StoreTraining:
+    """What `train_store` did: the run, the sessions it skipped, where the model went."""
+
+    result: TrainResult
+    skipped: int
+    run_id: str
+    model_path: Path
+
+
+def train_store(
+    db: str | Path,
+    out_dir: str | Path,
+    *,
+    base_weights: str | Path | None = None,
+    epochs: int = DEFAULT_CONFIG.full_training_epochs,
+    tz: str = "UTC",
+    limit: int = 5000,
+    seed: int = 0,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    progress: bool = False,
+) -> StoreTraining:
+    """One gated training on a store's scored sessions (the store is only read), published to
+    `out_dir` (`train_and_publish`); `base_weights` (own or SGPT checkpoint) is fine-tuned and
+    is the model the stability gates protect. Too little data raises before anything is
+    written."""
+    import uuid
+
+    from signet_bench.errors import UserError
+    from signet_bench.model.checkpoint import load_any
+    from signet_bench.samples import load_samples
+
+    samples, skipped = load_samples(db, tz=tz, cfg=cfg, limit=limit, seed=seed)
+    if len(samples) < 2:
+        raise UserError(
+            f"{db}: {len(samples)} trainable sessions (confidence >= "
+            f"{cfg.min_scorer_confidence}, candidates with labels); {skipped} skipped — "
+            "need at least 2"
+        )
+    base = None
+    if base_weights:
+        base, meta = load_any(base_weights)
+        dim = int(samples[0].context.shape[0])
+        if meta.native_dim != dim:
+            raise UserError(
+                f"{base_weights}: native_dim {meta.native_dim} does not match the "
+                f"store's embeddings ({dim})"
+            )
+    run_id = str(uuid.uuid4())
+    result = train_and_publish(
+        samples,
+        base,
+        out_dir=out_dir,
+        run_id=run_id,
+        store_path=db,
+        is_finetuned=base is not None,
+        cfg=cfg,
+        epochs=epochs,
+        seed=seed,
+        previous_is_trained=base is not None,
+        progress=progress,
+    )
+    return StoreTraining(result, skipped, run_id, Path(out_dir) / MODEL_FILE)

@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.labels import (
-    AGENT_FTS_BUMP_LABEL,
     BASE_REASONS,
     LABEL_RULESETS,
     MODIFIER_REASONS,
     SessionLabelInput,
     compute_labels,
+    edited_recently,
     fts_adjustment,
     label_spread,
     seed_labels,
@@ -217,7 +217,13 @@ def test_agent_feedback_fts_adjustment_is_signet_overlap():
 def test_agent_zero_with_two_fts_hits_bumped_to_point_three():
     """Check seed 001: 'scored 0 by agent but matched by FTS 2x: bump to 0.3'."""
     label, reason = one(True, 0.0, agent_relevance_score=0.0, fts_hit_count=2)
-    assert (label, reason) == (AGENT_FTS_BUMP_LABEL, "agent_feedback+agent_fts_bump")
+    assert (label, reason) == (0.3, "agent_feedback+agent_fts_bump")
+    assert DEFAULT_CONFIG.agent_fts_bump_label == 0.3
+    bumped = DEFAULT_CONFIG.replace(agent_fts_bump_label=0.4)
+    inp = SessionLabelInput.build(
+        ["m"], [True], continuity_score=0.0, agent_relevance_score=[0.0], fts_hit_count=[2]
+    )
+    assert seed_labels(inp, bumped).labels[0] == pytest.approx(0.4)
 
 
 def test_agent_negative_not_bumped_by_fts():
@@ -228,8 +234,22 @@ def test_agent_negative_not_bumped_by_fts():
 
 
 def test_agent_high_score_not_penalised_without_fts():
-    """Check 'scored 0.8 but never FTS-matched: keep' - no FTS penalty in a bad session."""
+    """Check 'scored 0.8 but never FTS-matched': no FTS penalty even in a bad session."""
     assert one(True, 0.1, agent_relevance_score=0.8)[0] == pytest.approx(0.56 + 0.01)
+
+
+@pytest.mark.parametrize(("continuity", "expected"), [(0.0, 0.56), (0.5, 0.61), (1.0, 0.66)])
+def test_agent_formula_decides_over_the_keep_example(continuity, expected):
+    """Check seed 001's combined label for 'scored 0.8, never FTS-matched': 0.7·0.8 + 0.2·0 +
+    0.1·continuity (0.56–0.66), not the example's 'keep 0.8'."""
+    label, reason = one(True, continuity, agent_relevance_score=0.8)
+    assert label == pytest.approx(expected) and label < 0.8 and reason == "agent_feedback"
+
+
+def test_fts_overlap_per_hit_comes_from_the_config():
+    """Check fts_adjustment uses the config's per-hit step (0.3; 4 hits saturate at 1)."""
+    assert fts_adjustment(3) == pytest.approx(0.9)
+    assert fts_adjustment(3, DEFAULT_CONFIG.replace(fts_overlap_per_hit=0.25)) == 0.75
 
 
 def test_agent_label_clamped():
@@ -460,3 +480,63 @@ def test_empty_session():
     """Check a session without candidates gives empty arrays."""
     r = seed_labels(SessionLabelInput.build([], [], continuity_score=0.5))
     assert r.labels.shape == r.reason.shape == r.include.shape == (0,)
+
+
+# --- edited recently ----------------------------------------------------------------------------
+
+DAY_S = 86_400.0
+
+
+def test_edited_recently_window():
+    """Check an update within 7 days up to the reference time counts; older or later do not."""
+    at = 1_700_000_000.0
+    edits = [
+        np.array([at - 7 * DAY_S]),  # exactly 7 days before: counts
+        np.array([at - 7 * DAY_S - 1.0]),  # just older
+        np.array([at + 60.0]),  # after the reference time
+        np.zeros(0),  # never edited
+        np.array([at - 30 * DAY_S, at - 2 * DAY_S, at + DAY_S]),
+    ]
+    assert edited_recently(edits, at).tolist() == [True, False, False, False, True]
+    longer = DEFAULT_CONFIG.replace(edited_recent_days=8.0)
+    assert edited_recently(edits, at, longer).tolist() == [True, True, False, False, True]
+    assert edited_recently([], at).shape == (0,)
+
+
+def test_edited_boost_on_the_seed_paths():
+    """Check seed 000 '+0.05 to label' on the injected and not-injected paths, capped at 1."""
+    assert one(True, 0.85, edited_recently=True) == (
+        pytest.approx(0.90),
+        "injected_high_session+edited_boost",
+    )
+    assert one(False, 0.85, cosine_to_context=0.1, edited_recently=True) == (
+        pytest.approx(0.05),
+        "true_negative+edited_boost",
+    )
+    label, reason = one(False, 0.85, fts_hit_count=2, access_count=11, edited_recently=True)
+    assert label == pytest.approx(0.6 + 0.05 + 0.05)
+    assert reason == "fts_missed+access_boost+edited_boost"
+    assert one(True, 1.0, fts_hit_count=1, edited_recently=True)[0] == 1.0
+
+
+def test_edited_boost_does_not_touch_harm_or_agent_feedback():
+    """Check superseded, deleted-after-injection and agent-rated memories keep their labels."""
+    assert one(False, superseded=True, edited_recently=True) == (-0.3, "superseded")
+    deleted = one(True, deleted_at_hours_after_injection=2.0, edited_recently=True)
+    assert deleted == (-0.5, "deleted_after_injection")
+    label, reason = one(True, 0.8, agent_relevance_score=0.9, edited_recently=True)
+    assert label == pytest.approx(0.63 + 0.08) and reason == "agent_feedback"
+
+
+def test_edited_recently_defaults_to_false_and_is_not_an_inclusion_signal():
+    """Check old callers get no boost, and a recent edit alone does not include a candidate."""
+    inp = SessionLabelInput.build(["a", "b"], [True, False], continuity_score=0.8)
+    assert inp.edited_recently.tolist() == [False, False]
+    edited = SessionLabelInput.build(
+        ["a", "b"], [False, False], continuity_score=0.8, edited_recently=[True, False]
+    )
+    r = seed_labels(edited)
+    assert r.labels.tolist() == pytest.approx([0.05, 0.0]) and not r.include.any()
+    assert signet058_labels(edited).labels.tolist() == [0.0, 0.0]
+    with pytest.raises(ValueError, match="edited_recently"):
+        SessionLabelInput.build(["a"], [True], continuity_score=0.5, edited_recently=[True, True])

@@ -17,9 +17,12 @@ import pytest
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.loop import SimOptions, Simulator, simulate
 from signet_bench.ranking.compat import signet058_session_start
+from signet_bench.samples import load_samples
+from signet_bench.store import sim as store_sim
 from signet_bench.store import write as store_write
 from signet_bench.store.read import open_readonly, read_memories
 from signet_bench.synth.build import build_persona_store
+from signet_bench.synth.persona import get_persona
 from signet_bench.timestamps import parse_ts
 
 CFG = DEFAULT_CONFIG
@@ -66,7 +69,8 @@ def random_run(tmp_path_factory: pytest.TempPathFactory):
     db = tmp_path_factory.mktemp("loop") / "multi.db"
     build_persona_store("multi-project", db, seed=1, n_memories=300)
     report = simulate(db, 240, SimOptions(scorer="random", seed=1))
-    return db, report
+    samples, _ = load_samples(db, tz=get_persona("multi-project").tz, seed=1)
+    return db, report, {s.session_key for s in samples}
 
 
 def _sessions(db: Path) -> list[dict]:
@@ -95,15 +99,15 @@ def _sessions(db: Path) -> list[dict]:
     return [dict(zip(keys, r, strict=True)) for r in rows]
 
 
-def _replay(sessions: list[dict]) -> tuple[list[dict], dict]:
+def _replay(sessions: list[dict], trainable: set[str]) -> tuple[list[dict], dict]:
     """Seed 000's state machine written out again, driven only by recorded rows: cold start
-    exits when trained, >= 10 sessions with confidence >= 0.6 and success > 0.4; the EMA
-    moves (0.1) on confident scored sessions; drift resets when the last 10 such outcomes win
-    < 30%; training every 10 comparisons or after a reset (the random scorer's trainings are
-    always accepted). Returns per-session facts and the final state."""
+    exits when trained, >= 10 sessions that yield training data (`trainable`: the trainer's
+    samples of the store) and success > 0.4; the EMA moves (0.1) on confident scored
+    sessions; drift (Phase 5b) resets when the success rate stayed below 0.3 for 10
+    consecutive such sessions; training every 10 comparisons or after a reset (the random
+    scorer's trainings are always accepted). Returns per-session facts and the final state."""
     success, exited, trained = CFG.initial_success_rate, False, False
-    scored = after = since_training = 0
-    window: list[int] = []
+    scored = after = since_training = low = 0
     slices: dict[str, float] = {}
     counts: dict[str, int] = {}
     resets: list[int] = []
@@ -120,7 +124,7 @@ def _replay(sessions: list[dict]) -> tuple[list[dict], dict]:
             after += 1
         out.append({"cold": not exited, "success": success, "after": after})
         confident = s["confidence"] >= CFG.min_scorer_confidence
-        scored += int(confident)
+        scored += int(s["key"] in trainable)
         since_training += 1
         reset = False
         if confident:  # the random scorer always scores, so confidence alone decides
@@ -129,9 +133,9 @@ def _replay(sessions: list[dict]) -> tuple[list[dict], dict]:
             p = s["project"]
             counts[p] = counts.get(p, 0) + 1
             slices[p] = 0.1 * win + 0.9 * slices.get(p, 0.5)
-            window = (window + [win])[-10:]
-            if len(window) == 10 and sum(window) / 10 < 0.3:
-                success, exited, trained, after, window = 0.5, False, False, 0, []
+            low = low + 1 if success < CFG.drift_reset_threshold else 0
+            if low >= CFG.drift_reset_window:
+                success, exited, trained, after, low = 0.5, False, False, 0, 0
                 resets.append(s["idx"])
                 reset = True
         if since_training >= 10 or reset:
@@ -158,7 +162,7 @@ def _expected_alpha(fact: dict) -> float:
 
 
 def test_every_scored_session_has_one_comparison(random_run):
-    db, report = random_run
+    db, report, _ = random_run
     assert report.sessions_run == report.comparisons == 240
     sim = {r[0] for r in _query(db, "SELECT session_key FROM sim_sessions")}
     scored = {r[0] for r in _query(db, "SELECT session_key FROM session_scores")}
@@ -178,14 +182,15 @@ def test_every_scored_session_has_one_comparison(random_run):
     }
     for s in _sessions(db):
         rows, start_rows, scored_rows = per_session[s["key"]]
-        assert rows == s["candidate_count"]
+        # candidate_count is the session-start pool (RRF's N), fts_only rows excluded
+        assert start_rows == s["candidate_count"] and rows >= start_rows
         assert start_rows == scored_rows > 0
 
 
 def test_ema_and_drift_resets_follow_the_rules(random_run):
-    db, report = random_run
+    db, report, trainable = random_run
     sessions = _sessions(db)
-    facts, final = _replay(sessions)
+    facts, final = _replay(sessions, trainable)
     for s, f in zip(sessions, facts, strict=True):
         # the comparison row records the success rate in force when the session started
         assert s["success_rate"] == pytest.approx(f["success"], abs=1e-9), s["idx"]
@@ -206,9 +211,9 @@ def test_ema_and_drift_resets_follow_the_rules(random_run):
 
 
 def test_alpha_is_one_during_cold_start_then_earned(random_run):
-    db, report = random_run
+    db, report, trainable = random_run
     sessions = _sessions(db)
-    facts, _ = _replay(sessions)
+    facts, _ = _replay(sessions, trainable)
     cold = [s for s, f in zip(sessions, facts, strict=True) if f["cold"]]
     warm = [s for s, f in zip(sessions, facts, strict=True) if not f["cold"]]
     assert len(cold) >= CFG.min_training_sessions and len(warm) >= 100
@@ -224,9 +229,9 @@ def test_alpha_is_one_during_cold_start_then_earned(random_run):
 
 
 def test_exploration_only_after_cold_start_at_about_five_percent(random_run):
-    db, report = random_run
+    db, report, trainable = random_run
     sessions = _sessions(db)
-    facts, _ = _replay(sessions)
+    facts, _ = _replay(sessions, trainable)
     rows = _query(
         db,
         "SELECT session_key, memory_id, was_injected FROM session_memories "
@@ -253,9 +258,9 @@ def test_exploration_only_after_cold_start_at_about_five_percent(random_run):
 
 
 def test_per_project_slices_filled(random_run):
-    db, _ = random_run
+    db, _, trainable = random_run
     sessions = _sessions(db)
-    _, final = _replay(sessions)
+    _, final = _replay(sessions, trainable)
     state = json.loads(_query(db, "SELECT state_json FROM sim_predictor_state")[0][0])
     projects = {s["project"] for s in sessions}
     assert len(projects) == 4
@@ -387,14 +392,17 @@ def test_each_session_is_one_transaction(traced):
         sim.close()
 
 
-def test_every_write_goes_through_the_writer_module(traced):
+def test_every_write_goes_through_the_writer_modules(traced):
+    """Signet's tables are written by store/write.py, the simulator's own by store/sim.py."""
     db, tracer = traced
     simulate(db, 20, SimOptions(scorer="random", seed=3))
-    writer = str(Path(store_write.__file__).resolve())
+    writers = {str(Path(m.__file__).resolve()) for m in (store_write, store_sim)}
     outside = sorted(
-        {(Path(f).name, sql.split("(")[0][:60]) for sql, f, _ in tracer.writes() if f != writer}
+        {(Path(f).name, sql.split("(")[0][:60]) for sql, f, _ in tracer.writes() if f not in writers}
     )
     assert not outside, outside
+    sim_writes = [sql for sql, f, _ in tracer.writes() if f.endswith("sim.py")]
+    assert sim_writes and all(" sim_" in sql for sql in sim_writes)
 
 
 # --- signet-0.58 mode: the recorded ranks are the real daemon's --------------------------------

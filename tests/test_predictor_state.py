@@ -32,7 +32,7 @@ from signet_bench.predictor_state import (
 
 @dataclass(frozen=True)
 class Cmp:
-    """The fields of `evaluate.Comparison` that the state machine reads."""
+    """The fields of `comparison.Comparison` that the state machine reads."""
 
     predictor_won: bool
     has_predictor_scores: bool = True
@@ -205,56 +205,122 @@ def test_full_cold_start_lifecycle():
 # --- drift ---------------------------------------------------------------------------------------
 
 
-def test_drift_fires_after_ten_low_sessions_with_predictor_scores():
-    """Check 10 scored losses -> drift_reset: alpha 1.0, EMA 0.5, back to cold start, retrain."""
-    s = run(active(0.6), [LOSS] * 9)
-    assert s.drift_resets == 0 and len(s.recent_outcomes) == 9
+def test_seed_drift_counts_consecutive_sessions_below_the_threshold():
+    """Check seed 000 Phase 5b: from 0.6 the 7th loss takes the EMA to 0.287 < 0.3 (count 1),
+    the 16th loss is the 10th consecutive session below 0.3 -> drift_reset."""
+    s = run(active(0.6), [LOSS] * 6)
+    assert s.success_rate == pytest.approx(0.6 * 0.9**6) and s.success_rate > 0.3
+    assert s.drift_low_sessions == 0
+    s = run(s, [LOSS])
+    assert s.success_rate == pytest.approx(0.28697814) and s.drift_low_sessions == 1
+    s = run(s, [LOSS] * 8)
+    assert s.drift_low_sessions == 9 and s.drift_resets == 0
     step = on_comparison(s, LOSS)
-    assert step.kinds == ("ema_update", "drift_reset")
-    assert step.retrain_with_replay
+    assert step.kinds == ("ema_update", "drift_reset") and step.retrain_with_replay
+    assert "for 10 consecutive" in step.events[-1].detail
     r = step.state
-    assert (r.success_rate, r.alpha, r.drift_resets, r.recent_outcomes) == (0.5, 1.0, 1, ())
+    assert (r.success_rate, r.alpha, r.drift_resets, r.drift_low_sessions) == (0.5, 1.0, 1, 0)
+    assert r.recent_outcomes == ()
     assert not r.cold_start_exited and not r.trained and r.sessions_after_cold_start == 0
     assert effective_alpha(r) == 1.0
 
 
+def test_seed_drift_count_follows_the_rate_not_the_outcome():
+    """Check a win that leaves the EMA below 0.3 still counts (0.1 + 0.9·0.2 = 0.28), and a
+    session that lifts it to >= 0.3 restarts the count."""
+    s = run(active(0.2), [LOSS] * 3)
+    assert s.drift_low_sessions == 3
+    s = run(s, [WIN])
+    assert s.success_rate == pytest.approx(0.1 + 0.9 * 0.2 * 0.9**3) and s.success_rate < 0.3
+    assert s.drift_low_sessions == 4
+    s = run(active(0.29), [WIN])  # 0.1 + 0.9 * 0.29 = 0.361
+    assert s.success_rate >= 0.3 and s.drift_low_sessions == 0
+    s = run(active(0.2), [LOSS] * 5 + [WIN] * 2)  # 0.118 -> 0.206 -> 0.286: still below
+    assert s.drift_low_sessions == 7
+    s = run(s, [WIN])  # 0.357
+    assert s.success_rate >= 0.3 and s.drift_low_sessions == 0 and s.drift_resets == 0
+
+
+def test_seed_drift_is_not_the_window_win_rate():
+    """Check 2 wins then 8 losses from 0.6: the Signet 0.58 rule (win rate 0.2) fires, the seed's
+    does not (the EMA is 0.676·0.9^8 = 0.291, below 0.3 for one session only)."""
+    seq = [WIN, WIN] + [LOSS] * 8
+    seed = run(active(0.6), seq)
+    assert seed.drift_resets == 0 and seed.drift_low_sessions == 1
+    assert seed.success_rate == pytest.approx(0.676 * 0.9**8)
+    s = active(0.6)
+    for c in seq:
+        s = on_comparison(s, c, drift_rule="signet-0.58").state
+    assert s.drift_resets == 1
+
+
 def test_drift_does_not_fire_when_predictor_was_offline():
-    """Check sessions without predictor scores never count as losses (Signet 0.58 bug)."""
+    """Check sessions without predictor scores leave both drift counts alone (Signet 0.58 bug)."""
     s = run(active(0.6), [OFFLINE] * 50)
     assert s.drift_resets == 0 and s.recent_outcomes == () and s.success_rate == 0.6
-    s = run(s, [LOSS] * 9 + [OFFLINE] * 20)
-    assert s.drift_resets == 0 and len(s.recent_outcomes) == 9
+    s = run(s, [LOSS] * 12 + [OFFLINE] * 20)
+    assert s.drift_resets == 0 and s.drift_low_sessions == 6 and len(s.recent_outcomes) == 10
+    s = run(s, [LOSS] * 3 + [Cmp(False, scorer_confidence=0.3)] * 5)
+    assert s.drift_low_sessions == 9 and s.drift_resets == 0
+    assert run(s, [LOSS]).drift_resets == 1
 
 
 def test_drift_ignores_low_confidence_sessions():
-    """Check sessions excluded from the EMA are excluded from the drift window too."""
-    s = run(active(0.6), [Cmp(False, scorer_confidence=0.3)] * 20)
-    assert s.drift_resets == 0 and s.recent_outcomes == ()
+    """Check sessions excluded from the EMA are excluded from the drift counts too."""
+    s = run(active(0.2), [Cmp(False, scorer_confidence=0.3)] * 20)
+    assert s.drift_resets == 0 and s.recent_outcomes == () and s.drift_low_sessions == 0
 
 
-def test_drift_threshold_is_window_win_rate():
+def test_unknown_drift_rule_raises():
+    with pytest.raises(ValueError, match="drift_rule"):
+        on_comparison(active(), LOSS, drift_rule="other")  # type: ignore[arg-type]
+
+
+def run058(state: PredictorState, comparisons) -> PredictorState:
+    for c in comparisons:
+        state = on_comparison(state, c, drift_rule="signet-0.58").state
+    return state
+
+
+def test_signet058_drift_fires_after_ten_scored_losses():
+    """Check Signet 0.58's rule: 10 scored losses -> drift_reset with the same reset effects."""
+    s = run058(active(0.6), [LOSS] * 9)
+    assert s.drift_resets == 0 and len(s.recent_outcomes) == 9
+    step = on_comparison(s, LOSS, drift_rule="signet-0.58")
+    assert step.kinds == ("ema_update", "drift_reset") and step.retrain_with_replay
+    r = step.state
+    assert (r.success_rate, r.alpha, r.drift_resets, r.recent_outcomes) == (0.5, 1.0, 1, ())
+    assert r.drift_low_sessions == 0 and not r.cold_start_exited and not r.trained
+
+
+def test_signet058_drift_threshold_is_window_win_rate():
     """Check 2 wins in 10 (0.2 < 0.3) fires; 3 wins in 10 (0.3) does not."""
-    two = on_comparison(run(active(0.6), [WIN, WIN] + [LOSS] * 7), LOSS)
+    two = on_comparison(
+        run058(active(0.6), [WIN, WIN] + [LOSS] * 7), LOSS, drift_rule="signet-0.58"
+    )
     assert two.kinds[-1] == "drift_reset"
-    three = on_comparison(run(active(0.6), [WIN, WIN, WIN] + [LOSS] * 6), LOSS)
+    three = on_comparison(
+        run058(active(0.6), [WIN, WIN, WIN] + [LOSS] * 6), LOSS, drift_rule="signet-0.58"
+    )
     assert "drift_reset" not in three.kinds and len(three.state.recent_outcomes) == 10
 
 
-def test_drift_window_slides_and_refills_after_reset():
+def test_signet058_drift_window_slides_and_refills_after_reset():
     """Check the window keeps the last 10 outcomes and a reset needs a fresh full window."""
-    s = run(active(0.6), [WIN] * 5 + [LOSS] * 7)
+    s = run058(active(0.6), [WIN] * 5 + [LOSS] * 7)
     assert s.recent_outcomes == (1, 1, 1) + (0,) * 7 and s.drift_resets == 0
-    s = run(s, [LOSS])  # window (1, 1, 0 x 8): 0.2 < 0.3
+    s = run058(s, [LOSS])  # window (1, 1, 0 x 8): 0.2 < 0.3
     assert s.drift_resets == 1
-    s = run(s, [LOSS] * 9)
+    s = run058(s, [LOSS] * 9)
     assert s.drift_resets == 1
-    s = run(s, [LOSS])
+    s = run058(s, [LOSS])
     assert s.drift_resets == 2
 
 
 def test_after_drift_alpha_locked_until_retrain_accepted():
     """Check alpha stays 1.0 after a drift reset until a retrain passes, then the ramp restarts."""
-    s = on_comparison(run(active(0.6), [LOSS] * 9), LOSS).state
+    s = on_comparison(run(active(0.29), [LOSS] * 9), LOSS).state
+    assert s.drift_resets == 1
     s = on_session_start(s).state
     assert s.alpha == 1.0 and not s.cold_start_exited
     s = on_training(s, accepted=False).state
@@ -326,8 +392,9 @@ def test_training_accepted_bumps_version():
 def test_json_round_trip():
     """Check a non-trivial state survives save/load exactly."""
     s = run(active(0.6), [Cmp(True, project="a"), LOSS, Cmp(False, project="b")])
-    s = dataclasses.replace(s, model_version=3, drift_resets=2)
+    s = dataclasses.replace(s, model_version=3, drift_resets=2, drift_low_sessions=4)
     assert state_from_json(state_to_json(s)) == s
+    assert json.loads(state_to_json(s))["drift_low_sessions"] == 4
     assert json.loads(state_to_json(s))["format"] == 1
 
 
@@ -335,6 +402,9 @@ def test_json_missing_keys_default_and_unknown_ignored():
     """Check an older or partial state file loads with defaults."""
     s = state_from_json('{"success_rate": 0.7, "trained": true, "lastTrainingAt": "x"}')
     assert s.success_rate == 0.7 and s.trained and s.alpha == 1.0
+    old = json.loads(state_to_json(active(0.2)))
+    del old["drift_low_sessions"]  # a state saved before the seed's drift count existed
+    assert state_from_json(json.dumps(old)).drift_low_sessions == 0
 
 
 @pytest.mark.parametrize(
@@ -345,6 +415,7 @@ def test_json_missing_keys_default_and_unknown_ignored():
         ('{"format": 2}', "unsupported format"),
         ('{"trained": 1}', "trained: expected true/false"),
         ('{"scored_sessions": 1.5}', "scored_sessions: expected a whole number"),
+        ('{"drift_low_sessions": -1}', "drift_low_sessions: expected a whole number"),
         ('{"success_rate": "high"}', "success_rate: expected a number"),
         ('{"recent_outcomes": [1, 2]}', "recent_outcomes: expected a list of 0/1"),
         ('{"project_success": {"a": null}}', "project_success.a: expected a number"),
@@ -363,4 +434,5 @@ def test_replay_is_pure_and_bounded(comps):
     assert a == b
     assert 0.0 <= a.success_rate <= 1.0 and 0.0 <= a.alpha <= 1.0
     assert len(a.recent_outcomes) <= DEFAULT_CONFIG.drift_reset_window
+    assert a.drift_low_sessions < DEFAULT_CONFIG.drift_reset_window
     assert state_from_json(state_to_json(a)) == a

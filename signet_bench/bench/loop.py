@@ -39,7 +39,7 @@ the same project injected (none for a project's first session: the top-10 baseli
 
 from __future__ import annotations
 
-import argparse
+import logging
 import multiprocessing as mp
 import os
 import queue
@@ -48,11 +48,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from signet_bench.bench.report import Row, emit, percentiles
+from signet_bench.bench.report import Row, percentiles
 
-__all__ = ["blas_threads", "run", "session_start_latencies"]
+_log = logging.getLogger(__name__)
 
-BENCH = "loop"
+__all__ = ["blas_threads", "loop_rows", "session_start_latencies"]
+
 WARMUP = 20
 FULL = {"starts": 200, "sessions": 1000, "seconds": 60.0}
 QUICK = {"starts": 50, "sessions": 100, "seconds": 10.0}
@@ -177,7 +178,7 @@ def _latency_in_child(path: Path, n: int, seed: int, blas_env: str | None):
 def _latency_rows(name: str, result, n: int, goal: str | None) -> list[Row]:
     status, payload, threads = result
     if status != "ok":
-        print(f"note: {name} failed: {payload}")
+        _log.info(f"note: {name} failed: {payload}")
         return []
     rows = [
         Row(name, metric, value, "ms", n=n, goal=goal if metric == "p95" else None)
@@ -188,23 +189,27 @@ def _latency_rows(name: str, result, n: int, goal: str | None) -> list[Row]:
     return rows
 
 
-def run(args: argparse.Namespace) -> int:
-    """Build the store, run the three measurements and emit the table (and JSON)."""
+def loop_rows(
+    persona_name: str = "heavy",
+    *,
+    quick: bool = False,
+    seed: int = 0,
+) -> list[Row]:
+    """Build the store, run the three measurements and return their rows."""
     from signet_bench.bench.concurrency import run_concurrency
     from signet_bench.loop import SimOptions, simulate
     from signet_bench.synth.build import build_persona_store
     from signet_bench.synth.persona import get_persona
 
-    sizes = QUICK if getattr(args, "quick", False) else FULL
-    seed = int(getattr(args, "seed", 0))
-    persona = get_persona(getattr(args, "persona", None) or "heavy")  # UserError if unknown
+    sizes = QUICK if quick else FULL
+    persona = get_persona(persona_name)  # UserError if unknown
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="signet-bench-loop-") as tmp_name:
         tmp = Path(tmp_name)
         fresh = tmp / f"{persona.name}.db"
         t0 = time.perf_counter()
         build_persona_store(persona, fresh, seed=seed)
-        print(f"built the {persona.name} store in {time.perf_counter() - t0:.1f} s")
+        _log.info(f"built the {persona.name} store in {time.perf_counter() - t0:.1f} s")
 
         n = sizes["starts"]
         name = f"session_start_{persona.name}"
@@ -231,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
         conc_path = tmp / "concurrency.db"
         shutil.copy(fresh, conc_path)
         res = run_concurrency(conc_path, seconds, n_plan=PLAN_HORIZON, seed=seed)
-        print(res.summary())
+        _log.info(res.summary())
         name = f"concurrency_{int(seconds)}s"
         sqlite_r, duck_r = res.readers["sqlite"], res.readers["duckdb"]
         locked = len([e for e in res.writer_errors if "locked" in e]) + sum(
@@ -248,5 +253,4 @@ def run(args: argparse.Namespace) -> int:
         ]
         if res.max_lag_s is not None:
             rows.append(Row(name, "max_lag", res.max_lag_s * 1000.0, "ms"))
-    emit(BENCH, rows, getattr(args, "json", None))
-    return 0
+    return rows

@@ -16,14 +16,15 @@ Method (the predictor never sees the truth):
 3. The loop then runs on through the HELD_OUT sessions after the last checkpoint, so that each
    has its real previous session (the context embedding and the session gap come from it);
    the offline predictors never train on them. For each held-out session: the session-start
-   pre-filter's candidate pool (exactly as the loop builds it), ranked by effective score (the
-   baseline) and by each predictor (the loop's serving path: `score_session` with the
-   session's features, context and project slot); NDCG@10 (bounded, `evaluate.ndcg_at_k`)
+   pre-filter's candidate pool as the loop built it (`Simulator.session_inputs`), ranked by
+   each ranker of the ranker contract (`EffectiveScoreRanker`, the baseline; `ModelRanker`,
+   the loop's serving path; `CosineRanker`); NDCG@10 (bounded, `metrics.ndcg_at_k`)
    against `synth.truth.true_relevance` at the session's start. Every ranker sees the same
    pools.
 4. Ablations at the last checkpoint: retrain (same samples, same seeds) with a feature group
    removed from training and scoring — project (every project slot set to 0, Signet's "no
-   project"), time (features 3-9 zeroed), superseded (feature 11 zeroed) — on personas that
+   project"), time (the session features, time of day to session gap, zeroed), superseded
+   (the `superseded` feature zeroed) — on personas that
    plant those patterns (`ABLATIONS`: multi-project with every project on the same topics, so
    that a memory's topic no longer tells its project; heavy with 30% of project memories
    time-patterned; heavy with 25% of memories superseded and left live, as a superseded
@@ -53,8 +54,8 @@ Rows (stable names):
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
+import logging
 import tempfile
 import time
 from dataclasses import dataclass
@@ -63,24 +64,22 @@ from typing import Any
 
 import numpy as np
 
-from signet_bench.bench.report import Row, emit
+from signet_bench.bench.report import Row
+from signet_bench.candidates import SessionInputs
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.context import mean_unit
-from signet_bench.evaluate import ndcg_at_k
+from signet_bench.features import FEATURE_NAMES, SESSION_FEATURES
 from signet_bench.loop import SimOptions, Simulator, model_trainer
-from signet_bench.model.scorer import score_session
-from signet_bench.model.tokenizer import project_slot
-from signet_bench.ranking.session_start import session_start
+from signet_bench.metrics import ndcg_at_k
+from signet_bench.model.ranker import ModelRanker
+from signet_bench.ranking.ranker import CosineRanker, EffectiveScoreRanker
 from signet_bench.samples import SessionSample, load_samples
 from signet_bench.synth.build import build_persona_store
 from signet_bench.synth.persona import Persona, Project, get_persona
-from signet_bench.synth.sessions import SessionContext
 from signet_bench.synth.truth import true_relevance
 from signet_bench.train import train_model
 
-__all__ = ["ABLATIONS", "HeldOut", "ablate_samples", "evaluate", "held_out_sessions", "run"]
+__all__ = ["ABLATIONS", "HeldOut", "ablate_samples", "evaluate", "quality_rows"]
 
-BENCH = "quality"
 CHECKPOINTS = (10, 50, 100, 300)
 QUICK_CHECKPOINTS = (10, 50)
 HELD_OUT = 50
@@ -91,8 +90,8 @@ SEEDS = (0, 1, 2)  # training seeds averaged per predictor (per-session NDCG)
 QUICK_SEEDS = (0,)
 ABLATION_SEEDS = (0, 1, 2, 3, 4)
 BOOTSTRAP = 2000
-TIME_FEATURES = (3, 4, 5, 6, 7, 8, 9)
-SUPERSEDED_FEATURE = 11
+TIME_FEATURES = SESSION_FEATURES  # time of day, weekday, month, session gap
+SUPERSEDED_FEATURE = FEATURE_NAMES.index("superseded")
 
 
 def shared_stack(name: str) -> tuple[Project, ...]:
@@ -127,72 +126,27 @@ def ablation_persona(group: str) -> tuple[str, Persona]:
 
 
 Params = dict[str, np.ndarray]
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class HeldOut:
-    """One held-out session's candidate pool, as the loop would score it, with its truth."""
+    """One held-out session's candidate pool, as the loop built it at the session start, with
+    the relevance the persona planted."""
 
-    ctx: SessionContext
-    rows: np.ndarray  # corpus rows of the pool, in baseline order
-    ids: np.ndarray  # str
-    effective: np.ndarray
+    inputs: SessionInputs
     relevance: np.ndarray  # true relevance at the session start
-    context: np.ndarray  # the context the predictor gets
-    emb: np.ndarray
-    has: np.ndarray
-    tokens: list[np.ndarray]
-    features: np.ndarray  # (n, 17)
-    slot: int
 
 
-def _log(msg: str) -> None:
-    print(msg, flush=True)
-
-
-def held_out_sessions(sim: Simulator, contexts: list[SessionContext]) -> list[HeldOut]:
-    """The pools of sessions that are planned but not simulated: pre-filter and baseline
-    exactly as `Simulator.run_session` calls them (mode 'ours'), context from the store."""
+def held_out_sessions(sim: Simulator, indices: range) -> list[HeldOut]:
+    """The kept pools of the plan sessions `indices` (run with `keep=indices`), those with a
+    context and at least two candidates."""
     out = []
-    cfg = sim.cfg
-    for ctx in contexts:
-        prev_rows, prev_start = sim.previous(ctx)
-        context = mean_unit(sim.emb[[r for r in prev_rows if sim.has[r]]])
-        start_s = ctx.start.timestamp()
-        res = session_start(
-            sim.ids,
-            sim.created,
-            sim.importance,
-            sim.pinned,
-            sim.contents,
-            sim.emb,
-            sim.has,
-            start_s,
-            is_constraint=sim.is_constraint & sim.in_scope(ctx.project),
-            is_deleted=sim.is_deleted | (sim.created > start_s),
-            context=context,
-            predictor=None,
-            cfg=cfg,
-        )
-        if res.context is None or len(res.index) < 2:
+    for i in indices:
+        inputs = sim.session_inputs(i)
+        if inputs.context is None or len(inputs) < 2:
             continue
-        rows = np.asarray(res.index)
-        truth = true_relevance(sim.truth, ctx)
-        out.append(
-            HeldOut(
-                ctx=ctx,
-                rows=rows,
-                ids=np.asarray(res.memory_id).astype(str),
-                effective=np.asarray(res.effective_score, dtype=np.float64),
-                relevance=truth[sim.truth_rows[rows]],
-                context=np.asarray(res.context),
-                emb=sim.emb[rows],
-                has=sim.has[rows],
-                tokens=[sim.tokens(r) for r in rows],
-                features=sim.features(rows, ctx, prev_start),
-                slot=project_slot(ctx.project, cfg.project_slots),
-            )
-        )
+        out.append(HeldOut(inputs, sim.true_relevance(i)))
     return out
 
 
@@ -217,6 +171,15 @@ def ablate_samples(samples: list[SessionSample], group: str | None) -> list[Sess
     return [dataclasses.replace(s, features=_zeroed(s.features, group)) for s in samples]
 
 
+def ablate_inputs(inputs: SessionInputs, group: str | None) -> SessionInputs:
+    """A session's inputs with a feature group removed (None = unchanged), as in training."""
+    if group is None:
+        return inputs
+    if group == "project":
+        return dataclasses.replace(inputs, project_slot=0)
+    return dataclasses.replace(inputs, features=_zeroed(inputs.features, group))
+
+
 def evaluate(
     params: Params | None,
     held: list[HeldOut],
@@ -226,23 +189,15 @@ def evaluate(
 ) -> np.ndarray:
     """NDCG@10 per held-out session: the baseline when `params` is None, else the model
     (with `group` removed from its inputs, as in its training)."""
-    out = np.empty(len(held))
-    for i, h in enumerate(held):
-        if params is None:
-            scores = h.effective
-        else:
-            scores = score_session(
-                params,
-                h.context,
-                h.emb,
-                h.has,
-                h.tokens,
-                _zeroed(h.features, group),
-                0 if group == "project" else h.slot,
-                cfg,
+    ranker = EffectiveScoreRanker() if params is None else ModelRanker(params, cfg)
+    return np.array(
+        [
+            ndcg_at_k(
+                h.relevance, ranker.score(ablate_inputs(h.inputs, group)), h.inputs.memory_ids, k=K
             )
-        out[i] = ndcg_at_k(h.relevance, scores, h.ids, k=K)
-    return out
+            for h in held
+        ]
+    )
 
 
 def _random_order(held: list[HeldOut], seed: int, draws: int = 20) -> np.ndarray:
@@ -250,7 +205,10 @@ def _random_order(held: list[HeldOut], seed: int, draws: int = 20) -> np.ndarray
     return np.array(
         [
             np.mean(
-                [ndcg_at_k(h.relevance, rng.random(len(h.ids)), h.ids, k=K) for _ in range(draws)]
+                [
+                    ndcg_at_k(h.relevance, rng.random(len(h.inputs)), h.inputs.memory_ids, k=K)
+                    for _ in range(draws)
+                ]
             )
             for h in held
         ]
@@ -276,7 +234,7 @@ def _row(name: str, metric: str, values: np.ndarray, seed: int, goal: str | None
 def _train(samples: list[SessionSample], seed: int, cfg: PredictorConfig) -> Params | None:
     res = train_model(samples, None, cfg=cfg, epochs=EPOCHS, seed=seed)
     if not res.accepted:
-        _log(f"    training (seed {seed}) rejected by gate {res.gate_reason}")
+        _log.info(f"    training (seed {seed}) rejected by gate {res.gate_reason}")
     return res.params
 
 
@@ -337,28 +295,28 @@ def _prepare(
     path = tmp / f"{persona}.db"
     t0 = time.perf_counter()
     build_persona_store(spec or persona, path, seed=seed)
-    _log(f"  [{persona}] store built in {time.perf_counter() - t0:.1f} s")
+    _log.info(f"  [{persona}] store built in {time.perf_counter() - t0:.1f} s")
     sim = Simulator(path, SimOptions(scorer="model", seed=seed), cfg, trainer=model_trainer)
     last = max(checkpoints)
-    plan = sim.plan(last + held_out)
+    horizon = len(sim.plan(last + held_out))
     samples: dict[int, list[SessionSample]] = {}
     loop_models: dict[int, Params | None] = {}
     for n in checkpoints:
         t0 = time.perf_counter()
         rep = sim.run(n)
-        got, skipped = load_samples(sim.con, tz=sim.tz, cfg=cfg, seed=seed)
+        got, skipped = load_samples(sim.con, corpus=sim.corpus, tz=sim.tz, cfg=cfg, seed=seed)
         samples[n] = got
         loop_models[n] = sim.model
-        _log(
+        _log.info(
             f"  [{persona}] sessions 0..{n - 1} simulated (+{rep.sessions_run} in "
             f"{time.perf_counter() - t0:.1f} s; loop trainings {rep.trainings}, accepted "
             f"{rep.trainings_accepted}); {len(got)} trainable sessions, {skipped} skipped"
         )
     t0 = time.perf_counter()
-    sim.run(last + held_out)
-    held = held_out_sessions(sim, plan[last:])
-    _log(
-        f"  [{persona}] held-out sessions {last}..{len(plan) - 1} simulated (never trained on "
+    sim.run(horizon, keep=range(last, horizon))
+    held = held_out_sessions(sim, range(last, horizon))
+    _log.info(
+        f"  [{persona}] held-out sessions {last}..{horizon - 1} simulated (never trained on "
         f"here) and {len(held)} pools built in {time.perf_counter() - t0:.1f} s"
     )
     return _Prepared(persona, sim, held, samples, loop_models)
@@ -381,9 +339,12 @@ def _curve(prep: _Prepared, seeds: tuple[int, ...], cfg: PredictorConfig) -> lis
         _row("baseline", "ndcg@10", base, s0),
         _row("random", "ndcg@10", _random_order(held, s0), s0),
     ]
-    cosine = np.array([ndcg_at_k(h.relevance, h.emb @ h.context, h.ids, k=K) for h in held])
+    cos = CosineRanker()
+    cosine = np.array(
+        [ndcg_at_k(h.relevance, cos.score(h.inputs), h.inputs.memory_ids, k=K) for h in held]
+    )
     rows.append(_row("context_cosine", "ndcg@10", cosine, s0))
-    _log(
+    _log.info(
         f"  baseline ndcg@10 {base.mean():.4f}, context cosine {cosine.mean():.4f} over "
         f"{len(held)} held-out sessions"
     )
@@ -394,7 +355,7 @@ def _curve(prep: _Prepared, seeds: tuple[int, ...], cfg: PredictorConfig) -> lis
             Row(f"predictor_after_{n}", "train_samples", float(len(samples)), "sessions", n=1)
         )
         if pred is None:
-            _log(f"  after {n}: no predictor ({len(samples)} trainable sessions)")
+            _log.info(f"  after {n}: no predictor ({len(samples)} trainable sessions)")
         else:
             goal = {50: ">= +0.10", 300: ">= +0.20"}.get(n)
             rows.append(_row(f"predictor_after_{n}", "ndcg@10", pred, s0))
@@ -403,7 +364,7 @@ def _curve(prep: _Prepared, seeds: tuple[int, ...], cfg: PredictorConfig) -> lis
                     Row(f"predictor_after_{n}", "ndcg@10_seed_sd", sd, "ndcg", n=len(seeds))
                 )
             rows.append(_row(f"delta_after_{n}", "ndcg@10_delta", pred - base, s0, goal=goal))
-            _log(
+            _log.info(
                 f"  after {n}: predictor ndcg@10 {pred.mean():.4f} (delta "
                 f"{pred.mean() - base.mean():+.4f}, seed sd {sd:.4f}); {len(samples)} trainable "
                 f"sessions, {len(seeds)} seeds in {time.perf_counter() - t0:.1f} s"
@@ -412,7 +373,7 @@ def _curve(prep: _Prepared, seeds: tuple[int, ...], cfg: PredictorConfig) -> lis
         if loop is not None:
             lm = evaluate(loop, held, cfg=cfg)
             rows.append(_row(f"loop_model_after_{n}", "ndcg@10", lm, s0))
-            _log(f"  after {n}: the loop's own model ndcg@10 {lm.mean():.4f}")
+            _log.info(f"  after {n}: the loop's own model ndcg@10 {lm.mean():.4f}")
     last = max(prep.samples)
     truth_samples = prep.with_true_labels(last)
     if len(truth_samples) >= 2:
@@ -420,7 +381,9 @@ def _curve(prep: _Prepared, seeds: tuple[int, ...], cfg: PredictorConfig) -> lis
         if params is not None:
             ceiling = evaluate(params, held, cfg=cfg)
             rows.append(_row(f"true_labels_after_{last}", "ndcg@10", ceiling, s0))
-            _log(f"  after {last}: the model trained on true labels ndcg@10 {ceiling.mean():.4f}")
+            _log.info(
+                f"  after {last}: the model trained on true labels ndcg@10 {ceiling.mean():.4f}"
+            )
     return rows
 
 
@@ -435,13 +398,13 @@ def _ablations(
         full, _ = _mean_over_seeds([prep.trained(last, None, s, cfg) for s in seeds])
         ablated, _ = _mean_over_seeds([prep.trained(last, group, s, cfg) for s in seeds])
         if full is None or ablated is None:
-            _log(f"  ablation {group} ({persona}): no model")
+            _log.info(f"  ablation {group} ({persona}): no model")
             continue
         name = f"ablation_{group}"
         rows.append(_row(name, "ndcg@10_full", full, seeds[0]))
         rows.append(_row(name, "ndcg@10_ablated", ablated, seeds[0]))
         rows.append(_row(name, "ndcg@10_drop", full - ablated, seeds[0]))
-        _log(
+        _log.info(
             f"  ablation {group} ({persona}, {len(prep.samples[last])} sessions, {len(seeds)} "
             f"seeds): full {full.mean():.4f}, ablated {ablated.mean():.4f}, drop "
             f"{full.mean() - ablated.mean():+.4f} ({time.perf_counter() - t0:.1f} s)"
@@ -449,21 +412,15 @@ def _ablations(
     return rows
 
 
-def run(args: argparse.Namespace) -> int:
-    """Simulate, train at each checkpoint, evaluate on held-out sessions, ablate; emit."""
-    quick = bool(getattr(args, "quick", False))
-    seed = int(getattr(args, "seed", 0))
-    persona = getattr(args, "persona", None) or "heavy"
-    dataset = getattr(args, "dataset", "synth")
-    if dataset != "synth":
-        raise SystemExit(f"bench quality: dataset {dataset!r} is not supported (synth only)")
+def quality_rows(persona: str = "heavy", *, seed: int = 0, quick: bool = False) -> list[Row]:
+    """Simulate, train at each checkpoint, evaluate on held-out sessions, ablate; the rows."""
     checkpoints = QUICK_CHECKPOINTS if quick else CHECKPOINTS
     seeds = tuple(seed + s for s in (QUICK_SEEDS if quick else SEEDS))
     ablation_seeds = tuple(seed + s for s in (QUICK_SEEDS if quick else ABLATION_SEEDS))
     ablation_held_out = HELD_OUT if quick else ABLATION_HELD_OUT
     cfg = DEFAULT_CONFIG
     t_all = time.perf_counter()
-    _log(
+    _log.info(
         f"bench quality: persona {persona}, checkpoints {list(checkpoints)}, {HELD_OUT} "
         f"held-out sessions, {EPOCHS} epochs per training"
     )
@@ -476,11 +433,11 @@ def run(args: argparse.Namespace) -> int:
             for group in ABLATIONS:
                 label, spec = ablation_persona(group)
                 if label not in preps:
-                    _log(f"ablation persona {label}:")
+                    _log.info(f"ablation persona {label}:")
                     preps[label] = _prepare(
                         label, tmp, (max(checkpoints),), seed, cfg, spec, ablation_held_out
                     )
-            _log(f"ablations at {max(checkpoints)} sessions:")
+            _log.info(f"ablations at {max(checkpoints)} sessions:")
             rows += _ablations(preps, max(checkpoints), ablation_seeds, cfg)
             for p in preps.values():
                 p.sim.close()
@@ -488,6 +445,5 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for p in preps.values():
             p.sim.close()
-    _log(f"bench quality done in {time.perf_counter() - t_all:.0f} s")
-    emit(BENCH, rows, getattr(args, "json", None))
-    return 0
+    _log.info(f"bench quality done in {time.perf_counter() - t_all:.0f} s")
+    return rows

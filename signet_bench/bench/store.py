@@ -11,7 +11,6 @@ Rows (stable names):
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from collections.abc import Callable
@@ -19,13 +18,13 @@ from pathlib import Path
 
 import polars as pl
 
-from signet_bench.bench.report import Row, emit, percentiles
+from signet_bench.bench.report import Row, percentiles
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.store.duck import connect_duckdb, session_memory_summary
 from signet_bench.store.read import read_memories
 from signet_bench.store.scale import write_memories_scale, write_session_memories_scale
 
-__all__ = ["run"]
+__all__ = ["store_rows"]
 
 BENCH = "store"
 LOAD_MEMORIES = 4000
@@ -77,10 +76,8 @@ def _load_store(tmp: Path, heavy: Path | None, seed: int) -> Path:
     return path
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the three measurements and emit the table (and JSON with --json)."""
-    quick = bool(getattr(args, "quick", False))
-    seed = int(getattr(args, "seed", 0))
+def store_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
+    """Run the three measurements (see the module docstring) and return their rows."""
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="signet-bench-store-") as tmp_name:
         tmp = Path(tmp_name)
@@ -125,6 +122,4 @@ def run(args: argparse.Namespace) -> int:
         goal = "<= 1000 ms" if n_rows == FULL_ROWS else None
         for metric, value in percentiles(ms, (50, 95)).items():
             rows.append(Row(f"duckdb_aggregate_{label}", metric, value, "ms", n=repeats, goal=goal))
-
-    emit(BENCH, rows, getattr(args, "json", None))
-    return 0
+    return rows

@@ -29,8 +29,8 @@ Rows (stable names; `<S>` = sessions, `<E>` = epochs, e.g. `train_500x80x768_50e
 
 from __future__ import annotations
 
-import argparse
 import json
+import logging
 import os
 import resource
 import subprocess
@@ -40,13 +40,15 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from signet_bench.bench.report import Row, emit, percentiles
+from signet_bench.bench.report import Row, percentiles
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.features import N_FEATURES
 from signet_bench.model.tokenizer import project_slot
 from signet_bench.samples import SessionSample
 
-__all__ = ["run", "synthetic_samples"]
+_log = logging.getLogger(__name__)
+
+__all__ = ["synthetic_samples", "train_rows"]
 
 BENCH = "train"
 FULL = (500, 50)
@@ -247,30 +249,25 @@ def rows_from(m: dict, n_sessions: int, epochs: int) -> list[Row]:
     return rows
 
 
-def run(args: argparse.Namespace) -> int:
-    """Measure one training run in a child process and emit the table (and JSON)."""
-    quick = bool(getattr(args, "quick", False))
-    seed = int(getattr(args, "seed", 0))
+def train_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
+    """Measure one training run in a child process; its rows (progress lines go to `log`)."""
     n_sessions, epochs = QUICK if quick else FULL
-    print(
+    _log.info(
         f"bench train: {n_sessions} sessions x ~{MEAN_CANDIDATES} candidates x {epochs} epochs "
-        f"(fresh child process; time cap {TIME_CAP_S:.0f} s) ...",
-        flush=True,
+        f"(fresh child process; time cap {TIME_CAP_S:.0f} s) ..."
     )
     threads = os.environ.get("OPENBLAS_NUM_THREADS", f"OpenBLAS default ({os.cpu_count()} cores)")
     kernel = os.environ.get("OPENBLAS_CORETYPE", "chosen by OpenBLAS")
-    print(f"  BLAS threads: {threads}; kernels: {kernel}", flush=True)
+    _log.info(f"  BLAS threads: {threads}; kernels: {kernel}")
     m = measure(n_sessions, epochs, seed)
-    print(
+    _log.info(
         f"  {m['train_sessions']} train + {m['canary_sessions']} canary sessions, "
         f"{m['mean_candidates']:.1f} candidates/session, text path {m['text_share']:.1%}; "
         f"{m['epochs_run']} epochs, {m['steps']} steps"
         f"{', stopped: ' + m['stopped_early'] if m['stopped_early'] else ''}; "
-        f"loss {m['loss_first']:.4f} -> {m['loss_last']:.4f}; gates: {m['gate_reason']}",
-        flush=True,
+        f"loss {m['loss_first']:.4f} -> {m['loss_last']:.4f}; gates: {m['gate_reason']}"
     )
-    emit(BENCH, rows_from(m, n_sessions, epochs), getattr(args, "json", None))
-    return 0
+    return rows_from(m, n_sessions, epochs)
 
 
 def _main(argv: list[str]) -> int:

@@ -19,7 +19,6 @@ __all__ = [
     "DEFAULT_SEED",
     "EXTENSION_PARAMS",
     "LAYER_NORM_PARAMS",
-    "PARAM_SHAPES",
     "QUERY_PARAMS",
     "SIGNET_PARAMS",
     "extensions_are_neutral",
@@ -80,9 +79,6 @@ def param_shapes(
         "query_project": (cfg.project_slots, d),
         "query_time": (d, len(SESSION_FEATURES)),
     }
-
-
-PARAM_SHAPES = param_shapes
 
 
 def init_params(

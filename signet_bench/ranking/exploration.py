@@ -36,6 +36,7 @@ def maybe_explore(
     predictor_used: bool,
     cold_start_exited: bool,
     protected: np.ndarray | None = None,
+    excluded: np.ndarray | None = None,
     cfg: PredictorConfig = DEFAULT_CONFIG,
 ) -> ExplorationResult:
     """With probability explorationRate, swap the lowest injected candidate for the
@@ -46,7 +47,8 @@ def maybe_explore(
     (< 1 or NaN) counts as n + 1, as in RRF. A gap of 0 is no disagreement: no swap. Ties: the
     explored candidate is the largest gap, then fused score desc, then id asc; the displaced one
     is the last injected by (fused score desc, id asc). `protected` candidates (constraints)
-    are never displaced. The swap may exceed the character budget, as in Signet."""
+    are never displaced; `excluded` candidates (superseded) are never explored in. The swap
+    may exceed the character budget, as in Signet."""
     mask = np.asarray(injected, dtype=bool).copy()
     if not (predictor_used and cold_start_exited) or not mask.any():
         return ExplorationResult(mask)
@@ -61,7 +63,10 @@ def maybe_explore(
     p = np.where(np.isnan(p) | (p < 1), n + 1.0, p)
     gap = np.abs(b - p)
 
-    outside = np.flatnonzero(~mask & (gap > 0))
+    explorable = ~mask & (gap > 0)
+    if excluded is not None:
+        explorable &= ~np.asarray(excluded, dtype=bool)
+    outside = np.flatnonzero(explorable)
     keep = mask if protected is None else mask & ~np.asarray(protected, dtype=bool)
     inside = np.flatnonzero(keep)
     if len(outside) == 0 or len(inside) == 0:

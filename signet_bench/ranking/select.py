@@ -1,9 +1,19 @@
 """Choosing what gets injected from the final (post-diversity) order.
 
-Constraints policy: constraints are non-negotiable surfaced context (seed 000), so every
-constraint in the candidate pool is injected, appended after the budgeted selection in final
-order and not charged to the 2,000-char budget. This mirrors Signet, which keeps its
-"Active Constraints" section outside the main memory budget and never drops it.
+Constraints (seed 000: "non-negotiable surfaced context. The predictor may rank them, but
+cannot suppress required constraints"). A constraint walks the budget like any candidate: when
+it falls inside the budgeted prefix it is charged to the 2,000-char budget; every constraint
+the walk did not reach is appended after it, in final order, uncharged. This is Signet's
+session start (reference §2 steps 5 and 8): ``selectWithBudget`` walks every fused candidate,
+constraints included, and the "Active Constraints" section has its space reserved outside
+that budget. Never charging constraints would give the main list room Signet never gives it.
+So the ranking decides whether a constraint takes budget, never whether it is injected.
+
+Superseded memories (seed 000 verification: "superseded memories get negative labels,
+excluded from injection") stay candidates (ranked, scored, labelled −0.3) but leave the walk
+before selection: they take no budget and are never injected. Staleness wins over the
+constraint rule: a superseded constraint is outdated context, exactly the harm the −0.3 label
+encodes, so it is not injected either.
 """
 
 from __future__ import annotations
@@ -14,7 +24,13 @@ import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG
 
-__all__ = ["content_lengths", "select_top_k", "select_with_budget", "with_constraints"]
+__all__ = [
+    "content_lengths",
+    "select_injected",
+    "select_top_k",
+    "select_with_budget",
+    "with_constraints",
+]
 
 
 def content_lengths(contents: Sequence[str] | np.ndarray) -> np.ndarray:
@@ -54,3 +70,25 @@ def with_constraints(
     cons = np.asarray(is_constraint, dtype=bool)
     missing = order[cons[order] & ~np.isin(order, selected)]
     return np.concatenate([selected, missing])
+
+
+def select_injected(
+    order: np.ndarray,
+    lengths: np.ndarray,
+    is_constraint: np.ndarray,
+    *,
+    is_superseded: np.ndarray | None = None,
+    budget_chars: int | None = DEFAULT_CONFIG.injection_budget_chars,
+    top_k: int | None = None,
+) -> np.ndarray:
+    """The injected rows, best first: superseded rows leave `order`, then the greedy budget
+    (None = no budget), then the first `top_k` (None = all), then the remaining constraints.
+
+    `lengths`, `is_constraint` and `is_superseded` are indexed by the values in `order`."""
+    walk = np.asarray(order, dtype=np.int64)
+    if is_superseded is not None:
+        walk = walk[~np.asarray(is_superseded, dtype=bool)[walk]]
+    selected = walk if budget_chars is None else select_with_budget(walk, lengths, budget_chars)
+    if top_k is not None:
+        selected = select_top_k(selected, top_k)
+    return with_constraints(selected, walk, is_constraint)

@@ -1,29 +1,30 @@
 """Our session start, as a pure function: pre-filter -> baseline -> predictor scores (optional)
--> RRF(alpha) -> topic diversity -> selection (budget and/or top-k, constraints kept) ->
-exploration. Every ordering breaks ties by (score desc, memory id asc).
+-> RRF(alpha) -> topic diversity -> selection (superseded out, budget and/or top-k,
+constraints kept; see select.py) -> exploration. Every ordering breaks ties by (score desc,
+memory id asc).
 
 It returns every per-candidate number the loop records in session_memories.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.context import FALLBACK_TOP, mean_unit
+from signet_bench.context import SessionContextVector, session_context
+from signet_bench.corpus import Corpus
 from signet_bench.ranking.baseline import (
     age_days,
-    as_ids,
     decayed_importance,
     effective_score,
     rank_order,
     top_k_indices,
 )
 from signet_bench.ranking.diversity import topic_diversity
-from signet_bench.ranking.exploration import maybe_explore
+from signet_bench.ranking.exploration import ExplorationResult, maybe_explore
 from signet_bench.ranking.fusion import (
     NOT_RANKED,
     baseline_only_scores,
@@ -31,12 +32,12 @@ from signet_bench.ranking.fusion import (
     rrf_fuse,
 )
 from signet_bench.ranking.prefilter import cosine_to, eligible_mask, prefilter, similarity_pool
-from signet_bench.ranking.select import content_lengths, select_with_budget, with_constraints
+from signet_bench.ranking.select import content_lengths, select_injected
 
 __all__ = ["Predictor", "SessionStartResult", "session_start"]
 
-Predictor = Callable[[np.ndarray, np.ndarray], "np.ndarray | None"]
-"""`predictor(candidate_rows, context) -> scores`: `candidate_rows` index the corpus arrays (in
+Predictor = Callable[[np.ndarray, SessionContextVector], "np.ndarray | None"]
+"""`predictor(candidate_rows, context) -> scores`: `candidate_rows` index the corpus (in
 baseline order); the scores align with them (NaN = not scored), or None when the predictor is
 offline. It should fail open (return None) rather than raise."""
 
@@ -44,7 +45,16 @@ offline. It should fail open (return None) rather than raise."""
 @dataclass(frozen=True, slots=True)
 class SessionStartResult:
     """Per-candidate arrays in baseline order (position i has baseline rank i), plus the run's
-    scalars. `final_score` is what session_memories.final_score records."""
+    scalars. `final_score` is what session_memories.final_score records.
+
+    Rank bases, as session_memories records them: `rank` is 0-based (Signet records the
+    baseline order as 0..N−1); `predictor_rank` is 1-based, −1 (NULL in the table) when not
+    scored. RRF takes 1-based ranks on both sides: the baseline term uses `rank + 1`, and a
+    missing predictor rank counts as N + 1, N = this session start's candidates (the rows
+    whose source is not 'fts_only'). The recorded rows replay the selection: fused = alpha/(k +
+    rank + 1) + (1 − alpha)/(k + predictor_rank) (1/(k + rank + 1) without a predictor), topic
+    diversity gives `final_score`, then final_score desc / memory id asc, superseded rows out,
+    the greedy budget, the remaining constraints, and the exploration swap."""
 
     index: np.ndarray  # row of each candidate in the corpus arrays
     memory_id: np.ndarray
@@ -62,11 +72,20 @@ class SessionStartResult:
     injected_order: np.ndarray  # injected candidate positions, in final order
     predictor_used: bool
     alpha: float  # the baseline weight actually used (1.0 without a predictor)
-    context: np.ndarray | None
-    context_rule: str  # 'given' | 'baseline-top10' | 'none'
+    context_vector: SessionContextVector  # the session context and the rule that made it
     corpus_size: int  # live memories considered
     explored_id: str | None = None
     displaced_id: str | None = None
+
+    @property
+    def context(self) -> np.ndarray | None:
+        """The context vector (None when no memory has an embedding)."""
+        return self.context_vector.vector
+
+    @property
+    def context_rule(self) -> str:
+        """'previous-session', 'baseline-top10' or 'none' (see context.py)."""
+        return self.context_vector.rule
 
     @property
     def injected_ids(self) -> list[str]:
@@ -79,30 +98,109 @@ class SessionStartResult:
         return int((self.overlap_count > 0).sum())
 
 
-def _fallback_context(
-    eff: np.ndarray, ids: np.ndarray, eligible: np.ndarray, emb: np.ndarray, has: np.ndarray
-) -> np.ndarray | None:
-    """signet_bench.context's fallback rule: unit mean of the top-10 baseline candidates'
-    embeddings (those that have one)."""
+@dataclass(frozen=True, slots=True)
+class _Pool:
+    """The pre-filtered candidates (corpus rows, baseline order) and the session's context."""
+
+    cand: np.ndarray
+    context: SessionContextVector
+
+
+def _candidate_pool(
+    corpus: Corpus,
+    eff: np.ndarray,
+    dec: np.ndarray,
+    cons: np.ndarray,
+    absent: np.ndarray,
+    previous_used: Iterable[str],
+    cfg: PredictorConfig,
+) -> _Pool:
+    """The session context (`context.session_context` over the eligible memories' baseline
+    order) and the pre-filter over the live corpus."""
+    ids, has, pin = corpus.ids, corpus.has_embedding, corpus.pinned
+    eligible = eligible_mask(dec, pinned=pin, is_constraint=cons, excluded=absent, cfg=cfg)
     idx = np.flatnonzero(eligible)
-    top = idx[top_k_indices(eff[idx], ids[idx], FALLBACK_TOP)]
-    top = top[has[top]]
-    return mean_unit(np.asarray(emb[top])) if len(top) else None
+    top = idx[top_k_indices(eff[idx], ids[idx], cfg.context_fallback_top)]
+    context = session_context(corpus.embeddings, has, corpus.row_of, previous_used, top, cfg)
+    sims = None
+    if context.vector is not None:
+        pool = similarity_pool(eff, ids, eligible, cfg)
+        pool = pool[has[pool]]
+        sims = np.full(len(ids), np.nan)
+        sims[pool] = cosine_to(context.vector, np.asarray(corpus.embeddings[pool]))
+    cand = prefilter(
+        eff, sims, ids, is_constraint=cons, importance_decayed=dec, pinned=pin,
+        excluded=absent, cfg=cfg,
+    )  # fmt: skip
+    return _Pool(cand, context)
+
+
+def _predict(
+    cand: np.ndarray, context: SessionContextVector, predictor: Predictor | None
+) -> np.ndarray:
+    """Predictor scores aligned with `cand`; NaN where not scored or the predictor is offline."""
+    n = len(cand)
+    pred = np.full(n, np.nan)
+    if predictor is not None and context.vector is not None and n:
+        out = predictor(cand, context)
+        if out is not None:
+            pred = np.asarray(out, dtype=np.float64).reshape(n)
+    return np.where(np.isfinite(pred), pred, np.nan)
+
+
+@dataclass(frozen=True, slots=True)
+class _Fused:
+    """Predictor ranks (1-based, NOT_RANKED when unscored), fused scores, and the alpha used."""
+
+    prank: np.ndarray
+    fused: np.ndarray
+    used: bool
+    alpha: float
+
+
+def _fuse(pred: np.ndarray, ids: np.ndarray, alpha: float, cfg: PredictorConfig) -> _Fused:
+    """RRF of the baseline order (1-based) with the predictor's ranks; without any predictor
+    score, the baseline-only scores and alpha 1.0."""
+    n = len(pred)
+    brank = np.arange(1, n + 1)
+    if not np.isfinite(pred).any():
+        none = np.full(n, NOT_RANKED, dtype=np.int64)
+        return _Fused(none, baseline_only_scores(n, cfg.rrf_k), False, 1.0)
+    prank = ranks_from_scores(pred, ids)
+    return _Fused(prank, rrf_fuse(brank, prank, float(alpha), cfg.rrf_k, n), True, float(alpha))
+
+
+def _explore(
+    injected: np.ndarray,
+    final: np.ndarray,
+    fz: _Fused,
+    ids: np.ndarray,
+    cons: np.ndarray,
+    stale: np.ndarray,
+    rng: np.random.Generator | None,
+    cold_start_exited: bool,
+    cfg: PredictorConfig,
+) -> tuple[ExplorationResult, np.ndarray]:
+    """The exploration swap (none without an `rng`) and each candidate's recorded source."""
+    n = len(injected)
+    source = np.full(n, "effective", dtype=object)
+    if rng is None:
+        return ExplorationResult(injected), source
+    ex = maybe_explore(
+        injected, final, np.arange(1, n + 1), fz.prank, ids, rng, predictor_used=fz.used,
+        cold_start_exited=cold_start_exited, protected=cons, excluded=stale, cfg=cfg,
+    )  # fmt: skip
+    if ex.explored_index is not None:
+        source[ex.explored_index] = "exploration"
+    return ex, source
 
 
 def session_start(
-    ids: Sequence[str] | np.ndarray,
-    created_at_epoch: np.ndarray,
-    importance: np.ndarray,
-    pinned: np.ndarray,
-    contents: Sequence[str] | np.ndarray,
-    embeddings: np.ndarray,
-    has_emb: np.ndarray,
+    corpus: Corpus,
     now_epoch: float,
     *,
-    is_constraint: np.ndarray | None = None,
-    is_deleted: np.ndarray | None = None,
-    context: np.ndarray | None = None,
+    project: str | None = None,
+    previous_used: Iterable[str] = (),
     predictor: Predictor | None = None,
     alpha: float = 1.0,
     cold_start_exited: bool = False,
@@ -112,103 +210,44 @@ def session_start(
     top_k: int | None = None,
     cfg: PredictorConfig = DEFAULT_CONFIG,
 ) -> SessionStartResult:
-    """Rank and select the memories to inject at session start.
+    """Rank and select the memories of `corpus` to inject at a session start of `project`.
 
-    Corpus arrays are aligned (one row per memory; `contents` may be strings or lengths).
-    `context` is the session-context embedding (signet_bench.context); when None, its fallback
-    rule (top-10 baseline embeddings) is applied here. The predictor runs only with a context.
-    `alpha` is the caller's effective baseline weight (1.0 during cold start). Selection: the
-    greedy budget (`budget_chars`, default the config's 2,000; `use_budget=False` to skip),
-    then the first `top_k` if given, then every constraint (see select.py). Exploration runs
-    only with an `rng`, a used predictor and `cold_start_exited`, and never displaces a
-    constraint. Soft-deleted rows (`is_deleted`) never become candidates."""
-    id_arr = as_ids(ids)
-    n_all = len(id_arr)
-    has = np.asarray(has_emb, dtype=bool)
-    pin = np.asarray(pinned, dtype=bool)
-    cons_all = (
-        np.zeros(n_all, dtype=bool) if is_constraint is None else np.asarray(is_constraint, bool)
-    )
-    deleted = None if is_deleted is None else np.asarray(is_deleted, dtype=bool)
-
-    age = age_days(created_at_epoch, now_epoch)
-    dec = decayed_importance(importance, age, cfg)
-    eff = effective_score(importance, age, pin, cfg)
-    eligible = eligible_mask(dec, pinned=pin, is_constraint=cons_all, excluded=deleted, cfg=cfg)
-
-    rule = "given"
-    if context is None:
-        context = _fallback_context(eff, id_arr, eligible, embeddings, has)
-        rule = "baseline-top10" if context is not None else "none"
-
-    sims = None
-    if context is not None:
-        pool = similarity_pool(eff, id_arr, eligible, cfg)
-        pool = pool[has[pool]]
-        sims = np.full(n_all, np.nan)
-        sims[pool] = cosine_to(context, np.asarray(embeddings[pool]))
-
-    cand = prefilter(
-        eff,
-        sims,
-        id_arr,
-        is_constraint=cons_all,
-        importance_decayed=dec,
-        pinned=pin,
-        excluded=deleted,
-        cfg=cfg,
-    )
+    Memories soft-deleted or not yet created at `now_epoch` never become candidates; the
+    constraints of the project's scope (its own and the project-less ones) are always kept.
+    The context is `context.session_context` of `previous_used` (the ids the previous session
+    of the project used) with the top-10 baseline fallback; the predictor runs only with a
+    context. `alpha` is the caller's effective baseline weight (1.0 during cold start).
+    Selection (select.py): memories superseded by `now_epoch` stay candidates but are never
+    injected; the greedy budget (`budget_chars`, default the config's 2,000;
+    `use_budget=False` to skip), then the first `top_k` if given, then every constraint.
+    Exploration runs only with an `rng`, a used predictor and `cold_start_exited`; it never
+    displaces a constraint nor explores a superseded row in."""
+    ids, has = corpus.ids, corpus.has_embedding
+    cons_all = corpus.is_constraint & corpus.in_scope(project)
+    age = age_days(corpus.created_at, now_epoch)
+    dec = decayed_importance(corpus.importance, age, cfg)
+    eff = effective_score(corpus.importance, age, corpus.pinned, cfg)
+    absent = corpus.absent_at(now_epoch)
+    pool = _candidate_pool(corpus, eff, dec, cons_all, absent, previous_used, cfg)
+    cand = pool.cand
     n = len(cand)
-    c_ids = id_arr[cand]
-    cons = cons_all[cand]
-    brank = np.arange(1, n + 1)
-
-    pred = np.full(n, np.nan)
-    if predictor is not None and context is not None and n:
-        out = predictor(cand, context)
-        if out is not None:
-            pred = np.asarray(out, dtype=np.float64).reshape(n)
-    used = bool(np.isfinite(pred).any())
-    pred = np.where(np.isfinite(pred), pred, np.nan)
-    prank = ranks_from_scores(pred, c_ids) if used else np.full(n, NOT_RANKED, dtype=np.int64)
-    alpha_used = float(alpha) if used else 1.0
-    if used:
-        fused = rrf_fuse(brank, prank, alpha_used, cfg.rrf_k, n)
-    else:
-        fused = baseline_only_scores(n, cfg.rrf_k)
-
-    final, overlaps = topic_diversity(fused, c_ids, np.asarray(embeddings[cand]), has[cand], cfg)
+    c_ids, cons = ids[cand].astype(str), cons_all[cand]
+    stale = corpus.superseded_by(now_epoch)[cand]
+    pred = _predict(cand, pool.context, predictor)
+    fz = _fuse(pred, c_ids, alpha, cfg)
+    final, overlaps = topic_diversity(fz.fused, c_ids, corpus.embeddings[cand], has[cand], cfg)
     final_order = rank_order(final, c_ids)
 
-    selected = final_order
-    if use_budget:
-        lengths = content_lengths([contents[i] for i in cand]) if n else np.zeros(0, np.int64)
-        budget = cfg.injection_budget_chars if budget_chars is None else budget_chars
-        selected = select_with_budget(final_order, lengths, budget)
-    if top_k is not None:
-        selected = selected[: max(0, int(top_k))]
-    selected = with_constraints(selected, final_order, cons)
-    mask = np.zeros(n, dtype=bool)
-    mask[selected] = True
-
-    explored_id = displaced_id = None
-    source = np.full(n, "effective", dtype=object)
-    if rng is not None:
-        ex = maybe_explore(
-            mask,
-            final,
-            brank,
-            prank,
-            c_ids,
-            rng,
-            predictor_used=used,
-            cold_start_exited=cold_start_exited,
-            protected=cons,
-            cfg=cfg,
-        )
-        mask, explored_id, displaced_id = ex.injected, ex.explored_id, ex.displaced_id
-        if ex.explored_index is not None:
-            source[ex.explored_index] = "exploration"
+    lengths = content_lengths([corpus.contents[i] for i in cand]) if n else np.zeros(0, np.int64)
+    budget = cfg.injection_budget_chars if budget_chars is None else budget_chars
+    selected = select_injected(
+        final_order, lengths, cons, is_superseded=stale,
+        budget_chars=budget if use_budget else None, top_k=top_k,
+    )  # fmt: skip
+    ex, source = _explore(
+        np.isin(np.arange(n), selected), final, fz, c_ids, cons, stale, rng, cold_start_exited, cfg
+    )
+    mask = ex.injected
 
     return SessionStartResult(
         index=cand,
@@ -216,8 +255,8 @@ def session_start(
         rank=np.arange(n, dtype=np.int64),
         effective_score=eff[cand],
         predictor_score=pred,
-        predictor_rank=prank,
-        fused_score=fused,
+        predictor_rank=fz.prank,
+        fused_score=fz.fused,
         final_score=final,
         overlap_count=overlaps,
         is_constraint=cons,
@@ -225,11 +264,10 @@ def session_start(
         source=source,
         final_order=final_order,
         injected_order=final_order[mask[final_order]],
-        predictor_used=used,
-        alpha=alpha_used,
-        context=context,
-        context_rule=rule,
-        corpus_size=int(n_all if deleted is None else (~deleted).sum()),
-        explored_id=explored_id,
-        displaced_id=displaced_id,
+        predictor_used=fz.used,
+        alpha=fz.alpha,
+        context_vector=pool.context,
+        corpus_size=int((~absent).sum()),
+        explored_id=ex.explored_id,
+        displaced_id=ex.displaced_id,
     )

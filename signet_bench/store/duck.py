@@ -12,22 +12,42 @@ to return TIMESTAMPTZ values to Python rows. The helpers below return Polars col
 `sqlite_all_varchar` is left off (numbers keep their types); pass `all_varchar=True` to read
 every column as text when a store holds values of the wrong storage class.
 
+Real stores carry sqlite-vec's `vec_embeddings USING vec0` virtual table, which DuckDB's SQLite
+cannot describe (`no such module: vec0`), and listing every attached table would describe it.
+So tables come from `sqlite_master` (through `sqlite_query`); virtual tables' shadow tables and
+whatever fails to describe are skipped, and `attach_store` / `attached_tables` say which and why
+(also queryable as the temporary table `store_tables`). Every DuckDB failure here becomes a
+`DuckDBStoreError` naming the file and the step.
+
 Do not open the same store with stdlib `sqlite3` in this process while a DuckDB connection has it
 attached (DESIGN §9.2): each library carries its own SQLite.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
 from signet_bench.store.errors import (
+    DuckDBStoreError,
     NotSignetStoreError,
     StoreError,
+    error_text,
 )
-from signet_bench.store.read import check_sqlite_file
+from signet_bench.store.read import (
+    BUSY_TIMEOUT_MS,
+    SkippedTable,
+    StoreTables,
+    check_sqlite_file,
+    master_entries,
+    probe_tables,
+    quote_ident,
+    warn_if_newer_schema,
+)
 from signet_bench.store.schema import REQUIRED_TABLES
 
 __all__ = [
@@ -36,6 +56,7 @@ __all__ = [
     "TIMESTAMP_COLUMNS",
     "attach_store",
     "attach_workbench",
+    "attached_tables",
     "connect_duckdb",
     "session_memory_summary",
     "session_overview",
@@ -44,7 +65,6 @@ __all__ = [
 ]
 
 DUCKDB_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
-BUSY_TIMEOUT_MS = 5_000
 
 # Timestamp columns per table, exposed as naive UTC TIMESTAMPs by the `main.<table>` views.
 TIMESTAMP_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -85,6 +105,15 @@ def _quote(text: str | Path) -> str:
     return "'" + str(text).replace("'", "''") + "'"
 
 
+@contextmanager
+def _duck_errors(path: str | Path, action: str) -> Iterator[None]:
+    """Turn a `duckdb.Error` into a `DuckDBStoreError` naming the file and the step."""
+    try:
+        yield
+    except duckdb.Error as exc:
+        raise DuckDBStoreError(path, action, error_text(exc)) from exc
+
+
 def connect_duckdb(
     store_path: str | Path | None = None,
     *,
@@ -93,14 +122,20 @@ def connect_duckdb(
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB that never downloads: the SQLite extension is LOADed from its file;
     the store (if given) is attached READ_ONLY as `store`, the workbench file (if given) as `wb`.
+    What the store attach skipped: `attached_tables(con)`.
     """
-    con = duckdb.connect(config=dict(DUCKDB_CONFIG))
+    label = store_path if store_path is not None else "in-memory DuckDB"
+    with _duck_errors(label, "opening a connection"):
+        con = duckdb.connect(config=dict(DUCKDB_CONFIG))
     try:
-        con.execute(f"LOAD {_quote(sqlite_extension_path())}")
-        con.execute("SET TimeZone = 'UTC'")  # naive Signet timestamps are UTC
-        con.execute("SET enable_progress_bar = false")
-        if all_varchar:
-            con.execute("SET GLOBAL sqlite_all_varchar = true")
+        ext = sqlite_extension_path()
+        with _duck_errors(ext, "loading the SQLite extension"):
+            con.execute(f"LOAD {_quote(ext)}")
+        with _duck_errors(label, "configuring the connection"):
+            con.execute("SET TimeZone = 'UTC'")  # naive Signet timestamps are UTC
+            con.execute("SET enable_progress_bar = false")
+            if all_varchar:
+                con.execute("SET GLOBAL sqlite_all_varchar = true")
         if store_path is not None:
             attach_store(con, store_path)
         if workbench_path is not None:
@@ -113,36 +148,104 @@ def connect_duckdb(
 
 def attach_store(
     con: duckdb.DuckDBPyConnection, store_path: str | Path, *, alias: str = "store"
-) -> None:
-    """ATTACH IF NOT EXISTS the store (TYPE sqlite, READ_ONLY) and (re)create the `main` views."""
+) -> StoreTables:
+    """ATTACH IF NOT EXISTS the store (TYPE sqlite, READ_ONLY), (re)create the `main` views and
+    record the table listing in the temporary table `<alias>_tables`. Returns the tables DuckDB
+    can read (with columns) and the ones skipped, with why (e.g. `vec_embeddings`, vec0)."""
     p = check_sqlite_file(store_path)
-    con.execute(
-        f"ATTACH IF NOT EXISTS {_quote(p.resolve())} AS {alias}"
-        f" (TYPE sqlite, READ_ONLY, BUSY_TIMEOUT {BUSY_TIMEOUT_MS})"
-    )
-    tables = _attached_tables(con, alias)
-    missing = [t for t in REQUIRED_TABLES if t not in tables]
-    if missing:
-        con.execute(f"DETACH {alias}")
-        raise NotSignetStoreError(p, missing)
-    _create_views(con, alias, tables)
+    with _duck_errors(p, "attaching the store read-only"):
+        con.execute(
+            f"ATTACH IF NOT EXISTS {_quote(p.resolve())} AS {alias}"
+            f" (TYPE sqlite, READ_ONLY, BUSY_TIMEOUT {BUSY_TIMEOUT_MS})"
+        )
+    try:
+        with _duck_errors(p, "listing the store's tables"):
+            tables = _list_tables(con, alias, p.resolve())
+        present = set(tables.columns) | {s.name for s in tables.skipped}
+        missing = [t for t in REQUIRED_TABLES if t not in present]
+        if missing:
+            raise NotSignetStoreError(p, missing)
+        with _duck_errors(p, "reading schema_migrations"):
+            warn_if_newer_schema(p, _schema_version(con, alias))
+        _create_views(con, alias, tables)
+        with _duck_errors(p, f"recording the table listing in {alias}_tables"):
+            _record_tables(con, alias, tables)
+    except BaseException:
+        with suppress(duckdb.Error):  # the first failure is the one to report
+            con.execute(f"DETACH DATABASE IF EXISTS {alias}")
+        raise
+    return tables
 
 
 def attach_workbench(con: duckdb.DuckDBPyConnection, workbench_path: str | Path) -> None:
     """ATTACH IF NOT EXISTS the workbench DuckDB file as `wb` (created if absent)."""
-    con.execute(f"ATTACH IF NOT EXISTS {_quote(Path(workbench_path).resolve())} AS wb")
+    path = Path(workbench_path).resolve()
+    with _duck_errors(path, "attaching the workbench file"):
+        con.execute(f"ATTACH IF NOT EXISTS {_quote(path)} AS wb")
 
 
-def _attached_tables(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, list[str]]:
-    rows = con.execute(
-        "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = ?"
-        " ORDER BY table_name, column_index",
-        [alias],
-    ).fetchall()
-    out: dict[str, list[str]] = {}
-    for table, column in rows:
-        out.setdefault(table, []).append(column)
-    return out
+def _sqlite_query(alias: str, sql: str) -> str:
+    """DuckDB SQL running `sql` in the attached SQLite itself (no table is described)."""
+    return f"SELECT * FROM sqlite_query({_quote(alias)}, {_quote(sql)})"
+
+
+def _list_tables(con: duckdb.DuckDBPyConnection, alias: str, path: Path) -> StoreTables:
+    """Tables and views from `sqlite_master`, each described on its own (a failure skips it)."""
+    rows = con.execute(_sqlite_query(alias, "SELECT type, name, sql FROM sqlite_master")).fetchall()
+    entries, shadows = master_entries(rows)
+
+    def describe(table: str) -> list[str]:
+        con.execute(f"SELECT * FROM {alias}.{quote_ident(table)} LIMIT 0")
+        return [d[0] for d in con.description or ()]
+
+    return probe_tables(path, entries, shadows, describe, duckdb.Error)
+
+
+def _schema_version(con: duckdb.DuckDBPyConnection, alias: str) -> int | None:
+    sql = "SELECT MAX(CAST(version AS INTEGER)) AS v FROM schema_migrations"
+    row = con.execute(_sqlite_query(alias, sql)).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def _record_tables(con: duckdb.DuckDBPyConnection, alias: str, tables: StoreTables) -> None:
+    """The listing as the temporary table `<alias>_tables` (name, columns, skipped_reason)."""
+    name = quote_ident(f"{alias}_tables")
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {name}"
+        " (name VARCHAR, columns VARCHAR[], skipped_reason VARCHAR)"
+    )
+    # Literal rows: binding a few hundred parameters costs DuckDB ~30 ms, literals ~1 ms.
+    rows = [
+        f"({_quote(t)}, [{', '.join(_quote(c) for c in cols)}]::VARCHAR[], NULL)"
+        for t, cols in tables.columns.items()
+    ]
+    rows += [f"({_quote(s.name)}, NULL, {_quote(s.reason)})" for s in tables.skipped]
+    if rows:
+        con.execute(f"INSERT INTO {name} VALUES {', '.join(rows)}")
+
+
+def attached_tables(con: duckdb.DuckDBPyConnection, alias: str = "store") -> StoreTables:
+    """The listing `attach_store` recorded for `alias`: readable tables and skipped ones."""
+    path = _attached_path(con, alias)
+    with _duck_errors(path, f"reading {alias}_tables"):
+        rows = con.execute(
+            f"SELECT name, columns, skipped_reason FROM {quote_ident(f'{alias}_tables')}"
+            " ORDER BY name"
+        ).fetchall()
+    columns = {n: tuple(c) for n, c, reason in rows if reason is None}
+    skipped = tuple(SkippedTable(n, reason) for n, _, reason in rows if reason is not None)
+    return StoreTables(path, columns, skipped)
+
+
+def _attached_path(con: duckdb.DuckDBPyConnection, alias: str = "store") -> str:
+    """The file attached as `alias`, for error messages (a placeholder when there is none)."""
+    try:
+        row = con.execute(
+            "SELECT path FROM duckdb_databases() WHERE database_name = ?", [alias]
+        ).fetchone()
+    except duckdb.Error:
+        row = None
+    return row[0] if row and row[0] else f"DuckDB (no database attached as {alias})"
 
 
 def ts_expr(column: str) -> str:
@@ -158,17 +261,20 @@ def ts_expr(column: str) -> str:
     )
 
 
-def _create_views(con: duckdb.DuckDBPyConnection, alias: str, tables: dict[str, list[str]]) -> None:
+def _create_views(con: duckdb.DuckDBPyConnection, alias: str, tables: StoreTables) -> None:
+    """A `main.<table>` view with UTC timestamps for each table DuckDB could describe."""
     for table, ts_cols in TIMESTAMP_COLUMNS.items():
-        cols = tables.get(table)
+        cols = tables.columns.get(table)
         if cols is None:
             continue
         present = [c for c in ts_cols if c in cols]
-        replace = ", ".join(f'{ts_expr(c)} AS "{c}"' for c in present)
+        replace = ", ".join(f"{ts_expr(c)} AS {quote_ident(c)}" for c in present)
         star = f"* REPLACE ({replace})" if replace else "*"
-        con.execute(
-            f'CREATE OR REPLACE VIEW main."{table}" AS SELECT {star} FROM {alias}."{table}"'
-        )
+        with _duck_errors(tables.path, f"creating view main.{table}"):
+            con.execute(
+                f"CREATE OR REPLACE VIEW main.{quote_ident(table)} AS SELECT {star}"
+                f" FROM {alias}.{quote_ident(table)}"
+            )
 
 
 # --- analytic helpers ----------------------------------------------------------------------
@@ -219,12 +325,14 @@ FROM per_session
 def session_memory_summary(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Per session: candidates, injected, predictor-scored, mean relevance of the injected,
     FTS hits (sum) and FTS-hit memories, constraints; ordered by start time."""
-    frame = con.sql(SESSION_MEMORY_SUMMARY_SQL).pl()
+    with _duck_errors(_attached_path(con), "summarising session_memories per session"):
+        frame = con.sql(SESSION_MEMORY_SUMMARY_SQL).pl()
     return frame.with_columns(pl.col("started_at").dt.replace_time_zone("UTC"))
 
 
 def session_overview(con: duckdb.DuckDBPyConnection) -> dict[str, float | int | None]:
     """The per-session summary aggregated over all sessions: one row as a dict."""
-    rel = con.sql(SESSION_OVERVIEW_SQL)
-    row = rel.fetchone()
+    with _duck_errors(_attached_path(con), "summarising session_memories over all sessions"):
+        rel = con.sql(SESSION_OVERVIEW_SQL)
+        row = rel.fetchone()
     return dict(zip(rel.columns, row, strict=True)) if row else {}

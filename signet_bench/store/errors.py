@@ -11,16 +11,25 @@ from pathlib import Path
 from signet_bench.errors import UserError
 
 __all__ = [
+    "DuckDBStoreError",
     "EmbeddingBlobError",
     "MissingColumnError",
     "NotSQLiteError",
     "NotSignetStoreError",
     "SchemaVersionError",
+    "SchemaVersionWarning",
     "StoreError",
     "StoreMissingError",
     "StoreTimestampError",
     "WorkbenchRowError",
+    "error_text",
 ]
+
+
+def error_text(exc: BaseException) -> str:
+    """An exception's message without the SQL context DuckDB appends after the first line."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 class StoreError(UserError):
@@ -62,11 +71,26 @@ class MissingColumnError(StoreError):
 
 
 class SchemaVersionError(StoreError):
-    """`schema_migrations` is empty or records a version newer than the reader knows."""
+    """`schema_migrations` is empty, or records a newer version than the reader knows and the
+    store lacks tables or columns the workbench reads (`missing`: `table` or `table.column`)."""
 
-    def __init__(self, path: str | Path, detail: str) -> None:
+    def __init__(self, path: str | Path, detail: str, missing: Iterable[str] = ()) -> None:
         self.path = str(path)
+        self.missing = tuple(missing)
         super().__init__(f"{path}: unknown schema version: {detail}")
+
+
+class SchemaVersionWarning(UserWarning):
+    """A store from a newer Signet release than the reader knows, read by column name."""
+
+
+class DuckDBStoreError(StoreError):
+    """DuckDB failed at the store edge: loading the SQLite extension, attaching the store or the
+    workbench file, defining the views, or a helper query."""
+
+    def __init__(self, path: str | Path, action: str, detail: str) -> None:
+        self.path, self.action = str(path), action
+        super().__init__(f"{path}: {action} failed in DuckDB: {detail}")
 
 
 class EmbeddingBlobError(StoreError):

@@ -4,14 +4,24 @@ The file is opened with stdlib `sqlite3` by URI `mode=ro` plus `query_only`, so 
 never write to a store or hold a write lock. Columns are read by name (their order depends on a
 store's upgrade history); a missing optional column reads as its Signet default; both timestamp
 formats (`...T...Z` and `YYYY-MM-DD HH:MM:SS`) become Polars `Datetime("us", "UTC")`.
+
+Stores are tolerated as real installs leave them: tables the reader never reads, sqlite-vec's
+`vec_embeddings USING vec0` virtual table (unreadable without its module; `store_tables` names it
+as skipped), and schema versions newer than 0.58's, read by column name with a
+`SchemaVersionWarning` as long as every table and column the workbench reads is there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import json
+import os
+import re
 import sqlite3
+import warnings
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from numbers import Integral
@@ -27,19 +37,26 @@ from signet_bench.store.errors import (
     NotSignetStoreError,
     NotSQLiteError,
     SchemaVersionError,
+    SchemaVersionWarning,
     StoreError,
     StoreMissingError,
     StoreTimestampError,
+    error_text,
 )
-from signet_bench.store.schema import REQUIRED_TABLES, SCHEMA_VERSION
+from signet_bench.store.schema import REQUIRED_TABLES, SCHEMA_VERSION, TABLES_DDL
 from signet_bench.timestamps import TimestampError, parse_ts
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
     "MemoryTable",
+    "SkippedTable",
     "StoreLike",
+    "StoreTables",
     "check_sqlite_file",
+    "master_entries",
     "open_readonly",
+    "probe_tables",
+    "quote_ident",
     "read_comparisons",
     "read_memories",
     "read_session_memories",
@@ -47,11 +64,14 @@ __all__ = [
     "read_summary_jobs",
     "read_training_log",
     "schema_version",
+    "store_tables",
+    "warn_if_newer_schema",
 ]
 
 StoreLike = str | Path | sqlite3.Connection
 
-BUSY_TIMEOUT_MS = 5_000  # wait this long for the daemon's write lock instead of failing at once
+# Wait this long for the daemon's write lock instead of failing at once (stdlib and DuckDB).
+BUSY_TIMEOUT_MS = 5_000
 
 UTC_US = pl.Datetime("us", "UTC")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -176,6 +196,24 @@ _TRAINING_LOG_SPEC: tuple[_Spec, ...] = (
     ("created_at", "ts", None),
 )
 
+_EMBEDDING_COLUMNS = ("source_id", "vector", "dimensions")  # embeddings columns read by name
+
+# Per table, the columns the reader cannot default; checked up front on a newer schema version.
+_NEEDED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "embeddings": _EMBEDDING_COLUMNS,
+    **{
+        table: tuple(name for name, _, default in spec if default is REQUIRED)
+        for table, spec in (
+            ("memories", _MEMORY_SPEC),
+            ("session_scores", _SESSION_SPEC),
+            ("session_memories", _SESSION_MEMORY_SPEC),
+            ("predictor_comparisons", _COMPARISON_SPEC),
+            ("summary_jobs", _SUMMARY_JOB_SPEC),
+            ("predictor_training_log", _TRAINING_LOG_SPEC),
+        )
+    },
+}
+
 
 # --- opening -------------------------------------------------------------------------------
 
@@ -219,29 +257,86 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
     return con
 
 
+_NO_VERSION = "schema_migrations has no rows (no version recorded)"
+
+
 def schema_version(con: sqlite3.Connection) -> int:
     """The highest version recorded in `schema_migrations` (errors if absent or empty)."""
     label = _label(con)
     if "schema_migrations" not in _tables(con):
         raise SchemaVersionError(label, "table schema_migrations is missing")
+    version = _max_version(con)
+    if version is None:
+        raise SchemaVersionError(label, _NO_VERSION)
+    return version
+
+
+def _max_version(con: sqlite3.Connection) -> int | None:
     row = con.execute("SELECT MAX(CAST(version AS INTEGER)) FROM schema_migrations").fetchone()
-    if row is None or row[0] is None:
-        raise SchemaVersionError(label, "schema_migrations has no rows (no version recorded)")
-    return int(row[0])
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def _newer_than_known(version: int) -> str:
+    return (
+        f"schema_migrations records version {version}, newer than the versions this reader "
+        f"knows (1..{SCHEMA_VERSION}, Signet 0.58; migrations {SCHEMA_VERSION + 1:03d}.."
+        f"{version:03d} are unknown)"
+    )
+
+
+def warn_if_newer_schema(label: str | Path, version: int | None) -> None:
+    """Warn (`SchemaVersionWarning`) that a store newer than Signet 0.58 is read by column name."""
+    if version is not None and version > SCHEMA_VERSION:
+        warnings.warn(
+            f"{label}: {_newer_than_known(version)}; reading it by column name",
+            SchemaVersionWarning,
+            stacklevel=_caller_stacklevel(),
+        )
+
+
+def _caller_stacklevel() -> int:
+    """The `warnings.warn` stacklevel of the first caller outside `signet_bench.store`, so a
+    warning points at the user's line whatever path led to it (as pandas' find_stack_level)."""
+    inside = (str(Path(__file__).parent) + os.sep, contextlib.__file__)
+    frame, level = inspect.currentframe(), 0
+    while frame is not None and frame.f_code.co_filename.startswith(inside):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _validate(con: sqlite3.Connection, label: str | Path) -> None:
-    missing = [t for t in REQUIRED_TABLES if t not in _tables(con)]
+    """A Signet store: the required tables and a recorded version. A newer version than 0.58's
+    is read (with a warning) when every table and column the workbench reads is there."""
+    tables = _tables(con)
+    missing = [t for t in REQUIRED_TABLES if t not in tables]
+    version = _max_version(con) if "schema_migrations" in tables else None
+    if version is not None and version > SCHEMA_VERSION:
+        columns = _missing_columns(con, tables)
+        if missing or columns:
+            parts = [f"missing table(s): {', '.join(missing)}"] if missing else []
+            parts += [f"missing column(s): {', '.join(columns)}"] if columns else []
+            raise SchemaVersionError(
+                label,
+                f"{_newer_than_known(version)}, and it lacks what the workbench reads: "
+                + "; ".join(parts),
+                missing=[*missing, *columns],
+            )
+        warn_if_newer_schema(label, version)
+        return
     if missing:
         raise NotSignetStoreError(label, missing)
-    version = schema_version(con)
-    if version > SCHEMA_VERSION:
-        raise SchemaVersionError(
-            label,
-            f"schema_migrations records version {version}, but this reader knows versions "
-            f"1..{SCHEMA_VERSION} (Signet 0.58); migrations {SCHEMA_VERSION + 1:03d}.."
-            f"{version:03d} are unknown",
-        )
+    if version is None:
+        raise SchemaVersionError(label, _NO_VERSION)
+
+
+def _missing_columns(con: sqlite3.Connection, tables: set[str]) -> list[str]:
+    """`table.column` for each column the reader cannot default that a present table lacks."""
+    out = []
+    for table, needed in _NEEDED_COLUMNS.items():
+        if table in tables:
+            present = _columns(con, table)
+            out += [f"{table}.{c}" for c in needed if c not in present]
+    return out
 
 
 @contextmanager
@@ -285,7 +380,100 @@ def _tables(con: sqlite3.Connection) -> set[str]:
 
 
 def _columns(con: sqlite3.Connection, table: str) -> set[str]:
-    return {r[1] for r in con.execute(f'PRAGMA table_info("{table}")')}
+    return set(_column_list(con, table))
+
+
+def _column_list(con: sqlite3.Connection, table: str) -> list[str]:
+    return [r[1] for r in con.execute(f"PRAGMA table_info({quote_ident(table)})")]
+
+
+def quote_ident(name: str) -> str:
+    """An SQL identifier in double quotes (SQLite and DuckDB), inner quotes doubled."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+# --- which tables a reader can read --------------------------------------------------------
+
+_VIRTUAL = re.compile(r"\s*CREATE\s+VIRTUAL\s+TABLE\b.*?\bUSING\s+(\w+)", re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class SkippedTable:
+    """A table or view of a store that a reader leaves out, and why."""
+
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class StoreTables:
+    """The tables and views a reader can read (each with its columns) and the ones it skipped:
+    virtual tables whose module it lacks (sqlite-vec's `vec0`), the shadow tables holding virtual
+    tables' data, and anything else it cannot describe."""
+
+    path: str
+    columns: Mapping[str, tuple[str, ...]]
+    skipped: tuple[SkippedTable, ...]
+
+    def skipped_note(self) -> str:
+        """One line naming every skipped table and why ('' when none was skipped)."""
+        if not self.skipped:
+            return ""
+        items = "; ".join(f"{s.name} ({s.reason})" for s in self.skipped)
+        return f"{self.path}: skipped {len(self.skipped)} table(s): {items}"
+
+
+def master_entries(
+    rows: Iterable[tuple[str, str, str | None]],
+) -> tuple[dict[str, str | None], list[SkippedTable]]:
+    """Split `sqlite_master` rows (type, name, sql) into the tables and views to describe, each
+    with its virtual-table module (None when ordinary), and the virtual tables' shadow tables
+    (`<virtual>_<suffix>`, never one Signet defines), which are skipped. SQLite's own
+    `sqlite_*` tables and indexes are left out."""
+    entries: dict[str, str | None] = {}
+    for kind, name, sql in rows:
+        if kind in ("table", "view") and not name.startswith("sqlite_"):
+            found = _VIRTUAL.match(sql or "")
+            entries[name] = found.group(1).lower() if found else None
+    virtual = {n: m for n, m in entries.items() if m is not None}
+    shadows = []
+    for name in sorted(entries):
+        owner = max((v for v in virtual if name.startswith(v + "_")), key=len, default=None)
+        if owner is not None and entries[name] is None and name not in TABLES_DDL:
+            reason = f"shadow table of virtual table {owner} (USING {virtual[owner]})"
+            shadows.append(SkippedTable(name, reason))
+    for shadow in shadows:
+        del entries[shadow.name]
+    return entries, shadows
+
+
+def probe_tables(
+    label: str | Path,
+    entries: Mapping[str, str | None],
+    skipped: Iterable[SkippedTable],
+    describe: Callable[[str], Sequence[str]],
+    errors: type[Exception] | tuple[type[Exception], ...],
+) -> StoreTables:
+    """Describe each entry (name -> virtual-table module or None) with `describe`; an entry whose
+    description raises one of `errors` is skipped with the error as the reason."""
+    columns: dict[str, tuple[str, ...]] = {}
+    out = list(skipped)
+    for name, module in sorted(entries.items()):
+        try:
+            columns[name] = tuple(describe(name))
+        except errors as exc:
+            what = f"virtual table USING {module}" if module else "cannot be described"
+            out.append(SkippedTable(name, f"{what}: {error_text(exc)}"))
+    return StoreTables(str(label), columns, tuple(sorted(out, key=lambda s: s.name)))
+
+
+def store_tables(store: StoreLike) -> StoreTables:
+    """Every table and view of the store this (stdlib) reader can read, with its columns, and the
+    ones it skips with the reason (e.g. `vec_embeddings`: no such module: vec0)."""
+    with _using(store) as (con, label):
+        rows = con.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+        entries, shadows = master_entries(rows)
+        return probe_tables(label, entries, shadows, lambda t: _column_list(con, t), sqlite3.Error)
 
 
 # --- generic tolerant select ---------------------------------------------------------------
@@ -476,7 +664,7 @@ def _flag_sets(con: sqlite3.Connection) -> tuple[set[str], set[str]]:
 def _embedding_rows(con: sqlite3.Connection, label: str) -> list[tuple]:
     """(embedding id, memory id, blob, dimensions, n_bytes): the newest row per memory."""
     cols = _columns(con, "embeddings")
-    for need in ("source_id", "vector", "dimensions"):
+    for need in _EMBEDDING_COLUMNS:
         if need not in cols:
             raise MissingColumnError(label, "embeddings", need)
     kind = "source_type = 'memory'" if "source_type" in cols else "1"

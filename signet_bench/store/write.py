@@ -27,7 +27,6 @@ from signet_bench.timestamps import format_iso
 __all__ = [
     "MEMORY_COLUMNS",
     "CandidateRow",
-    "ensure_sim_tables",
     "insert_comparison",
     "insert_embeddings",
     "insert_memories",
@@ -35,10 +34,9 @@ __all__ = [
     "insert_session_score",
     "insert_summary_job",
     "insert_training_log",
-    "load_sim_state",
     "record_agent_feedback",
     "record_session_candidates",
-    "save_sim_state",
+    "replace_row",
     "soft_delete",
     "supersede_attribute",
     "supersede_memory",
@@ -568,7 +566,7 @@ def write_relevance_scores(
     )
 
 
-def _replace_row(con: sqlite3.Connection, table: str, cols: Mapping[str, Any]) -> None:
+def replace_row(con: sqlite3.Connection, table: str, cols: Mapping[str, Any]) -> None:
     """`INSERT OR REPLACE` one row given as column -> value (ids are deterministic upstream,
     so writing the same row again leaves one row)."""
     keys = list(cols)
@@ -581,12 +579,12 @@ def _replace_row(con: sqlite3.Connection, table: str, cols: Mapping[str, Any]) -
 def insert_session_score(con: sqlite3.Connection, session_key: str, **cols: Any) -> None:
     """One `session_scores` row per processed session (idempotent on the session key)."""
     row = {"id": _uid("score", session_key), "session_key": session_key, **cols}
-    _replace_row(con, "session_scores", row)
+    replace_row(con, "session_scores", row)
 
 
 def insert_summary_job(con: sqlite3.Connection, session_key: str, **cols: Any) -> None:
     """The session's summary job (transcript), completed."""
-    _replace_row(
+    replace_row(
         con, "summary_jobs", {"id": _uid("job", session_key), "session_key": session_key, **cols}
     )
 
@@ -601,7 +599,7 @@ def insert_session_checkpoint(
         "trigger": trigger,
         **cols,
     }
-    _replace_row(con, "session_checkpoints", row)
+    replace_row(con, "session_checkpoints", row)
 
 
 def insert_comparison(con: sqlite3.Connection, session_key: str, row: Mapping[str, Any]) -> None:
@@ -611,63 +609,9 @@ def insert_comparison(con: sqlite3.Connection, session_key: str, row: Mapping[st
         if k in cols and not isinstance(cols[k], str):
             cols[k] = json.dumps(cols[k])
     full = {"id": _uid("comparison", session_key), "session_key": session_key, **cols}
-    _replace_row(con, "predictor_comparisons", full)
+    replace_row(con, "predictor_comparisons", full)
 
 
 def insert_training_log(con: sqlite3.Connection, run_id: str, **cols: Any) -> None:
     """One `predictor_training_log` row per training run."""
-    _replace_row(con, "predictor_training_log", {"id": run_id, **cols})
-
-
-_SIM_DDL = (
-    """CREATE TABLE IF NOT EXISTS sim_predictor_state (
-        agent_id TEXT PRIMARY KEY, state_json TEXT NOT NULL, updated_at TEXT NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS sim_sessions (
-        session_key TEXT PRIMARY KEY, idx INTEGER NOT NULL UNIQUE, project TEXT,
-        focus_topic TEXT, tz TEXT NOT NULL, started_at TEXT NOT NULL, ended_at TEXT NOT NULL,
-        scorer TEXT NOT NULL, alpha REAL NOT NULL, context_rule TEXT,
-        explored_memory_id TEXT)""",
-    "CREATE TABLE IF NOT EXISTS sim_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-)
-
-
-def ensure_sim_tables(con: sqlite3.Connection) -> None:
-    """The simulator's own bookkeeping tables (a Signet reader ignores them)."""
-    for ddl in _SIM_DDL:
-        con.execute(ddl)
-
-
-def insert_sim_session(con: sqlite3.Connection, **cols: Any) -> None:
-    """The simulator's record of one finished session (its plan slot, scorer and alpha)."""
-    _replace_row(con, "sim_sessions", cols)
-
-
-def set_sim_meta(con: sqlite3.Connection, key: str, value: str) -> None:
-    """One simulator bookkeeping value (session plan, last trained session)."""
-    con.execute("INSERT OR REPLACE INTO sim_meta (key, value) VALUES (?, ?)", (key, value))
-
-
-def get_sim_meta(con: sqlite3.Connection, key: str) -> str | None:
-    """A simulator bookkeeping value, or None when it was never set."""
-    row = con.execute("SELECT value FROM sim_meta WHERE key = ?", (key,)).fetchone()
-    return None if row is None else row[0]
-
-
-def save_sim_state(
-    con: sqlite3.Connection, state_json: str, updated_at: str, agent_id: str = "default"
-) -> None:
-    """Persist the predictor state (Signet keeps it in state-{agentId}.json)."""
-    con.execute(
-        "INSERT OR REPLACE INTO sim_predictor_state (agent_id, state_json, updated_at) "
-        "VALUES (?, ?, ?)",
-        (agent_id, state_json, updated_at),
-    )
-
-
-def load_sim_state(con: sqlite3.Connection, agent_id: str = "default") -> str | None:
-    """The persisted predictor state JSON, or None for a fresh store."""
-    ensure_sim_tables(con)
-    row = con.execute(
-        "SELECT state_json FROM sim_predictor_state WHERE agent_id = ?", (agent_id,)
-    ).fetchone()
-    return None if row is None else row[0]
+    replace_row(con, "predictor_training_log", {"id": run_id, **cols})

@@ -97,10 +97,6 @@ class TopicEmbedder:
                 self._index[w] = start + k
         return [self._index[w] for w in words]
 
-    def word_vector(self, word: str) -> np.ndarray:
-        """The vector of one (lower-case) word, as used inside `embed`."""
-        return self._matrix[self._ids([word.lower()])[0]].copy()
-
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dim) float32 unit rows; zero rows for texts without tokens."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

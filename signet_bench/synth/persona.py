@@ -44,7 +44,6 @@ SUPERSEDE_MODES: tuple[tuple[str, float], ...] = (
     ("soft_delete", 0.25),
     ("attribute", 0.35),
 )
-WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
 @dataclass(frozen=True, slots=True)

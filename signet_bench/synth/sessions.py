@@ -47,17 +47,6 @@ class SessionContext:
     local_hour: int
     local_weekday: int  # Mon=0
 
-    @property
-    def local_start(self) -> datetime:
-        """The start in the persona's local time zone."""
-        return self.start.astimezone(ZoneInfo(self.tz))
-
-    @property
-    def local_hour_float(self) -> float:
-        """Local hour plus minutes/60 (the time-of-day feature's input)."""
-        t = self.local_start
-        return t.hour + t.minute / 60.0
-
 
 def make_context(
     session_key: str, project: str, focus_topic: str, start: datetime, tz: str

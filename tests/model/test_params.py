@@ -7,7 +7,6 @@ import numpy as np
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.model.params import (
     LAYER_NORM_PARAMS,
-    PARAM_SHAPES,
     SIGNET_PARAMS,
     extensions_are_neutral,
     feature_spec_hash,
@@ -21,7 +20,7 @@ from signet_bench.model.params import (
 
 
 def test_default_shapes_match_signet():
-    shapes = PARAM_SHAPES(DEFAULT_CONFIG, 768)
+    shapes = param_shapes(DEFAULT_CONFIG, 768)
     assert shapes == {
         "down_proj": (64, 768),
         "q_proj": (64, 64),

@@ -15,10 +15,12 @@ INJECTED = np.array([True, True, True, False, False])
 ALWAYS = DEFAULT_CONFIG.replace(exploration_rate=1.0)
 
 
-def _explore(rng, *, used=True, exited=True, prank=PRANK, protected=None, cfg=ALWAYS):
+def _explore(
+    rng, *, used=True, exited=True, prank=PRANK, protected=None, excluded=None, cfg=ALWAYS
+):
     return maybe_explore(
-        INJECTED, FUSED, BRANK, prank, IDS, rng,
-        predictor_used=used, cold_start_exited=exited, protected=protected, cfg=cfg,
+        INJECTED, FUSED, BRANK, prank, IDS, rng, predictor_used=used, cold_start_exited=exited,
+        protected=protected, excluded=excluded, cfg=cfg,
     )  # fmt: skip
 
 
@@ -45,6 +47,15 @@ def test_gap_ties_go_to_the_better_fused_candidate():
 def test_protected_candidates_are_never_displaced():
     out = _explore(np.random.default_rng(0), protected=np.array([False, False, True, False, False]))
     assert out.displaced_id == "b"
+
+
+def test_excluded_candidates_are_never_explored_in():
+    prank = np.array([1, 2, 3, 5, 1])  # gaps 0, 0, 0, 1, 4: 'e' unless it is excluded
+    stale_e = np.array([False, False, False, False, True])
+    assert _explore(np.random.default_rng(0), prank=prank, excluded=stale_e).explored_id == "d"
+    stale_de = np.array([False, False, False, True, True])
+    out = _explore(np.random.default_rng(0), prank=prank, excluded=stale_de)
+    assert out.explored_id is None and out.injected.tolist() == INJECTED.tolist()
 
 
 def test_no_disagreement_no_swap():

@@ -13,25 +13,35 @@ import numpy as np
 import polars as pl
 import pytest
 
+from signet_bench.errors import UserError
+from signet_bench.store import duck
 from signet_bench.store.duck import (
     DUCKDB_CONFIG,
     attach_store,
+    attached_tables,
     connect_duckdb,
     session_memory_summary,
     session_overview,
     sqlite_extension_path,
 )
 from signet_bench.store.errors import (
+    DuckDBStoreError,
     NotSignetStoreError,
+    SchemaVersionWarning,
     StoreMissingError,
     StoreTimestampError,
 )
-from signet_bench.store.read import read_memories, read_session_memories, read_sessions
+from signet_bench.store.read import (
+    read_memories,
+    read_session_memories,
+    read_sessions,
+    store_tables,
+)
 from signet_bench.store.scale import write_memories_scale, write_session_memories_scale
 from signet_bench.store.workbench import open_workbench, record_bench
 from signet_bench.timestamps import parse_ts
 
-from .conftest import StoreBuilder
+from .conftest import VEC0_SHADOW_DDL, VEC_MEMORY_IDS, StoreBuilder
 
 
 def _candidates(b: StoreBuilder, session: str, created_at: str, rows: list[tuple]) -> None:
@@ -223,3 +233,124 @@ def test_scale_memories_have_unit_embeddings(tmp_path: Path) -> None:
     assert len(t) == 40 and t.dim == 16 and t.frame["has_embedding"].all()
     np.testing.assert_allclose(np.linalg.norm(t.embeddings, axis=1), 1.0, rtol=1e-5)
     assert t.frame["last_accessed"].null_count() < 40  # some rows use the datetime('now') form
+
+
+# --- stores as real installs leave them ----------------------------------------------------
+
+
+def test_vec0_store_attaches_and_says_what_it_skipped(vec_store: Path) -> None:
+    expected = store_tables(vec_store)  # stdlib read, closed before DuckDB opens the file
+    con = connect_duckdb(vec_store)
+    try:
+        listing = attached_tables(con)
+        again = attach_store(con, vec_store)  # idempotent, returns the same listing
+        ids = con.execute("SELECT id FROM memories ORDER BY created_at").fetchall()
+        created = con.execute("SELECT typeof(created_at) FROM memories LIMIT 1").fetchone()[0]
+        summary = session_memory_summary(con)
+        recorded = con.execute(
+            "SELECT name FROM store_tables WHERE skipped_reason LIKE '%vec0%' ORDER BY name"
+        ).fetchall()
+    finally:
+        con.close()
+    assert listing == again
+    assert [r[0] for r in ids] == list(VEC_MEMORY_IDS) and created == "TIMESTAMP"
+    assert summary["candidates"].to_list() == [len(VEC_MEMORY_IDS)]
+    skipped = {s.name: s.reason for s in listing.skipped}
+    assert "no such module: vec0" in skipped["vec_embeddings"]
+    assert skipped["vec_embeddings"].startswith("virtual table USING vec0: ")
+    assert [r[0] for r in recorded] == sorted(["vec_embeddings", *VEC0_SHADOW_DDL])
+    # Both readers list the same tables; DuckDB's columns are the store's, in table order.
+    assert listing.columns == expected.columns
+    assert {s.name for s in listing.skipped} == {s.name for s in expected.skipped}
+    assert listing.path == str(vec_store)
+
+
+def test_an_undescribable_view_is_skipped_and_the_rest_attached(vec_store: Path) -> None:
+    con = sqlite3.connect(vec_store)
+    con.execute("CREATE VIEW recent_vectors AS SELECT id FROM vec_embeddings")
+    con.execute("CREATE VIEW memory_ids AS SELECT id FROM memories")
+    con.commit()
+    con.close()
+    duck_con = connect_duckdb(vec_store, all_varchar=True)
+    try:
+        listing = attached_tables(duck_con)
+        n = duck_con.execute("SELECT COUNT(*) FROM store.memory_ids").fetchone()[0]
+    finally:
+        duck_con.close()
+    reason = {s.name: s.reason for s in listing.skipped}["recent_vectors"]
+    assert reason.startswith("cannot be described: ") and "no such module: vec0" in reason
+    assert listing.columns["memory_ids"] == ("id",) and n == len(VEC_MEMORY_IDS)
+
+
+def test_newer_schema_attaches_with_a_warning(builder: StoreBuilder) -> None:
+    builder.memory("m1")
+    builder.insert("schema_migrations", version=31, applied_at="2026-05-01", checksum="x")
+    builder.con.execute("CREATE TABLE future_things (id TEXT PRIMARY KEY)")
+    builder.con.execute("ALTER TABLE memories ADD COLUMN future_col TEXT")
+    builder.close()
+    with pytest.warns(SchemaVersionWarning, match=r"memories\.db: .*version 31"):
+        con = connect_duckdb(builder.path)
+    try:
+        listing = attached_tables(con)
+        cols = [d[0] for d in con.execute("SELECT * FROM memories").description]
+    finally:
+        con.close()
+    assert "future_things" in listing.columns and "future_col" in cols
+
+
+# --- DuckDB failures become store errors -------------------------------------------------------
+
+
+def test_a_corrupt_store_names_file_and_step(tmp_path: Path) -> None:
+    corrupt = tmp_path / "corrupt.db"
+    corrupt.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)
+    with pytest.raises(DuckDBStoreError) as info:
+        connect_duckdb(corrupt)
+    msg = str(info.value)
+    assert msg.startswith(f"{corrupt}: listing the store's tables failed in DuckDB: ")
+    assert msg.endswith("file is not a database")
+    assert isinstance(info.value, UserError) and not isinstance(info.value, duckdb.Error)
+    assert isinstance(info.value.__cause__, duckdb.Error)
+
+
+def test_a_bad_workbench_file_names_file_and_step(sessions_store: Path, tmp_path: Path) -> None:
+    notes = tmp_path / "notes.duckdb"
+    notes.write_text("not a database\n" * 100)
+    with pytest.raises(DuckDBStoreError, match="attaching the workbench file failed") as info:
+        connect_duckdb(sessions_store, workbench_path=notes)
+    assert info.value.path == str(notes)
+
+
+def test_a_bad_extension_file_names_file_and_step(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = tmp_path / "sqlite_scanner.duckdb_extension"
+    fake.write_bytes(b"\x00" * 512)
+    monkeypatch.setattr(duck, "sqlite_extension_path", lambda: fake)
+    with pytest.raises(DuckDBStoreError) as info:
+        connect_duckdb()
+    assert str(info.value).startswith(f"{fake}: loading the SQLite extension failed in DuckDB")
+
+
+def test_helpers_without_a_store_raise_a_store_error() -> None:
+    con = connect_duckdb()
+    try:
+        with pytest.raises(DuckDBStoreError, match="no database attached as store.*session_"):
+            session_memory_summary(con)
+        with pytest.raises(DuckDBStoreError, match="over all sessions failed"):
+            session_overview(con)
+        with pytest.raises(DuckDBStoreError, match="reading store_tables failed"):
+            attached_tables(con)
+    finally:
+        con.close()
+
+
+def test_a_failed_attach_leaves_nothing_attached(plain_sqlite: Path) -> None:
+    con = connect_duckdb()
+    try:
+        with pytest.raises(NotSignetStoreError):
+            attach_store(con, plain_sqlite)
+        dbs = {r[0] for r in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+    finally:
+        con.close()
+    assert "store" not in dbs

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import tempfile
+import warnings
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,15 +18,18 @@ from polars.testing import assert_frame_equal
 
 from signet_bench.errors import UserError
 from signet_bench.store.errors import (
+    DuckDBStoreError,
     EmbeddingBlobError,
     MissingColumnError,
     NotSignetStoreError,
     NotSQLiteError,
     SchemaVersionError,
+    SchemaVersionWarning,
     StoreMissingError,
     StoreTimestampError,
 )
 from signet_bench.store.read import (
+    master_entries,
     open_readonly,
     read_comparisons,
     read_memories,
@@ -34,11 +38,12 @@ from signet_bench.store.read import (
     read_summary_jobs,
     read_training_log,
     schema_version,
+    store_tables,
 )
 from signet_bench.store.schema import FTS_DDL, REQUIRED_TABLES, TABLES_DDL, create_store
 from signet_bench.timestamps import format_iso, format_sqlite, parse_ts
 
-from .conftest import StoreBuilder
+from .conftest import VEC0_SHADOW_DDL, VEC_MEMORY_IDS, StoreBuilder, vec_vectors
 
 DIM = 8
 VECS = {
@@ -393,6 +398,73 @@ def test_timestamps_match_parse_ts_in_every_format(stamps) -> None:
     assert f["last_accessed"].to_list() == [parse_ts(t) for t in texts]
 
 
+# --- stores as real installs leave them ----------------------------------------------------
+
+
+def test_vec0_store_reads_and_says_what_it_skipped(vec_store: Path) -> None:
+    t = read_memories(vec_store)
+    assert t.frame["id"].to_list() == list(VEC_MEMORY_IDS)
+    np.testing.assert_array_equal(t.embeddings, vec_vectors())
+    assert read_session_memories(vec_store)["memory_id"].to_list() == list(VEC_MEMORY_IDS)
+    assert read_sessions(vec_store).height == 1
+    tables = store_tables(vec_store)
+    skipped = {s.name: s.reason for s in tables.skipped}
+    assert skipped["vec_embeddings"] == "virtual table USING vec0: no such module: vec0"
+    for shadow in VEC0_SHADOW_DDL:
+        assert skipped[shadow] == "shadow table of virtual table vec_embeddings (USING vec0)"
+    assert set(skipped) - set(VEC0_SHADOW_DDL) - {"vec_embeddings"} == {
+        f"memories_fts_{s}" for s in ("config", "data", "docsize", "idx")
+    }
+    assert "memories_fts" in tables.columns  # FTS5 is readable: the BM25 ranking uses it
+    assert tables.columns["memories"][:2] == ("id", "type")  # in table order
+    assert "vec_embeddings" not in tables.columns
+    note = tables.skipped_note()
+    assert note.startswith(f"{vec_store}: skipped 9 table(s): ") and "no such module: vec0" in note
+
+
+def test_a_view_over_the_vec0_table_is_skipped_with_the_reason(vec_store: Path) -> None:
+    con = sqlite3.connect(vec_store)
+    con.execute("CREATE VIEW recent_vectors AS SELECT id FROM vec_embeddings")
+    con.commit()
+    con.close()
+    skipped = {s.name: s.reason for s in store_tables(vec_store).skipped}
+    assert skipped["recent_vectors"] == "cannot be described: no such module: vec0"
+    assert len(read_memories(vec_store)) == len(VEC_MEMORY_IDS)
+
+
+def test_master_entries_split_virtual_shadow_and_internal_tables() -> None:
+    rows = [
+        ("table", "memories_fts", "CREATE VIRTUAL TABLE memories_fts USING fts5(content)"),
+        ("table", "memories_fts_data", "CREATE TABLE 'memories_fts_data'(id, block)"),
+        ("table", "vec", "create  virtual\ntable vec using VEC0(embedding float[4])"),
+        ("table", "vec_items", "CREATE VIRTUAL TABLE vec_items USING vec0(x float[4])"),
+        ("table", "vec_items_chunks", "CREATE TABLE vec_items_chunks (chunk_id INTEGER)"),
+        ("table", "vec_rowids", "CREATE TABLE vec_rowids (rowid INTEGER)"),
+        ("table", "session", "CREATE VIRTUAL TABLE session USING fts5(x)"),
+        ("table", "session_scores", "CREATE TABLE session_scores (id TEXT)"),  # Signet's own
+        ("table", "sqlite_sequence", "CREATE TABLE sqlite_sequence(name,seq)"),
+        ("index", "idx_memories_type", "CREATE INDEX idx_memories_type ON memories(type)"),
+        ("view", "recent", "CREATE VIEW recent AS SELECT 1"),
+        ("table", "future_things", None),
+    ]
+    entries, shadows = master_entries(rows)
+    assert entries == {
+        "memories_fts": "fts5",
+        "vec": "vec0",
+        "vec_items": "vec0",
+        "session": "fts5",
+        "session_scores": None,
+        "recent": None,
+        "future_things": None,
+    }
+    owners = {s.name: s.reason for s in shadows}
+    assert owners == {
+        "memories_fts_data": "shadow table of virtual table memories_fts (USING fts5)",
+        "vec_items_chunks": "shadow table of virtual table vec_items (USING vec0)",  # longest
+        "vec_rowids": "shadow table of virtual table vec (USING vec0)",
+    }
+
+
 # --- bad input ------------------------------------------------------------------------------
 
 
@@ -455,11 +527,69 @@ def test_bad_timestamp_names_table_column_row_and_value(builder: StoreBuilder) -
         read_sessions(builder.path)
 
 
-def test_schema_version_newer_than_known(builder: StoreBuilder) -> None:
+def test_newer_schema_with_extra_table_and_column_reads_with_a_warning(
+    builder: StoreBuilder,
+) -> None:
+    fill(builder)
     builder.insert("schema_migrations", version=31, applied_at="2026-05-01", checksum="x")
+    builder.con.execute("CREATE TABLE future_things (id TEXT PRIMARY KEY, body TEXT)")
+    builder.con.execute("ALTER TABLE memories ADD COLUMN future_col TEXT DEFAULT 'new'")
+    builder.con.execute("ALTER TABLE session_scores ADD COLUMN future_score REAL")
+    builder.close()
+    path = builder.path
+    expected = (
+        f"{path}: schema_migrations records version 31, newer than the versions this reader "
+        "knows (1..30, Signet 0.58; migrations 031..031 are unknown); reading it by column name"
+    )
+    with pytest.warns(SchemaVersionWarning) as caught:
+        t = read_memories(path)
+    assert [str(w.message) for w in caught] == [expected]
+    assert caught[0].filename == __file__  # points at the caller, not the store package
+    with pytest.warns(SchemaVersionWarning, match="version 31"):
+        sessions = read_sessions(path)
+    assert t.frame["id"].to_list() == ORDER and "future_col" not in t.frame.columns
+    assert sessions["session_key"].to_list() == ["s1", "s2"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same data at a known version: no warning
+        builder.con = sqlite3.connect(path)
+        builder.con.execute("DELETE FROM schema_migrations WHERE version = 31")
+        builder.con.commit()
+        builder.con.close()
+        assert read_memories(path).frame["id"].to_list() == ORDER
+
+
+def test_newer_schema_missing_what_the_workbench_reads_names_every_gap(
+    builder: StoreBuilder,
+) -> None:
     builder.insert("schema_migrations", version=32, applied_at="2026-05-01", checksum="y")
-    with pytest.raises(SchemaVersionError, match="version 32.*1..30.*031..032"):
+    builder.con.execute("DROP TABLE session_scores")
+    builder.con.execute("ALTER TABLE embeddings DROP COLUMN dimensions")
+    builder.con.execute("ALTER TABLE session_memories DROP COLUMN rank")
+    builder.con.execute("ALTER TABLE predictor_comparisons DROP COLUMN baseline_ndcg")
+    builder.con.execute("DROP TABLE summary_jobs")  # optional: its absence is no gap
+    with pytest.raises(SchemaVersionError) as info:
         read_memories(builder.path)
+    gaps = (
+        "session_scores",
+        "embeddings.dimensions",
+        "session_memories.rank",
+        "predictor_comparisons.baseline_ndcg",
+    )
+    assert info.value.missing == gaps
+    msg = str(info.value)
+    assert str(builder.path) in msg and "version 32" in msg and "031..032" in msg
+    assert "missing table(s): session_scores;" in msg
+    assert "missing column(s): embeddings.dimensions, session_memories.rank, " in msg
+
+
+def test_schema_version_of_a_newer_store(builder: StoreBuilder) -> None:
+    builder.insert("schema_migrations", version=33, applied_at="2026-05-01", checksum="z")
+    with pytest.warns(SchemaVersionWarning, match="version 33"):
+        con = open_readonly(builder.path)
+    try:
+        assert schema_version(con) == 33
+    finally:
+        con.close()
 
 
 def test_schema_version_missing(builder: StoreBuilder) -> None:
@@ -487,5 +617,6 @@ def test_every_store_error_is_a_user_error() -> None:
         EmbeddingBlobError,
         StoreTimestampError,
         MissingColumnError,
+        DuckDBStoreError,
     ):
         assert issubclass(cls, UserError)
