@@ -24,6 +24,29 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH writes DESIGN §10 
 """
 
 
+_STORE_HELP = "a Signet memories.db (read-only)"
+_TZ_HELP = "the user's IANA time zone (default: local)"
+_CONFIG_HELP = "Signet agent.yaml with a predictor: block"
+_SIM_OPTIONS = ("scorer", "mode", "seed", "feedback_share", "judge_noise", "judge_recency_bias")
+
+
+def _command(
+    sub: argparse._SubParsersAction,
+    name: str,
+    func: Callable[[argparse.Namespace], int],
+    help_text: str,
+    *,
+    db: str | None = None,
+    **parser_kw,
+) -> argparse.ArgumentParser:
+    """A subcommand running `func`, with a required `--db` when `db` (its help) is given."""
+    p = sub.add_parser(name, help=help_text, **parser_kw)
+    if db is not None:
+        p.add_argument("--db", required=True, help=db)
+    p.set_defaults(func=func)
+    return p
+
+
 def _cmd_synth(args: argparse.Namespace) -> int:
     from signet_bench.synth.build import build_persona_store
 
@@ -68,7 +91,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _add_synth(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("synth", help="write a synthetic user's store with planted relevance")
+    p = _command(sub, "synth", _cmd_synth, "write a synthetic user's store with planted relevance")
     p.add_argument(
         "--persona", required=True, choices=["light", "heavy", "drifting", "multi-project"]
     )
@@ -81,49 +104,34 @@ def _add_synth(sub: argparse._SubParsersAction) -> None:
         choices=["topic", "wordllama"],
         help="topic: fast 768-d topic-vector generator (default); wordllama: 256-d offline model",
     )
-    p.set_defaults(func=_cmd_synth)
 
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "bench",
-        help="run a benchmark",
-        epilog=BENCH_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = _command(
+        sub, "bench", _cmd_bench, "run a benchmark",
+        epilog=BENCH_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
     p.add_argument("name", choices=["store", "loop", "quality", "train"])
     p.add_argument("--json", default=None, help="also write the results as JSON to this path")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     p.add_argument("--dataset", default="synth", choices=["synth"])
     p.add_argument("--persona", default="heavy")
     p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(func=_cmd_bench)
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from signet_bench.loop import SimOptions, simulate
 
-    opts = SimOptions(
-        scorer=args.scorer,
-        mode=args.mode,
-        seed=args.seed,
-        feedback_share=args.feedback_share,
-        judge_noise=args.judge_noise,
-        judge_recency_bias=args.judge_recency_bias,
-        train_epochs=args.epochs,
-        progress=sys.stderr.isatty(),
-    )
+    chosen = {name: getattr(args, name) for name in _SIM_OPTIONS}
+    opts = SimOptions(**chosen, train_epochs=args.epochs, progress=sys.stderr.isatty())
     report = simulate(args.db, args.sessions, opts, load_config(args.config))
     print(report.summary())
     return 0
 
 
 def _add_simulate(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "simulate",
-        help="run the daemon's session loop on a synthetic store (resumable, idempotent)",
-    )
-    p.add_argument("--db", required=True, help="a store made by `signet-bench synth`")
+    help_text = "run the daemon's session loop on a synthetic store (resumable, idempotent)"
+    p = _command(sub, "simulate", _cmd_simulate, help_text, db="a store made by `synth`")
     p.add_argument("--sessions", type=int, required=True, help="run sessions 0..N-1 of the plan")
     p.add_argument("--scorer", default="random", choices=["none", "random", "model"])
     p.add_argument(
@@ -137,8 +145,7 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--judge-noise", type=float, default=0.1)
     p.add_argument("--judge-recency-bias", type=float, default=0.0)
     p.add_argument("--epochs", type=int, default=20, help="epochs per training (scorer=model)")
-    p.add_argument("--config", default=None, help="Signet agent.yaml with a predictor: block")
-    p.set_defaults(func=_cmd_simulate)
+    p.add_argument("--config", default=None, help=_CONFIG_HELP)
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -173,18 +180,15 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _add_train(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "train", help="train the scorer on a store's scored sessions (the store is only read)"
-    )
-    p.add_argument("--db", required=True, help="a Signet memories.db (read-only)")
+    help_text = "train the scorer on a store's scored sessions (the store is only read)"
+    p = _command(sub, "train", _cmd_train, help_text, db=_STORE_HELP)
     p.add_argument("--out", required=True, help="directory for the model and workbench.duckdb")
     p.add_argument("--base-weights", default=None, help="start from this checkpoint (own or SGPT)")
     p.add_argument("--epochs", type=int, default=20)
-    p.add_argument("--tz", default=None, help="the user's IANA time zone (default: local)")
+    p.add_argument("--tz", default=None, help=_TZ_HELP)
     p.add_argument("--limit", type=int, default=5000, help="newest N scored sessions")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--config", default=None, help="Signet agent.yaml with a predictor: block")
-    p.set_defaults(func=_cmd_train)
+    p.add_argument("--config", default=None, help=_CONFIG_HELP)
 
 
 def _cmd_skew(args: argparse.Namespace) -> int:
@@ -199,13 +203,9 @@ def _cmd_skew(args: argparse.Namespace) -> int:
 
 
 def _add_skew(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "skew",
-        help="feature skew: our features vs Signet 0.58's training and inference conventions",
-    )
-    p.add_argument("--db", required=True, help="a Signet memories.db (read-only)")
-    p.add_argument("--tz", default=None, help="the user's IANA time zone (default: local)")
-    p.set_defaults(func=_cmd_skew)
+    help_text = "feature skew: our features vs Signet 0.58's training and inference conventions"
+    p = _command(sub, "skew", _cmd_skew, help_text, db=_STORE_HELP)
+    p.add_argument("--tz", default=None, help=_TZ_HELP)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -224,10 +224,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _add_demo(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="build the demo store, run the loop on it and summarise")
+    p = _command(sub, "demo", _cmd_demo, "build the demo store, run the loop on it and summarise")
     p.add_argument("--out", default=None, help="where to keep the demo store (default: ./out)")
     p.add_argument("--sessions", type=int, default=120)
-    p.set_defaults(func=_cmd_demo)
 
 
 # Each command registers itself here: (adder) -> None.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,19 @@ def _arr(name: str, values: ArrayLike, n: int, dtype: Any) -> np.ndarray:
     return a
 
 
+_COLUMN_DTYPES: tuple[tuple[str, Any], ...] = (
+    ("effective_score", np.float64),
+    ("predictor_score", np.float64),
+    ("was_injected", bool),
+    ("fts_hit_count", np.int64),
+    ("relevance", np.float64),
+    ("has_entity_slot", bool),
+    ("is_constraint", bool),
+    ("is_fts_only", bool),
+)
+"""`ComparisonInput`'s per-memory fields and the dtype each is stored as."""
+
+
 @dataclass(frozen=True, slots=True)
 class ComparisonInput:
     """One session's ``session_memories`` rows (parallel arrays) and its judge confidence.
@@ -52,21 +65,24 @@ class ComparisonInput:
     ``is_constraint`` is counted as given: pass "a constraint of this session's scope" (the
     constraints session start forces in), not every constraint of the store. ``is_fts_only``
     marks rows that prompt-time recall added (``source = 'fts_only'``); they are not part of the
-    session-start candidate pool. Build with `ComparisonInput.build`.
+    session-start candidate pool. Every per-memory field takes any array-like of one value per
+    memory id, or a scalar that stands for all of them (the defaults); the constructor turns
+    them into numpy arrays of the commented dtype and rejects other shapes.
     """
 
     session_key: str
-    memory_ids: np.ndarray  # str
+    memory_ids: np.ndarray  # str, unique
+    _: KW_ONLY
     effective_score: np.ndarray  # float, NaN = not in the baseline ranking
-    predictor_score: np.ndarray  # float, NaN = not scored by the predictor
-    was_injected: np.ndarray  # bool
-    fts_hit_count: np.ndarray  # int
     relevance: np.ndarray  # float, NaN = not judged
-    has_entity_slot: np.ndarray  # bool: entity_slot IS NOT NULL (graph traversal)
-    is_constraint: np.ndarray  # bool
     scorer_confidence: float
+    predictor_score: np.ndarray = math.nan  # float, NaN = not scored by the predictor
+    was_injected: np.ndarray = False  # bool
+    fts_hit_count: np.ndarray = 0  # int
+    has_entity_slot: np.ndarray = False  # bool: entity_slot IS NOT NULL (graph traversal)
+    is_constraint: np.ndarray = False  # bool
+    is_fts_only: np.ndarray = False  # bool
     project: str | None = None
-    is_fts_only: np.ndarray | None = None  # bool; None = no fts_only rows
 
     def __post_init__(self) -> None:
         ids = np.asarray(self.memory_ids, dtype=str)
@@ -75,52 +91,14 @@ class ComparisonInput:
             raise ValueError("memory_ids: expected unique ids in a flat sequence")
         set_ = object.__setattr__
         set_(self, "memory_ids", ids)
-        for name, dtype in (
-            ("effective_score", np.float64),
-            ("predictor_score", np.float64),
-            ("was_injected", bool),
-            ("fts_hit_count", np.int64),
-            ("relevance", np.float64),
-            ("has_entity_slot", bool),
-            ("is_constraint", bool),
-        ):
+        for name, dtype in _COLUMN_DTYPES:
             set_(self, name, _arr(name, getattr(self, name), n, dtype))
-        fts_only = False if self.is_fts_only is None else self.is_fts_only
-        set_(self, "is_fts_only", _arr("is_fts_only", fts_only, n, bool))
         set_(self, "scorer_confidence", float(self.scorer_confidence))
 
     @classmethod
-    def build(
-        cls,
-        session_key: str,
-        memory_ids: ArrayLike,
-        *,
-        effective_score: ArrayLike,
-        relevance: ArrayLike,
-        scorer_confidence: float,
-        predictor_score: ArrayLike = math.nan,
-        was_injected: ArrayLike = False,
-        fts_hit_count: ArrayLike = 0,
-        has_entity_slot: ArrayLike = False,
-        is_constraint: ArrayLike = False,
-        is_fts_only: ArrayLike = False,
-        project: str | None = None,
-    ) -> ComparisonInput:
-        """Build with defaults for the optional arrays (scalars broadcast)."""
-        return cls(
-            session_key=session_key,
-            memory_ids=np.asarray(memory_ids, dtype=str),
-            effective_score=effective_score,  # type: ignore[arg-type]
-            predictor_score=predictor_score,  # type: ignore[arg-type]
-            was_injected=was_injected,  # type: ignore[arg-type]
-            fts_hit_count=fts_hit_count,  # type: ignore[arg-type]
-            relevance=relevance,  # type: ignore[arg-type]
-            has_entity_slot=has_entity_slot,  # type: ignore[arg-type]
-            is_constraint=is_constraint,  # type: ignore[arg-type]
-            scorer_confidence=scorer_confidence,
-            project=project,
-            is_fts_only=is_fts_only,  # type: ignore[arg-type]
-        )
+    def build(cls, session_key: str, memory_ids: ArrayLike, **columns: Any) -> ComparisonInput:
+        """The constructor under its older name (same arguments)."""
+        return cls(session_key, memory_ids, **columns)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)

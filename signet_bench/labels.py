@@ -82,8 +82,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import KW_ONLY, dataclass
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -166,24 +166,27 @@ def _int_array(name: str, values: ArrayLike, n: int) -> np.ndarray:
 class SessionLabelInput:
     """One session's candidates (parallel arrays) plus the session-level judge outputs.
 
-    Absent per-memory values are NaN (`relevance_score`, `agent_relevance_score`,
-    `cosine_to_context`, `deleted_at_hours_after_injection`); `edited_recently` (see
-    `edited_recently`) defaults to all False. Build with `SessionLabelInput.build`.
+    Every per-memory field takes any array-like of one value per memory id, or a scalar that
+    stands for all of them; the constructor turns them into numpy arrays of the commented dtype
+    and rejects other shapes. Absent per-memory values default to NaN (`relevance_score`,
+    `agent_relevance_score`, `cosine_to_context`, `deleted_at_hours_after_injection`), zero
+    counts, or False (`superseded`, `edited_recently`: see `edited_recently`).
     """
 
     memory_ids: np.ndarray  # str, shape (n,)
     was_injected: np.ndarray  # bool
-    relevance_score: np.ndarray  # float, judge's per-memory relevance in [0, 1], NaN if absent
-    fts_hit_count: np.ndarray  # int >= 0
-    agent_relevance_score: np.ndarray  # float in [-1, 1], NaN if absent
-    cosine_to_context: np.ndarray  # float, NaN if the memory has no embedding
-    superseded: np.ndarray  # bool
-    deleted_at_hours_after_injection: np.ndarray  # float, NaN if not deleted
-    access_count: np.ndarray  # int >= 0
+    _: KW_ONLY
     continuity_score: float  # session_scores.score in [0, 1]
-    confidence: float  # session_scores.confidence, NaN if absent
-    novel_context_count: int
-    edited_recently: np.ndarray | None = None  # bool; None = no recent edit
+    confidence: float = math.nan  # session_scores.confidence, NaN if absent
+    novel_context_count: int = 0
+    relevance_score: np.ndarray = math.nan  # float, judge's per-memory relevance in [0, 1]
+    fts_hit_count: np.ndarray = 0  # int >= 0
+    agent_relevance_score: np.ndarray = math.nan  # float in [-1, 1]
+    cosine_to_context: np.ndarray = math.nan  # float, NaN if the memory has no embedding
+    superseded: np.ndarray = False  # bool
+    deleted_at_hours_after_injection: np.ndarray = math.nan  # float, NaN if not deleted
+    access_count: np.ndarray = 0  # int >= 0
+    edited_recently: np.ndarray = False  # bool
 
     def __post_init__(self) -> None:
         n = len(self.memory_ids)
@@ -196,8 +199,7 @@ class SessionLabelInput:
         set_(self, "memory_ids", ids)
         set_(self, "was_injected", _bool_array("was_injected", self.was_injected, n))
         set_(self, "superseded", _bool_array("superseded", self.superseded, n))
-        edited = False if self.edited_recently is None else self.edited_recently
-        set_(self, "edited_recently", _bool_array("edited_recently", edited, n))
+        set_(self, "edited_recently", _bool_array("edited_recently", self.edited_recently, n))
         rel = _float_array("relevance_score", self.relevance_score, n)
         # Signet clamps the judge's per-memory relevance to [0, 1] when it writes it.
         set_(self, "relevance_score", np.where(np.isnan(rel), np.nan, np.clip(rel, 0.0, 1.0)))
@@ -229,38 +231,10 @@ class SessionLabelInput:
 
     @classmethod
     def build(
-        cls,
-        memory_ids: ArrayLike,
-        was_injected: ArrayLike,
-        *,
-        continuity_score: float,
-        confidence: float = math.nan,
-        novel_context_count: int = 0,
-        relevance_score: ArrayLike = math.nan,
-        fts_hit_count: ArrayLike = 0,
-        agent_relevance_score: ArrayLike = math.nan,
-        cosine_to_context: ArrayLike = math.nan,
-        superseded: ArrayLike = False,
-        deleted_at_hours_after_injection: ArrayLike = math.nan,
-        access_count: ArrayLike = 0,
-        edited_recently: ArrayLike = False,
+        cls, memory_ids: ArrayLike, was_injected: ArrayLike, **columns: Any
     ) -> SessionLabelInput:
-        """Build with defaults for the optional arrays (scalars broadcast)."""
-        return cls(
-            memory_ids=np.asarray(memory_ids, dtype=str),
-            was_injected=was_injected,  # type: ignore[arg-type]
-            relevance_score=relevance_score,  # type: ignore[arg-type]
-            fts_hit_count=fts_hit_count,  # type: ignore[arg-type]
-            agent_relevance_score=agent_relevance_score,  # type: ignore[arg-type]
-            cosine_to_context=cosine_to_context,  # type: ignore[arg-type]
-            superseded=superseded,  # type: ignore[arg-type]
-            deleted_at_hours_after_injection=deleted_at_hours_after_injection,  # type: ignore[arg-type]
-            access_count=access_count,  # type: ignore[arg-type]
-            continuity_score=continuity_score,
-            confidence=confidence,
-            novel_context_count=novel_context_count,
-            edited_recently=edited_recently,  # type: ignore[arg-type]
-        )
+        """The constructor under its older name (same arguments)."""
+        return cls(memory_ids, was_injected, **columns)  # type: ignore[arg-type]
 
     def __len__(self) -> int:
         return len(self.memory_ids)

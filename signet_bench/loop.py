@@ -328,8 +328,7 @@ class Simulator:
                 created_at_text=c.created_text,
             )
         if not seen:
-            ctx = getattr(res, "context_vector", SessionContextVector(None, "none"))
-            seen.append(self._inputs(plan, prev, np.asarray(res.index), ctx))
+            seen.append(self._inputs(plan, prev, np.asarray(res.index), res.context_vector))
         return res, seen[0]
 
     def run_session(self, idx: int, plan: SessionContext, report: SimReport) -> None:
@@ -364,7 +363,7 @@ class Simulator:
         if idx in self.keep:
             self.records[idx] = SessionRecord(plan, inputs, res, sample)
         report.sessions_run += 1
-        report.exploration_rows += int(getattr(res, "explored_id", None) is not None)
+        report.exploration_rows += int(res.explored_id is not None)
 
     def _record(
         self, idx: int, plan: SessionContext, res, inputs: SessionInputs, alpha: float, end
@@ -381,7 +380,7 @@ class Simulator:
             scorer=self.opts.scorer,
             alpha=alpha,
             context_rule=inputs.context_rule,
-            explored_memory_id=getattr(res, "explored_id", None),
+            explored_memory_id=res.explored_id,
         )
         sim_tables.save_sim_state(self.con, state_to_json(self.state), format_iso(end))
 
@@ -602,15 +601,14 @@ def _check_synthetic(path: Path) -> None:
         )
 
 
-def _candidate_rows(res, inputs: SessionInputs) -> list[w.CandidateRow]:
+def _candidate_rows(res: SessionStartResult, inputs: SessionInputs) -> list[w.CandidateRow]:
     """The session start's candidates as `session_memories` rows (ranks: `rank` 0-based
     baseline position, `predictor_rank` 1-based, NULL when the predictor did not score;
     `is_constraint`: a constraint of the session's scope, the ones that are forced in)."""
-    sources = getattr(res, "source", None)
     return [
         w.CandidateRow(
             memory_id=str(res.memory_id[i]),
-            source="effective" if sources is None else str(sources[i]),
+            source=str(res.source[i]),
             effective_score=float(res.effective_score[i]),
             predictor_score=None
             if not np.isfinite(res.predictor_score[i])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -191,6 +191,171 @@ def _finite(params: Params) -> bool:
     return all(np.isfinite(v).all() for v in params.values())
 
 
+@dataclass(frozen=True, slots=True)
+class _Epochs:
+    """What the epoch loop did: mean loss of each epoch, optimizer steps, why it stopped early."""
+
+    curve: tuple[float, ...]
+    steps: int
+    stopped: str | None  # "time-cap" | "converged" | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Gates:
+    """The gate outcome: the trained copy's canary metrics (None if its weights are not
+    finite), each gate's verdict, and the comparison with the previous model if there is one."""
+
+    after: CanaryMetrics | None
+    gates: dict[str, bool]
+    overlap: float | None
+    delta: float | None
+
+
+def _train_and_canary(
+    samples: Sequence[SessionSample], canary: Sequence[SessionSample] | None, cfg: PredictorConfig
+) -> tuple[list[SessionSample], Sequence[SessionSample]]:
+    """(training sessions, canary): the canary split from `samples`, or the given canary's
+    sessions left out of them (all of `samples` if that would leave none)."""
+    if canary is None:
+        return split_canary(samples, cfg)
+    held = {s.session_key for s in canary}
+    return [s for s in samples if s.session_key not in held] or list(samples), canary
+
+
+def _epoch(
+    work: Params,
+    opt: Adam,
+    train: Sequence[SessionSample],
+    replay: Sequence[SessionSample],
+    rng: np.random.Generator,
+    n_recent: int,
+    n_replay: int,
+    time_up: Callable[[], bool],
+    cfg: PredictorConfig,
+) -> tuple[list[float], int, bool]:
+    """One shuffled pass over `train` in steps of `n_recent` sessions plus `n_replay` drawn
+    from the replay buffer, updating `work` in place; stops at a non-finite loss or once
+    `time_up()` after a step: (step losses, steps taken, whether the time cap hit)."""
+    order = rng.permutation(len(train))
+    losses = []
+    steps = 0
+    for i in range(0, len(order), n_recent):
+        chunk = [train[j] for j in order[i : i + n_recent]]
+        if n_replay and replay:
+            chunk += [replay[j] for j in rng.integers(0, len(replay), n_replay)]
+        loss, grads = loss_and_grads(work, to_batch(chunk), cfg)
+        losses.append(loss)
+        if not math.isfinite(loss):
+            break
+        opt.step(work, grads)
+        steps += 1
+        if time_up():
+            return losses, steps, True
+    return losses, steps, False
+
+
+def _run_epochs(
+    work: Params,
+    train: Sequence[SessionSample],
+    replay: Sequence[SessionSample],
+    *,
+    cfg: PredictorConfig,
+    epochs: int,
+    batch_size: int,
+    rng: np.random.Generator,
+    time_up: Callable[[], bool],
+    progress: bool,
+) -> _Epochs:
+    """Up to `epochs` epochs of Adam on `work` (in place); stops after a non-finite epoch
+    loss, at the time cap, or once the loss has converged (< 1e-6)."""
+    opt = Adam(work, cfg)
+    n_replay = round(batch_size * cfg.replay_share) if replay else 0
+    n_recent = batch_size - n_replay
+    curve: list[float] = []
+    steps, stopped = 0, None
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=epochs, desc="training", unit="epoch", leave=False)
+    for _ in range(epochs):
+        losses, taken, capped = _epoch(
+            work, opt, train, replay, rng, n_recent, n_replay, time_up, cfg
+        )
+        steps += taken
+        stopped = "time-cap" if capped else None
+        mean = float(np.mean(losses)) if losses else float("nan")
+        curve.append(mean)
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{mean:.4f}")
+        if stopped or not math.isfinite(mean):
+            break
+        if mean < 1e-6:
+            stopped = "converged"
+            break
+    if bar is not None:
+        bar.close()
+    return _Epochs(tuple(curve), steps, stopped)
+
+
+def _gate(
+    work: Params,
+    canary: Sequence[SessionSample],
+    before: CanaryMetrics,
+    curve: Sequence[float],
+    had_model: bool,
+    cfg: PredictorConfig,
+) -> _Gates:
+    """The seed's gates on the trained copy: finite losses and weights, canary score variance,
+    and (against a previous model only) canary top-k overlap and NDCG drop."""
+    after = canary_metrics(work, canary, cfg) if _finite(work) else None
+    gates = {"finite_losses": all(math.isfinite(x) for x in curve) and _finite(work)}
+    gates["canary_variance"] = bool(after is not None and after.score_variance > 0.0)
+    overlap = delta = None
+    if after is not None and had_model:
+        overlap = topk_overlap(before.top5, after.top5)
+        delta = after.ndcg - before.ndcg
+        gates["canary_topk_overlap"] = overlap >= cfg.canary_min_topk_overlap
+        gates["canary_ndcg_drop"] = delta >= -cfg.canary_max_ndcg_drop
+    return _Gates(after, gates, overlap, delta)
+
+
+def _result(
+    work: Params,
+    run: _Epochs,
+    gate: _Gates,
+    before: CanaryMetrics,
+    *,
+    had_model: bool,
+    sample_count: int,
+    canary_count: int,
+    t0: float,
+) -> TrainResult:
+    """The TrainResult of a run: accepted (with the weights) only if every gate passed."""
+    failed = [k for k, ok in gate.gates.items() if not ok]
+    accepted = not failed
+    after = gate.after
+    return TrainResult(
+        accepted=accepted,
+        gate_reason="passed" if accepted else failed[0],
+        params=work if accepted else None,
+        loss_curve=run.curve,
+        sample_count=sample_count,
+        canary_count=canary_count,
+        epochs_run=len(run.curve),
+        steps=run.steps,
+        duration_ms=int((time.perf_counter() - t0) * 1000),
+        canary_ndcg=float("nan") if after is None else after.ndcg,
+        canary_ndcg_before=before.ndcg if had_model else None,
+        canary_ndcg_delta=gate.delta,
+        canary_score_variance=0.0 if after is None else after.score_variance,
+        canary_topk_overlap=gate.overlap,
+        stopped_early=run.stopped,
+        gates=gate.gates,
+    )
+
+
 def train_model(
     samples: Sequence[SessionSample],
     current: Params | None,
@@ -221,79 +386,30 @@ def train_model(
     base = current if current is not None else init_params(cfg, dim)
     had_model = (current is not None) if previous_is_trained is None else previous_is_trained
     work = copy_params(base)
-    if canary is None:
-        train, canary = split_canary(samples, cfg)
-    else:
-        held = {s.session_key for s in canary}
-        train = [s for s in samples if s.session_key not in held] or list(samples)
+    train, canary = _train_and_canary(samples, canary, cfg)
     replay = list(replay_buffer(train, cfg) if replay is None else replay)
     before = canary_metrics(base, canary, cfg)
-    opt = Adam(work, cfg)
-    n_replay = round(batch_size * cfg.replay_share) if replay else 0
-    n_recent = batch_size - n_replay
-    curve: list[float] = []
-    steps, stopped = 0, None
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=epochs, desc="training", unit="epoch", leave=False)
-    for _ in range(epochs):
-        order = rng.permutation(len(train))
-        losses = []
-        for i in range(0, len(order), n_recent):
-            chunk = [train[j] for j in order[i : i + n_recent]]
-            if n_replay and replay:
-                chunk += [replay[j] for j in rng.integers(0, len(replay), n_replay)]
-            loss, grads = loss_and_grads(work, to_batch(chunk), cfg)
-            losses.append(loss)
-            if not math.isfinite(loss):
-                break
-            opt.step(work, grads)
-            steps += 1
-            if time.perf_counter() - t0 > cap:
-                stopped = "time-cap"
-                break
-        mean = float(np.mean(losses)) if losses else float("nan")
-        curve.append(mean)
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(loss=f"{mean:.4f}")
-        if stopped or not math.isfinite(mean):
-            break
-        if mean < 1e-6:
-            stopped = "converged"
-            break
-    if bar is not None:
-        bar.close()
-    after = canary_metrics(work, canary, cfg) if _finite(work) else None
-    gates = {"finite_losses": all(math.isfinite(x) for x in curve) and _finite(work)}
-    gates["canary_variance"] = bool(after is not None and after.score_variance > 0.0)
-    overlap = delta = None
-    if after is not None and had_model:
-        overlap = topk_overlap(before.top5, after.top5)
-        delta = after.ndcg - before.ndcg
-        gates["canary_topk_overlap"] = overlap >= cfg.canary_min_topk_overlap
-        gates["canary_ndcg_drop"] = delta >= -cfg.canary_max_ndcg_drop
-    failed = [k for k, ok in gates.items() if not ok]
-    accepted = not failed
-    return TrainResult(
-        accepted=accepted,
-        gate_reason="passed" if accepted else failed[0],
-        params=work if accepted else None,
-        loss_curve=tuple(curve),
+    run = _run_epochs(
+        work,
+        train,
+        replay,
+        cfg=cfg,
+        epochs=epochs,
+        batch_size=batch_size,
+        rng=rng,
+        time_up=lambda: time.perf_counter() - t0 > cap,
+        progress=progress,
+    )
+    gate = _gate(work, canary, before, run.curve, had_model, cfg)
+    return _result(
+        work,
+        run,
+        gate,
+        before,
+        had_model=had_model,
         sample_count=len(train),
         canary_count=len(canary),
-        epochs_run=len(curve),
-        steps=steps,
-        duration_ms=int((time.perf_counter() - t0) * 1000),
-        canary_ndcg=float("nan") if after is None else after.ndcg,
-        canary_ndcg_before=before.ndcg if had_model else None,
-        canary_ndcg_delta=delta,
-        canary_score_variance=0.0 if after is None else after.score_variance,
-        canary_topk_overlap=overlap,
-        stopped_early=stopped,
-        gates=gates,
+        t0=t0,
     )
 
 

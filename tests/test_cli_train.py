@@ -163,6 +163,17 @@ def test_nan_label_on_a_fresh_out_dir_writes_no_model(db, tmp_path, monkeypatch)
     assert _models(out) == []
 
 
+def test_too_little_data_exits_2_and_leaves_no_output_folder(tmp_path, capsys):
+    """Check a refused training writes nothing: no output folder, no workbench."""
+    young = tmp_path / "young.db"
+    build_persona_store("light", young, seed=2, n_memories=80)
+    simulate(young, 1, SimOptions(scorer="random", seed=2))
+    out = tmp_path / "out"
+    assert _train(young, out) == 2
+    assert "need at least 2" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_base_weights_own_format_is_the_model_the_gates_protect(
     db, trained_model, canary, tmp_path
 ):

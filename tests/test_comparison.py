@@ -160,3 +160,22 @@ def test_comparison_input_validation():
         ComparisonInput.build(
             "s", ["a", "a"], effective_score=[1, 2], relevance=[1, 2], scorer_confidence=1
         )
+
+
+def test_comparison_input_constructor_broadcasts_scalars_like_build():
+    """Check the constructor takes array-likes, broadcasts scalars and defaults, and that `build`
+    gives the same input."""
+    args = {"effective_score": [0.5, 0.4], "relevance": NAN, "scorer_confidence": 1}
+    direct = ComparisonInput("s", ["a", "b"], **args, was_injected=True)
+    built = ComparisonInput.build("s", ["a", "b"], **args, was_injected=True)
+    for inp in (direct, built):
+        assert inp.memory_ids.tolist() == ["a", "b"]
+        assert inp.effective_score.dtype == np.float64 and np.isnan(inp.relevance).all()
+        assert inp.was_injected.tolist() == [True, True]
+        assert np.isnan(inp.predictor_score).all() and inp.fts_hit_count.dtype == np.int64
+        assert not inp.is_fts_only.any() and not inp.has_entity_slot.any()
+        assert inp.scorer_confidence == 1.0 and inp.project is None
+    with pytest.raises(TypeError, match="relevance"):
+        ComparisonInput("s", ["a"], effective_score=1.0, scorer_confidence=1)  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="is_fts_only"):
+        ComparisonInput("s", ["a", "b"], **args, is_fts_only=[True])

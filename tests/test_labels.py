@@ -476,6 +476,23 @@ def test_input_validation():
         SessionLabelInput.build(["a"], [True], continuity_score=0.5, fts_hit_count=[-1])
 
 
+def test_constructor_defaults_and_build_agree():
+    """Check the constructor fills absent per-memory values (NaN, 0, False) for every candidate,
+    the same as `build`, and keeps the required session score keyword-only."""
+    direct = SessionLabelInput(["a", "b"], [True, False], continuity_score=0.4, access_count=3)
+    built = SessionLabelInput.build(["a", "b"], [True, False], continuity_score=0.4, access_count=3)
+    for inp in (direct, built):
+        assert np.isnan(inp.relevance_score).all() and np.isnan(inp.agent_relevance_score).all()
+        assert np.isnan(inp.cosine_to_context).all()
+        assert np.isnan(inp.deleted_at_hours_after_injection).all()
+        assert inp.fts_hit_count.tolist() == [0, 0] and inp.access_count.tolist() == [3, 3]
+        assert not inp.superseded.any() and not inp.edited_recently.any()
+        assert math.isnan(inp.confidence) and inp.novel_context_count == 0
+    assert seed_labels(direct).labels.tolist() == seed_labels(built).labels.tolist()
+    with pytest.raises(TypeError):
+        SessionLabelInput(["a"], [True], 0.5)  # type: ignore[misc]
+
+
 def test_empty_session():
     """Check a session without candidates gives empty arrays."""
     r = seed_labels(SessionLabelInput.build([], [], continuity_score=0.5))

@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from signet_bench.bench.concurrency import (
+    ConcurrencyResult,
     ReaderStats,
     _lag,
+    _record_writer,
     duckdb_reader_main,
     run_concurrency,
     sqlite_reader_main,
@@ -122,3 +124,21 @@ def test_lag_is_commit_to_first_read_that_saw_it():
     worst, unseen = _lag(stats, commits)
     assert worst == pytest.approx(1.1)  # commit 3 at 10.9, first seen by the read ending 12.0
     assert unseen == 1  # commit 4 never read
+
+
+def test_the_writers_report_fills_the_result_and_a_missing_one_is_an_error():
+    res = ConcurrencyResult(duration_s=1.0)
+    report = {
+        "writes": 2,
+        "seconds": 0.5,
+        "errors": [],
+        "commits": [[10.0, 4], [10.2, 5]],  # lists, as a queue may hand them back
+        "initial": {"predictor_comparisons": 3},
+        "counts": {"predictor_comparisons": 5, "session_memories": 70},
+    }
+    assert _record_writer(res, report, 0) == [(10.0, 4), (10.2, 5)]
+    assert (res.writes, res.writer_counts, res.initial) == (2, (5, 70), report["initial"])
+    missing = ConcurrencyResult(duration_s=1.0)
+    assert _record_writer(missing, None, -9) == []
+    assert missing.writer_errors == ["writer exited (-9) without a report"]
+    assert missing.errors == 1 and not missing.ok

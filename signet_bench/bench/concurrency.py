@@ -323,45 +323,52 @@ def _lag(stats: ReaderStats, commits: list[tuple[float, int]]) -> tuple[float | 
     return worst, unseen
 
 
-def run_concurrency(
-    path: str | Path,
-    duration_s: float,
-    *,
-    n_plan: int = 5000,
-    seed: int = 0,
-    start_timeout_s: float = 300.0,
-) -> ConcurrencyResult:
-    """Write `path` (a synthetic store) for `duration_s` in one process while two others read
-    it; return what each saw. Opens the store only with stdlib sqlite3 here, after every
-    child has exited."""
-    from signet_bench.store.read import open_readonly
+@dataclass(frozen=True, slots=True)
+class _Channels:
+    """What the parent shares with its children: the report queue, the writer's go signal,
+    the 'writer done' signal and one 'ready' signal per reader."""
 
-    path = str(Path(path).resolve())
-    ctx = mp.get_context("spawn")
-    out = ctx.Queue()
-    done = ctx.Event()
-    go = ctx.Event()
-    ready = {"sqlite": ctx.Event(), "duckdb": ctx.Event()}
+    out: Any
+    done: Any
+    go: Any
+    ready: dict[str, Any]
+
+    @classmethod
+    def create(cls, ctx: Any) -> _Channels:
+        """Fresh channels from the multiprocessing context `ctx`."""
+        out = ctx.Queue()
+        done = ctx.Event()
+        go = ctx.Event()
+        return cls(out, done, go, {"sqlite": ctx.Event(), "duckdb": ctx.Event()})
+
+
+def _spawn(
+    ctx: Any,
+    ch: _Channels,
+    path: str,
+    n_plan: int,
+    duration_s: float,
+    seed: int,
+    start_timeout_s: float,
+) -> tuple[dict[str, Any], Any]:
+    """Start the two reader processes and the writer (which waits for `ch.go`)."""
     reader_deadline = start_timeout_s + duration_s + 120.0
+    mains = {"sqlite": sqlite_reader_main, "duckdb": duckdb_reader_main}
     # The children load numpy fresh: one BLAS thread each, as the CLI runs.
     env_before = os.environ.get("OPENBLAS_NUM_THREADS")
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         readers = {
-            "sqlite": ctx.Process(
-                target=sqlite_reader_main,
-                args=(path, ready["sqlite"], done, out, reader_deadline),
-                name="sb-sqlite-reader",
-            ),
-            "duckdb": ctx.Process(
-                target=duckdb_reader_main,
-                args=(path, ready["duckdb"], done, out, reader_deadline),
-                name="sb-duckdb-reader",
-            ),
+            name: ctx.Process(
+                target=main,
+                args=(path, ch.ready[name], ch.done, ch.out, reader_deadline),
+                name=f"sb-{name}-reader",
+            )
+            for name, main in mains.items()
         }
         writer = ctx.Process(
             target=writer_main,
-            args=(path, n_plan, duration_s, seed, go, out, start_timeout_s),
+            args=(path, n_plan, duration_s, seed, ch.go, ch.out, start_timeout_s),
             name="sb-writer",
         )
         for p in (*readers.values(), writer):
@@ -369,65 +376,95 @@ def run_concurrency(
     finally:
         if env_before is None:
             os.environ.pop("OPENBLAS_NUM_THREADS", None)
-    result = ConcurrencyResult(duration_s=duration_s)
+    return readers, writer
+
+
+def _take(out: Any, got: dict[str, Any], timeout: float) -> bool:
+    """Move one (name, report) from `out` into `got`; False when none came within `timeout`."""
+    try:
+        name, payload = out.get(timeout=timeout)
+    except queue.Empty:
+        return False
+    got[name] = payload
+    return True
+
+
+def _collect(
+    ch: _Channels,
+    readers: dict[str, Any],
+    writer: Any,
+    start_timeout_s: float,
+    duration_s: float,
+) -> dict[str, Any]:
+    """Release the writer once the readers are ready, gather every report, then join (or
+    terminate) all children; the reports by process name."""
     got: dict[str, Any] = {}
     try:
         t_ready = time.time() + start_timeout_s
-        for ev in ready.values():
+        for ev in ch.ready.values():
             ev.wait(max(0.0, t_ready - time.time()))
-        go.set()
+        ch.go.set()
         # Collect before joining: a child exits only once its queued result is consumed.
         t_stop = time.time() + start_timeout_s + duration_s + 60.0
         while "writer" not in got and time.time() < t_stop:
-            try:
-                name, payload = out.get(timeout=1.0)
-                got[name] = payload
-            except queue.Empty:
-                if not writer.is_alive() and "writer" not in got:
-                    try:
-                        name, payload = out.get(timeout=5.0)
-                        got[name] = payload
-                    except queue.Empty:
-                        break
-        done.set()
+            if _take(ch.out, got, 1.0) or writer.is_alive():
+                continue
+            if not _take(ch.out, got, 5.0):
+                break
+        ch.done.set()
         t_stop = time.time() + 120.0
         while not set(readers) <= set(got) and time.time() < t_stop:
-            try:
-                name, payload = out.get(timeout=1.0)
-                got[name] = payload
-            except queue.Empty:
-                if not any(p.is_alive() for p in readers.values()):
-                    break
+            if not _take(ch.out, got, 1.0) and not any(p.is_alive() for p in readers.values()):
+                break
     finally:
-        done.set()
-        go.set()
+        ch.done.set()
+        ch.go.set()
         for p in (*readers.values(), writer):
             p.join(timeout=30)
             if p.is_alive():
                 p.terminate()
                 p.join(timeout=5)
+    return got
 
-    w = got.get("writer")
-    if w is None:
-        result.writer_errors.append(f"writer exited ({writer.exitcode}) without a report")
-        commits: list[tuple[float, int]] = []
-    else:
-        result.writes = int(w["writes"])
-        result.writer_seconds = float(w["seconds"])
-        result.writer_errors.extend(w["errors"])
-        commits = [tuple(c) for c in w["commits"]]
-        counts = w.get("counts") or {}
-        result.initial = dict(w.get("initial") or {})
-        result.writer_counts = (
-            counts.get("predictor_comparisons", 0),
-            counts.get("session_memories", 0),
-        )
+
+def _record_writer(
+    result: ConcurrencyResult, report: dict[str, Any] | None, exitcode: int | None
+) -> list[tuple[float, int]]:
+    """Fill the writer's part of `result` from its report; its commits (time, comparisons)."""
+    if report is None:
+        result.writer_errors.append(f"writer exited ({exitcode}) without a report")
+        return []
+    result.writes = int(report["writes"])
+    result.writer_seconds = float(report["seconds"])
+    result.writer_errors.extend(report["errors"])
+    counts = report.get("counts") or {}
+    result.initial = dict(report.get("initial") or {})
+    result.writer_counts = (
+        counts.get("predictor_comparisons", 0),
+        counts.get("session_memories", 0),
+    )
+    return [tuple(c) for c in report["commits"]]
+
+
+def _record_readers(
+    result: ConcurrencyResult,
+    got: dict[str, Any],
+    readers: dict[str, Any],
+    commits: list[tuple[float, int]],
+) -> None:
+    """Put each reader's stats (or why it has none) in `result`, with its lag to the commits."""
     for name, proc in readers.items():
         stats = got.get(name)
         if stats is None:
             stats = ReaderStats(name, errors=[f"reader exited ({proc.exitcode}) without a report"])
         stats.max_lag_s, stats.unseen = _lag(stats, commits)
         result.readers[name] = stats
+
+
+def _check_final(result: ConcurrencyResult, path: str) -> None:
+    """Count the store after the run: rows lost against what the writer committed, and
+    readers whose last read did not see the final counts."""
+    from signet_bench.store.read import open_readonly
 
     con = open_readonly(path)
     try:
@@ -444,4 +481,26 @@ def run_concurrency(
     for stats in result.readers.values():
         if stats.reads and stats.last != final_pair:
             stats.inconsistent.append(f"last read {stats.last} != final {final_pair}")
+
+
+def run_concurrency(
+    path: str | Path,
+    duration_s: float,
+    *,
+    n_plan: int = 5000,
+    seed: int = 0,
+    start_timeout_s: float = 300.0,
+) -> ConcurrencyResult:
+    """Write `path` (a synthetic store) for `duration_s` in one process while two others read
+    it; return what each saw. Opens the store only with stdlib sqlite3 here, after every
+    child has exited."""
+    path = str(Path(path).resolve())
+    ctx = mp.get_context("spawn")
+    ch = _Channels.create(ctx)
+    readers, writer = _spawn(ctx, ch, path, n_plan, duration_s, seed, start_timeout_s)
+    result = ConcurrencyResult(duration_s=duration_s)
+    got = _collect(ch, readers, writer, start_timeout_s, duration_s)
+    commits = _record_writer(result, got.get("writer"), writer.exitcode)
+    _record_readers(result, got, readers, commits)
+    _check_final(result, path)
     return result

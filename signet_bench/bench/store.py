@@ -11,6 +11,7 @@ Rows (stable names):
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import time
 from collections.abc import Callable
@@ -25,8 +26,8 @@ from signet_bench.store.read import read_memories
 from signet_bench.store.scale import write_memories_scale, write_session_memories_scale
 
 __all__ = ["store_rows"]
+_log = logging.getLogger(__name__)
 
-BENCH = "store"
 LOAD_MEMORIES = 4000
 FULL_ROWS, QUICK_ROWS = 1_500_000, 150_000
 
@@ -47,30 +48,27 @@ def _size_label(n: int) -> str:
     return f"{n / 1e6:g}m" if n >= 1_000_000 else f"{n // 1000}k"
 
 
-def _synth_heavy(out: Path, seed: int) -> tuple[Row | None, Path | None]:
-    try:
-        from signet_bench.synth.build import build_persona_store
-    except ImportError as exc:
-        print(f"note: skipping synth_heavy ({exc})")
-        return None, None
+def _synth_heavy(out: Path, seed: int) -> tuple[Row, Path]:
+    """Time generating the heavy persona's store."""
+    from signet_bench.synth.build import build_persona_store
+
     t0 = time.perf_counter()
     build_persona_store("heavy", out, seed=seed)
     wall = time.perf_counter() - t0
     return Row("synth_heavy", "wall", wall, "s", n=1, goal="<= 20 s"), out
 
 
-def _load_store(tmp: Path, heavy: Path | None, seed: int) -> Path:
+def _load_store(tmp: Path, heavy: Path, seed: int) -> Path:
     """The heavy persona store if it holds 4,000 memories (soft-deleted included) with 768-d
     embeddings, else a generated one."""
     dim = DEFAULT_CONFIG.native_dim
-    if heavy is not None:
-        table = read_memories(heavy, include_deleted=True)
-        if len(table) == LOAD_MEMORIES and table.dim == dim:
-            return heavy
-        print(
-            f"note: heavy persona has {len(table)} memories x {table.dim}-d; "
-            f"timing load on a generated {LOAD_MEMORIES} x {dim} store instead"
-        )
+    table = read_memories(heavy, include_deleted=True)
+    if len(table) == LOAD_MEMORIES and table.dim == dim:
+        return heavy
+    _log.info(
+        f"note: heavy persona has {len(table)} memories x {table.dim}-d; "
+        f"timing load on a generated {LOAD_MEMORIES} x {dim} store instead"
+    )
     path = tmp / "load.db"
     write_memories_scale(path, LOAD_MEMORIES, dim=dim, seed=seed)
     return path
@@ -83,8 +81,7 @@ def store_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
         tmp = Path(tmp_name)
 
         synth_row, heavy = _synth_heavy(tmp / "heavy.db", seed)
-        if synth_row is not None:
-            rows.append(synth_row)
+        rows.append(synth_row)
 
         load_path = _load_store(tmp, heavy, seed)
         repeats = 10 if quick else 30

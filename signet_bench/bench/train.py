@@ -42,7 +42,7 @@ import numpy as np
 
 from signet_bench.bench.report import Row, percentiles
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.features import N_FEATURES
+from signet_bench.features import CandidateInfo, SessionInfo, candidate_features
 from signet_bench.model.tokenizer import project_slot
 from signet_bench.samples import SessionSample
 
@@ -66,6 +66,68 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
 
 
+def _pool(
+    rng: np.random.Generator, centers: np.ndarray, topic: int, n: int, text_share: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A session's candidates and context: (candidate topics, unit embeddings with zero rows on
+    the text path, has-embedding flags, context); a third of the pool is on the session's
+    topic, the rest from any topic."""
+    dim = centers.shape[1]
+    cand_topic = np.where(rng.random(n) < 0.33, topic, rng.integers(_TOPICS, size=n))
+    emb = _unit(centers[cand_topic] + 0.9 * rng.normal(size=(n, dim)) / np.sqrt(dim) * 8)
+    has = rng.random(n) >= text_share
+    emb[~has] = 0.0
+    context = _unit(centers[topic] + 0.5 * rng.normal(size=dim) / np.sqrt(dim) * 8)
+    return cand_topic, emb, has, context
+
+
+def _labels(
+    rng: np.random.Generator, cand_topic: np.ndarray, topic: int, topic_project: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, superseded flags) with the spread of real labels (see the module docstring):
+    the most relevant quarter injected, then soft negatives, FTS-missed, missing-context."""
+    n = cand_topic.size
+    same_topic = cand_topic == topic
+    same_proj = topic_project[cand_topic] == topic_project[topic]
+    rel = 0.8 * same_topic + 0.15 * same_proj + rng.normal(0, 0.15, n)
+    labels = np.zeros(n)
+    order = np.argsort(-rel)
+    inj = order[: max(2, n // 4)]
+    labels[inj] = np.clip(rel[inj], 0.2, 1.0)
+    kind = rng.random(n)
+    rest = np.ones(n, bool)
+    rest[inj] = False
+    labels[rest & (kind < 0.10) & same_topic] = 0.25
+    labels[rest & (kind > 0.96)] = 0.6
+    labels[rest & (kind > 0.985)] = 0.7
+    superseded = rng.random(n) < 0.03
+    labels[superseded] = -0.3
+    return labels, superseded
+
+
+def _features(
+    rng: np.random.Generator, start: datetime, has: np.ndarray, superseded: np.ndarray
+) -> np.ndarray:
+    """The candidates' features by the one definition (`candidate_features`, UTC) from drawn
+    ages (0..120 days), importances, access counts, a session gap and constraint flags."""
+    n = has.size
+    start_s = start.timestamp()
+    age_days = rng.uniform(0, 120, n)
+    importance = rng.uniform(0.2, 1.0, n)
+    access_count = rng.poisson(3, n)
+    previous_start = start - timedelta(days=float(rng.exponential(0.3)))
+    is_constraint = rng.random(n) < 0.01
+    candidates = CandidateInfo(
+        created_at=start_s - age_days * 86_400.0,
+        importance=importance,
+        access_count=access_count,
+        has_embedding=has,
+        superseded_at=np.where(superseded, start_s - 1, np.nan),
+        is_constraint=is_constraint,
+    )
+    return candidate_features(candidates, SessionInfo(start, "UTC", None, previous_start))
+
+
 def synthetic_samples(
     n_sessions: int,
     *,
@@ -87,46 +149,9 @@ def synthetic_samples(
         topic = int(rng.integers(_TOPICS))
         proj = _PROJECTS[topic_project[topic]]
         n = int(np.clip(round(rng.normal(mean_candidates, 10)), 40, 100))
-        # a third of the pool on the session's topic, the rest from other topics
-        cand_topic = np.where(rng.random(n) < 0.33, topic, rng.integers(_TOPICS, size=n))
-        emb = _unit(centers[cand_topic] + 0.9 * rng.normal(size=(n, dim)) / np.sqrt(dim) * 8)
-        has = rng.random(n) >= text_share
-        emb[~has] = 0.0
-        context = _unit(centers[topic] + 0.5 * rng.normal(size=dim) / np.sqrt(dim) * 8)
-        same_topic = cand_topic == topic
-        same_proj = topic_project[cand_topic] == topic_project[topic]
-        rel = 0.8 * same_topic + 0.15 * same_proj + rng.normal(0, 0.15, n)
-        labels = np.zeros(n)
-        order = np.argsort(-rel)
-        inj = order[: max(2, n // 4)]
-        labels[inj] = np.clip(rel[inj], 0.2, 1.0)
-        kind = rng.random(n)
-        rest = np.ones(n, bool)
-        rest[inj] = False
-        labels[rest & (kind < 0.10) & same_topic] = 0.25
-        labels[rest & (kind > 0.96)] = 0.6
-        labels[rest & (kind > 0.985)] = 0.7
-        superseded = rng.random(n) < 0.03
-        labels[superseded] = -0.3
-        feats = np.zeros((n, N_FEATURES), dtype=np.float32)
-        age = rng.uniform(0, 120, n)
-        feats[:, 0] = np.log1p(age)
-        feats[:, 1] = rng.uniform(0.2, 1.0, n)
-        feats[:, 2] = np.log1p(rng.poisson(3, n))
-        hour = start.hour + start.minute / 60
-        wd = start.weekday()
-        feats[:, 3:9] = [
-            np.sin(2 * np.pi * hour / 24),
-            np.cos(2 * np.pi * hour / 24),
-            np.sin(2 * np.pi * wd / 7),
-            np.cos(2 * np.pi * wd / 7),
-            np.sin(2 * np.pi * (start.month - 1) / 12),
-            np.cos(2 * np.pi * (start.month - 1) / 12),
-        ]
-        feats[:, 9] = np.log1p(rng.exponential(0.3))
-        feats[:, 10] = has
-        feats[:, 11] = superseded
-        feats[:, 14] = rng.random(n) < 0.01
+        cand_topic, emb, has, context = _pool(rng, centers, topic, n, text_share)
+        labels, superseded = _labels(rng, cand_topic, topic, topic_project)
+        feats = _features(rng, start, has, superseded)
         tokens = tuple(
             rng.integers(0, cfg.hash_buckets, size=int(rng.integers(8, 40))) for _ in range(n)
         )

@@ -77,10 +77,9 @@ class Batch:
 
 
 @dataclass(slots=True)
-class _Cache:
-    """Intermediates of a forward pass that the backward pass needs."""
+class _Query:
+    """The query side of a forward pass: what the backward pass needs of it."""
 
-    eps: float
     ctx: np.ndarray  # (B, D)
     ctx_xhat: np.ndarray  # (B, d) normalised W_down·context
     ctx_rstd: np.ndarray  # (B, 1)
@@ -89,20 +88,41 @@ class _Cache:
     sess: np.ndarray  # (B, 7) the session-level features
     q: np.ndarray  # (B, d)
     qk: np.ndarray  # (B, d) q·W_k
-    u: np.ndarray  # (d,) W_vᵀ·w_v
-    enc: np.ndarray  # (B*N, d), zero at padding
-    emb_idx: np.ndarray  # flat indices of embedded real candidates
-    emb_x: np.ndarray  # (Me, D) their native embeddings (float32 or the params' dtype), or
-    # with a packed batch the rows of every real candidate, of which emb_sel are embedded
-    emb_sel: np.ndarray | None
-    emb_xhat: np.ndarray
-    emb_rstd: np.ndarray
-    txt_idx: np.ndarray  # flat indices of text-path real candidates
-    txt_xhat: np.ndarray
-    txt_rstd: np.ndarray
+
+
+@dataclass(slots=True)
+class _Embedded:
+    """The embedded-path candidates of a forward pass and their layer-norm intermediates."""
+
+    idx: np.ndarray  # flat indices of embedded real candidates
+    x: np.ndarray  # (Me, D) their native embeddings (float32 or the params' dtype), or
+    # with a packed batch the rows of every real candidate, of which `sel` are embedded
+    sel: np.ndarray | None
+    xhat: np.ndarray
+    rstd: np.ndarray
+
+
+@dataclass(slots=True)
+class _Text:
+    """The text-path candidates of a forward pass: their tokens and layer-norm intermediates."""
+
+    idx: np.ndarray  # flat indices of text-path real candidates
+    xhat: np.ndarray
+    rstd: np.ndarray
     tok_row: np.ndarray  # (T',) text-row index of each used token
     tok_bucket: np.ndarray  # (T',) its bucket
-    txt_count: np.ndarray  # (Mt,) tokens per text row
+    count: np.ndarray  # (Mt,) tokens per text row
+
+
+@dataclass(slots=True)
+class _Cache:
+    """Intermediates of a forward pass that the backward pass needs."""
+
+    query: _Query
+    emb: _Embedded
+    txt: _Text
+    u: np.ndarray  # (d,) W_vᵀ·w_v
+    enc: np.ndarray  # (B*N, d), zero at padding
     features: np.ndarray  # (B, N, F)
     slot: np.ndarray  # (B,)
     proj_rows: np.ndarray  # (B, d) ProjEmb[slot]
@@ -234,115 +254,141 @@ def _check(params: dict[str, np.ndarray], batch: Batch) -> None:
             raise ValueError(f"tok_owner outside [0, {b * n})")
 
 
-def forward(
-    params: dict[str, np.ndarray], batch: Batch, cfg: PredictorConfig = DEFAULT_CONFIG
-) -> Forward:
-    """Logits and softmax scores of every session in the batch, with a cache for `backward`."""
-    _check(params, batch)
-    eps = float(cfg.layer_norm_eps)
-    w_down, w_q, w_k, w_v = (params[k] for k in ("down_proj", "q_proj", "k_proj", "v_proj"))
-    dt = w_down.dtype
-    d = w_q.shape[0]
-    mask = np.asarray(batch.mask, dtype=bool)
-    b, n = mask.shape
-    m_all = b * n
-    d_native = w_down.shape[1]
-    features = np.asarray(batch.features, dtype=dt)
-    w_val, w_feat, w_proj, bias = _split_gate(
-        params["gate_proj"], w_v.shape[0], features.shape[2], d
-    )
+def _query(
+    params: dict[str, np.ndarray],
+    ctx: np.ndarray,
+    w_centred: np.ndarray,
+    features: np.ndarray,
+    mask: np.ndarray,
+    slot: np.ndarray,
+    eps: float,
+) -> _Query:
+    """Each session's query: LN_emb(W_down context), plus (ours, zero-initialised) its
+    project row and session-level time features, through W_q; and q·W_k."""
     g_emb, b_emb = params["ln_embedded_gamma"], params["ln_embedded_beta"]
-    g_txt, b_txt = params["ln_text_gamma"], params["ln_text_beta"]
-
-    # query: context, plus (ours, zero-initialised) the session's project and time features
-    ctx = np.asarray(batch.context, dtype=dt)
-    # mean(W_down x) = mean_rows(W_down)·x, so centring W_down's rows centres every product
-    w_centred = w_down - w_down.mean(axis=0)
     ctx_norm, ctx_xhat, ctx_rstd = _layer_norm(ctx @ w_centred.T, g_emb, b_emb, eps, centered=True)
-    slot = np.asarray(batch.project_slot, dtype=np.int64)
-    sess = np.zeros((b, len(SESSION_FEATURES)), dtype=dt)
+    b = mask.shape[0]
+    sess = np.zeros((b, len(SESSION_FEATURES)), dtype=ctx.dtype)
     q_in = ctx_norm
     if "query_project" in params:
         q_in = q_in + params["query_project"][slot]
     if "query_time" in params:
         sess = features[np.arange(b), np.argmax(mask, axis=1)][:, list(SESSION_FEATURES)]
         q_in = q_in + sess @ params["query_time"].T
-    q = q_in @ w_q.T
-    qk = q @ w_k
-    u = w_val @ w_v
+    q = q_in @ params["q_proj"].T
+    qk = q @ params["k_proj"]
+    return _Query(ctx, ctx_xhat, ctx_rstd, ctx_norm, q_in, sess, q, qk)
 
-    enc = np.zeros((m_all, d), dtype=dt)
-    flat_mask = mask.reshape(-1)
-    flat_has = np.asarray(batch.has_emb, dtype=bool).reshape(-1)
 
-    # embedded path (float32 embeddings keep their precision in the W_down product)
-    emb_idx = np.flatnonzero(flat_mask & flat_has)
-    emb_sel = None
+def _encode_embedded(
+    params: dict[str, np.ndarray],
+    batch: Batch,
+    w_centred: np.ndarray,
+    flat_mask: np.ndarray,
+    flat_has: np.ndarray,
+    eps: float,
+) -> tuple[_Embedded, np.ndarray]:
+    """LN_emb(W_down e) of the embedded real candidates: (their cache, their encodings).
+    Float32 embeddings keep their precision in the W_down product and the layer norm."""
+    dt = w_centred.dtype
+    m_all = flat_mask.size
+    idx = np.flatnonzero(flat_mask & flat_has)
+    sel = None
     if batch.real_emb is not None:
         # packed: project every real row (text-path rows are few) and keep the embedded ones
-        emb_x = _float_rows(batch.real_emb, dt)
-        if emb_idx.size != emb_x.shape[0]:
-            emb_sel = np.flatnonzero(flat_has[flat_mask])
+        x = _float_rows(batch.real_emb, dt)
+        if idx.size != x.shape[0]:
+            sel = np.flatnonzero(flat_has[flat_mask])
     else:
-        x_flat = _float_rows(np.asarray(batch.cand_emb).reshape(m_all, d_native), dt)
-        emb_x = x_flat if emb_idx.size == m_all else x_flat[emb_idx]
-    h = emb_x @ w_centred.T.astype(emb_x.dtype, copy=False)
-    h = h if emb_sel is None else h[emb_sel]
+        x_flat = _float_rows(np.asarray(batch.cand_emb).reshape(m_all, w_centred.shape[1]), dt)
+        x = x_flat if idx.size == m_all else x_flat[idx]
+    h = x @ w_centred.T.astype(x.dtype, copy=False)
+    h = h if sel is None else h[sel]
     # float32 rows stay float32 through the layer norm (half the memory traffic)
-    y, emb_xhat, emb_rstd = _layer_norm(
-        h, g_emb.astype(h.dtype), b_emb.astype(h.dtype), eps, centered=True
-    )
-    enc[emb_idx] = y
+    g_emb, b_emb = params["ln_embedded_gamma"], params["ln_embedded_beta"]
+    y, xhat, rstd = _layer_norm(h, g_emb.astype(h.dtype), b_emb.astype(h.dtype), eps, centered=True)
+    return _Embedded(idx, x, sel, xhat, rstd), y
 
-    # text path: mean of the hash rows of each text candidate's tokens
-    txt_idx = np.flatnonzero(flat_mask & ~flat_has)
-    row_of = np.full(m_all, -1, dtype=np.int64)
-    row_of[txt_idx] = np.arange(txt_idx.size)
+
+def _encode_text(
+    params: dict[str, np.ndarray],
+    batch: Batch,
+    flat_mask: np.ndarray,
+    flat_has: np.ndarray,
+    eps: float,
+    dt: np.dtype,
+) -> tuple[_Text, np.ndarray]:
+    """LN_text of the mean hash row of each text-path real candidate's tokens: (their cache,
+    their encodings); tokens owned by any other slot are dropped."""
+    idx = np.flatnonzero(flat_mask & ~flat_has)
+    row_of = np.full(flat_mask.size, -1, dtype=np.int64)
+    row_of[idx] = np.arange(idx.size)
     tok_row = row_of[np.asarray(batch.tok_owner, dtype=np.int64)]
     used = tok_row >= 0
     tok_row = tok_row[used]
     tok_bucket = np.asarray(batch.tok_bucket, dtype=np.int64)[used]
-    txt_count = np.bincount(tok_row, minlength=txt_idx.size).astype(dt)
-    sums = _segment_sum(params["hash_embeddings"][tok_bucket], tok_row, txt_idx.size)
-    mean = sums / np.maximum(txt_count, 1.0)[:, None]
-    y, txt_xhat, txt_rstd = _layer_norm(mean, g_txt, b_txt, eps)
-    enc[txt_idx] = y
+    count = np.bincount(tok_row, minlength=idx.size).astype(dt)
+    sums = _segment_sum(params["hash_embeddings"][tok_bucket], tok_row, idx.size)
+    mean = sums / np.maximum(count, 1.0)[:, None]
+    y, xhat, rstd = _layer_norm(mean, params["ln_text_gamma"], params["ln_text_beta"], eps)
+    return _Text(idx, xhat, rstd, tok_row, tok_bucket, count), y
+
+
+def forward(
+    params: dict[str, np.ndarray], batch: Batch, cfg: PredictorConfig = DEFAULT_CONFIG
+) -> Forward:
+    """Logits and softmax scores of every session in the batch, with a cache for `backward`."""
+    _check(params, batch)
+    eps = float(cfg.layer_norm_eps)
+    w_down, w_v = params["down_proj"], params["v_proj"]
+    dt = w_down.dtype
+    d = params["q_proj"].shape[0]
+    mask = np.asarray(batch.mask, dtype=bool)
+    b, n = mask.shape
+    features = np.asarray(batch.features, dtype=dt)
+    w_val, w_feat, w_proj, bias = _split_gate(
+        params["gate_proj"], w_v.shape[0], features.shape[2], d
+    )
+    # mean(W_down x) = mean_rows(W_down)·x, so centring W_down's rows centres every product
+    w_centred = w_down - w_down.mean(axis=0)
+    slot = np.asarray(batch.project_slot, dtype=np.int64)
+    ctx = np.asarray(batch.context, dtype=dt)
+    query = _query(params, ctx, w_centred, features, mask, slot, eps)
+    u = w_val @ w_v
+
+    enc = np.zeros((b * n, d), dtype=dt)
+    flat_mask = mask.reshape(-1)
+    flat_has = np.asarray(batch.has_emb, dtype=bool).reshape(-1)
+    emb, enc_emb = _encode_embedded(params, batch, w_centred, flat_mask, flat_has, eps)
+    enc[emb.idx] = enc_emb
+    txt, enc_txt = _encode_text(params, batch, flat_mask, flat_has, eps, dt)
+    enc[txt.idx] = enc_txt
 
     # logits: q·(W_k enc)/sqrt(d) + w_v·(W_v enc) = enc·(qk/sqrt(d) + u)
     proj_rows = params["project_embeddings"][slot]
-    a = qk / np.sqrt(d) + u
+    a = query.qk / np.sqrt(d) + u
     enc3 = enc.reshape(b, n, d)
     raw = np.matmul(enc3, a[:, :, None])[:, :, 0] + features @ w_feat
     raw += (proj_rows @ w_proj + bias)[:, None]
     logits = np.where(mask, raw, -np.inf)
-    cache = _Cache(
-        eps=eps,
-        ctx=ctx,
-        ctx_xhat=ctx_xhat,
-        ctx_rstd=ctx_rstd,
-        ctx_norm=ctx_norm,
-        q_in=q_in,
-        sess=sess,
-        q=q,
-        qk=qk,
-        u=u,
-        enc=enc,
-        emb_idx=emb_idx,
-        emb_x=emb_x,
-        emb_sel=emb_sel,
-        emb_xhat=emb_xhat,
-        emb_rstd=emb_rstd,
-        txt_idx=txt_idx,
-        txt_xhat=txt_xhat,
-        txt_rstd=txt_rstd,
-        tok_row=tok_row,
-        tok_bucket=tok_bucket,
-        txt_count=txt_count,
-        features=features,
-        slot=slot,
-        proj_rows=proj_rows,
-    )
+    cache = _Cache(query, emb, txt, u, enc, features, slot, proj_rows)
     return Forward(logits=logits, probs=softmax_masked(raw, mask), mask=mask, cache=cache)
+
+
+def _embedded_back(
+    emb: _Embedded, denc: np.ndarray, gamma: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gradients through the embedded path's layer norm and W_down product, given dL/denc of
+    its candidates: (dW_down, dgamma, dbeta), computed in the dtype of the embedding rows."""
+    xdt = emb.xhat.dtype
+    dh, dg, db = _layer_norm_back(
+        denc.astype(xdt, copy=False), emb.xhat, emb.rstd, gamma.astype(xdt)
+    )
+    if emb.sel is not None:
+        dh_rows = np.zeros((emb.x.shape[0], dh.shape[1]), dtype=dh.dtype)
+        dh_rows[emb.sel] = dh
+        dh = dh_rows
+    return dh.T.astype(emb.x.dtype, copy=False) @ emb.x, dg, db
 
 
 def backward(params: dict[str, np.ndarray], fwd: Forward, dlogits: np.ndarray) -> Grads:
@@ -357,7 +403,7 @@ def backward(params: dict[str, np.ndarray], fwd: Forward, dlogits: np.ndarray) -
     g_emb, g_txt = params["ln_embedded_gamma"], params["ln_text_gamma"]
 
     dl = np.where(fwd.mask, dlogits, 0.0)
-    a = c.qk / np.sqrt(d) + c.u
+    a = c.query.qk / np.sqrt(d) + c.u
     enc3 = c.enc.reshape(b, n, d)
     dl_flat = dl.reshape(-1)
 
@@ -370,7 +416,7 @@ def backward(params: dict[str, np.ndarray], fwd: Forward, dlogits: np.ndarray) -
     du = s.sum(axis=0)
     dl_sum = dl.sum(axis=1)
 
-    d_wk = c.q.T @ dqk
+    d_wk = c.query.q.T @ dqk
     dq = dqk @ w_k.T
     d_wv = np.outer(w_val, du)
     d_wval = w_v @ du
@@ -380,25 +426,20 @@ def backward(params: dict[str, np.ndarray], fwd: Forward, dlogits: np.ndarray) -
     d_proj_emb = np.zeros_like(params["project_embeddings"])
     np.add.at(d_proj_emb, c.slot, dl_sum[:, None] * w_proj)
 
-    d_wq = dq.T @ c.q_in
+    d_wq = dq.T @ c.query.q_in
     dq_in = dq @ w_q
-    dh, dg_emb, db_emb = _layer_norm_back(dq_in, c.ctx_xhat, c.ctx_rstd, g_emb)
-    d_wdown = dh.T @ c.ctx
+    dh, dg_emb, db_emb = _layer_norm_back(dq_in, c.query.ctx_xhat, c.query.ctx_rstd, g_emb)
+    d_wdown = dh.T @ c.query.ctx
 
-    xdt = c.emb_xhat.dtype
-    dh, dg, db = _layer_norm_back(
-        denc(c.emb_idx).astype(xdt, copy=False), c.emb_xhat, c.emb_rstd, g_emb.astype(xdt)
-    )
-    if c.emb_sel is not None:
-        dh_rows = np.zeros((c.emb_x.shape[0], d), dtype=dh.dtype)
-        dh_rows[c.emb_sel] = dh
-        dh = dh_rows
-    d_wdown += dh.T.astype(c.emb_x.dtype, copy=False) @ c.emb_x
+    d_wdown_emb, dg, db = _embedded_back(c.emb, denc(c.emb.idx), g_emb)
+    d_wdown += d_wdown_emb
     dg_emb += dg.astype(dg_emb.dtype, copy=False)
     db_emb += db.astype(db_emb.dtype, copy=False)
 
-    dmean, dg_txt, db_txt = _layer_norm_back(denc(c.txt_idx), c.txt_xhat, c.txt_rstd, g_txt)
-    d_hash = _rows_by_bucket(c.tok_bucket, dmean / np.maximum(c.txt_count, 1.0)[:, None], c.tok_row)
+    txt = c.txt
+    dmean, dg_txt, db_txt = _layer_norm_back(denc(txt.idx), txt.xhat, txt.rstd, g_txt)
+    d_row = dmean / np.maximum(txt.count, 1.0)[:, None]  # each token gets its row's share
+    d_hash = _rows_by_bucket(txt.tok_bucket, d_row, txt.tok_row)
 
     gate = np.concatenate([d_wval, d_wfeat, d_wproj, [d_bias]]).reshape(params["gate_proj"].shape)
     grads: Grads = {
@@ -419,7 +460,7 @@ def backward(params: dict[str, np.ndarray], fwd: Forward, dlogits: np.ndarray) -
         np.add.at(d_qp, c.slot, dq_in)
         grads["query_project"] = d_qp
     if "query_time" in params:
-        grads["query_time"] = dq_in.T @ c.sess
+        grads["query_time"] = dq_in.T @ c.query.sess
     return grads
 
 

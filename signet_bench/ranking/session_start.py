@@ -34,7 +34,7 @@ from signet_bench.ranking.fusion import (
 from signet_bench.ranking.prefilter import cosine_to, eligible_mask, prefilter, similarity_pool
 from signet_bench.ranking.select import content_lengths, select_injected
 
-__all__ = ["Predictor", "SessionStartResult", "session_start"]
+__all__ = ["Predictor", "SessionStartResult", "ranked_result", "session_start"]
 
 Predictor = Callable[[np.ndarray, SessionContextVector], "np.ndarray | None"]
 """`predictor(candidate_rows, context) -> scores`: `candidate_rows` index the corpus (in
@@ -76,6 +76,8 @@ class SessionStartResult:
     corpus_size: int  # live memories considered
     explored_id: str | None = None
     displaced_id: str | None = None
+    window_size: int | None = None  # Signet 0.58's pool: rows in its created_at DESC window
+    kept_size: int | None = None  # ... and those passing effScore > 0.2 or pinned
 
     @property
     def context(self) -> np.ndarray | None:
@@ -249,25 +251,43 @@ def session_start(
     )
     mask = ex.injected
 
+    return ranked_result(
+        cand, c_ids, eff[cand], pred, fz.prank, fz.fused, final, overlaps, mask, final_order,
+        is_constraint=cons, source=source, predictor_used=fz.used, alpha=fz.alpha,
+        context_vector=pool.context, corpus_size=int((~absent).sum()),
+        explored_id=ex.explored_id, displaced_id=ex.displaced_id,
+    )  # fmt: skip
+
+
+def ranked_result(
+    cand: np.ndarray,
+    ids: np.ndarray,
+    effective: np.ndarray,
+    predictor: np.ndarray,
+    predictor_rank: np.ndarray,
+    fused: np.ndarray,
+    final: np.ndarray,
+    overlaps: np.ndarray,
+    injected: np.ndarray,
+    final_order: np.ndarray,
+    **session: object,
+) -> SessionStartResult:
+    """A session start's result from its ranking steps, in the order they run (candidates in
+    baseline order, their effective and predictor scores, RRF, topic diversity, the injected
+    mask, the final order); `session` holds the remaining fields. Both session starts (ours
+    and Signet 0.58's, `compat.py`) build their result here."""
     return SessionStartResult(
         index=cand,
-        memory_id=c_ids,
-        rank=np.arange(n, dtype=np.int64),
-        effective_score=eff[cand],
-        predictor_score=pred,
-        predictor_rank=fz.prank,
-        fused_score=fz.fused,
+        memory_id=ids,
+        rank=np.arange(len(cand), dtype=np.int64),
+        effective_score=effective,
+        predictor_score=predictor,
+        predictor_rank=predictor_rank,
+        fused_score=fused,
         final_score=final,
         overlap_count=overlaps,
-        is_constraint=cons,
-        was_injected=mask,
-        source=source,
+        was_injected=injected,
         final_order=final_order,
-        injected_order=final_order[mask[final_order]],
-        predictor_used=fz.used,
-        alpha=fz.alpha,
-        context_vector=pool.context,
-        corpus_size=int((~absent).sum()),
-        explored_id=ex.explored_id,
-        displaced_id=ex.displaced_id,
+        injected_order=final_order[injected[final_order]],
+        **session,
     )

@@ -78,8 +78,9 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 _ISO_FMT = "%Y-%m-%dT%H:%M:%S%.fZ"  # JS toISOString()
 _SQLITE_FMT = "%Y-%m-%d %H:%M:%S"  # SQLite datetime('now')
 
-# Column specs: (name, kind, default). kind is text | real | int | bool | ts. default is an SQL
-# expression used when the column is missing or NULL (None: NULL stays NULL; REQUIRED: error).
+# Column specs: (name, kind, default), declared per table as "name kind [default]" rows (`_spec`).
+# kind is text | real | int | bool | ts. default is an SQL expression used when the column is
+# missing or NULL (None: NULL stays NULL; REQUIRED: error).
 REQUIRED = "<required>"
 _Spec = tuple[str, str, str | None]
 _DTYPES: dict[str, pl.DataType] = {
@@ -91,109 +92,123 @@ _DTYPES: dict[str, pl.DataType] = {
 }
 _CASTS = {"text": "TEXT", "real": "REAL", "int": "INTEGER", "bool": "INTEGER", "ts": "TEXT"}
 
-_MEMORY_SPEC: tuple[_Spec, ...] = (
-    ("id", "text", REQUIRED),
-    ("type", "text", "'fact'"),
-    ("content", "text", REQUIRED),
-    ("importance", "real", "0.5"),
-    ("pinned", "bool", "0"),
-    ("access_count", "int", "0"),
-    ("created_at", "ts", REQUIRED),
-    ("updated_at", "ts", '"created_at"'),
-    ("last_accessed", "ts", None),
-    ("project", "text", None),
-    ("tags", "text", None),
-    ("is_deleted", "bool", "0"),
-    ("deleted_at", "ts", None),
+
+def _spec(*rows: str) -> tuple[_Spec, ...]:
+    """Column specs from "name kind [default]" rows: kind one of `_CASTS`, default an SQL
+    expression without spaces or `required` (none: a missing or NULL value stays NULL)."""
+    out = []
+    for row in rows:
+        parts = row.split()
+        if len(parts) not in (2, 3) or parts[1] not in _CASTS:
+            raise ValueError(f"column spec {row!r}: expected 'name kind [default]'")
+        default = parts[2] if len(parts) == 3 else None
+        out.append((parts[0], parts[1], REQUIRED if default == "required" else default))
+    return tuple(out)
+
+
+_MEMORY_SPEC = _spec(
+    "id             text  required",
+    "type           text  'fact'",
+    "content        text  required",
+    "importance     real  0.5",
+    "pinned         bool  0",
+    "access_count   int   0",
+    "created_at     ts    required",
+    'updated_at     ts    "created_at"',
+    "last_accessed  ts",
+    "project        text",
+    "tags           text",
+    "is_deleted     bool  0",
+    "deleted_at     ts",
 )
 
-_SESSION_SPEC: tuple[_Spec, ...] = (
-    ("id", "text", REQUIRED),
-    ("session_key", "text", "'unknown'"),
-    ("project", "text", None),
-    ("harness", "text", None),
-    ("score", "real", REQUIRED),
-    ("memories_recalled", "int", None),
-    ("memories_used", "int", None),
-    ("novel_context_count", "int", None),
-    ("reasoning", "text", None),
-    ("created_at", "ts", REQUIRED),
-    ("confidence", "real", None),
-    ("continuity_reasoning", "text", None),
+_SESSION_SPEC = _spec(
+    "id                    text  required",
+    "session_key           text  'unknown'",
+    "project               text",
+    "harness               text",
+    "score                 real  required",
+    "memories_recalled     int",
+    "memories_used         int",
+    "novel_context_count   int",
+    "reasoning             text",
+    "created_at            ts    required",
+    "confidence            real",
+    "continuity_reasoning  text",
 )
 
-_SESSION_MEMORY_SPEC: tuple[_Spec, ...] = (
-    ("id", "text", REQUIRED),
-    ("session_key", "text", REQUIRED),
-    ("memory_id", "text", REQUIRED),
-    ("source", "text", "'effective'"),
-    ("effective_score", "real", None),
-    ("predictor_score", "real", None),
-    ("final_score", "real", None),
-    ("rank", "int", REQUIRED),
-    ("was_injected", "bool", REQUIRED),
-    ("relevance_score", "real", None),
-    ("fts_hit_count", "int", "0"),
-    ("created_at", "ts", REQUIRED),
-    ("entity_slot", "int", None),
-    ("aspect_slot", "int", None),
-    ("is_constraint", "bool", "0"),
-    ("structural_density", "int", None),
-    ("predictor_rank", "int", None),
-    ("agent_relevance_score", "real", None),
-    ("agent_feedback_count", "int", "0"),
+_SESSION_MEMORY_SPEC = _spec(
+    "id                     text  required",
+    "session_key            text  required",
+    "memory_id              text  required",
+    "source                 text  'effective'",
+    "effective_score        real",
+    "predictor_score        real",
+    "final_score            real",
+    "rank                   int   required",
+    "was_injected           bool  required",
+    "relevance_score        real",
+    "fts_hit_count          int   0",
+    "created_at             ts    required",
+    "entity_slot            int",
+    "aspect_slot            int",
+    "is_constraint          bool  0",
+    "structural_density     int",
+    "predictor_rank         int",
+    "agent_relevance_score  real",
+    "agent_feedback_count   int   0",
 )
 
-_COMPARISON_SPEC: tuple[_Spec, ...] = (
-    ("id", "text", REQUIRED),
-    ("session_key", "text", REQUIRED),
-    ("agent_id", "text", "'default'"),
-    ("predictor_ndcg", "real", REQUIRED),
-    ("baseline_ndcg", "real", REQUIRED),
-    ("predictor_won", "bool", "0"),
-    ("margin", "real", "0"),
-    ("alpha", "real", None),
-    ("ema_updated", "bool", "0"),
-    ("project", "text", None),
-    ("candidate_count", "int", None),
-    ("traversal_count", "int", "0"),
-    ("constraint_count", "int", "0"),
-    ("created_at", "ts", REQUIRED),
-    ("scorer_confidence", "real", "0"),
-    ("success_rate", "real", "0.5"),
-    ("predictor_top_ids", "text", "'[]'"),
-    ("baseline_top_ids", "text", "'[]'"),
-    ("relevance_scores", "text", "'{}'"),
-    ("fts_overlap_score", "real", None),
+_COMPARISON_SPEC = _spec(
+    "id                 text  required",
+    "session_key        text  required",
+    "agent_id           text  'default'",
+    "predictor_ndcg     real  required",
+    "baseline_ndcg      real  required",
+    "predictor_won      bool  0",
+    "margin             real  0",
+    "alpha              real",
+    "ema_updated        bool  0",
+    "project            text",
+    "candidate_count    int",
+    "traversal_count    int   0",
+    "constraint_count   int   0",
+    "created_at         ts    required",
+    "scorer_confidence  real  0",
+    "success_rate       real  0.5",
+    "predictor_top_ids  text  '[]'",
+    "baseline_top_ids   text  '[]'",
+    "relevance_scores   text  '{}'",
+    "fts_overlap_score  real",
 )
 
-_SUMMARY_JOB_SPEC: tuple[_Spec, ...] = (
-    ("id", "text", REQUIRED),
-    ("session_key", "text", None),
-    ("harness", "text", None),
-    ("project", "text", None),
-    ("transcript", "text", "''"),
-    ("status", "text", "'pending'"),
-    ("result", "text", None),
-    ("attempts", "int", "0"),
-    ("max_attempts", "int", "3"),
-    ("created_at", "ts", REQUIRED),
-    ("completed_at", "ts", None),
-    ("error", "text", None),
+_SUMMARY_JOB_SPEC = _spec(
+    "id            text  required",
+    "session_key   text",
+    "harness       text",
+    "project       text",
+    "transcript    text  ''",
+    "status        text  'pending'",
+    "result        text",
+    "attempts      int   0",
+    "max_attempts  int   3",
+    "created_at    ts    required",
+    "completed_at  ts",
+    "error         text",
 )
 
-_TRAINING_LOG_SPEC: tuple[_Spec, ...] = (
-    ("id", "text", REQUIRED),
-    ("agent_id", "text", "'default'"),
-    ("model_version", "int", None),
-    ("loss", "real", None),
-    ("sample_count", "int", None),
-    ("duration_ms", "int", None),
-    ("canary_ndcg", "real", None),
-    ("canary_ndcg_delta", "real", None),
-    ("canary_score_variance", "real", None),
-    ("canary_topk_churn", "real", None),
-    ("created_at", "ts", None),
+_TRAINING_LOG_SPEC = _spec(
+    "id                     text  required",
+    "agent_id               text  'default'",
+    "model_version          int",
+    "loss                   real",
+    "sample_count           int",
+    "duration_ms            int",
+    "canary_ndcg            real",
+    "canary_ndcg_delta      real",
+    "canary_score_variance  real",
+    "canary_topk_churn      real",
+    "created_at             ts",
 )
 
 _EMBEDDING_COLUMNS = ("source_id", "vector", "dimensions")  # embeddings columns read by name

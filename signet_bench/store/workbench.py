@@ -10,6 +10,7 @@ import json
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -200,58 +201,47 @@ def record_calibration(con: duckdb.DuckDBPyConnection, rows: Iterable[Mapping[st
     return len(values)
 
 
-def _record_one(
-    con: duckdb.DuckDBPyConnection,
-    table: str,
-    allowed: tuple[str, ...],
-    data: Mapping[str, Any],
-    *,
-    key: str,
-    json_field: str,
-    time_field: str,
-    time_required: bool,
-) -> str:
-    """Upsert one keyed row in its own transaction, writing only the allowed fields it has:
-    `json_field` is stored as JSON text, `time_field` as naive UTC (when given, or always)."""
-    _check_fields(table, data, allowed)
+@dataclass(frozen=True, slots=True)
+class _KeyedTable:
+    """A workbench table written one row at a time, keyed by its first field, with one field
+    stored as JSON text and one timestamp field (`time_required`: the write time when absent)."""
+
+    name: str
+    fields: tuple[str, ...]
+    json_field: str
+    time_field: str
+    time_required: bool
+
+
+_TRAINING_RUNS = _KeyedTable("training_runs", _TRAINING_FIELDS, "loss_curve", "started_at", False)
+_MODELS = _KeyedTable("models", _MODEL_FIELDS, "metrics", "created_at", True)
+
+
+def _record_one(con: duckdb.DuckDBPyConnection, table: _KeyedTable, data: Mapping[str, Any]) -> str:
+    """Upsert one keyed row in its own transaction, writing only the table's fields it has;
+    returns its key."""
+    name, key = table.name, table.fields[0]
+    _check_fields(name, data, table.fields)
     if not data.get(key):
-        raise WorkbenchRowError(table, f"missing {key}")
+        raise WorkbenchRowError(name, f"missing {key}")
     row = dict(data)
-    row[json_field] = _json_text(row.get(json_field))
-    if time_required or time_field in row:
-        row[time_field] = _utc_naive(row.get(time_field), table, time_field)
-    fields = tuple(f for f in allowed if f in row)
+    row[table.json_field] = _json_text(row.get(table.json_field))
+    if table.time_required or table.time_field in row:
+        row[table.time_field] = _utc_naive(row.get(table.time_field), name, table.time_field)
+    fields = tuple(f for f in table.fields if f in row)
     with _transaction(con):
-        _upsert(con, table, fields, [tuple(row[f] for f in fields)])
+        _upsert(con, name, fields, [tuple(row[f] for f in fields)])
     return str(data[key])
 
 
 def record_training_run(con: duckdb.DuckDBPyConnection, run: Mapping[str, Any]) -> str:
     """Upsert one training run keyed by run_id (loss_curve may be a list: stored as JSON)."""
-    return _record_one(
-        con,
-        "training_runs",
-        _TRAINING_FIELDS,
-        run,
-        key="run_id",
-        json_field="loss_curve",
-        time_field="started_at",
-        time_required=False,
-    )
+    return _record_one(con, _TRAINING_RUNS, run)
 
 
 def record_model(con: duckdb.DuckDBPyConnection, model: Mapping[str, Any]) -> str:
     """Upsert one model registry entry keyed by model_id (metrics may be a dict: stored as JSON)."""
-    return _record_one(
-        con,
-        "models",
-        _MODEL_FIELDS,
-        model,
-        key="model_id",
-        json_field="metrics",
-        time_field="created_at",
-        time_required=True,
-    )
+    return _record_one(con, _MODELS, model)
 
 
 def record_bench(con: duckdb.DuckDBPyConnection, bench: str, doc: Mapping[str, Any] | str) -> str:

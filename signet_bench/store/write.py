@@ -281,6 +281,68 @@ def _row(con: sqlite3.Connection, memory_id: str) -> dict[str, Any]:
     return dict(zip([d[0] for d in cur.description], row, strict=True))
 
 
+def _columns_between(first: str, last: str) -> tuple[str, ...]:
+    """The run of `MEMORY_COLUMNS` from `first` to `last`, both included."""
+    return MEMORY_COLUMNS[MEMORY_COLUMNS.index(first) : MEMORY_COLUMNS.index(last) + 1]
+
+
+_COLD_COPIED: tuple[str, ...] = (
+    *_columns_between("type", "project"),
+    *_columns_between("content_hash", "normalized_content"),
+    *_columns_between("extraction_status", "update_count"),
+)
+"""The `memories` columns a `memories_cold` snapshot keeps under the same name: type ..
+project, content_hash, normalized_content, extraction_status .. update_count."""
+
+_ARCHIVE_SUPERSEDED = (
+    "INSERT OR IGNORE INTO memories_cold (archive_id, memory_id, "
+    + ", ".join(_COLD_COPIED)
+    + ", original_created_at, archived_at, archived_reason, original_row_json) VALUES ("
+    + ",".join("?" * (len(_COLD_COPIED) + 4))
+    + ",'superseded',?)"
+)
+
+
+def _archive_superseded(
+    con: sqlite3.Connection, memory_id: str, old: Mapping[str, Any], stamp: Any
+) -> str:
+    """Snapshot `old`, the row of `memory_id`, into `memories_cold` as 'superseded'; return
+    the archive id."""
+    archive_id = _uid("cold", memory_id, str(old["version"]), old["content_hash"] or "")
+    con.execute(
+        _ARCHIVE_SUPERSEDED,
+        (
+            archive_id,
+            memory_id,
+            *(old[c] for c in _COLD_COPIED),
+            old["created_at"],
+            stamp,
+            json.dumps(old, sort_keys=True),
+        ),
+    )
+    return archive_id
+
+
+def _rewrite_content(
+    con: sqlite3.Connection, memory_id: str, text: str, mtype: str, stamp: Any, changed_by: str
+) -> None:
+    """Rewrite a memory's content in place (hash, type; version+1, update_count+1)."""
+    con.execute(
+        "UPDATE memories SET content = ?, normalized_content = ?, content_hash = ?,"
+        " type = ?, updated_at = ?, updated_by = ?, version = COALESCE(version, 1) + 1,"
+        " update_count = COALESCE(update_count, 0) + 1 WHERE id = ?",
+        (
+            text,
+            normalized_content(text),
+            content_hash(text),
+            mtype,
+            stamp,
+            changed_by,
+            memory_id,
+        ),
+    )
+
+
 def supersede_memory(
     con: sqlite3.Connection,
     memory_id: str,
@@ -303,53 +365,8 @@ def supersede_memory(
             raise ValueError(f"memory {memory_id} is deleted; it cannot be superseded")
         if old["content"] == text:
             return False
-        archive_id = _uid("cold", memory_id, str(old["version"]), old["content_hash"] or "")
-        con.execute(
-            "INSERT OR IGNORE INTO memories_cold (archive_id, memory_id, type, category,"
-            " content, confidence, importance, source_id, source_type, tags, who, why, project,"
-            " content_hash, normalized_content, extraction_status, embedding_model,"
-            " extraction_model, update_count, original_created_at, archived_at,"
-            " archived_reason, original_row_json)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,'superseded',?)",
-            (
-                archive_id,
-                memory_id,
-                old["type"],
-                old["category"],
-                old["content"],
-                old["confidence"],
-                old["importance"],
-                old["source_id"],
-                old["source_type"],
-                old["tags"],
-                old["who"],
-                old["why"],
-                old["project"],
-                old["content_hash"],
-                old["normalized_content"],
-                old["extraction_status"],
-                old["embedding_model"],
-                old["extraction_model"],
-                old["update_count"],
-                old["created_at"],
-                stamp,
-                json.dumps(old, sort_keys=True),
-            ),
-        )
-        con.execute(
-            "UPDATE memories SET content = ?, normalized_content = ?, content_hash = ?,"
-            " type = ?, updated_at = ?, updated_by = ?, version = COALESCE(version, 1) + 1,"
-            " update_count = COALESCE(update_count, 0) + 1 WHERE id = ?",
-            (
-                text,
-                normalized_content(text),
-                content_hash(text),
-                new_type or old["type"],
-                stamp,
-                changed_by,
-                memory_id,
-            ),
-        )
+        archive_id = _archive_superseded(con, memory_id, old, stamp)
+        _rewrite_content(con, memory_id, text, new_type or old["type"], stamp, changed_by)
         _history(
             con,
             memory_id,

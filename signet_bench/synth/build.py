@@ -305,21 +305,8 @@ def _topic_of(persona: Persona, spec: MemorySpec) -> Topic:
     return next(t for t in persona.project(spec.project).topics if t.name == spec.topic)
 
 
-def plan_store(persona: Persona, seed: int = 0) -> StorePlan:
-    """The full, deterministic layout of a persona's store (nothing is written)."""
-    rng = np.random.default_rng([int(seed), _STREAM])
-    now = reference_now(seed)
-    end_s = now.timestamp()
-    start_s = end_s - persona.span_days * 86_400.0
-    n = persona.n_memories
-    taken: set[str] = set()
-
-    modes = _pick(rng, dict(persona.supersede_modes), round(persona.supersede_share * n))
-    specs = _base_specs(
-        persona, rng, n - sum(m != "in_place" for m in modes), start_s, end_s, taken
-    )
-
-    # pinned: a few constraints and global preferences, the most important first
+def _pin(rng: np.random.Generator, specs: list[MemorySpec], n: int) -> None:
+    """Pin a few constraints and global preferences, the most important the likeliest."""
     eligible = [s for s in specs if s.type == "constraint" or s.project is None]
     n_pinned = min(len(eligible), max(1, round(PINNED_SHARE * n)))
     w = np.array([s.importance for s in eligible]) ** 4
@@ -327,8 +314,58 @@ def plan_store(persona: Persona, seed: int = 0) -> StorePlan:
         eligible[int(k)].pinned = True
         eligible[int(k)].importance = max(eligible[int(k)].importance, 0.9)
 
-    # supersessions
-    events: list[Event] = []
+
+def _supersede_one(
+    persona: Persona,
+    rng: np.random.Generator,
+    old: MemorySpec,
+    mode: str,
+    taken: set[str],
+    end_s: float,
+) -> tuple[Event, MemorySpec | None]:
+    """Supersede `old` by `mode` at a random later time: the event, and the new row (None when
+    the row is rewritten in place)."""
+    lo = old.created.timestamp() + 86_400.0
+    at = datetime.fromtimestamp(float(np.floor(rng.uniform(lo, end_s - 3600.0))), UTC)
+    topic = _topic_of(persona, old)
+    text, _ = unique_memory_text(
+        lambda r, old=old, topic=topic: (
+            replacement_text(old.type, old.fields, topic, r),
+            old.fields,
+        ),
+        taken,
+        rng,
+    )
+    old.supersede_mode = mode
+    if mode == "in_place":
+        old.final_content = text
+        return Event(at, "in_place", old.id, new_content=text), None
+    new = MemorySpec(
+        id=_uuid(rng),
+        project=old.project,
+        topic=old.topic,
+        type=old.type,
+        content=text,
+        fields=old.fields,
+        created=at,
+        importance=round(float(np.clip(old.importance + 0.05, 0.05, 1.0)), 3),
+    )
+    old.stale_since, old.replaced_by = at, new.id
+    if mode == "soft_delete":
+        old.deleted_at = at
+    return Event(at, mode, old.id, new_id=new.id), new
+
+
+def _supersessions(
+    persona: Persona,
+    rng: np.random.Generator,
+    specs: list[MemorySpec],
+    modes: list[str],
+    taken: set[str],
+    end_s: float,
+) -> tuple[list[Event], list[MemorySpec]]:
+    """Supersede one eligible memory per mode (as many as there are): the events and the new
+    rows."""
     latest = end_s - 2 * 86_400.0
     candidates = [
         s
@@ -339,62 +376,42 @@ def plan_store(persona: Persona, seed: int = 0) -> StorePlan:
         and s.created.timestamp() < latest
     ]
     chosen = rng.choice(len(candidates), size=min(len(modes), len(candidates)), replace=False)
+    events: list[Event] = []
     new_specs: list[MemorySpec] = []
     for mode, k in zip(modes, chosen, strict=False):
-        old = candidates[int(k)]
-        lo = old.created.timestamp() + 86_400.0
-        at = datetime.fromtimestamp(float(np.floor(rng.uniform(lo, end_s - 3600.0))), UTC)
-        topic = _topic_of(persona, old)
-        text, _ = unique_memory_text(
-            lambda r, old=old, topic=topic: (
-                replacement_text(old.type, old.fields, topic, r),
-                old.fields,
-            ),
-            taken,
-            rng,
-        )
-        old.supersede_mode = mode
-        if mode == "in_place":
-            old.final_content = text
-            events.append(Event(at, "in_place", old.id, new_content=text))
-            continue
-        new = MemorySpec(
-            id=_uuid(rng),
-            project=old.project,
-            topic=old.topic,
-            type=old.type,
-            content=text,
-            fields=old.fields,
-            created=at,
-            importance=round(float(np.clip(old.importance + 0.05, 0.05, 1.0)), 3),
-        )
-        new_specs.append(new)
-        old.stale_since, old.replaced_by = at, new.id
-        if mode == "soft_delete":
-            old.deleted_at = at
-        events.append(Event(at, mode, old.id, new_id=new.id))
-    # top up when too few memories could be superseded, so the row count is exact
-    missing = n - len(specs) - len(new_specs)
-    if missing > 0:
-        specs += _base_specs(persona, rng, missing, start_s, end_s, taken)
-    specs = sorted(specs + new_specs, key=lambda s: (s.created, s.id))
+        event, new = _supersede_one(persona, rng, candidates[int(k)], mode, taken, end_s)
+        events.append(event)
+        if new is not None:
+            new_specs.append(new)
+    return events, new_specs
 
-    # user deletions (never pinned, never part of a supersession)
+
+def _user_deletions(
+    rng: np.random.Generator, specs: list[MemorySpec], n: int, end_s: float
+) -> list[Event]:
+    """Delete a few memories at a random later time (never pinned, never part of a
+    supersession); the 'delete' events."""
     deletable = [
         s for s in specs if not s.pinned and s.supersede_mode is None and s.replaced_by is None
     ]
     replacements = {s.replaced_by for s in specs if s.replaced_by}
     deletable = [s for s in deletable if s.id not in replacements]
     n_del = min(len(deletable), round(DELETE_SHARE * n))
+    events = []
     for k in rng.choice(len(deletable), size=n_del, replace=False):
         s = deletable[int(k)]
         lo = s.created.timestamp() + 3600.0
         at = datetime.fromtimestamp(float(np.floor(rng.uniform(min(lo, end_s), end_s))), UTC)
         s.deleted_at = at
         events.append(Event(at, "delete", s.id))
-    events.sort(key=lambda e: (e.at, e.memory_id))
+    return events
 
-    # access counts: higher for important memories of active projects and topics, over time
+
+def _access_counts(
+    persona: Persona, rng: np.random.Generator, specs: list[MemorySpec], end_s: float
+) -> None:
+    """Set final contents and access counts: higher for important memories of active projects
+    and topics, growing with the memory's live age."""
     shares = dict(
         zip(persona.project_names, persona.shares(1.0) * len(persona.projects), strict=True)
     )
@@ -416,11 +433,39 @@ def plan_store(persona: Persona, seed: int = 0) -> StorePlan:
             when = rng.uniform(s.created.timestamp(), max(until, s.created.timestamp() + 1))
             s.last_accessed = datetime.fromtimestamp(float(np.floor(when)), UTC)
 
+
+def _no_embedding(rng: np.random.Generator, specs: list[MemorySpec], n: int) -> set[str]:
+    """The ids of a few live memories left without an embedding, so the text path matters."""
     n_plain = max(MIN_NO_EMBEDDING, round(NO_EMBEDDING_SHARE * n))
     live = [s for s in specs if s.deleted_at is None]
     picks = rng.choice(len(live), size=min(n_plain, len(live)), replace=False)
-    no_embedding = {live[int(k)].id for k in picks}
-    return StorePlan(persona, int(seed), now, specs, events, no_embedding)
+    return {live[int(k)].id for k in picks}
+
+
+def plan_store(persona: Persona, seed: int = 0) -> StorePlan:
+    """The full, deterministic layout of a persona's store (nothing is written)."""
+    rng = np.random.default_rng([int(seed), _STREAM])
+    now = reference_now(seed)
+    end_s = now.timestamp()
+    start_s = end_s - persona.span_days * 86_400.0
+    n = persona.n_memories
+    taken: set[str] = set()
+
+    modes = _pick(rng, dict(persona.supersede_modes), round(persona.supersede_share * n))
+    specs = _base_specs(
+        persona, rng, n - sum(m != "in_place" for m in modes), start_s, end_s, taken
+    )
+    _pin(rng, specs, n)
+    events, new_specs = _supersessions(persona, rng, specs, modes, taken, end_s)
+    # top up when too few memories could be superseded, so the row count is exact
+    missing = n - len(specs) - len(new_specs)
+    if missing > 0:
+        specs += _base_specs(persona, rng, missing, start_s, end_s, taken)
+    specs = sorted(specs + new_specs, key=lambda s: (s.created, s.id))
+    events += _user_deletions(rng, specs, n, end_s)
+    events.sort(key=lambda e: (e.at, e.memory_id))
+    _access_counts(persona, rng, specs, end_s)
+    return StorePlan(persona, int(seed), now, specs, events, _no_embedding(rng, specs, n))
 
 
 # --- writing ----------------------------------------------------------------------------------

@@ -250,6 +250,9 @@ def local_hour_weekday(epoch_s: np.ndarray, tz: str) -> tuple[np.ndarray, np.nda
 
 # --- the built-in personas --------------------------------------------------------------------
 
+BUILTIN_SPAN_DAYS = 120.0
+"""How many days of memories every built-in persona has before its reference time."""
+
 
 def _hours(*ranges: tuple[int, int, float], floor: float = 0.02) -> tuple[float, ...]:
     """24 weights: `floor` everywhere, `v` for local hours lo..hi-1 (hi may exceed 24: wraps)."""
@@ -271,175 +274,145 @@ WEEKDAYS_ONLY = _days(1, 1, 1, 1, 1, 0.1, 0.05)
 
 def _project(
     name: str,
-    topics: tuple[str, ...],
-    schedule: Schedule,
+    topics: str,
     share: float,
+    schedule: Schedule,
     share_after_drift: float | None = None,
 ) -> Project:
-    # Zipf-like topic mix: the first topic comes up most often.
-    weights = tuple(round(1.0 / (k + 1) ** 0.7, 4) for k in range(len(topics)))
-    return Project(
-        name, tuple(get_topic(t) for t in topics), weights, schedule, share, share_after_drift
-    )
+    """A project on the space-separated `topics`, the first coming up most often (Zipf-like)."""
+    names = topics.split()
+    weights = tuple(round(1.0 / (k + 1) ** 0.7, 4) for k in range(len(names)))
+    topic_tuple = tuple(get_topic(t) for t in names)
+    return Project(name, topic_tuple, weights, schedule, share, share_after_drift)
 
 
-def _light() -> Persona:
+def _builtin(
+    name: str,
+    tz: str,
+    description: str,
+    projects: tuple[Project, ...],
+    *,
+    n_memories: int,
+    sessions_per_day: float,
+    global_share: float = 0.08,
+    drift_at: float | None = None,
+) -> Persona:
+    """A built-in persona: its own projects, size and pace; the shared global topic and span."""
     return Persona(
-        name="light",
-        description="a hobbyist with one side project, evenings and weekend afternoons",
-        tz="Europe/Berlin",
-        projects=(
-            _project(
-                "portfolio",
-                ("ui_components", "styling", "deploy", "docs"),
-                Schedule(_hours((18, 23, 1.0), (13, 18, 0.5)), _days(1, 1, 1, 1, 0.8, 1.2, 1.2)),
-                1.0,
-            ),
-        ),
+        name=name,
+        description=description,
+        tz=tz,
+        projects=projects,
         global_topic=get_topic(GLOBAL_TOPIC),
-        global_share=0.12,
-        n_memories=300,
-        span_days=120.0,
-        sessions_per_day=4.0,
+        global_share=global_share,
+        n_memories=n_memories,
+        span_days=BUILTIN_SPAN_DAYS,
+        sessions_per_day=sessions_per_day,
+        drift_at=drift_at,
     )
 
 
-def _heavy() -> Persona:
-    return Persona(
-        name="heavy",
-        description=(
+# Each built-in persona's projects: the weekly schedules they keep, then topics and shares.
+
+
+def _light_projects() -> tuple[Project, ...]:
+    evenings = Schedule(_hours((18, 23, 1.0), (13, 18, 0.5)), _days(1, 1, 1, 1, 0.8, 1.2, 1.2))
+    return (_project("portfolio", "ui_components styling deploy docs", 1.0, evenings),)
+
+
+def _heavy_projects() -> tuple[Project, ...]:
+    by_day = Schedule(_hours((9, 18, 1.0), (8, 9, 0.4), (18, 19, 0.4)), WEEKDAYS_ONLY)
+    evenings = Schedule(_hours((19, 24, 1.0), (24, 25, 0.5)), _days(1, 1, 1, 1, 1, 1.2, 1.2))
+    mornings = Schedule(_hours((8, 13, 1.0)), _days(1, 1, 1, 1, 0.3, 0.02, 0.02))
+    weekends = Schedule(_hours((9, 17, 1.0)), _days(0.05, 0.05, 0.05, 0.05, 0.05, 1, 1))
+    fridays = Schedule(_hours((13, 18, 1.0)), _days(0.1, 0.1, 0.1, 0.1, 1, 0.02, 0.02))
+    return (
+        _project("signetai", "memory_pipeline sqlite rust embeddings search api", 0.42, by_day),
+        _project("ooide", "editor ui_components state styling e2e_tests", 0.25, evenings),
+        _project("ledgerly", "payments invoicing postgres auth unit_tests", 0.15, mornings),
+        _project("homelab", "kubernetes networking observability security", 0.10, weekends),
+        _project("docsite", "docs ci deploy", 0.08, fridays),
+    )
+
+
+def _drifting_projects() -> tuple[Project, ...]:
+    daytime = Schedule(_hours((10, 19, 1.0)), WEEKDAYS_ONLY)
+    afternoons = Schedule(_hours((14, 23, 1.0)), _days(1, 1, 1, 1, 1, 0.6, 0.4))
+    return (
+        _project("mobileapp", "ios android api auth", 0.85, daytime, share_after_drift=0.15),
+        _project(
+            "mlplatform",
+            "model_training embeddings prompting queues",
+            0.15,
+            afternoons,
+            share_after_drift=0.85,
+        ),
+    )
+
+
+def _multi_projects() -> tuple[Project, ...]:
+    mornings = Schedule(_hours((8, 12, 1.0), floor=0.01), _days(1, 1, 1, 1, 1, 0.01, 0.01))
+    afternoons = Schedule(_hours((13, 18, 1.0), floor=0.01), _days(1, 1, 1, 1, 1, 0.01, 0.01))
+    nights = Schedule(_hours((21, 26, 1.0), floor=0.01), _days(1, 1, 1, 1, 1, 1, 1))
+    weekends = Schedule(_hours((9, 18, 1.0), floor=0.01), _days(0.01, 0.01, 0.01, 0.01, 0.01, 1, 1))
+    return (
+        _project("shopfront", "payments ui_components api postgres", 0.3, mornings),
+        _project("datapipe", "analytics queues observability caching", 0.3, afternoons),
+        _project("gamejam", "rust networking unit_tests", 0.2, nights),
+        _project("gardenbot", "android api docs", 0.2, weekends),
+    )
+
+
+PERSONAS: dict[str, Persona] = {
+    p.name: p
+    for p in (
+        _builtin(
+            "light",
+            "Europe/Berlin",
+            "a hobbyist with one side project, evenings and weekend afternoons",
+            _light_projects(),
+            n_memories=300,
+            sessions_per_day=4.0,
+            global_share=0.12,
+        ),
+        _builtin(
+            "heavy",
+            "America/Denver",
             "the seed's heavy user: signetai by day, ooIDE in the evenings, a billing client "
-            "in weekday mornings, the homelab at weekends, the docs site on Friday afternoons"
+            "in weekday mornings, the homelab at weekends, the docs site on Friday afternoons",
+            _heavy_projects(),
+            n_memories=4000,
+            sessions_per_day=40.0,
         ),
-        tz="America/Denver",
-        projects=(
-            _project(
-                "signetai",
-                ("memory_pipeline", "sqlite", "rust", "embeddings", "search", "api"),
-                Schedule(_hours((9, 18, 1.0), (8, 9, 0.4), (18, 19, 0.4)), WEEKDAYS_ONLY),
-                0.42,
-            ),
-            _project(
-                "ooide",
-                ("editor", "ui_components", "state", "styling", "e2e_tests"),
-                Schedule(_hours((19, 24, 1.0), (24, 25, 0.5)), _days(1, 1, 1, 1, 1, 1.2, 1.2)),
-                0.25,
-            ),
-            _project(
-                "ledgerly",
-                ("payments", "invoicing", "postgres", "auth", "unit_tests"),
-                Schedule(_hours((8, 13, 1.0)), _days(1, 1, 1, 1, 0.3, 0.02, 0.02)),
-                0.15,
-            ),
-            _project(
-                "homelab",
-                ("kubernetes", "networking", "observability", "security"),
-                Schedule(_hours((9, 17, 1.0)), _days(0.05, 0.05, 0.05, 0.05, 0.05, 1, 1)),
-                0.10,
-            ),
-            _project(
-                "docsite",
-                ("docs", "ci", "deploy"),
-                Schedule(_hours((13, 18, 1.0)), _days(0.1, 0.1, 0.1, 0.1, 1, 0.02, 0.02)),
-                0.08,
-            ),
+        _builtin(
+            "drifting",
+            "Asia/Tokyo",
+            "moves from a mobile app (daytime) to an ML platform (afternoons/evenings) half-way "
+            "through",
+            _drifting_projects(),
+            n_memories=1500,
+            sessions_per_day=15.0,
+            drift_at=0.5,
         ),
-        global_topic=get_topic(GLOBAL_TOPIC),
-        global_share=0.08,
-        n_memories=4000,
-        span_days=120.0,
-        sessions_per_day=40.0,
+        _builtin(
+            "multi-project",
+            "America/New_York",
+            "four projects with strongly distinct schedules: weekday mornings, weekday "
+            "afternoons, nights, weekends",
+            _multi_projects(),
+            n_memories=2000,
+            sessions_per_day=25.0,
+        ),
     )
-
-
-def _drifting() -> Persona:
-    return Persona(
-        name="drifting",
-        description="moves from a mobile app (daytime) to an ML platform (afternoons/evenings) "
-        "half-way through",
-        tz="Asia/Tokyo",
-        projects=(
-            _project(
-                "mobileapp",
-                ("ios", "android", "api", "auth"),
-                Schedule(_hours((10, 19, 1.0)), WEEKDAYS_ONLY),
-                0.85,
-                share_after_drift=0.15,
-            ),
-            _project(
-                "mlplatform",
-                ("model_training", "embeddings", "prompting", "queues"),
-                Schedule(_hours((14, 23, 1.0)), _days(1, 1, 1, 1, 1, 0.6, 0.4)),
-                0.15,
-                share_after_drift=0.85,
-            ),
-        ),
-        global_topic=get_topic(GLOBAL_TOPIC),
-        global_share=0.08,
-        n_memories=1500,
-        span_days=120.0,
-        sessions_per_day=15.0,
-        drift_at=0.5,
-    )
-
-
-def _multi_project() -> Persona:
-    return Persona(
-        name="multi-project",
-        description="four projects with strongly distinct schedules: weekday mornings, weekday "
-        "afternoons, nights, weekends",
-        tz="America/New_York",
-        projects=(
-            _project(
-                "shopfront",
-                ("payments", "ui_components", "api", "postgres"),
-                Schedule(_hours((8, 12, 1.0), floor=0.01), _days(1, 1, 1, 1, 1, 0.01, 0.01)),
-                0.3,
-            ),
-            _project(
-                "datapipe",
-                ("analytics", "queues", "observability", "caching"),
-                Schedule(_hours((13, 18, 1.0), floor=0.01), _days(1, 1, 1, 1, 1, 0.01, 0.01)),
-                0.3,
-            ),
-            _project(
-                "gamejam",
-                ("rust", "networking", "unit_tests"),
-                Schedule(_hours((21, 26, 1.0), floor=0.01), _days(1, 1, 1, 1, 1, 1, 1)),
-                0.2,
-            ),
-            _project(
-                "gardenbot",
-                ("android", "api", "docs"),
-                Schedule(
-                    _hours((9, 18, 1.0), floor=0.01), _days(0.01, 0.01, 0.01, 0.01, 0.01, 1, 1)
-                ),
-                0.2,
-            ),
-        ),
-        global_topic=get_topic(GLOBAL_TOPIC),
-        global_share=0.08,
-        n_memories=2000,
-        span_days=120.0,
-        sessions_per_day=25.0,
-    )
-
-
-PERSONAS = {
-    "light": _light,
-    "heavy": _heavy,
-    "drifting": _drifting,
-    "multi-project": _multi_project,
 }
 """Built-in personas by name."""
 
 
 def get_persona(name: str, n_memories: int | None = None) -> Persona:
     """The built-in persona `name`, optionally resized to `n_memories` memories."""
-    factory = PERSONAS.get(name)
-    if factory is None:
+    persona = PERSONAS.get(name)
+    if persona is None:
         raise UserError(f"unknown persona {name!r}; valid names: {', '.join(PERSONAS)}")
-    persona = factory()
     if n_memories is not None:
         if n_memories < 10:
             raise UserError(f"--memories must be at least 10, got {n_memories}")

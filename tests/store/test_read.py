@@ -29,6 +29,8 @@ from signet_bench.store.errors import (
     StoreTimestampError,
 )
 from signet_bench.store.read import (
+    REQUIRED,
+    _spec,
     master_entries,
     open_readonly,
     read_comparisons,
@@ -606,6 +608,22 @@ def test_required_column_missing(tmp_path: Path) -> None:
     con.close()
     with pytest.raises(MissingColumnError, match="session_scores has no column 'score'"):
         read_sessions(path)
+
+
+def test_column_spec_rows_parse_and_reject_unknown_kinds() -> None:
+    """Check "name kind [default]" rows: `required` is the REQUIRED marker, no default is None,
+    SQL defaults are kept as written, and a bad kind or row shape names the row."""
+    spec = _spec("id  text  required", "note  text", 'seen  ts  "created_at"', "n  int  0")
+    assert spec == (
+        ("id", "text", REQUIRED),
+        ("note", "text", None),
+        ("seen", "ts", '"created_at"'),
+        ("n", "int", "0"),
+    )
+    assert spec[0][2] is REQUIRED
+    for bad in ("score float", "lonely", "a text 'x' extra"):
+        with pytest.raises(ValueError, match=repr(bad).replace("(", r"\(")):
+            _spec(bad)
 
 
 def test_every_store_error_is_a_user_error() -> None:

@@ -107,6 +107,26 @@ def test_training_run_and_model_upserts(wb: duckdb.DuckDBPyConnection) -> None:
     assert wb.execute("SELECT path, is_finetuned FROM models").fetchall() == [("/m2.onnx", True)]
 
 
+def test_keyed_rows_stamp_models_but_not_runs_and_reject_unknown_fields(
+    wb: duckdb.DuckDBPyConnection,
+) -> None:
+    """Check a model without created_at gets the write time, a run without started_at keeps
+    NULL, and an unknown field or a missing key names the table."""
+    before = datetime.now(UTC).replace(tzinfo=None)
+    assert record_model(wb, {"model_id": "m"}) == "m"
+    assert record_training_run(wb, {"run_id": "r", "loss_curve": "[1]"}) == "r"
+    created = wb.execute("SELECT created_at FROM models").fetchone()[0]
+    assert created >= before.replace(microsecond=0)
+    assert wb.execute("SELECT started_at, loss_curve FROM training_runs").fetchone() == (
+        None,
+        "[1]",
+    )
+    with pytest.raises(WorkbenchRowError, match="models.*unknown field.*loss_curve"):
+        record_model(wb, {"model_id": "m", "loss_curve": []})
+    with pytest.raises(WorkbenchRowError, match="models.*missing model_id"):
+        record_model(wb, {"path": "/m.onnx"})
+
+
 def test_bench_record_is_idempotent(wb: duckdb.DuckDBPyConnection) -> None:
     doc = {"bench": "store", "results": [{"name": "x", "metric": "p50", "value": 1.0}]}
     a = record_bench(wb, "store", doc)

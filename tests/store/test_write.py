@@ -162,6 +162,40 @@ def test_supersede_memory_follows_signets_update_path(con):
     assert con.execute("SELECT COUNT(*) FROM memories_cold").fetchone() == (1,)
 
 
+def _only_row(con, table: str) -> dict:
+    cur = con.execute(f"SELECT * FROM {table}")
+    (row,) = cur.fetchall()
+    return dict(zip([d[0] for d in cur.description], row, strict=True))
+
+
+def test_superseded_snapshot_keeps_every_field_it_shares_with_the_row(con):
+    fields = {
+        "type": "decision",
+        "category": "infra",
+        "confidence": 0.8,
+        "importance": 0.7,
+        "source_id": "s1",
+        "source_type": "session_end",
+        "tags": "cache,redis",
+        "who": "pipeline-v2",
+        "why": "extracted-fact",
+        "project": "portfolio",
+        "extraction_status": "completed",
+        "extraction_model": "synth",
+    }
+    insert_memories(con, [_mem(1, "Decided to use redis for the cache.", **fields)])
+    insert_embeddings(con, ["m1"], np.ones((1, 4)), "synth-topic")
+    before = _only_row(con, "memories")
+    assert supersede_memory(con, "m1", "Switched the cache to valkey.", T0 + timedelta(days=1))
+    cold = _only_row(con, "memories_cold")
+    shared = set(cold) & set(before)
+    assert shared >= {*fields, "content", "content_hash", "normalized_content", "update_count"}
+    assert {c: cold[c] for c in shared} == {c: before[c] for c in shared}
+    assert before["embedding_model"] == "synth-topic"
+    assert (cold["memory_id"], cold["original_created_at"]) == ("m1", before["created_at"])
+    assert json.loads(cold["original_row_json"]) == before
+
+
 def test_soft_delete(con):
     insert_memories(con, [_mem(1), _mem(2, pinned=True)])
     at = T0 + timedelta(days=1)

@@ -377,3 +377,20 @@ def test_a_persona_can_plant_more_time_patterns_and_live_supersessions():
 def test_planted_shares_are_validated(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         dataclasses.replace(get_persona("light"), **bad)
+
+
+def test_too_few_supersedable_memories_are_topped_up_to_the_exact_count():
+    # 90% of the rows planned as soft-delete replacements: far fewer old rows qualify
+    persona = dataclasses.replace(
+        get_persona("light", n_memories=200),
+        supersede_share=0.9,
+        supersede_modes=(("soft_delete", 1.0),),
+    )
+    plan = plan_store(persona, seed=1)
+    superseded = [s for s in plan.specs if s.supersede_mode == "soft_delete"]
+    assert 0 < len(superseded) < round(0.9 * 200)
+    assert len(plan.specs) == 200 == len({s.id for s in plan.specs})
+    replacements = {s.replaced_by for s in superseded}
+    assert len(replacements) == len(superseded)
+    assert replacements <= {s.id for s in plan.specs}
+    assert [(s.created, s.id) for s in plan.specs] == sorted((s.created, s.id) for s in plan.specs)

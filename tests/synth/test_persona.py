@@ -41,6 +41,14 @@ def test_size_override():
         get_persona("light", n_memories=0)
 
 
+def test_size_override_leaves_the_builtin_persona_alone():
+    """Check resizing returns a new persona: the next caller still gets the built-in size."""
+    before = get_persona("drifting")
+    resized = get_persona("drifting", n_memories=50)
+    assert resized.n_memories == 50 and resized.projects == before.projects
+    assert get_persona("drifting") == before and before.n_memories != 50
+
+
 @pytest.mark.parametrize("name", sorted(PERSONAS))
 def test_json_round_trip(name):
     p = get_persona(name)
