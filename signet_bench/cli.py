@@ -21,6 +21,9 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH writes DESIGN §10 
   quality  NDCG@10 against true relevance: baseline vs predictor after 10/50/100/300
            scored sessions, plus feature-group ablations
   train    500 sessions x ~80 candidates x 50 epochs: wall time (s), peak memory (MB)
+  serve    in-process score p50/p99 (ms); JSON-RPC round trip of 80 x 768 p50/p95 (ms);
+           process start to first answer (ms); resident memory after 10,000 scores (MB);
+           score p99 while train_from_db runs and swaps the model (ms)
 """
 
 
@@ -71,6 +74,10 @@ def _bench_rows(args: argparse.Namespace) -> list:
         from signet_bench.bench.train import train_rows
 
         return train_rows(quick=args.quick, seed=args.seed)
+    if args.name == "serve":
+        from signet_bench.bench.serve import serve_rows
+
+        return serve_rows(quick=args.quick, seed=args.seed)
     from signet_bench.bench.quality import quality_rows
 
     return quality_rows(args.persona, seed=args.seed, quick=args.quick)
@@ -111,7 +118,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
         sub, "bench", _cmd_bench, "run a benchmark",
         epilog=BENCH_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    p.add_argument("name", choices=["store", "loop", "quality", "train"])
+    p.add_argument("name", choices=["store", "loop", "quality", "train", "serve"])
     p.add_argument("--json", default=None, help="also write the results as JSON to this path")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     p.add_argument("--dataset", default="synth", choices=["synth"])
@@ -223,6 +230,34 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    from signet_bench.export import convert_model
+
+    out = convert_model(args.model, args.out, flags=args.flags)
+    print(f"wrote {out} ({out.stat().st_size} bytes)")
+    return 0
+
+
+def _add_export(sub: argparse._SubParsersAction) -> None:
+    help_text = "export a model to ONNX (or convert between .onnx, .sbm and Signet's .bin)"
+    p = _command(sub, "export", _cmd_export, help_text)
+    p.add_argument("--model", required=True, help="model.sbm or its folder, model.bin, or .onnx")
+    p.add_argument("--out", required=True, help=".onnx: graph; .bin: SGPT; else own checkpoint")
+    p.add_argument("--flags", type=int, default=0, help="SGPT flag bits (1 base, 2 fine-tuned)")
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from serving.__main__ import main as serve
+
+    return serve(args.rest)
+
+
+def _add_serve(sub: argparse._SubParsersAction) -> None:
+    help_text = "the predictor sidecar on stdio (same as `python -m serving`; see its --help)"
+    p = _command(sub, "serve", _cmd_serve, help_text, add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+
+
 def _add_demo(sub: argparse._SubParsersAction) -> None:
     p = _command(sub, "demo", _cmd_demo, "build the demo store, run the loop on it and summarise")
     p.add_argument("--out", default=None, help="where to keep the demo store (default: ./out)")
@@ -236,6 +271,8 @@ _ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_simulate,
     _add_train,
     _add_skew,
+    _add_export,
+    _add_serve,
     _add_bench,
 ]
 

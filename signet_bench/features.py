@@ -38,6 +38,8 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
+from serving.contract import FEATURE_NAMES, FEATURE_SPEC, N_FEATURES, SESSION_FEATURES
+
 __all__ = [
     "FEATURE_INDEX",
     "FEATURE_NAMES",
@@ -53,26 +55,6 @@ __all__ = [
     "signet058_training_features",
 ]
 
-FEATURE_NAMES: tuple[str, ...] = (
-    "recency",
-    "importance",
-    "usage",
-    "tod_sin",
-    "tod_cos",
-    "dow_sin",
-    "dow_cos",
-    "moy_sin",
-    "moy_cos",
-    "session_gap",
-    "has_embedding",
-    "superseded",
-    "entity_slot",
-    "aspect_slot",
-    "is_constraint",
-    "structural_density",
-    "is_traversal",
-)
-N_FEATURES = len(FEATURE_NAMES)
 FEATURE_INDEX: Mapping[str, int] = MappingProxyType({n: i for i, n in enumerate(FEATURE_NAMES)})
 
 
@@ -90,19 +72,11 @@ def feature_indices(*names: str) -> tuple[int, ...]:
     return tuple(feature_index(n) for n in names)
 
 
-# Features that are the same for every candidate of a session (time of day, weekday, month,
-# session gap): in the gate they shift a session's logits uniformly and cancel in its softmax,
-# so the scorer also feeds them into the query (model/scorer.py).
-SESSION_FEATURES: tuple[int, ...] = feature_indices(
-    "tod_sin", "tod_cos", "dow_sin", "dow_cos", "moy_sin", "moy_cos", "session_gap"
-)
-# Changing any definition in this module must change this string: checkpoints record its hash,
-# and the golden features (fixtures/golden_features, made under one hash) then need regenerating;
-# a changed value under an unchanged spec fails tests/test_golden_features.py.
-FEATURE_SPEC = (
-    "v1;age=start-created;tz=local;dow=mon0;gap=per-project-start;superseded=as-of-start;"
-    + ",".join(FEATURE_NAMES)
-)
+# FEATURE_NAMES, N_FEATURES, SESSION_FEATURES and FEATURE_SPEC are defined once, in
+# serving.contract (the server reads them without this package). Changing any definition in this
+# module must change FEATURE_SPEC: checkpoints record its hash, and the golden features
+# (fixtures/golden_features, made under one hash) then need regenerating; a changed value under
+# an unchanged spec fails tests/test_golden_features.py.
 
 _SECONDS_PER_DAY = 86_400.0
 

@@ -398,7 +398,11 @@ def test_every_write_goes_through_the_writer_modules(traced):
     simulate(db, 20, SimOptions(scorer="random", seed=3))
     writers = {str(Path(m.__file__).resolve()) for m in (store_write, store_sim)}
     outside = sorted(
-        {(Path(f).name, sql.split("(")[0][:60]) for sql, f, _ in tracer.writes() if f not in writers}
+        {
+            (Path(f).name, sql.split("(")[0][:60])
+            for sql, f, _ in tracer.writes()
+            if f not in writers
+        }
     )
     assert not outside, outside
     sim_writes = [sql for sql, f, _ in tracer.writes() if f.endswith("sim.py")]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Row", "emit", "machine_info", "percentiles", "render_table", "write_report"]
+__all__ = ["Row", "machine_info", "percentiles", "render_table", "write_report"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,11 +88,3 @@ def write_report(path: str | Path, bench: str, rows: list[Row]) -> None:
     """Write the DESIGN §10 JSON document."""
     doc = {"bench": bench, "machine": machine_info(), "results": [r.to_json() for r in rows]}
     Path(path).write_text(json.dumps(doc, indent=2) + "\n")
-
-
-def emit(bench: str, rows: list[Row], json_path: str | Path | None) -> None:
-    """Print the table and, when asked, write the JSON file."""
-    print(render_table(bench, rows))
-    if json_path:
-        write_report(json_path, bench, rows)
-        print(f"wrote {json_path}")

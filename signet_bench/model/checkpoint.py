@@ -12,14 +12,11 @@ never leaves half a file. Every read problem raises `CheckpointError` naming the
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import io
 import json
 import math
-import os
 import struct
-import tempfile
 import threading
 import zipfile
 from collections.abc import Callable, Mapping
@@ -29,6 +26,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from serving.atomic import atomic_write
 from signet_bench.config import DEFAULT_CONFIG, ConfigError, PredictorConfig
 from signet_bench.errors import UserError
 from signet_bench.model.params import (
@@ -147,27 +145,11 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
-    """Write through `write` into a temp file beside `path`, fsync it, then rename it over `path`."""
+    """Write through `write` into a temp file beside `path`, fsync it, then rename it over
+    `path` (`serving.atomic`): a crash never leaves half a file."""
     if not path.parent.is_dir():
         raise CheckpointError(f"{path}: directory {path.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):  # persist the rename itself (POSIX; best effort)
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    atomic_write(path, write)
 
 
 def _check_dims(where: str, dims: Mapping[str, Any]) -> PredictorConfig:

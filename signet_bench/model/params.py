@@ -7,11 +7,11 @@ computes exactly Signet's forward pass.
 
 from __future__ import annotations
 
-import hashlib
 import math
 
 import numpy as np
 
+from serving.contract import feature_spec_hash
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.features import SESSION_FEATURES
 
@@ -154,8 +154,3 @@ def extensions_are_neutral(params: dict[str, np.ndarray]) -> bool:
     if not layer_norm_is_identity(params):
         return False
     return all(not np.any(np.asarray(params[n])) for n in QUERY_PARAMS if n in params)
-
-
-def feature_spec_hash(spec: str) -> str:
-    """Short stable id of a feature spec text: the first 16 hex digits of its SHA-256."""
-    return hashlib.sha256(spec.encode("utf-8")).hexdigest()[:16]
