@@ -135,6 +135,18 @@ class TrainFromDb:
     epochs: int = 3
     temperature: float = 0.5
     min_confidence: float = 0.6
+    # Extras of this sidecar (Signet's daemon never sends them): the loop's training policy.
+    seed: int | None = None
+    sample_seed: int | None = None
+    incremental: bool = False
+    protect: bool | None = None
+
+
+def _bool_param(params: Mapping[str, Any], name: str, default: bool | None) -> bool | None:
+    v = params.get(name, default)
+    if v is not None and not isinstance(v, bool):
+        raise ParamError(name, f"must be true or false, got {v!r:.40}")
+    return v
 
 
 def _int_param(params: Mapping[str, Any], name: str, default: int, lo: int, hi: int) -> int:
@@ -180,7 +192,15 @@ def parse_train_from_db(params: Mapping[str, Any]) -> TrainFromDb:
         epochs=_int_param(params, "epochs", 3, 1, 10_000),
         temperature=_float_param(params, "temperature", 0.5, 1e-6, 1e6),
         min_confidence=_float_param(params, "min_confidence", 0.6, 0.0, 1.0),
+        seed=_optional_int(params, "seed"),
+        sample_seed=_optional_int(params, "sample_seed"),
+        incremental=bool(_bool_param(params, "incremental", False)),
+        protect=_bool_param(params, "protect", None),
     )
+
+
+def _optional_int(params: Mapping[str, Any], name: str) -> int | None:
+    return None if params.get(name) is None else _int_param(params, name, 0, 0, 2**31 - 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,6 +338,7 @@ def run_trainer(
     ]
     if base is not None:
         cmd += ["--base-weights", str(base)]
+    cmd += _policy_args(req)
     if opts.tz:
         cmd += ["--tz", opts.tz]
     if opts.config:
@@ -331,6 +352,16 @@ def run_trainer(
         raise _failure("the trainer", done)
     sbm = workdir / "model.sbm"
     return TrainerOutcome(True, summary, sbm, _convert(sbm, workdir / "model.onnx", opts, on_pid))
+
+
+def _policy_args(req: TrainFromDb) -> list[str]:
+    """The training-policy extras as `signet-bench train` flags."""
+    out = [] if req.seed is None else ["--seed", str(req.seed)]
+    out += [] if req.sample_seed is None else ["--sample-seed", str(req.sample_seed)]
+    out += ["--incremental"] if req.incremental else []
+    if req.protect is not None:
+        out += ["--protect" if req.protect else "--no-protect"]
+    return out
 
 
 def _convert(

@@ -140,7 +140,7 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     help_text = "run the daemon's session loop on a synthetic store (resumable, idempotent)"
     p = _command(sub, "simulate", _cmd_simulate, help_text, db="a store made by `synth`")
     p.add_argument("--sessions", type=int, required=True, help="run sessions 0..N-1 of the plan")
-    p.add_argument("--scorer", default="random", choices=["none", "random", "model"])
+    p.add_argument("--scorer", default="random", choices=["none", "random", "model", "sidecar"])
     p.add_argument(
         "--mode",
         default="ours",
@@ -163,6 +163,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
         args.db,
         args.out,
         base_weights=args.base_weights,
+        incremental=args.incremental,
+        protect=args.protect,
+        sample_seed=args.sample_seed,
         epochs=args.epochs,
         tz=args.tz or local_tz(),
         limit=args.limit,
@@ -191,6 +194,18 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p = _command(sub, "train", _cmd_train, help_text, db=_STORE_HELP)
     p.add_argument("--out", required=True, help="directory for the model and workbench.duckdb")
     p.add_argument("--base-weights", default=None, help="start from this checkpoint (own or SGPT)")
+    p.add_argument(
+        "--incremental",
+        action="store_true",
+        help="fine-tune the base on the sessions newer than it (seed 000's schedule)",
+    )
+    p.add_argument(
+        "--protect",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="apply the stability gates to the base (default: when a base is given)",
+    )
+    p.add_argument("--sample-seed", type=int, default=None, help="negatives' seed (default --seed)")
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--tz", default=None, help=_TZ_HELP)
     p.add_argument("--limit", type=int, default=5000, help="newest N scored sessions")

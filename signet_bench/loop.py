@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -47,7 +47,7 @@ from signet_bench.predictor_state import (
 from signet_bench.ranking.bm25 import fts_search, recall_terms
 from signet_bench.ranking.compat import signet058_session_start
 from signet_bench.ranking.session_start import SessionStartResult, session_start
-from signet_bench.samples import SessionSample, build_sample, load_samples, scored_sessions
+from signet_bench.samples import SessionSample, build_sample, scored_sessions
 from signet_bench.store import sim as sim_tables
 from signet_bench.store import write as w
 from signet_bench.store.read import open_readonly, read_session_memories, read_sessions
@@ -69,7 +69,10 @@ __all__ = [
     "simulate",
 ]
 
-SCORERS = ("none", "random", "model")
+SCORERS = ("none", "random", "model", "sidecar")
+# The simulator waits for its sidecar longer than the daemon would (Signet: score 120 ms, train
+# 30 s): a replay must not fail open because the machine was busy, or it would not reproduce.
+SIDECAR_TIMEOUTS_MS = {"score": 30_000.0, "train_from_db": 600_000.0, "status": 30_000.0}
 MODES = ("ours", "signet-0.58")
 
 
@@ -77,7 +80,7 @@ MODES = ("ours", "signet-0.58")
 class SimOptions:
     """How the simulated daemon, user, agent and judge behave."""
 
-    scorer: str = "random"  # none | random | model
+    scorer: str = "random"  # none | random | model (in-process) | sidecar (python -m serving)
     mode: str = "ours"  # ours | signet-0.58 (the real daemon's pool, for rank replay)
     seed: int = 0
     feedback_share: float = 0.3  # share of sessions whose agent rates injected memories
@@ -197,6 +200,7 @@ class Simulator:
         self.previous = self._replay_previous()
         self.trainer = trainer
         self.model = self._saved_model()  # the accepted weights (scorer == "model")
+        self.sidecar = self._start_sidecar() if opts.scorer == "sidecar" else None
         self.records: dict[int, SessionRecord] = {}
         self.keep: Container[int] = ()
 
@@ -210,10 +214,21 @@ class Simulator:
                 tracker.record(s["session_key"], s["project"], s["start"], by_key[s["session_key"]])
         return tracker
 
+    def _start_sidecar(self):
+        """The predictor sidecar serving this store's model file (`python -m serving`), as
+        the daemon runs it; it starts untrained until the first accepted training."""
+        from serving.client import SidecarClient
+
+        model_dir(self.path).mkdir(parents=True, exist_ok=True)
+        args = ("--tz", self.tz)
+        return SidecarClient.for_model(
+            model_path(self.path), self.corpus.dim, args=args, timeouts_ms=SIDECAR_TIMEOUTS_MS
+        )
+
     def _saved_model(self) -> dict[str, np.ndarray] | None:
         """The accepted model a resumed run continues with (none before the first training)."""
         path = model_path(self.path)
-        if self.opts.scorer != "model" or not self.state.trained or not path.exists():
+        if self.opts.scorer not in ("model", "sidecar") or not path.exists():
             return None
         from signet_bench.model.checkpoint import load_checkpoint
 
@@ -282,9 +297,29 @@ class Simulator:
             return _random_predictor(rng)
         if self.opts.scorer == "none" or self.model is None:
             return None
+        if self.sidecar is not None:
+            return self._sidecar_scores
         from signet_bench.model.ranker import ModelRanker
 
         return ModelRanker(self.model, self.cfg).score
+
+    def _sidecar_scores(self, inputs: SessionInputs) -> np.ndarray | None:
+        """The sidecar's scores for the candidates, as Signet's daemon asks for them (null
+        embeddings on the text path); None when it fails open."""
+        has = inputs.has_embedding
+        emb = [row if h else None for row, h in zip(inputs.embeddings, has, strict=True)]
+        got = self.sidecar.score(
+            inputs.context,
+            inputs.memory_ids.tolist(),
+            candidate_embeddings=emb,
+            candidate_texts=list(inputs.contents),
+            candidate_features=inputs.features,
+            project_slot=inputs.project_slot,
+        )
+        if got is None:
+            return None
+        by_id = dict(got)
+        return np.array([by_id.get(m, np.nan) for m in inputs.memory_ids], dtype=np.float64)
 
     def _start(
         self, plan: SessionContext, prev: PreviousSession | None, rng, alpha: float
@@ -353,8 +388,10 @@ class Simulator:
             judged = self._judge(plan, rng, res, injected)
             cand = read_session_memories(self.con, [plan.session_key])
             sample = self._sample(plan, prev, cand, judged)
-            self._compare(idx, plan, cand, judged, alpha, sample is not None, report)
+            due = self._compare(idx, plan, cand, judged, alpha, sample is not None, report)
             self._record(idx, plan, res, inputs, alpha, judged.end)
+            if due:
+                sim_tables.set_sim_meta(self.con, "train_pending", "1")
             self.con.execute("COMMIT")
         except BaseException:
             self.con.execute("ROLLBACK")
@@ -364,6 +401,8 @@ class Simulator:
             self.records[idx] = SessionRecord(plan, inputs, res, sample)
         report.sessions_run += 1
         report.exploration_rows += int(res.explored_id is not None)
+        if due:  # on the committed store, as the daemon's trainer reads it
+            self._train(report, judged.end)
 
     def _record(
         self, idx: int, plan: SessionContext, res, inputs: SessionInputs, alpha: float, end
@@ -507,7 +546,8 @@ class Simulator:
         alpha: float,
         trainable: bool,
         report: SimReport,
-    ) -> None:
+    ) -> bool:
+        """The comparison row and the state's update; True when a training is due."""
         cfg = self.cfg
         inp = ComparisonInput.build(
             plan.session_key,
@@ -536,23 +576,26 @@ class Simulator:
             report.events.append((idx, ev.kind))
             if ev.kind == "drift_reset":
                 report.drift_resets += 1
-        if training_due(self.state, cfg) or step.retrain_with_replay:
-            self._train(report)
+        return training_due(self.state, cfg) or step.retrain_with_replay
 
-    def _train(self, report: SimReport) -> None:
-        if self.opts.scorer == "none":
-            return
-        if self.opts.scorer == "random" or self.trainer is None:
-            accepted, log = True, {}
-        else:
+    def _train(self, report: SimReport, at: datetime) -> None:
+        """A training the last session made due, then its log row, the state and the cleared
+        `train_pending` mark in one transaction (a run resumed after a crash in between
+        trains first)."""
+        accepted, log = True, {}
+        if self.opts.scorer not in ("none", "random") and self.trainer is not None:
             accepted, log = self.trainer(self)
-        report.trainings += 1
-        report.trainings_accepted += int(accepted)
-        self.state = on_training(self.state, accepted).state
-        if log:
-            w.insert_training_log(
-                self.con, log.pop("id"), model_version=self.state.model_version, **log
-            )
+        with w.transaction(self.con):
+            if self.opts.scorer != "none":
+                report.trainings += 1
+                report.trainings_accepted += int(accepted)
+                self.state = on_training(self.state, accepted).state
+            if log:
+                w.insert_training_log(
+                    self.con, log.pop("id"), model_version=self.state.model_version, **log
+                )
+            sim_tables.save_sim_state(self.con, state_to_json(self.state), format_iso(at))
+            sim_tables.set_sim_meta(self.con, "train_pending", "0")
 
     # -- the run ----------------------------------------------------------------------------
     def run(self, n: int, *, keep: Container[int] = ()) -> SimReport:
@@ -565,6 +608,8 @@ class Simulator:
         done = self.done()
         todo = [(i, c) for i, c in enumerate(plan) if i not in done]
         report.sessions_skipped = len(plan) - len(todo)
+        if sim_tables.get_sim_meta(self.con, "train_pending") == "1":
+            self._train(report, self.truth.now)
         bar = None
         if self.opts.progress and todo:
             from tqdm import tqdm
@@ -581,6 +626,8 @@ class Simulator:
         return report
 
     def close(self) -> None:
+        if self.sidecar is not None:
+            self.sidecar.close()
         self.con.close()
 
 
@@ -642,62 +689,70 @@ def _training_log(run_id: str, result) -> dict:
     }
 
 
-def _schedule(sim: Simulator, samples: Sequence[SessionSample]) -> dict | None:
-    """Seed 000's schedule as train_model arguments: a full retrain the first time and after a
-    drift reset; otherwise an incremental run on the sessions scored since the last accepted
-    training, mixed ~20% with the replay buffer, judged on the canary of the whole history,
-    fine-tuning at `incremental_lr_scale` of the learning rate. None: nothing new to learn."""
-    from signet_bench.train import incremental_split
+def _run_id(sim: Simulator) -> str:
+    """The training run's id: the model version it would become and the newest session."""
+    newest = sim_tables.newest_session_key(sim.con) or "none"
+    return f"train-{sim.state.model_version + 1}-{newest}"
 
-    trained_through = sim_tables.get_sim_meta(sim.con, "trained_through")
-    if sim.model is None or not sim.state.trained or trained_through is None:
-        return {"samples": list(samples), "cfg": sim.cfg, "epochs": sim.opts.train_epochs}
-    new_keys = {s.session_key for s in samples if format_iso(s.start) > trained_through}
-    train_on, canary, replay = incremental_split(samples, new_keys, sim.cfg)
-    if not train_on:
-        return None
-    lr = sim.cfg.learning_rate * sim.cfg.incremental_lr_scale
+
+def _training_args(sim: Simulator) -> dict:
+    """The loop's training policy as `train_store` arguments: fine-tune the accepted model
+    (incrementally once it has passed the gates since the last drift reset, else on every
+    session), and protect its canary behaviour once cold start has exited (before, the
+    predictor changes no injection, so there is nothing to protect yet)."""
     return {
-        "samples": train_on,
-        "canary": canary,
-        "replay": replay,
-        "cfg": sim.cfg.replace(learning_rate=lr),
-        "epochs": sim.cfg.incremental_epochs,
+        "incremental": sim.state.trained,
+        "protect": sim.model is not None and sim.state.cold_start_exited,
+        "epochs": sim.opts.train_epochs,
+        "tz": sim.tz,
+        "seed": sim.opts.seed + sim.state.model_version,
+        "sample_seed": sim.opts.seed,
     }
 
 
 def model_trainer(sim: Simulator) -> tuple[bool, dict]:
-    """Train on the store's scored sessions (the loop's training trigger), gate, publish
-    (`train.train_and_publish`); an accepted model is used from the next session on. The
-    stability and NDCG-drop gates protect a model that has influence: they apply once cold
-    start has exited (before, the predictor changes no injection, so there is nothing to
-    protect yet)."""
-    from signet_bench.train import train_and_publish
+    """Train on the store's scored sessions (the loop's training trigger) through
+    `train.train_store`, the same path as `signet-bench train`; an accepted model is used from
+    the next session on."""
+    from signet_bench.train import NothingToTrain, TooLittleData, train_store
 
-    samples, _ = load_samples(
-        sim.con, corpus=sim.corpus, tz=sim.tz, cfg=sim.cfg, seed=sim.opts.seed
-    )
-    if len(samples) < 2:
+    run_id = _run_id(sim)
+    base = model_path(sim.path) if sim.model is not None else None
+    try:
+        run = train_store(
+            sim.con, model_dir(sim.path), base_weights=base, cfg=sim.cfg, corpus=sim.corpus,
+            run_id=run_id, **_training_args(sim),
+        )  # fmt: skip
+    except (NothingToTrain, TooLittleData):
         return False, {}
-    run_id = f"train-{sim.state.model_version + 1}-{samples[-1].session_key}"
-    plan = _schedule(sim, samples)
-    if plan is None:
+    if run.result.accepted:
+        sim.model = run.result.params
+    return run.result.accepted, _training_log(run_id, run.result)
+
+
+def sidecar_trainer(sim: Simulator) -> tuple[bool, dict]:
+    """The loop's training through the sidecar's `train_from_db` (the trainer runs in its child
+    process on the committed store; the sidecar swaps the new model in), with the same policy
+    as `model_trainer`."""
+    args = _training_args(sim)
+    del args["tz"]  # the sidecar was started with the user's zone
+    res = sim.sidecar.train_from_db(sim.path, limit=5000, **args)
+    if not res:
         return False, {}
-    result = train_and_publish(
-        plan.pop("samples"),
-        sim.model,
-        out_dir=model_dir(sim.path),
-        run_id=run_id,
-        store_path=sim.path,
-        history=samples,
-        seed=sim.opts.seed + sim.state.model_version,
-        previous_is_trained=sim.model is not None and sim.state.cold_start_exited,
-        **plan,
-    )
-    if result.accepted:
-        sim.model = result.params
-        sim_tables.set_sim_meta(sim.con, "trained_through", format_iso(samples[-1].start))
-    return result.accepted, _training_log(run_id, result)
+    accepted = bool(res.get("accepted"))
+    if accepted:
+        from signet_bench.model.checkpoint import load_checkpoint
+
+        sim.model = load_checkpoint(model_path(sim.path))[0]
+    loss = res.get("loss")
+    log = {
+        "id": _run_id(sim),
+        "loss": loss if isinstance(loss, float) and math.isfinite(loss) else float("inf"),
+        "sample_count": res.get("samples_used"),
+        "duration_ms": res.get("duration_ms"),
+        "canary_score_variance": res.get("canary_score_variance"),
+    }
+    return accepted, log
 
 
 def simulate(
@@ -707,7 +762,7 @@ def simulate(
     cfg: PredictorConfig = DEFAULT_CONFIG,
 ) -> SimReport:
     """Run (or resume) the first `n_sessions` sessions of a synthetic store's plan."""
-    trainer = model_trainer if opts.scorer == "model" else None
+    trainer = {"model": model_trainer, "sidecar": sidecar_trainer}.get(opts.scorer)
     sim = Simulator(path, opts, cfg, trainer=trainer)
     try:
         return sim.run(n_sessions)

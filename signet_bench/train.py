@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.corpus import Corpus
+from signet_bench.errors import UserError
 from signet_bench.metrics import ndcg_at_k
 from signet_bench.model.optim import Adam, copy_params
 from signet_bench.model.params import init_params
@@ -28,9 +31,13 @@ from signet_bench.samples import SessionSample
 
 __all__ = [
     "CanaryMetrics",
+    "NothingToTrain",
+    "TooLittleData",
     "TrainResult",
+    "TrainingPlan",
     "canary_metrics",
     "incremental_split",
+    "plan_training",
     "run_record",
     "split_canary",
     "to_batch",
@@ -536,56 +543,123 @@ class StoreTraining:
     model_path: Path
 
 
+class NothingToTrain(Exception):
+    """An incremental run with no session newer than the base model's last one."""
+
+
+class TooLittleData(UserError):
+    """Fewer than two trainable sessions in the store."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingPlan:
+    """What one run trains on, and how (seed 000's schedule)."""
+
+    samples: list[SessionSample]
+    cfg: PredictorConfig
+    epochs: int
+    canary: list[SessionSample] | None = None  # None: split from `samples` (a full run)
+    replay: list[SessionSample] | None = None
+
+
+def plan_training(
+    samples: Sequence[SessionSample],
+    trained_through: str | None,
+    *,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    epochs: int = DEFAULT_CONFIG.full_training_epochs,
+) -> TrainingPlan:
+    """Seed 000's schedule: a full run on every sample when there is no `trained_through` (the
+    ISO start of the newest session the base model learned from); otherwise an incremental run
+    on the newer sessions, mixed ~20% with the replay buffer and judged on the canary of the
+    whole history, fine-tuning for `incremental_epochs` at `incremental_lr_scale` of the
+    learning rate (README "Training schedule and gates")."""
+    from signet_bench.timestamps import format_iso
+
+    if trained_through is None:
+        return TrainingPlan(list(samples), cfg, epochs)
+    new_keys = {s.session_key for s in samples if format_iso(s.start) > trained_through}
+    train_on, canary, replay = incremental_split(samples, new_keys, cfg)
+    if not train_on:
+        raise NothingToTrain(f"no trainable session after {trained_through}")
+    lr = cfg.learning_rate * cfg.incremental_lr_scale
+    return TrainingPlan(
+        train_on, cfg.replace(learning_rate=lr), cfg.incremental_epochs, canary, replay
+    )
+
+
+def _base_model(path: str | Path, dim: int) -> tuple[Params, str | None]:
+    """A base checkpoint's weights (own format or SGPT) and the newest session it learned from."""
+    from signet_bench.model.checkpoint import load_any
+
+    base, meta = load_any(path)
+    if meta.native_dim != dim:
+        raise UserError(
+            f"{path}: native_dim {meta.native_dim} does not match the store's embeddings ({dim})"
+        )
+    return base, meta.last_session_at
+
+
 def train_store(
-    db: str | Path,
+    db: str | Path | sqlite3.Connection,
     out_dir: str | Path,
     *,
     base_weights: str | Path | None = None,
+    incremental: bool = False,
+    protect: bool | None = None,
     epochs: int = DEFAULT_CONFIG.full_training_epochs,
     tz: str = "UTC",
     limit: int = 5000,
     seed: int = 0,
+    sample_seed: int | None = None,
     cfg: PredictorConfig = DEFAULT_CONFIG,
     progress: bool = False,
+    corpus: Corpus | None = None,
+    run_id: str | None = None,
 ) -> StoreTraining:
     """One gated training on a store's scored sessions (the store is only read), published to
-    `out_dir` (`train_and_publish`); `base_weights` (own or SGPT checkpoint) is fine-tuned and
-    is the model the stability gates protect. Too little data raises before anything is
-    written."""
+    `out_dir` (`train_and_publish`). `base_weights` (own or SGPT checkpoint) is fine-tuned: on
+    every session, or with `incremental` on the sessions newer than the base (`plan_training`;
+    raises NothingToTrain when there is none). `protect` (default: a base is given) says whether
+    the base is a model with influence whose canary behaviour the stability gates protect.
+    `seed` seeds the training, `sample_seed` (default `seed`) the labels' sampled negatives.
+    Too little data raises before anything is written; `corpus` skips re-reading memories."""
     import uuid
 
-    from signet_bench.errors import UserError
-    from signet_bench.model.checkpoint import load_any
     from signet_bench.samples import load_samples
 
-    samples, skipped = load_samples(db, tz=tz, cfg=cfg, limit=limit, seed=seed)
+    sseed = seed if sample_seed is None else sample_seed
+    samples, skipped = load_samples(db, tz=tz, cfg=cfg, limit=limit, seed=sseed, corpus=corpus)
     if len(samples) < 2:
-        raise UserError(
+        raise TooLittleData(
             f"{db}: {len(samples)} trainable sessions (confidence >= "
             f"{cfg.min_scorer_confidence}, candidates with labels); {skipped} skipped — "
             "need at least 2"
         )
-    base = None
+    base, through = None, None
     if base_weights:
-        base, meta = load_any(base_weights)
-        dim = int(samples[0].context.shape[0])
-        if meta.native_dim != dim:
-            raise UserError(
-                f"{base_weights}: native_dim {meta.native_dim} does not match the "
-                f"store's embeddings ({dim})"
-            )
-    run_id = str(uuid.uuid4())
+        base, through = _base_model(base_weights, int(samples[0].context.shape[0]))
+    plan = plan_training(samples, through if incremental else None, cfg=cfg, epochs=epochs)
+    run_id = run_id or str(uuid.uuid4())
     result = train_and_publish(
-        samples,
+        plan.samples,
         base,
         out_dir=out_dir,
         run_id=run_id,
-        store_path=db,
+        store_path=db if not isinstance(db, sqlite3.Connection) else _db_file(db),
         is_finetuned=base is not None,
-        cfg=cfg,
-        epochs=epochs,
+        history=samples,
+        cfg=plan.cfg,
+        epochs=plan.epochs,
+        canary=plan.canary,
+        replay=plan.replay,
         seed=seed,
-        previous_is_trained=base is not None,
+        previous_is_trained=base is not None if protect is None else protect,
         progress=progress,
     )
     return StoreTraining(result, skipped, run_id, Path(out_dir) / MODEL_FILE)
+
+
+def _db_file(con: sqlite3.Connection) -> str:
+    """The file behind a connection (its main database)."""
+    return next(f for _, name, f in con.execute("PRAGMA database_list") if name == "main")

@@ -118,15 +118,15 @@ def test_accepted_training_returns_a_new_copy(samples, trained):
 def test_loop_logs_a_rejected_training_and_keeps_no_model(tmp_path, monkeypatch):
     """Through the daemon loop: every training sees a NaN label, every one is rejected, no
     model is saved or used, and each run is still logged."""
-    import signet_bench.loop as loop_mod
+    import signet_bench.samples as samples_mod
 
-    real = loop_mod.load_samples
+    real = samples_mod.load_samples
 
     def poisoned(*args, **kwargs):
         got, skipped = real(*args, **kwargs)
         return (_with_nan_label(got) if got else got), skipped
 
-    monkeypatch.setattr(loop_mod, "load_samples", poisoned)
+    monkeypatch.setattr(samples_mod, "load_samples", poisoned)
     path = tmp_path / "memories.db"
     build_persona_store("light", path, seed=1, n_memories=120)
     report = simulate(path, 30, SimOptions(scorer="model", seed=1, train_epochs=2))

@@ -17,6 +17,7 @@ __all__ = [
     "get_sim_meta",
     "insert_sim_session",
     "load_sim_state",
+    "newest_session_key",
     "save_sim_state",
     "set_sim_meta",
 ]
@@ -42,6 +43,12 @@ def ensure_sim_tables(con: sqlite3.Connection) -> None:
 def insert_sim_session(con: sqlite3.Connection, **cols: Any) -> None:
     """The simulator's record of one finished session (its plan slot, scorer and alpha)."""
     replace_row(con, "sim_sessions", cols)
+
+
+def newest_session_key(con: sqlite3.Connection) -> str | None:
+    """The key of the latest finished session (by plan slot), None before the first."""
+    row = con.execute("SELECT session_key FROM sim_sessions ORDER BY idx DESC LIMIT 1").fetchone()
+    return None if row is None else row[0]
 
 
 def done_sessions(con: sqlite3.Connection) -> set[int]:
