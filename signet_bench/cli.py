@@ -24,6 +24,14 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH writes DESIGN §10 
   serve    in-process score p50/p99 (ms); JSON-RPC round trip of 80 x 768 p50/p95 (ms);
            process start to first answer (ms); resident memory after 10,000 scores (MB);
            score p99 while train_from_db runs and swaps the model (ms)
+  quality --dataset locomo --data PATH
+           LoCoMo evidence retrieval on held-out questions per ranker (bm25, cosine,
+           signet_hybrid, effective, cogmem_v9, cascade, learned, learned_base,
+           learned_finetuned, their *_fused with the best heuristic, learned_oracle,
+           learned_init): recall@5/10/25/50, ndcg@10, mrr, per category (metric[category]),
+           heuristics on every question (*_all), paired deltas (a-b, *_delta); rows
+           suffixed _minilm use all-MiniLM-L6-v2 when it is installed
+  report   docs/benchmarks.md from the JSON in --results (tables, charts, machine, commands)
 """
 
 
@@ -78,9 +86,33 @@ def _bench_rows(args: argparse.Namespace) -> list:
         from signet_bench.bench.serve import serve_rows
 
         return serve_rows(quick=args.quick, seed=args.seed)
+    if args.dataset == "locomo":
+        from signet_bench.bench.locomo import locomo_rows
+
+        if not args.data:
+            raise UserError("bench quality --dataset locomo needs --data PATH (LoCoMo JSON)")
+        return locomo_rows(args.data, seed=args.seed, quick=args.quick, graded=args.graded)
     from signet_bench.bench.quality import quality_rows
 
-    return quality_rows(args.persona, seed=args.seed, quick=args.quick)
+    personas = args.personas or [args.persona]
+    seeds = args.seeds or [args.seed]
+    return quality_rows(
+        personas, seeds=seeds, quick=args.quick, embedder=args.embedder, ablations=args.ablations
+    )
+
+
+def _names(text: str) -> list[str]:
+    """A comma-separated list (empty items dropped)."""
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _ints(text: str) -> list[int]:
+    """A comma-separated list of whole numbers."""
+    try:
+        return [int(t) for t in _names(text)]
+    except ValueError:
+        msg = f"expected whole numbers like 11,12,13, got {text!r}"
+        raise argparse.ArgumentTypeError(msg) from None
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -89,6 +121,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from signet_bench.bench.report import render_table, write_report
 
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout, force=True)
+    if args.name == "report":
+        from signet_bench.report import write_benchmarks_doc
+
+        print(f"wrote {write_benchmarks_doc(args.results, args.out or 'docs/benchmarks.md')}")
+        return 0
     rows = _bench_rows(args)
     print(render_table(args.name, rows))
     if args.json:
@@ -118,12 +155,24 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
         sub, "bench", _cmd_bench, "run a benchmark",
         epilog=BENCH_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    p.add_argument("name", choices=["store", "loop", "quality", "train", "serve"])
+    p.add_argument("name", choices=["store", "loop", "quality", "train", "serve", "report"])
     p.add_argument("--json", default=None, help="also write the results as JSON to this path")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
-    p.add_argument("--dataset", default="synth", choices=["synth"])
+    p.add_argument("--dataset", default="synth", choices=["synth", "locomo"])
+    p.add_argument("--data", default=None, help="locomo: the LoCoMo JSON or a folder of stores")
+    p.add_argument("--graded", action="store_true", help="locomo: graded relevance for NDCG")
+    p.add_argument("--results", default="bench-results", help="report: folder of bench JSON")
+    p.add_argument("--out", default=None, help="report: the page (default docs/benchmarks.md)")
     p.add_argument("--persona", default="heavy")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--personas", default=None, help="quality: several personas, e.g. heavy,drifting"
+    )
+    p.add_argument("--seeds", default=None, help="quality: several seeds, e.g. 11,12,13 (pooled)")
+    p.add_argument("--embedder", default="topic", choices=["topic", "wordllama"])
+    p.add_argument(
+        "--ablations", action=argparse.BooleanOptionalAction, default=True, help="quality"
+    )
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
@@ -279,6 +328,63 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sessions", type=int, default=120)
 
 
+def _cmd_locomo(args: argparse.Namespace) -> int:
+    import signet_bench.minilm  # noqa: F401  (registers the optional embedder)
+    from signet_bench.embed import get_embedder
+    from signet_bench.locomo import convert_locomo
+
+    result = convert_locomo(
+        args.data, args.out, get_embedder(args.embedder), kinds=args.kinds, audit=args.audit
+    )
+    print(result.summary())
+    return 0
+
+
+def _add_locomo(sub: argparse._SubParsersAction) -> None:
+    help_text = "LoCoMo conversations as Signet stores, one per conversation, questions as sessions"
+    p = _command(sub, "locomo", _cmd_locomo, help_text)
+    p.add_argument("--data", required=True, help="the LoCoMo JSON (read in place)")
+    p.add_argument("--out", required=True, help="folder for <sample_id>.db (must not exist)")
+    p.add_argument("--embedder", default="wordllama", help="wordllama (default) or minilm")
+    p.add_argument(
+        "--kinds", nargs="+", default=["observation"], choices=["observation", "turn", "summary"]
+    )
+    p.add_argument("--audit", nargs="*", default=[], help="audit errors.json file(s) to apply")
+
+
+def _cmd_export_pairs(args: argparse.Namespace) -> int:
+    from signet_bench.pairs import export_pairs
+
+    print(f"wrote {export_pairs(args.db, args.out, tz=args.tz or local_tz())} rows to {args.out}")
+    return 0
+
+
+def _add_export_pairs(sub: argparse._SubParsersAction) -> None:
+    help_text = "anonymized training pairs (features and labels only) of a store, as Parquet"
+    p = _command(sub, "export-pairs", _cmd_export_pairs, help_text, db=_STORE_HELP)
+    p.add_argument("--out", required=True, help="pairs.parquet")
+    p.add_argument("--tz", default=None, help=_TZ_HELP)
+
+
+def _cmd_train_base(args: argparse.Namespace) -> int:
+    from signet_bench.pairs import save_base, train_base
+
+    base = train_base(args.pairs, epochs=args.epochs, seed=args.seed)
+    path = save_base(base, args.out, args.native_dim)
+    print(f"base: {base.sessions} sessions, loss {base.loss_curve[-1]:.4f} -> {path}")
+    return 0
+
+
+def _add_train_base(sub: argparse._SubParsersAction) -> None:
+    help_text = "train a base model on pair exports (streamed), for --base-weights"
+    p = _command(sub, "train-base", _cmd_train_base, help_text)
+    p.add_argument("--pairs", nargs="+", required=True, help="pairs.parquet files")
+    p.add_argument("--out", required=True, help="directory for model.sbm")
+    p.add_argument("--native-dim", type=int, default=768, help="the users' embedding dimension")
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+
+
 # Each command registers itself here: (adder) -> None.
 _ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_demo,
@@ -289,6 +395,9 @@ _ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_export,
     _add_serve,
     _add_bench,
+    _add_locomo,
+    _add_export_pairs,
+    _add_train_base,
 ]
 
 

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.metrics import NdcgVariant, ndcg_of_ranking, ranked_ids, signet_ndcg_at_k
 
-__all__ = ["Comparison", "ComparisonInput", "compare_session", "evaluation_pool"]
+__all__ = ["Comparison", "ComparisonInput", "compare_session", "evaluation_pool", "judged_ndcg"]
 
 
 def evaluation_pool(
@@ -149,6 +149,23 @@ class Comparison:
         }
 
 
+_METRICS = {"signet": signet_ndcg_at_k, "bounded": ndcg_of_ranking}
+
+
+def judged_ndcg(
+    comparison: Comparison,
+    scores: ArrayLike,
+    memory_ids: ArrayLike,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+) -> float:
+    """NDCG@k of another ranking of the session's candidates (e.g. cosine(context, memory)),
+    judged as the comparison judged its two: the same relevance map and NDCG variant. A memory
+    the judge did not rate counts 0, as in the comparison itself."""
+    ids = np.asarray(memory_ids, dtype=str)
+    ranked = ranked_ids(np.asarray(scores, dtype=np.float64), ids)
+    return _METRICS[comparison.ndcg_variant](ranked, comparison.relevance_scores, cfg.comparison_k)
+
+
 def compare_session(
     inp: ComparisonInput,
     *,
@@ -178,7 +195,7 @@ def compare_session(
     ``alpha`` and ``success_rate`` are the state's values before this session's update.
     """
     k = cfg.comparison_k
-    metric = {"signet": signet_ndcg_at_k, "bounded": ndcg_of_ranking}.get(ndcg)
+    metric = _METRICS.get(ndcg)
     if metric is None:
         raise ValueError(f"ndcg must be 'signet' or 'bounded', got {ndcg!r}")
     ids = inp.memory_ids

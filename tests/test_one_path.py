@@ -31,6 +31,24 @@ def run(tmp_path_factory):
     return records, {s.session_key: s for s in samples}
 
 
+@pytest.fixture(scope="module")
+def recorded_cosine(run, tmp_path_factory):
+    """(session key -> (recorded cosine NDCG, judged relevance map)) from the store."""
+    import json
+    import sqlite3
+
+    db = next(iter(tmp_path_factory.getbasetemp().glob("one-path*"))) / "memories.db"
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = con.execute(
+            "SELECT s.session_key, s.cosine_ndcg, c.relevance_scores FROM sim_sessions s "
+            "JOIN predictor_comparisons c ON c.session_key = s.session_key"
+        ).fetchall()
+    finally:
+        con.close()
+    return {k: (v, json.loads(rel)) for k, v, rel in rows}
+
+
 def test_every_session_is_trainable_in_both_or_in_neither(run):
     records, samples = run
     for idx, rec in records.items():
@@ -79,3 +97,18 @@ def test_labels_are_equal(run):
         assert rec.sample.memory_ids.tolist() == s.memory_ids.tolist()
         np.testing.assert_array_equal(rec.sample.labels, s.labels)
         np.testing.assert_array_equal(rec.sample.features, s.features)
+
+
+def test_the_recorded_cosine_ndcg_is_cosine_on_the_judged_labels(run, recorded_cosine):
+    """Check sim_sessions.cosine_ndcg: the pool ordered by cosine(context, memory) (score
+    desc, id asc), judged with the comparison's relevance map by Signet's NDCG@10."""
+    from signet_bench.metrics import signet_ndcg_at_k
+
+    records, _ = run
+    for rec in records.values():
+        recorded, rel = recorded_cosine[rec.plan.session_key]
+        cos = rec.inputs.embeddings @ rec.inputs.context
+        cos = np.where(rec.inputs.has_embedding, cos, 0.0)
+        order = np.lexsort((rec.inputs.memory_ids, -cos))
+        expected = signet_ndcg_at_k(tuple(rec.inputs.memory_ids[order]), rel, 10)
+        assert recorded == pytest.approx(expected, abs=1e-6), rec.plan.session_key

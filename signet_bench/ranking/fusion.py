@@ -7,13 +7,14 @@ a missing rank counts as candidate_count + 1; alpha is the baseline's earned wei
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.ranking.baseline import rank_order
 
-__all__ = ["NOT_RANKED", "baseline_only_scores", "ranks_from_scores", "rrf_fuse"]
+__all__ = ["NOT_RANKED", "Fused", "baseline_only_scores", "fuse", "ranks_from_scores", "rrf_fuse"]
 
 NOT_RANKED = -1  # rank value for a candidate the ranker did not score
 
@@ -57,3 +58,25 @@ def baseline_only_scores(n: int, k: int = DEFAULT_CONFIG.rrf_k) -> np.ndarray:
     """The no-predictor fused score `1/(k + i + 1)` for baseline position i (0-based): it keeps
     the baseline order and equals RRF with alpha = 1."""
     return 1.0 / (k + np.arange(n, dtype=np.float64) + 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Fused:
+    """Predictor ranks (1-based, NOT_RANKED when unscored), fused scores, and the alpha used."""
+
+    prank: np.ndarray
+    fused: np.ndarray
+    used: bool
+    alpha: float
+
+
+def fuse(pred: np.ndarray, ids: np.ndarray, alpha: float, cfg: PredictorConfig) -> Fused:
+    """RRF of the baseline order (1-based) with the predictor's ranks; without any predictor
+    score, the baseline-only scores and alpha 1.0."""
+    n = len(pred)
+    brank = np.arange(1, n + 1)
+    if not np.isfinite(pred).any():
+        none = np.full(n, NOT_RANKED, dtype=np.int64)
+        return Fused(none, baseline_only_scores(n, cfg.rrf_k), False, 1.0)
+    prank = ranks_from_scores(pred, ids)
+    return Fused(prank, rrf_fuse(brank, prank, float(alpha), cfg.rrf_k, n), True, float(alpha))

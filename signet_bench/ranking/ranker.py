@@ -17,12 +17,16 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from signet_bench.candidates import SessionInputs
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.ranking.baseline import rank_order
+from signet_bench.ranking.diversity import topic_diversity
+from signet_bench.ranking.fusion import fuse
 from signet_bench.ranking.prefilter import cosine_to
 
 __all__ = [
     "CosineRanker",
     "EffectiveScoreRanker",
+    "FusedRanker",
     "Ranker",
     "SessionInputs",
     "distinct_candidates",
@@ -141,3 +145,31 @@ def _embedded_cosine(inputs: SessionInputs) -> np.ndarray:
     out = np.zeros(len(inputs), dtype=np.float64)
     out[has] = cosine_to(inputs.context, np.asarray(inputs.embeddings)[has])
     return out
+
+
+@dataclass(frozen=True)
+class FusedRanker:
+    """What session start injects from (seed 000): RRF of the baseline order and `predictor`'s
+    ranks with the baseline weight `alpha` (`fusion.fuse`), then topic diversity. The baseline
+    order is the effective-score order (`EffectiveScoreRanker`), so the result does not depend
+    on the input order; with alpha 1 (cold start) or a predictor without scores it is the
+    baseline order."""
+
+    predictor: Ranker
+    alpha: float
+    cfg: PredictorConfig = DEFAULT_CONFIG
+    name: str = "fused"
+
+    def score(self, inputs: SessionInputs) -> np.ndarray:
+        n = len(inputs)
+        out = np.zeros(n, dtype=np.float64)
+        if n == 0:
+            return out
+        order = ranking_order(EffectiveScoreRanker(), inputs)
+        ids = inputs.memory_ids[order]
+        pred = np.asarray(self.predictor.score(inputs), dtype=np.float64)[order]
+        fz = fuse(pred, ids, self.alpha, self.cfg)
+        emb, has = inputs.embeddings[order], inputs.has_embedding[order]
+        final, _ = topic_diversity(fz.fused, ids, emb, has, self.cfg)
+        out[order] = final
+        return out

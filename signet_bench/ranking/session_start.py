@@ -25,12 +25,7 @@ from signet_bench.ranking.baseline import (
 )
 from signet_bench.ranking.diversity import topic_diversity
 from signet_bench.ranking.exploration import ExplorationResult, maybe_explore
-from signet_bench.ranking.fusion import (
-    NOT_RANKED,
-    baseline_only_scores,
-    ranks_from_scores,
-    rrf_fuse,
-)
+from signet_bench.ranking.fusion import Fused, fuse
 from signet_bench.ranking.prefilter import cosine_to, eligible_mask, prefilter, similarity_pool
 from signet_bench.ranking.select import content_lengths, select_injected
 
@@ -150,32 +145,10 @@ def _predict(
     return np.where(np.isfinite(pred), pred, np.nan)
 
 
-@dataclass(frozen=True, slots=True)
-class _Fused:
-    """Predictor ranks (1-based, NOT_RANKED when unscored), fused scores, and the alpha used."""
-
-    prank: np.ndarray
-    fused: np.ndarray
-    used: bool
-    alpha: float
-
-
-def _fuse(pred: np.ndarray, ids: np.ndarray, alpha: float, cfg: PredictorConfig) -> _Fused:
-    """RRF of the baseline order (1-based) with the predictor's ranks; without any predictor
-    score, the baseline-only scores and alpha 1.0."""
-    n = len(pred)
-    brank = np.arange(1, n + 1)
-    if not np.isfinite(pred).any():
-        none = np.full(n, NOT_RANKED, dtype=np.int64)
-        return _Fused(none, baseline_only_scores(n, cfg.rrf_k), False, 1.0)
-    prank = ranks_from_scores(pred, ids)
-    return _Fused(prank, rrf_fuse(brank, prank, float(alpha), cfg.rrf_k, n), True, float(alpha))
-
-
 def _explore(
     injected: np.ndarray,
     final: np.ndarray,
-    fz: _Fused,
+    fz: Fused,
     ids: np.ndarray,
     cons: np.ndarray,
     stale: np.ndarray,
@@ -236,7 +209,7 @@ def session_start(
     c_ids, cons = ids[cand].astype(str), cons_all[cand]
     stale = corpus.superseded_by(now_epoch)[cand]
     pred = _predict(cand, pool.context, predictor)
-    fz = _fuse(pred, c_ids, alpha, cfg)
+    fz = fuse(pred, c_ids, alpha, cfg)
     final, overlaps = topic_diversity(fz.fused, c_ids, corpus.embeddings[cand], has[cand], cfg)
     final_order = rank_order(final, c_ids)
 

@@ -29,15 +29,19 @@ _SIM_DDL = (
         session_key TEXT PRIMARY KEY, idx INTEGER NOT NULL UNIQUE, project TEXT,
         focus_topic TEXT, tz TEXT NOT NULL, started_at TEXT NOT NULL, ended_at TEXT NOT NULL,
         scorer TEXT NOT NULL, alpha REAL NOT NULL, context_rule TEXT,
-        explored_memory_id TEXT)""",
+        explored_memory_id TEXT, cosine_ndcg REAL)""",
     "CREATE TABLE IF NOT EXISTS sim_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
 
 
 def ensure_sim_tables(con: sqlite3.Connection) -> None:
-    """The simulator's own bookkeeping tables (a Signet reader ignores them)."""
+    """The simulator's own bookkeeping tables (a Signet reader ignores them); a store made
+    before `sim_sessions.cosine_ndcg` existed gets the column (NULL for its old sessions)."""
     for ddl in _SIM_DDL:
         con.execute(ddl)
+    cols = {r[1] for r in con.execute("PRAGMA table_info(sim_sessions)")}
+    if "cosine_ndcg" not in cols:
+        con.execute("ALTER TABLE sim_sessions ADD COLUMN cosine_ndcg REAL")
 
 
 def insert_sim_session(con: sqlite3.Connection, **cols: Any) -> None:
