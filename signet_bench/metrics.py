@@ -28,6 +28,8 @@ from signet_bench.ranking.baseline import rank_order
 __all__ = [
     "RANKING_METRICS",
     "NdcgVariant",
+    "bootstrap_interval",
+    "coverage_recall_at_k",
     "mrr",
     "ndcg_at_k",
     "ndcg_of_ranking",
@@ -199,6 +201,45 @@ def reciprocal_rank(
     rel, sc, id_ = _triple(relevance, scores, ids)
     hits = np.flatnonzero(rel[rank_order(sc, id_)[:k]] >= threshold)
     return 1.0 / (int(hits[0]) + 1) if hits.size else 0.0
+
+
+def coverage_recall_at_k(
+    covers: Sequence[frozenset[str] | set[str]],
+    scores: ArrayLike,
+    ids: ArrayLike,
+    targets: set[str] | frozenset[str],
+    k: int | None = 10,
+) -> float:
+    """Share of `targets` covered by the top-k items, item i covering the set `covers[i]`.
+
+    LoCoMo's retrieval recall: the targets are a question's evidence turns, each retrieved
+    memory covers its source turns; targets no item covers still count in the denominator.
+    0.0 when there are no targets."""
+    _check_k(k)
+    if not targets:
+        return 0.0
+    s = np.asarray(scores, dtype=np.float64)
+    if len(covers) != len(s):
+        raise ValueError(f"{len(covers)} cover sets for {len(s)} scores")
+    top = rank_order(s, np.asarray(ids, dtype=str))[:k]
+    covered = set().union(*(covers[i] for i in top.tolist())) if len(top) else set()
+    return len(covered & set(targets)) / len(targets)
+
+
+def bootstrap_interval(
+    values: ArrayLike, seed: int, *, draws: int = 2000, level: float = 0.95
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of per-query `values` (per-query differences
+    of two rankers make it the paired interval); NaN with fewer than two values. The draws come
+    from `default_rng([seed, 0xB007])`, so a seed reproduces the interval exactly."""
+    v = np.asarray(values, dtype=np.float64)
+    if len(v) < 2:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng([seed, 0xB007])
+    means = v[rng.integers(0, len(v), size=(draws, len(v)))].mean(axis=1)
+    tail = (1.0 - level) / 2.0 * 100.0
+    lo, hi = np.percentile(means, [tail, 100.0 - tail])
+    return float(lo), float(hi)
 
 
 mrr = reciprocal_rank

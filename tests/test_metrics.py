@@ -192,3 +192,32 @@ def test_metric_properties(rows, k):
         assert fn(rel[perm], scores[perm], ids[perm], **kw) == pytest.approx(value)
     if (rel > 0).any():
         assert ndcg_at_k(rel, rel, ids, k=k) == pytest.approx(1.0)
+
+
+def test_coverage_recall_counts_targets_covered_by_the_top_k():
+    from signet_bench.metrics import coverage_recall_at_k
+
+    covers = [{"D1:1"}, {"D1:2", "D2:1"}, {"D3:3"}, set()]
+    scores = np.array([0.1, 0.9, 0.5, 0.7])
+    ids = np.array(["a", "b", "c", "d"])
+    targets = {"D2:1", "D3:3", "D9:9"}  # D9:9 is covered by no item and still counts
+    assert coverage_recall_at_k(covers, scores, ids, targets, k=1) == pytest.approx(1 / 3)
+    assert coverage_recall_at_k(covers, scores, ids, targets, k=2) == pytest.approx(1 / 3)
+    assert coverage_recall_at_k(covers, scores, ids, targets, k=3) == pytest.approx(2 / 3)
+    assert coverage_recall_at_k(covers, scores, ids, targets, k=None) == pytest.approx(2 / 3)
+    assert coverage_recall_at_k(covers, scores, ids, set(), k=3) == 0.0
+    with pytest.raises(ValueError, match="cover sets"):
+        coverage_recall_at_k(covers[:2], scores, ids, targets)
+
+
+def test_bootstrap_interval_is_reproducible_for_a_seed_and_brackets_the_mean():
+    from signet_bench.metrics import bootstrap_interval
+
+    values = np.random.default_rng(3).normal(0.2, 1.0, size=200)
+    lo, hi = bootstrap_interval(values, seed=7)
+    assert (lo, hi) == bootstrap_interval(values, seed=7)
+    assert (lo, hi) != bootstrap_interval(values, seed=8)
+    assert lo < values.mean() < hi
+    wide = bootstrap_interval(values, seed=7, level=0.99)
+    assert wide[0] < lo and wide[1] > hi
+    assert all(math.isnan(x) for x in bootstrap_interval([1.0], seed=0))

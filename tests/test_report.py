@@ -1,0 +1,54 @@
+"""docs/benchmarks.md from benchmark JSON: tables with intervals, charts as PNG, commands."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from signet_bench.bench.report import Row, write_report
+from signet_bench.report import load_results, pivot_markdown, write_benchmarks_doc
+
+
+def _rows() -> list[Row]:
+    return [
+        Row("cosine", "recall@10", 0.56, "recall", 0.52, 0.60, n=500),
+        Row("cosine", "ndcg@10", 0.41, "ndcg", 0.38, 0.44, n=500),
+        Row("learned", "recall@10", 0.49, "recall", 0.45, 0.53, n=500),
+        Row("cosine", "recall@10[temporal]", 0.30, "recall", 0.2, 0.4, n=80),
+        Row("learned-cosine", "recall@10_delta", -0.07, "recall", -0.1, -0.04, n=500),
+        Row("cosine_minilm", "recall@10", 0.61, "recall", 0.57, 0.65, n=500),
+    ]
+
+
+def test_pivot_puts_each_metric_in_its_column_with_its_interval():
+    table = pivot_markdown([r.to_json() for r in _rows()], ("recall@10", "ndcg@10"))
+    lines = table.splitlines()
+    assert lines[0] == "| name | recall@10 | ndcg@10 |"
+    assert "| cosine | 0.56 (0.52–0.6) | 0.41 (0.38–0.44) |" in lines
+    assert "| learned | 0.49 (0.45–0.53) |  |" in lines
+    assert not any(line.startswith("| learned-cosine") for line in lines)
+
+
+def test_report_page_has_machine_commands_tables_and_a_png_chart(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    write_report(results / "quality-locomo.json", "quality", _rows())
+    write_report(results / "train.json", "train", [Row("train", "wall", 3.2, "s")])
+    (results / "notes.json").write_text(json.dumps({"not": "a bench"}))
+    assert list(load_results(results)) == ["quality-locomo", "train"]
+    page = write_benchmarks_doc(results, tmp_path / "docs" / "benchmarks.md")
+    text = page.read_text()
+    assert '"cores"' in text
+    assert "signet-bench bench quality --dataset locomo" in text
+    assert "| cosine |  | 0.56 (0.52–0.6) |  |  | 0.41 (0.38–0.44) |  |" in text
+    assert "learned-cosine | -0.07 (-0.1–-0.04)" in text
+    assert "Embedder: all-MiniLM-L6-v2" in text and "| train | wall | 3.2 | s |" in text
+    png = tmp_path / "docs" / "benchmarks" / "quality-locomo-recall10.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "(benchmarks/quality-locomo-recall10.png)" in text
+
+
+def test_no_results_is_a_clear_error(tmp_path):
+    with pytest.raises(Exception, match="no benchmark JSON"):
+        write_benchmarks_doc(tmp_path, tmp_path / "b.md")
