@@ -32,6 +32,8 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH writes DESIGN §10 
            heuristics on every question (*_all), paired deltas (a-b, *_delta); rows
            suffixed _minilm use all-MiniLM-L6-v2 when it is installed
   report   docs/benchmarks.md from the JSON in --results (tables, charts, machine, commands)
+  dashboard  the dashboard on a year of heavy use (18,750 sessions, 1.5M session_memories):
+           each query (ms), first render p50/max (ms), filter change p50/p95 (ms)
 """
 
 
@@ -86,6 +88,10 @@ def _bench_rows(args: argparse.Namespace) -> list:
         from signet_bench.bench.serve import serve_rows
 
         return serve_rows(quick=args.quick, seed=args.seed)
+    if args.name == "dashboard":
+        from signet_bench.bench.dashboard import dashboard_rows
+
+        return dashboard_rows(quick=args.quick, seed=args.seed)
     if args.dataset == "locomo":
         from signet_bench.bench.locomo import locomo_rows
 
@@ -97,7 +103,12 @@ def _bench_rows(args: argparse.Namespace) -> list:
     personas = args.personas or [args.persona]
     seeds = args.seeds or [args.seed]
     return quality_rows(
-        personas, seeds=seeds, quick=args.quick, embedder=args.embedder, ablations=args.ablations
+        personas,
+        seeds=seeds,
+        quick=args.quick,
+        embedder=args.embedder,
+        ablations=args.ablations,
+        cfg=load_config(args.config),
     )
 
 
@@ -155,7 +166,9 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
         sub, "bench", _cmd_bench, "run a benchmark",
         epilog=BENCH_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    p.add_argument("name", choices=["store", "loop", "quality", "train", "serve", "report"])
+    p.add_argument(
+        "name", choices=["store", "loop", "quality", "train", "serve", "report", "dashboard"]
+    )
     p.add_argument("--json", default=None, help="also write the results as JSON to this path")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     p.add_argument("--dataset", default="synth", choices=["synth", "locomo"])
@@ -173,6 +186,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--ablations", action=argparse.BooleanOptionalAction, default=True, help="quality"
     )
+    p.add_argument("--config", default=None, help="quality: agent.yaml with a predictor: block")
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
@@ -385,9 +399,51 @@ def _add_train_base(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
 
 
+def _cmd_app(args: argparse.Namespace) -> int:
+    """Serve a notebook with `marimo run` (building the demo first when no --db is given)."""
+    import subprocess
+    from pathlib import Path
+
+    from signet_bench.app import run_command
+    from signet_bench.demo import DEFAULT_DEMO_DIR, demo_paths, run_demo
+
+    db = Path(args.db) if args.db else None
+    if db is None:
+        demo = run_demo(args.demo_dir or DEFAULT_DEMO_DIR, progress=sys.stderr.isatty())
+        db, bench_dir = demo.store, demo_paths(demo.store.parent).bench_dir
+    else:
+        bench_dir = Path(args.bench_dir) if args.bench_dir else None
+    cmd = run_command(
+        args.notebook, db,
+        workbench=Path(args.workbench) if args.workbench else None, bench_dir=bench_dir,
+        host=args.host, port=args.port, headless=args.headless,
+        token_password_file=Path(args.token_password_file) if args.token_password_file else None,
+    )  # fmt: skip
+    print(f"serving {args.notebook} on http://{args.host}:{args.port} (store: {db})", flush=True)
+    return subprocess.call(cmd)
+
+
+def _add_app(sub: argparse._SubParsersAction) -> None:
+    help_text = "serve the dashboard (or another notebook) as an app; default: on the demo"
+    p = _command(sub, "app", _cmd_app, help_text)
+    p.add_argument(
+        "notebook", nargs="?", default="dashboard",
+        choices=["dashboard", "calibration", "drift", "bench", "all"],
+    )  # fmt: skip
+    p.add_argument("--db", default=None, help="a Signet memories.db (default: the demo's)")
+    p.add_argument("--workbench", default=None, help="workbench.duckdb (default: the store's)")
+    p.add_argument("--bench-dir", default=None, help="folder of bench JSON files")
+    p.add_argument("--demo-dir", default=None, help="where the demo is built (default: ./out)")
+    p.add_argument("--host", default="127.0.0.1", help="other than loopback needs a password")
+    p.add_argument("--port", type=int, default=2718)
+    p.add_argument("--token-password-file", default=None, help="file holding the password")
+    p.add_argument("--headless", action="store_true", help="do not open a browser")
+
+
 # Each command registers itself here: (adder) -> None.
 _ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_demo,
+    _add_app,
     _add_synth,
     _add_simulate,
     _add_train,

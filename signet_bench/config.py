@@ -106,6 +106,7 @@ class PredictorConfig:
     full_training_epochs: int = 20
     incremental_epochs: int = 5
     incremental_lr_scale: float = 0.1
+    full_retrain_every: int = 0  # every Nth training retrains from fresh weights (0 = never)
     negative_sampling_ratio: int = 3  # 3:1 negative:positive
 
     # --- seed 000 text: label values ----------------------------------------------------------
@@ -137,6 +138,22 @@ class PredictorConfig:
     calibration_mae_threshold: float = 0.2
     drift_recent_days: float = 7.0
     drift_old_days: float = 30.0
+
+    # --- seed 000 §4.1-4.2: the predictor's health domain and latency display ----------------
+    health_healthy_min: float = 0.8  # ">= 0.8 healthy"; "trained, success_rate > 0.4: 0.8+"
+    health_degraded_min: float = 0.5  # "0.5-0.8 degraded, < 0.5 unhealthy"
+    health_cold_start: float = 0.6  # "sidecar alive but cold start: 0.6"
+    health_latency_penalty: float = 0.2  # "scoring latency > scoreTimeoutMs: subtract 0.2"
+    health_drift_penalty: float = 0.1  # "drift signal above threshold: subtract 0.1"
+    # The seed names no value for the drift signal's threshold: a 0.1 relevance gap between
+    # young and old memories (labels span 0..1) is our choice.
+    judge_drift_signal_threshold: float = 0.1
+    # "if p95 is regularly approaching the timeout": the sparkline turns yellow above this share
+    latency_warning_share: float = 0.8
+    # Judge calibration: "20-50 sessions ... sampled from recent sessions with high-confidence
+    # continuity scores"; how high is our choice.
+    calibration_sample_sessions: int = 30
+    calibration_min_confidence: float = 0.8
 
     # helpers ------------------------------------------------------------------------------------
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -202,6 +219,9 @@ _LABELS = {
 }
 
 
+_ZERO_ALLOWED = {"full_retrain_every"}
+
+
 def _check_range(name: str, value: Any) -> None:
     key = seed_name(name)
     if name == "enabled" or name == "agent_feedback":
@@ -230,7 +250,7 @@ def _check_range(name: str, value: Any) -> None:
     elif name in _LABELS:
         if not -1.0 <= value <= 1.0:
             raise ConfigError(f"predictor.{key}: {value!r} is outside [-1, 1]")
-    elif value <= 0:
+    elif value < 0 or (value == 0 and name not in _ZERO_ALLOWED):
         raise ConfigError(f"predictor.{key}: {value!r} must be positive")
     if name in _int_fields() and not float(value).is_integer():
         raise ConfigError(f"predictor.{key}: expected a whole number, got {value!r}")

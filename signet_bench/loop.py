@@ -26,12 +26,19 @@ import numpy as np
 import polars as pl
 
 from signet_bench.candidates import SessionInputs, session_inputs
-from signet_bench.comparison import Comparison, ComparisonInput, compare_session, judged_ndcg
+from signet_bench.comparison import (
+    Comparison,
+    ComparisonInput,
+    compare_session,
+    evaluation_pool,
+    judged_ndcg,
+)
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.context import PreviousSession, PreviousSessions, SessionContextVector
 from signet_bench.corpus import Corpus, read_corpus
 from signet_bench.errors import UserError
 from signet_bench.feedback import parse_feedback
+from signet_bench.metrics import ranked_ids
 from signet_bench.predictor_state import (
     PredictorState,
     effective_alpha,
@@ -53,6 +60,13 @@ from signet_bench.store import sim as sim_tables
 from signet_bench.store import write as w
 from signet_bench.store.read import open_readonly, read_session_memories, read_sessions
 from signet_bench.store.schema import connect_writer
+from signet_bench.synth.judge import (
+    AGENT_RATINGS_PER_PROMPT,
+    SILENT_NOISE_FACTOR,
+    agent_ratings,
+    judge_ratings,
+    novel_context_count,
+)
 from signet_bench.synth.sessions import SessionContext, plan_sessions, prompts_for
 from signet_bench.synth.truth import load_truth, read_synth_meta, true_relevance
 from signet_bench.timestamps import format_iso
@@ -437,7 +451,8 @@ class Simulator:
         sim_tables.save_sim_state(self.con, state_to_json(self.state), format_iso(end))
 
     def _prompts(self, plan: SessionContext, rng: np.random.Generator, injected: set[str]) -> None:
-        """10-20 prompts: their FTS hits, and on some sessions the agent's ratings."""
+        """10-20 prompts: their FTS hits, and on some sessions the agent's ratings of up to
+        `AGENT_RATINGS_PER_PROMPT` injected memories a prompt (`synth.judge`)."""
         lo, hi = self.opts.prompts
         n = int(rng.integers(lo, hi + 1))
         rate = rng.random() < self.opts.feedback_share
@@ -449,54 +464,60 @@ class Simulator:
             if hits:
                 w.track_fts_hits(self.con, plan.session_key, [m for m, _ in hits], at)
             if truth is not None and len(inj_rows):
-                pick = rng.choice(inj_rows, size=min(len(inj_rows), 5), replace=False)
-                noisy = truth[self.truth_rows[pick]] + rng.normal(0, 0.2, len(pick))
+                k = min(len(inj_rows), AGENT_RATINGS_PER_PROMPT)
+                pick = rng.choice(inj_rows, size=k, replace=False)
+                scores = agent_ratings(truth[self.truth_rows[pick]], rng)
                 ratings = {
                     self.corpus.ids[r]: round(float(s), 3)
-                    for r, s in zip(pick, np.clip(noisy, -1, 1), strict=True)
+                    for r, s in zip(pick, scores, strict=True)
                 }
                 fb = parse_feedback(json.dumps({"memory_feedback": ratings}), injected)
                 w.record_agent_feedback(self.con, plan.session_key, fb.scores)
 
     def _judge(self, plan: SessionContext, rng, res, injected: set[str]) -> _Judged:
-        """The simulated continuity judge: noisy truth over the evaluation pool (the baseline's
-        and the predictor's top 10 and the injected), and the session's end rows."""
-        opts, cfg, corpus = self.opts, self.cfg, self.corpus
-        truth = true_relevance(self.truth, plan)
-        ids = res.memory_id
-        pscore = np.asarray(res.predictor_score, dtype=np.float64)
-        pool = set(ids[:10]) | injected
-        if np.isfinite(pscore).any():
-            order = np.lexsort((ids.astype(str), -np.nan_to_num(pscore, nan=-np.inf)))
-            pool |= set(ids[order[:10]])
-        pool_rows = corpus.rows(sorted(pool))
-        rel = truth[self.truth_rows[pool_rows]] + rng.normal(0, opts.judge_noise, len(pool_rows))
-        young = (
-            plan.start.timestamp() - corpus.created_at[pool_rows]
-        ) < cfg.drift_recent_days * 86400
-        rel = np.clip(rel + opts.judge_recency_bias * young, 0.0, 1.0)
-        relevance = {corpus.ids[r]: float(v) for r, v in zip(pool_rows, rel, strict=True)}
-        w.write_relevance_scores(self.con, plan.session_key, relevance)
-        inj_rel = [relevance[m] for m in injected if m in relevance]
-        score = float(np.clip(np.mean(inj_rel) + rng.normal(0, 0.05), 0, 1)) if inj_rel else 0.0
-        confidence = float(np.clip(rng.normal(0.75, 0.15), 0.2, 1.0))
-        missing = [
-            r
-            for r in np.argsort(-truth[self.truth_rows])[:20]
-            if truth[self.truth_rows[r]] > 0.7 and corpus.ids[r] not in injected
-        ]
+        """The simulated continuity judge (`synth.judge`: what it sees and how it errs): it
+        rates what the transcript shows (the injected memories and those the prompts
+        recalled) and, in seed 000's second pass, the rest of the comparison's evaluation pool
+        (the top 10 of the baseline's and the predictor's rankings, from the recorded rows as
+        `compare_session` ranks them); it counts the re-explanations it notices; then the end
+        rows. Without the second pass, the ranking that decides the injection would be judged
+        and the other would not, and its unrated picks would count as 0."""
+        opts, corpus, cfg = self.opts, self.corpus, self.cfg
+        rows_df = read_session_memories(self.con, [plan.session_key])
+        ids = np.asarray(rows_df["memory_id"].to_list(), dtype=str)
+        rows = corpus.rows(ids)
+        truth = true_relevance(self.truth, plan)[self.truth_rows[rows]]
+        inj = np.isin(ids, sorted(injected))
+        recalled = rows_df["fts_hit_count"].to_numpy() > 0
+        pool = evaluation_pool(
+            ranked_ids(rows_df["effective_score"].fill_null(np.nan).to_numpy(), ids),
+            ranked_ids(rows_df["predictor_score"].fill_null(np.nan).to_numpy(), ids),
+            ids[inj].tolist(),
+            cfg.comparison_k,
+        )
+        age_s = plan.start.timestamp() - corpus.created_at[rows]
+        rel = judge_ratings(
+            truth, inj, recalled, rng, noise=opts.judge_noise, pool=np.isin(ids, pool),
+            recency_bias=opts.judge_recency_bias, young=age_s < cfg.drift_recent_days * 86400,
+        )  # fmt: skip
+        rated = ~np.isnan(rel)
+        w.write_relevance_scores(
+            self.con, plan.session_key, dict(zip(ids[rated], rel[rated].tolist(), strict=True))
+        )
+        inj_rel = rel[inj]
+        score = float(np.clip(inj_rel.mean() + rng.normal(0, 0.05), 0, 1)) if len(inj_rel) else 0.0
         judged = _Judged(
             score=score,
-            confidence=confidence,
-            novel_context_count=int(min(5, len(missing))),
+            confidence=float(np.clip(rng.normal(0.75, 0.15), 0.2, 1.0)),
+            novel_context_count=novel_context_count(truth, inj, recalled, rng),
             end=plan.start + timedelta(minutes=2 * (opts.prompts[1] + 2)),
         )
-        used = sum(1 for v in inj_rel if v >= 0.5)
-        self._end_rows(plan, judged, len(injected), used, len(res.index))
+        used = int(np.count_nonzero(inj_rel >= 0.5))
+        self._end_rows(plan, judged, int(inj.sum()), used, int(rated.sum()))
         return judged
 
     def _end_rows(
-        self, plan: SessionContext, judged: _Judged, n_injected: int, used: int, n_pool: int
+        self, plan: SessionContext, judged: _Judged, n_injected: int, used: int, n_rated: int
     ) -> None:
         """session_scores, summary_jobs and session_checkpoints rows of a finished session."""
         opts = self.opts
@@ -513,8 +534,9 @@ class Simulator:
             reasoning=f"simulated judge: {used}/{n_injected} injected memories were relevant",
             created_at=end_at,
             confidence=judged.confidence,
-            continuity_reasoning=f"noise sd {opts.judge_noise}, recency bias "
-            f"{opts.judge_recency_bias}; {n_pool} candidates",
+            continuity_reasoning=f"rated {n_rated} memories (injected, recalled by a prompt, "
+            f"or in the evaluation pool); noise sd {opts.judge_noise}, {SILENT_NOISE_FACTOR:g}x "
+            f"for those no prompt recalled; recency bias {opts.judge_recency_bias}",
         )
         w.insert_summary_job(
             self.con,
@@ -713,8 +735,10 @@ def _training_args(sim: Simulator) -> dict:
     (incrementally once it has passed the gates since the last drift reset, else on every
     session), and protect its canary behaviour once cold start has exited (before, the
     predictor changes no injection, so there is nothing to protect yet)."""
+    every = sim.cfg.full_retrain_every
     return {
         "incremental": sim.state.trained,
+        "fresh": every > 0 and (sim.state.model_version + 1) % every == 0,
         "protect": sim.model is not None and sim.state.cold_start_exited,
         "epochs": sim.opts.train_epochs,
         "tz": sim.tz,

@@ -59,6 +59,26 @@ class SessionSample:
     def __len__(self) -> int:
         return len(self.memory_ids)
 
+    @classmethod
+    def from_inputs(
+        cls,
+        inputs: SessionInputs,
+        labels: np.ndarray,
+        baseline_rank: np.ndarray,
+        *,
+        confidence: float,
+        continuity: float,
+    ) -> SessionSample:
+        """A sample of a session's candidates (already restricted to the labelled ones)."""
+        if inputs.context is None:
+            raise ValueError(f"session {inputs.session_key}: a sample needs a context")
+        return cls(
+            inputs.session_key, inputs.start, inputs.project, confidence, continuity,
+            inputs.memory_ids.astype(object), inputs.context, inputs.embeddings,
+            inputs.has_embedding, inputs.tokens, inputs.features, inputs.project_slot,
+            np.asarray(labels, dtype=np.float64), np.asarray(baseline_rank, dtype=np.int64),
+        )  # fmt: skip
+
 
 def sample_rng(seed: int, session_key: str) -> np.random.Generator:
     """The random stream of one session's sampled negatives."""
@@ -169,22 +189,12 @@ def build_sample(
     labels = np.asarray(result.labels, dtype=np.float64)
     if keep.sum() < 2 or not session_trainable(float(session["confidence"]), labels[keep], cfg):
         return None
-    kept = inputs.take(keep)
-    return SessionSample(
-        session_key=session["session_key"],
-        start=start,
-        project=session.get("project"),
+    return SessionSample.from_inputs(
+        inputs.take(keep),
+        labels[keep],
+        cand["rank"].to_numpy()[keep],
         confidence=float(session["confidence"]),
         continuity=float(session["score"]),
-        memory_ids=kept.memory_ids.astype(object),
-        context=ctx.vector,
-        cand_emb=kept.embeddings,
-        has_emb=kept.has_embedding,
-        tokens=kept.tokens,
-        features=kept.features,
-        project_slot=kept.project_slot,
-        labels=labels[keep],
-        baseline_rank=cand["rank"].to_numpy().astype(np.int64)[keep],
     )
 
 

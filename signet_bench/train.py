@@ -377,13 +377,16 @@ def train_model(
     native_dim: int | None = None,
     canary: Sequence[SessionSample] | None = None,
     replay: Sequence[SessionSample] | None = None,
+    reference: Params | None = None,
 ) -> TrainResult:
     """Train a copy of `current` (or fresh weights) on `samples`; gate; return the outcome.
 
-    `previous_is_trained` says whether `current` is an accepted model whose canary behaviour
-    must be preserved (default: True when `current` is given). By default the canary and the
-    replay buffer come from `samples` (a full retrain); an incremental run passes only the new
-    sessions as `samples` with the canary and replay buffer taken from the whole history."""
+    `previous_is_trained` says whether the served model is an accepted model whose canary
+    behaviour must be preserved (default: True when `current` is given); the gates compare with
+    `reference` (default `current`: a retrain from fresh weights passes the served model here).
+    By default the canary and the replay buffer come from `samples` (a full retrain); an
+    incremental run passes only the new sessions as `samples` with the canary and replay
+    buffer taken from the whole history."""
     t0 = time.perf_counter()
     cap = cfg.max_training_seconds if time_cap_s is None else time_cap_s
     rng = np.random.default_rng(seed)
@@ -391,11 +394,14 @@ def train_model(
         raise ValueError("no training samples")
     dim = native_dim or int(samples[0].context.shape[0])
     base = current if current is not None else init_params(cfg, dim)
-    had_model = (current is not None) if previous_is_trained is None else previous_is_trained
+    served = base if reference is None else reference
+    had_model = previous_is_trained
+    if had_model is None:
+        had_model = current is not None or reference is not None
     work = copy_params(base)
     train, canary = _train_and_canary(samples, canary, cfg)
     replay = list(replay_buffer(train, cfg) if replay is None else replay)
-    before = canary_metrics(base, canary, cfg)
+    before = canary_metrics(served, canary, cfg)
     run = _run_epochs(
         work,
         train,
@@ -606,6 +612,7 @@ def train_store(
     *,
     base_weights: str | Path | None = None,
     incremental: bool = False,
+    fresh: bool = False,
     protect: bool | None = None,
     epochs: int = DEFAULT_CONFIG.full_training_epochs,
     tz: str = "UTC",
@@ -620,7 +627,9 @@ def train_store(
     """One gated training on a store's scored sessions (the store is only read), published to
     `out_dir` (`train_and_publish`). `base_weights` (own or SGPT checkpoint) is fine-tuned: on
     every session, or with `incremental` on the sessions newer than the base (`plan_training`;
-    raises NothingToTrain when there is none). `protect` (default: a base is given) says whether
+    raises NothingToTrain when there is none); with `fresh` a full retrain starts from fresh
+    weights and the base is only what the gates compare with. `protect` (default: a base is
+    given) says whether
     the base is a model with influence whose canary behaviour the stability gates protect.
     `seed` seeds the training, `sample_seed` (default `seed`) the labels' sampled negatives.
     Too little data raises before anything is written; `corpus` skips re-reading memories."""
@@ -639,15 +648,18 @@ def train_store(
     base, through = None, None
     if base_weights:
         base, through = _base_model(base_weights, int(samples[0].context.shape[0]))
-    plan = plan_training(samples, through if incremental else None, cfg=cfg, epochs=epochs)
+    plan = plan_training(
+        samples, through if incremental and not fresh else None, cfg=cfg, epochs=epochs
+    )
     run_id = run_id or str(uuid.uuid4())
     result = train_and_publish(
         plan.samples,
-        base,
+        None if fresh else base,
+        reference=base if fresh else None,
         out_dir=out_dir,
         run_id=run_id,
         store_path=db if not isinstance(db, sqlite3.Connection) else _db_file(db),
-        is_finetuned=base is not None,
+        is_finetuned=base is not None and not fresh,
         history=samples,
         cfg=plan.cfg,
         epochs=plan.epochs,

@@ -135,13 +135,8 @@ def question_sample(inputs: SessionInputs, cand) -> SessionSample | None:
     labels = cand["was_injected"].to_numpy().astype(np.float64)
     if inputs.context is None or labels.min() == labels.max():
         return None
-    return SessionSample(
-        session_key=inputs.session_key, start=inputs.start, project=None, confidence=1.0,
-        continuity=1.0, memory_ids=inputs.memory_ids.astype(object), context=inputs.context,
-        cand_emb=inputs.embeddings, has_emb=inputs.has_embedding, tokens=inputs.tokens,
-        features=inputs.features, project_slot=inputs.project_slot, labels=labels,
-        baseline_rank=cand["rank"].to_numpy().astype(np.int64),
-    )  # fmt: skip
+    rank = cand["rank"].to_numpy()
+    return SessionSample.from_inputs(inputs, labels, rank, confidence=1.0, continuity=1.0)
 
 
 def _sources(con: sqlite3.Connection, corpus: Corpus) -> list[frozenset[str]]:

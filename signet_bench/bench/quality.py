@@ -64,7 +64,7 @@ from signet_bench.candidates import SessionInputs
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.features import SESSION_FEATURES, feature_index
 from signet_bench.loop import SimOptions, Simulator, model_trainer
-from signet_bench.metrics import ndcg_at_k
+from signet_bench.metrics import bootstrap_interval, ndcg_at_k
 from signet_bench.model.ranker import ModelRanker
 from signet_bench.predictor_state import effective_alpha, on_session_start
 from signet_bench.ranking.ranker import CosineRanker, EffectiveScoreRanker, FusedRanker, Ranker
@@ -298,19 +298,8 @@ def checkpoint_ndcgs(run: Run, n: int, cfg: PredictorConfig) -> dict[str, np.nda
     }
 
 
-def _ci(values: np.ndarray, seed: int) -> tuple[float, float]:
-    """95% bootstrap interval of the mean (paired when `values` are per-session differences)."""
-    v = np.asarray(values, dtype=np.float64)
-    if len(v) < 2:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng([seed, 0xB007])
-    means = v[rng.integers(0, len(v), size=(BOOTSTRAP, len(v)))].mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return float(lo), float(hi)
-
-
 def _row(name: str, metric: str, values: np.ndarray, n: int, seed: int) -> Row:
-    lo, hi = _ci(values, seed)
+    lo, hi = bootstrap_interval(values, seed, draws=BOOTSTRAP)
     return Row(name, metric, float(np.mean(values)), "ndcg", lo, hi, n=n)
 
 
@@ -361,12 +350,13 @@ def quality_rows(
     quick: bool = False,
     embedder: str = "topic",
     ablations: bool = True,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
 ) -> list[Row]:
     """Simulate every persona on every seed, evaluate each checkpoint's rankers on the
-    held-out sessions (pooled per persona), ablate; the rows."""
+    held-out sessions (pooled per persona), ablate; the rows. `cfg` is the predictor's
+    configuration (a training schedule to try, say)."""
     checkpoints = QUICK_CHECKPOINTS if quick else CHECKPOINTS
     held_out = QUICK_HELD_OUT if quick else HELD_OUT
-    cfg = DEFAULT_CONFIG
     t_all = time.perf_counter()
     _log.info(
         f"bench quality: personas {list(personas)}, seeds {list(seeds)}, checkpoints "

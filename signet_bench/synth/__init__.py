@@ -1,2 +1,3 @@
 """Synthetic users with planted, known relevance: personas, vocabularies, memory text, a topic
-embedder, the ground-truth relevance function, session plans and the store builder."""
+embedder, the ground-truth relevance function (and how much of it each planted effect carries),
+session plans, the simulated judge and agent, and the store builder."""

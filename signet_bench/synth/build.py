@@ -3,11 +3,12 @@
 `plan_store` (pure, deterministic given the seed) lays out the memories of a persona over
 `span_days` ending at a reference now derived from the seed: creation times follow the
 persona's activity in local time, the project at that time follows the project mix, then topic,
-type, importance, time pattern, pinned flag and text; then supersessions (Signet's in-place
-update, 0.58-style soft delete + new row, or a knowledge-graph attribute marked superseded with
-the old row left live), user deletions and access counts. `build_persona_store` writes the plan
-through `store.write`, embeds the final contents (a few memories are left without an embedding,
-so the text path matters) and saves the truth next to it.
+type, importance, time pattern, pinned flag (a handful per store) and text; then supersessions
+(Signet's in-place update, 0.58-style soft delete + new row, or a knowledge-graph attribute
+marked superseded with the old row left live), user deletions, access counts and each memory's
+hidden usefulness (a factor of the truth that nothing in the store shows). `build_persona_store`
+writes the plan through `store.write`, embeds the final contents (a few memories are left
+without an embedding, so the text path matters) and saves the truth next to it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from signet_bench.embed import Embedder
+from signet_bench.embed import Embedder, get_embedder
 from signet_bench.errors import UserError
 from signet_bench.store.schema import connect_writer, create_store
 from signet_bench.store.write import (
@@ -83,12 +84,17 @@ IMPORTANCE = {  # (mean, sd) per type, clipped to [0.05, 1]
 }
 SUPERSEDABLE_TYPES = ("fact", "decision", "preference", "procedural")
 DELETE_SHARE = 0.03
-PINNED_SHARE = 0.01
+# Real stores pin a handful of memories (6 of the heavy persona's 4,000), not a share of the
+# pool: every pin has effectiveScore 1.0, so each one takes a top slot of the baseline.
+PINNED_SHARE = 0.0015
+# Hidden per-memory usefulness, uniform in [1 - USEFULNESS_SPREAD, 1] (truth.py).
+USEFULNESS_SPREAD = 0.4
 NO_EMBEDDING_SHARE = 0.01
 MIN_NO_EMBEDDING = 3
 # time patterns go to procedural/constraint memories only
 _PATTERN_TYPES_SHARE = PROJECT_TYPE_MIX["procedural"] + PROJECT_TYPE_MIX["constraint"]
 _STREAM = 0xB17D  # seeds the builder's random stream apart from the session planner's
+_USEFULNESS_STREAM = 0x05EF  # its own stream, so the layout does not depend on it
 
 
 def reference_now(seed: int) -> datetime:
@@ -117,6 +123,7 @@ class MemorySpec:
     deleted_at: datetime | None = None
     replaced_by: str | None = None
     supersede_mode: str | None = None
+    usefulness: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +180,7 @@ class StorePlan:
             replaced_by=strs([s.replaced_by for s in specs]),
             supersede_mode=strs([s.supersede_mode for s in specs]),
             now=self.now,
+            usefulness=np.array([s.usefulness for s in specs], dtype=np.float64),
         )
 
 
@@ -442,6 +450,13 @@ def _no_embedding(rng: np.random.Generator, specs: list[MemorySpec], n: int) -> 
     return {live[int(k)].id for k in picks}
 
 
+def _usefulness(seed: int, specs: list[MemorySpec]) -> None:
+    """Each memory's hidden usefulness, in insertion order from a stream of its own."""
+    rng = np.random.default_rng([int(seed), _STREAM, _USEFULNESS_STREAM])
+    for s, u in zip(specs, rng.uniform(1.0 - USEFULNESS_SPREAD, 1.0, len(specs)), strict=True):
+        s.usefulness = round(float(u), 4)
+
+
 def plan_store(persona: Persona, seed: int = 0) -> StorePlan:
     """The full, deterministic layout of a persona's store (nothing is written)."""
     rng = np.random.default_rng([int(seed), _STREAM])
@@ -465,6 +480,7 @@ def plan_store(persona: Persona, seed: int = 0) -> StorePlan:
     events += _user_deletions(rng, specs, n, end_s)
     events.sort(key=lambda e: (e.at, e.memory_id))
     _access_counts(persona, rng, specs, end_s)
+    _usefulness(seed, specs)
     return StorePlan(persona, int(seed), now, specs, events, _no_embedding(rng, specs, n))
 
 
@@ -521,17 +537,13 @@ def _apply(con: sqlite3.Connection, plan: StorePlan, specs_by_id: dict[str, Memo
 
 
 def _embedder(embedder: str | Embedder, seed: int) -> Embedder:
+    """The embedder called "topic" (the seeded topic-vector generator) or any registered text
+    embedder (`embed.get_embedder`, e.g. "wordllama")."""
     if not isinstance(embedder, str):
         return embedder
     if embedder == "topic":
         return TopicEmbedder(seed)
-    if embedder == "wordllama":
-        try:
-            from signet_bench.embed import get_embedder
-        except ImportError as exc:
-            raise UserError("the wordllama embedder is not available in this install") from exc
-        return get_embedder("wordllama")
-    raise UserError(f"unknown embedder {embedder!r}; valid: topic, wordllama")
+    return get_embedder(embedder)
 
 
 def _meta(plan: StorePlan, embedder: Embedder) -> dict[str, str]:
@@ -539,9 +551,10 @@ def _meta(plan: StorePlan, embedder: Embedder) -> dict[str, str]:
         "seed": str(plan.seed),
         "embedder": embedder.name,
         "embedding_dim": str(embedder.dim),
+        "usefulness_spread": str(USEFULNESS_SPREAD),
         "n_memories": str(len(plan.specs)),
         "span_days": str(plan.persona.span_days),
-        "generator": "signet_bench.synth v1",
+        "generator": "signet_bench.synth v2",
     }
 
 
@@ -579,10 +592,11 @@ def build_persona_store(
     *,
     seed: int = 0,
     n_memories: int | None = None,
-    embedder: str | Embedder = "topic",
+    embedder: str | Embedder | None = None,
 ) -> str:
     """Write a new synthetic store at `out` (never overwrites) and return a one-paragraph
-    summary of what it holds."""
+    summary of what it holds. `embedder` (default: the persona's own, `Persona.embedder`):
+    "topic", a registered embedder name such as "wordllama", or an `Embedder`."""
     if isinstance(persona, str):
         persona = get_persona(persona, n_memories)
     elif n_memories is not None:
@@ -595,7 +609,7 @@ def build_persona_store(
     ) as bar:
         plan = plan_store(persona, seed)
         bar.update()
-        emb = _embedder(embedder, seed)
+        emb = _embedder(persona.embedder if embedder is None else embedder, seed)
         embedded = [s for s in plan.specs if s.id not in plan.no_embedding]
         vectors = emb.embed([s.final_content for s in embedded])
         bar.update()

@@ -18,7 +18,9 @@ The generator (all draws from `numpy.random.default_rng([seed, ...])`, in the fi
   lower-case `[a-z0-9]+`; a text without tokens embeds to the zero vector.
 
 So memory embeddings cluster by topic, a prompt about a topic lands near that topic's memories,
-and any text can be embedded consistently.
+and any text can be embedded consistently. That makes the topic label almost readable from the
+embedding (`topic_separation_auc` about 1.0, where a real text embedder such as wordllama gives
+about 0.77 on the same texts): fast and fine for tests, flattering for cosine in benchmarks.
 """
 
 from __future__ import annotations
@@ -31,7 +33,14 @@ import numpy as np
 from signet_bench.synth.text import tokens
 from signet_bench.synth.vocab import GENERIC_WORDS, TIME_WORDS, TOPICS
 
-__all__ = ["DOMAIN_WEIGHT", "GENERIC_NORM", "UNSEEN_NORM", "WORD_NOISE", "TopicEmbedder"]
+__all__ = [
+    "DOMAIN_WEIGHT",
+    "GENERIC_NORM",
+    "UNSEEN_NORM",
+    "WORD_NOISE",
+    "TopicEmbedder",
+    "topic_separation_auc",
+]
 
 DOMAIN_WEIGHT = 0.5
 WORD_NOISE = 1.0
@@ -111,3 +120,41 @@ class TopicEmbedder:
             sums = np.add.reduceat(self._matrix[ids], offsets, axis=0)
             out[lo + nonempty] = _unit_rows(sums)
         return out
+
+
+def topic_separation_auc(
+    embeddings: np.ndarray,
+    project: np.ndarray,
+    topic: np.ndarray,
+    *,
+    pairs: int = 100_000,
+    seed: int = 0,
+) -> float:
+    """How well cosine alone tells a memory of the same project and topic from one of another
+    project: the probability that a random same-topic pair is more similar than a random
+    other-project pair (ROC AUC; 0.5 = no better than chance, 1.0 = perfectly). Memories
+    without a project ("" or None: global ones) or without an embedding (zero rows) are left
+    out; `pairs` random pairs are drawn (deterministic given `seed`)."""
+    e = np.asarray(embeddings, dtype=np.float64)
+    proj = np.asarray(project, dtype=object)
+    has_project = np.array([bool(p) for p in proj], dtype=bool)
+    keep = np.flatnonzero((np.linalg.norm(e, axis=1) > 0) & has_project)
+    if len(keep) < 2:
+        raise ValueError("topic_separation_auc: fewer than two memories with a project")
+    unit, proj, top = _unit_rows(e[keep]), proj[keep], np.asarray(topic, dtype=object)[keep]
+    i, j = np.random.default_rng(seed).integers(len(keep), size=(2, pairs))
+    i, j = i[i != j], j[i != j]
+    cos = np.concatenate(
+        [
+            np.einsum("ij,ij->i", unit[i[k : k + _CHUNK]], unit[j[k : k + _CHUNK]])
+            for k in range(0, len(i), _CHUNK)
+        ]
+    )
+    same = cos[(proj[i] == proj[j]) & (top[i] == top[j])]
+    other = cos[proj[i] != proj[j]]
+    if len(same) == 0 or len(other) == 0:
+        raise ValueError("topic_separation_auc: needs same-topic pairs and other-project pairs")
+    ranks = np.argsort(np.argsort(np.concatenate([same, other]), kind="stable")) + 1.0
+    return float(
+        (ranks[: len(same)].sum() - len(same) * (len(same) + 1) / 2) / (len(same) * len(other))
+    )

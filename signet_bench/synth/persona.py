@@ -137,6 +137,7 @@ class Persona:
     time_pattern_share: float = TIME_PATTERN_SHARE  # of project memories
     supersede_share: float = SUPERSEDE_SHARE  # of all memories
     supersede_modes: tuple[tuple[str, float], ...] = SUPERSEDE_MODES  # how the old one goes
+    embedder: str = "topic"  # what `build_persona_store` embeds with unless told otherwise
 
     def __post_init__(self) -> None:
         ZoneInfo(self.tz)  # fail early on a bad zone name
@@ -202,6 +203,7 @@ class Persona:
             supersede_modes=tuple(
                 (str(m), float(w)) for m, w in d.get("supersede_modes", SUPERSEDE_MODES)
             ),
+            embedder=d.get("embedder", "topic"),
         )
 
 
@@ -408,8 +410,12 @@ PERSONAS: dict[str, Persona] = {
 """Built-in personas by name."""
 
 
-def get_persona(name: str, n_memories: int | None = None) -> Persona:
-    """The built-in persona `name`, optionally resized to `n_memories` memories."""
+def get_persona(
+    name: str, n_memories: int | None = None, *, embedder: str | None = None
+) -> Persona:
+    """The built-in persona `name`, optionally resized to `n_memories` memories and built with
+    another embedder ("topic": the fast topic-vector generator, the default; "wordllama" or
+    any registered `embed` name: real text embeddings)."""
     persona = PERSONAS.get(name)
     if persona is None:
         raise UserError(f"unknown persona {name!r}; valid names: {', '.join(PERSONAS)}")
@@ -417,4 +423,6 @@ def get_persona(name: str, n_memories: int | None = None) -> Persona:
         if n_memories < 10:
             raise UserError(f"--memories must be at least 10, got {n_memories}")
         persona = dataclasses.replace(persona, n_memories=int(n_memories))
+    if embedder is not None:
+        persona = dataclasses.replace(persona, embedder=embedder)
     return persona

@@ -11,19 +11,27 @@ current at the session start:
     recency = decision/fact decay with a type half-life: RECENCY_FLOOR + (1 - RECENCY_FLOOR)
               * 0.5 ** (age_days / half_life); preference/procedural/constraint do not decay;
     weight  = 1 - IMPORTANCE_WEIGHT * (1 - importance)   (mild: 0.7 .. 1);
-    relevance = base * recency * weight, in [0, 1].
+    useful  = the memory's latent usefulness, drawn once per memory in [1 - spread, 1] and
+              stored only in the truth table (no feature, text or embedding shows it);
+    relevance = base * recency * weight * useful, in [0, 1].
 
 A memory superseded by the session start scores STALE + STALE_SLOPE * relevance (about -0.3,
 below every current memory); one deleted by the user scores DELETED (-0.5); one created after
 the session start scores NOT_YET (0). The truth is stored next to the memories in two extra
 tables that Signet readers ignore: `synth_persona` (key/value: persona JSON, seed, reference
 now, embedder) and `synth_memory_truth` (one row per `memories` row).
+
+What a ranker cannot compute from its inputs: the session's focus topic (the context is the
+previous session of the project, whose topic the session keeps only with probability
+`sessions.TOPIC_PERSISTENCE`) and each memory's latent usefulness. `variance_shares` says how
+much of the truth each planted effect carries.
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,13 +49,16 @@ if TYPE_CHECKING:
 __all__ = [
     "ALL_HOURS_MASK",
     "ALL_WEEKDAYS_MASK",
+    "EFFECTS",
     "HALF_LIFE_DAYS",
     "TRUTH_DDL",
     "MemoryTruth",
+    "live_rows",
     "load_truth",
     "read_synth_meta",
     "save_truth",
     "true_relevance",
+    "variance_shares",
 ]
 
 TOPIC_MATCH = 1.0
@@ -63,6 +74,24 @@ STALE = -0.3
 STALE_SLOPE = 0.1
 DELETED = -0.5
 NOT_YET = 0.0
+
+EFFECTS: tuple[str, ...] = (
+    "topic",
+    "project",
+    "global",
+    "time",
+    "recency",
+    "importance",
+    "usefulness",
+    "stale",
+    "deleted",
+)
+"""The planted effects `true_relevance(..., without=...)` can switch off, each to its absence:
+topic (no memory matches the focus topic), project (the truth no longer tells projects apart:
+every project's memories count as the session's project's), global (global memories count as
+another project's), time (no time windows), recency (no decay), importance (weight 1),
+usefulness (every memory fully useful), stale (superseded memories count as current), deleted
+(deleted memories count as live)."""
 
 HALF_LIFE_DAYS: dict[str, float] = {"fact": 60.0, "decision": 30.0}
 """Types whose relevance decays with age; every other type keeps its relevance."""
@@ -89,10 +118,12 @@ TRUTH_DDL: tuple[str, ...] = (
         replaced_by TEXT,
         supersede_mode TEXT,
         deleted INTEGER NOT NULL,
-        deleted_at TEXT
+        deleted_at TEXT,
+        usefulness REAL NOT NULL DEFAULT 1.0
     )""",
 )
-"""The two truth tables (`half_life_days` NULL = no decay; `project` NULL = global)."""
+"""The two truth tables (`half_life_days` NULL = no decay; `project` NULL = global; a store
+written before `usefulness` existed reads as fully useful memories)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,7 +133,8 @@ class MemoryTruth:
     Times are UTC epoch seconds; `inf` means never (not stale, not deleted, no decay).
     Strings are object arrays with "" for none. `supersede_mode` is 'in_place' on a row that
     was rewritten (its content is current), 'soft_delete' / 'attribute' on the old row of a
-    pair whose replacement is a separate row (`replaced_by`).
+    pair whose replacement is a separate row (`replaced_by`). `usefulness` (None: all 1) is the
+    hidden per-memory factor of the relevance.
     """
 
     ids: np.ndarray
@@ -121,6 +153,11 @@ class MemoryTruth:
     replaced_by: np.ndarray
     supersede_mode: np.ndarray
     now: datetime
+    usefulness: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        u = np.ones(len(self.ids)) if self.usefulness is None else self.usefulness
+        object.__setattr__(self, "usefulness", np.asarray(u, dtype=np.float64))
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -151,16 +188,26 @@ class MemoryTruth:
         kw = {
             f.name: getattr(self, f.name)[idx] if f.name != "now" else self.now
             for f in fields(self)
-        }
+        }  # usefulness is an array here (see __post_init__)
         return MemoryTruth(**kw)
 
 
-def true_relevance(truth: MemoryTruth, ctx: SessionContext) -> np.ndarray:
-    """Planted relevance of every memory in `truth` to session `ctx`, in about [-0.5, 1]."""
-    same_project = truth.project == ctx.project
-    same_topic = truth.topic == ctx.focus_topic
+def _effects_off(without: Collection[str]) -> frozenset[str]:
+    off = frozenset(without)
+    unknown = off - set(EFFECTS)
+    if unknown:
+        raise ValueError(f"unknown effects {sorted(unknown)}; valid: {', '.join(EFFECTS)}")
+    return off
+
+
+def _base(truth: MemoryTruth, ctx: SessionContext, off: frozenset[str]) -> np.ndarray:
+    """Topic/project/global match, then the time windows (see the module docstring)."""
+    none = np.zeros(len(truth), dtype=bool)
+    same_project = truth.project != "" if "project" in off else truth.project == ctx.project
+    same_topic = none if "topic" in off else truth.topic == ctx.focus_topic
+    is_global = none if "global" in off else truth.is_global
     base = np.where(
-        truth.is_global,
+        is_global,
         GLOBAL,
         np.where(
             same_project,
@@ -168,29 +215,108 @@ def true_relevance(truth: MemoryTruth, ctx: SessionContext) -> np.ndarray:
             np.where(same_topic, SAME_TOPIC_OTHER_PROJECT, OTHER_PROJECT),
         ),
     )
+    if "time" in off:
+        return base
     in_window = ((truth.hour_mask >> ctx.local_hour) & 1).astype(bool) & (
         (truth.weekday_mask >> ctx.local_weekday) & 1
     ).astype(bool)
     patterned = truth.is_time_patterned
-    own = same_project | truth.is_global
+    own = same_project | is_global
     base = np.where(patterned & in_window & own, np.maximum(base, IN_WINDOW), base)
-    base = np.where(patterned & ~in_window, base * OUT_OF_WINDOW, base)
+    return np.where(patterned & ~in_window, base * OUT_OF_WINDOW, base)
 
+
+def true_relevance(
+    truth: MemoryTruth, ctx: SessionContext, *, without: Collection[str] = ()
+) -> np.ndarray:
+    """Planted relevance of every memory in `truth` to session `ctx`, in about [-0.5, 1];
+    `without` switches planted effects off (names in `EFFECTS`), for `variance_shares`."""
+    off = _effects_off(without)
+    base = _base(truth, ctx, off)
     t = ctx.start.timestamp()
     age_days = np.maximum(t - truth.created_s, 0.0) / 86_400.0
     with np.errstate(divide="ignore", invalid="ignore"):
         decay = np.where(
             np.isfinite(truth.half_life_days), 0.5 ** (age_days / truth.half_life_days), 1.0
         )
-    recency = RECENCY_FLOOR + (1.0 - RECENCY_FLOOR) * decay
-    weight = 1.0 - IMPORTANCE_WEIGHT * (1.0 - truth.importance)
-    rel = base * recency * weight
+    recency = 1.0 if "recency" in off else RECENCY_FLOOR + (1.0 - RECENCY_FLOOR) * decay
+    weight = 1.0 if "importance" in off else 1.0 - IMPORTANCE_WEIGHT * (1.0 - truth.importance)
+    useful = 1.0 if "usefulness" in off else truth.usefulness
+    rel = base * recency * weight * useful
 
     stale = truth.stale_since_s <= t
     deleted = (truth.deleted_at_s <= t) & ~stale
-    rel = np.where(stale, STALE + STALE_SLOPE * rel, rel)
-    rel = np.where(deleted, DELETED, rel)
+    if "stale" not in off:
+        rel = np.where(stale, STALE + STALE_SLOPE * rel, rel)
+    if "deleted" not in off:
+        rel = np.where(deleted, DELETED, rel)
     return np.where(truth.created_s > t, NOT_YET, rel)
+
+
+def live_rows(truth: MemoryTruth, ctx: SessionContext) -> np.ndarray:
+    """Indices of the memories a session-start pool can draw from: created by the session
+    start and not deleted by then (soft-deleted memories never enter a pool)."""
+    t = ctx.start.timestamp()
+    return np.flatnonzero((truth.created_s <= t) & ~(truth.deleted_at_s <= t))
+
+
+def _explained(full: np.ndarray, part: np.ndarray) -> float:
+    """The centred sum of squares of `full` that a linear fit on `part` explains."""
+    f, p = full - full.mean(), part - part.mean()
+    pp = float(p @ p)
+    return float(p @ f) ** 2 / pp if pp > 1e-18 else 0.0
+
+
+def _coalition_values(
+    truth: MemoryTruth, plans: Sequence[SessionContext], pools: Sequence[np.ndarray] | None
+) -> np.ndarray:
+    """v[mask]: the truth's within-session variance explained by the truth with only the
+    effects whose bit is set in `mask` switched on, summed over the sessions."""
+    n = len(EFFECTS)
+    v = np.zeros(1 << n)
+    for i, ctx in enumerate(plans):
+        rows = live_rows(truth, ctx) if pools is None else np.asarray(pools[i], dtype=np.int64)
+        if len(rows) < 2:
+            continue
+        sub = truth.take(rows)
+        full = true_relevance(sub, ctx)
+        for mask in range(1 << n):
+            off = [e for k, e in enumerate(EFFECTS) if not (mask >> k) & 1]
+            v[mask] += _explained(full, true_relevance(sub, ctx, without=off))
+    return v
+
+
+def variance_shares(
+    truth: MemoryTruth,
+    plans: Sequence[SessionContext],
+    pools: Sequence[np.ndarray] | None = None,
+) -> dict[str, float]:
+    """How much of the truth's within-session variance each planted effect (`EFFECTS`) carries.
+
+    Per session, over its pool (`pools[i]`: indices into `truth`; default `live_rows`, what a
+    pool can draw from), a set of effects is worth the share of the truth's variance that the
+    truth with only those effects switched on (the others off, to their absence) explains
+    (squared correlation, summed over sessions weighted by their variance). An effect's share
+    is its Shapley value: its mean gain over every order of switching the effects on (as the
+    LMG decomposition of a regression's R²). The shares sum to 1; the effects interact
+    multiplicatively and the Shapley value splits each interaction evenly among them.
+    """
+    if pools is not None and len(pools) != len(plans):
+        raise ValueError(f"pools: expected one per plan ({len(plans)}), got {len(pools)}")
+    v = _coalition_values(truth, plans, pools)
+    full = v[-1]
+    if full <= 0.0:
+        raise ValueError("variance_shares: the truth does not vary within any session")
+    n = len(EFFECTS)
+    size = np.array([m.bit_count() for m in range(1 << n)])
+    weight = np.array([math.factorial(k) * math.factorial(n - k - 1) for k in range(n)])
+    weight = weight / math.factorial(n)
+    shares = {}
+    for k, effect in enumerate(EFFECTS):
+        without = np.array([m for m in range(1 << n) if not (m >> k) & 1])
+        gain = v[without | (1 << k)] - v[without]
+        shares[effect] = float(np.sum(weight[size[without]] * gain) / full)
+    return shares
 
 
 # --- persistence ------------------------------------------------------------------------------
@@ -237,12 +363,13 @@ def save_truth(
             str(truth.supersede_mode[i]) or None,
             int(np.isfinite(truth.deleted_at_s[i])),
             _ts(float(truth.deleted_at_s[i])),
+            float(truth.usefulness[i]),
         )
         for i in range(len(truth))
     ]
     con.executemany(
         "INSERT OR REPLACE INTO synth_memory_truth VALUES "
-        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
 
@@ -274,15 +401,17 @@ def load_truth(path_or_con: str | Path | sqlite3.Connection) -> tuple[Persona, M
     con, owned = _open(path_or_con)
     try:
         meta = read_synth_meta(con)
+        columns = {r[1] for r in con.execute("PRAGMA table_info(synth_memory_truth)")}
+        useful = "usefulness" if "usefulness" in columns else "1.0"
         rows = con.execute(
             "SELECT memory_id, project, topic, is_global, memory_type, importance, created_at,"
             " hour_mask, weekday_mask, time_pattern, half_life_days, stale_since, replaced_by,"
-            " supersede_mode, deleted_at FROM synth_memory_truth ORDER BY rowid"
+            f" supersede_mode, deleted_at, {useful} FROM synth_memory_truth ORDER BY rowid"
         ).fetchall()
     finally:
         if owned:
             con.close()
-    cols = list(zip(*rows, strict=True)) if rows else [()] * 15
+    cols = list(zip(*rows, strict=True)) if rows else [()] * 16
 
     def strs(k: int) -> np.ndarray:
         return np.array([v or "" for v in cols[k]], dtype=object)
@@ -306,5 +435,6 @@ def load_truth(path_or_con: str | Path | sqlite3.Connection) -> tuple[Persona, M
         supersede_mode=strs(13),
         deleted_at_s=np.array([_s(v) for v in cols[14]], dtype=np.float64),
         now=parse_ts(meta["now"]),
+        usefulness=np.array(cols[15], dtype=np.float64),
     )
     return Persona.from_json(meta["persona"]), truth

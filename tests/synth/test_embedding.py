@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from signet_bench.embed import Embedder
-from signet_bench.synth.embedding import TopicEmbedder
+from signet_bench.synth.embedding import TopicEmbedder, topic_separation_auc
 from signet_bench.synth.text import memory_text
 from signet_bench.synth.vocab import TOPICS
 
@@ -69,3 +70,27 @@ def test_heavy_sized_batch_is_embedded_in_one_call():
     assert v.shape == (len(texts), 768)
     assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
     assert np.array_equal(v[-5:], e.embed(texts[-5:]))
+
+
+def test_topic_separation_auc_reads_how_plainly_the_topic_shows():
+    rng = np.random.default_rng(0)
+    project = np.array(["a"] * 60 + ["b"] * 60 + [""] * 10, dtype=object)
+    topic = np.array((["x"] * 30 + ["y"] * 30) * 2 + ["g"] * 10, dtype=object)
+    centres = {(p, t): rng.standard_normal(16) for p in "ab" for t in "xy"}
+    centres[("", "g")] = rng.standard_normal(16)
+    clustered = np.stack(
+        [
+            centres[(p, t)] + 0.05 * rng.standard_normal(16)
+            for p, t in zip(project, topic, strict=True)
+        ]
+    )
+    noise = rng.standard_normal((130, 16))
+    assert topic_separation_auc(clustered, project, topic, pairs=20_000) > 0.99
+    assert abs(topic_separation_auc(noise, project, topic, pairs=20_000) - 0.5) < 0.05
+    e = TopicEmbedder(0)
+    texts = _texts("postgres", 40, 0) + _texts("ios", 40, 1)
+    vecs = e.embed(texts)
+    proj = np.array(["p"] * 40 + ["q"] * 40, dtype=object)
+    assert topic_separation_auc(vecs, proj, np.array(["postgres"] * 40 + ["ios"] * 40)) > 0.99
+    with pytest.raises(ValueError, match="other-project"):
+        topic_separation_auc(noise[:60], project[:60], topic[:60])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -53,6 +54,16 @@ def test_size_override_leaves_the_builtin_persona_alone():
 def test_json_round_trip(name):
     p = get_persona(name)
     assert Persona.from_json(p.to_json()) == p
+    real = get_persona(name, embedder="wordllama")
+    assert Persona.from_json(real.to_json()) == real and real.embedder == "wordllama"
+
+
+def test_embedder_defaults_to_the_topic_generator_and_old_json_reads_so():
+    p = get_persona("light")
+    assert p.embedder == "topic"
+    d = json.loads(get_persona("light", embedder="wordllama").to_json())
+    del d["embedder"]  # a store written before personas named their embedder
+    assert Persona.from_json(json.dumps(d)) == p
 
 
 def test_activity_is_a_distribution_and_drift_switches_the_mix():

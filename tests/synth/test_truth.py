@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from datetime import UTC, datetime, timedelta
 
@@ -14,10 +15,13 @@ from signet_bench.synth.sessions import make_context
 from signet_bench.synth.truth import (
     ALL_HOURS_MASK,
     ALL_WEEKDAYS_MASK,
+    EFFECTS,
     MemoryTruth,
+    live_rows,
     load_truth,
     save_truth,
     true_relevance,
+    variance_shares,
 )
 
 NOW = datetime(2026, 3, 20, 12, 0, tzinfo=UTC)  # a Friday
@@ -53,6 +57,7 @@ def _truth(rows: list[dict]) -> MemoryTruth:
         replaced_by=col("replaced_by", ""),
         supersede_mode=col("mode", ""),
         now=NOW,
+        usefulness=col("useful", 1.0, np.float64),
     )
 
 
@@ -170,7 +175,7 @@ def test_save_and_load_round_trip(tmp_path):
             {},
             {"is_global": True, "project": "", "topic": "habits", "type": "preference"},
             {"friday": True, "stale_since": NOW, "replaced_by": "m0", "mode": "attribute"},
-            {"type": "decision", "deleted_at": NOW - timedelta(days=1)},
+            {"type": "decision", "deleted_at": NOW - timedelta(days=1), "useful": 0.7},
         ]
     )
     path = tmp_path / "truth.db"
@@ -183,7 +188,14 @@ def test_save_and_load_round_trip(tmp_path):
     assert t2.now == NOW
     for name in ("ids", "project", "topic", "memory_type", "time_pattern", "replaced_by"):
         assert list(getattr(t2, name)) == list(getattr(t, name)), name
-    for name in ("importance", "created_s", "half_life_days", "stale_since_s", "deleted_at_s"):
+    for name in (
+        "importance",
+        "created_s",
+        "half_life_days",
+        "stale_since_s",
+        "deleted_at_s",
+        "usefulness",
+    ):
         assert np.array_equal(getattr(t2, name), getattr(t, name)), name
     assert np.array_equal(t2.hour_mask, t.hour_mask)
     assert np.array_equal(t2.is_global, t.is_global)
@@ -198,3 +210,114 @@ def test_load_truth_refuses_a_store_without_truth(tmp_path):
         load_truth(path)
     with pytest.raises(UserError, match="no such store"):
         load_truth(tmp_path / "missing.db")
+
+
+def test_a_store_written_before_usefulness_reads_fully_useful(tmp_path):
+    path = tmp_path / "old.db"
+    con = sqlite3.connect(path)
+    save_truth(con, get_persona("light"), _truth([{}, {"useful": 0.6}]), {})
+    # the table as it was before the column existed
+    con.execute("ALTER TABLE synth_memory_truth DROP COLUMN usefulness")
+    con.commit()
+    con.close()
+    _, t = load_truth(path)
+    assert list(t.usefulness) == [1.0, 1.0]
+
+
+def test_usefulness_scales_relevance_and_is_hidden_from_the_rest():
+    t = _truth([{}, {"useful": 0.6}])
+    r = true_relevance(t, _ctx())
+    assert r[1] == pytest.approx(0.6 * r[0])
+    assert np.allclose(true_relevance(t, _ctx(), without=["usefulness"]), r[0])
+
+
+def test_switching_an_effect_off_removes_it():
+    old = NOW - timedelta(days=90)
+    t = _truth(
+        [
+            {},
+            {"topic": "auth"},
+            {"project": "b"},
+            {"friday": True},
+            {"type": "decision", "created": old},
+            {"importance": 0.1},
+            {"stale_since": NOW - timedelta(days=1), "replaced_by": "m0", "mode": "attribute"},
+            {"deleted_at": NOW - timedelta(days=1)},
+            {"is_global": True, "project": "", "topic": "habits"},
+        ]
+    )
+    ctx = _ctx(when=NOW.replace(hour=9))  # Friday morning: the deploy window is closed
+    full = true_relevance(t, ctx)
+    assert full[1] < full[0]
+    assert true_relevance(t, ctx, without=["topic"])[0] == pytest.approx(full[1])
+    assert true_relevance(t, ctx, without=["project"])[2] == pytest.approx(full[0])
+    assert true_relevance(t, ctx, without=["time"])[3] == pytest.approx(full[0])
+    assert true_relevance(t, ctx, without=["recency"])[4] > full[4]
+    flat = true_relevance(t, ctx, without=["importance"])
+    assert full[5] < full[0] and flat[5] == pytest.approx(flat[0])
+    assert true_relevance(t, ctx, without=["stale"])[6] == pytest.approx(full[0])
+    assert true_relevance(t, ctx, without=["deleted"])[7] == pytest.approx(full[0])
+    assert true_relevance(t, ctx, without=["global"])[8] < full[8]
+    with pytest.raises(ValueError, match="unknown effects"):
+        true_relevance(t, ctx, without=["weather"])
+
+
+def _random_truth(n: int, *, friday: float, stale: float, seed: int = 0) -> MemoryTruth:
+    rng = np.random.default_rng(seed)
+    rows = [
+        {
+            "topic": str(rng.choice(["postgres", "auth", "ios"])),
+            "project": str(rng.choice(["a", "b"])),
+            "type": str(rng.choice(["decision", "fact", "procedural"])),
+            "importance": float(rng.uniform(0.2, 1.0)),
+            "friday": bool(rng.random() < friday),
+            "created": NOW - timedelta(days=float(rng.uniform(1, 100))),
+            "useful": float(rng.uniform(0.6, 1.0)),
+        }
+        for _ in range(n)
+    ]
+    for r in rows:
+        if rng.random() < stale:
+            r.update(stale_since=NOW - timedelta(days=2), replaced_by="m0", mode="attribute")
+    return _truth(rows)
+
+
+def _plans(n: int) -> list:
+    """`n` sessions cycling through projects a, b and three topics, 7 hours apart."""
+    topics = ("postgres", "auth", "ios")
+    return [
+        _ctx(project="ab"[k % 2], topic=topics[k % 3], when=NOW - timedelta(hours=7 * k))
+        for k in range(n)
+    ]
+
+
+def test_variance_shares_sum_to_one_and_follow_what_was_planted():
+    plans = _plans(6)
+    shares = variance_shares(_random_truth(120, friday=0.2, stale=0.1), plans)
+    assert set(shares) == set(EFFECTS)
+    assert sum(shares.values()) == pytest.approx(1.0)
+    assert shares["topic"] > 0.1 and shares["project"] > 0.1
+    assert shares["time"] > 0.01 and shares["stale"] > 0.01 and shares["usefulness"] > 0.005
+    assert abs(shares["global"]) < 1e-12 and abs(shares["deleted"]) < 1e-12
+    plain = variance_shares(_random_truth(120, friday=0.0, stale=0.0), plans)
+    assert abs(plain["time"]) < 1e-12 and abs(plain["stale"]) < 1e-12
+    assert sum(plain.values()) == pytest.approx(1.0)
+    one = _random_truth(120, friday=0.2, stale=0.1)
+    one = dataclasses.replace(one, project=np.full(len(one), "a", dtype=object))
+    in_a = [c for c in plans if c.project == "a"]
+    assert abs(variance_shares(one, in_a)["project"]) < 1e-12  # one project: nothing to tell
+
+
+def test_variance_shares_over_given_pools():
+    t = _random_truth(60, friday=0.2, stale=0.1)
+    plans = _plans(3)
+    every = [live_rows(t, c) for c in plans]
+    assert variance_shares(t, plans, every) == pytest.approx(variance_shares(t, plans))
+    # a pool of one project's memories on one topic varies only by the per-memory factors
+    t = _random_truth(60, friday=0.0, stale=0.0)
+    narrow = [np.flatnonzero((t.project == c.project) & (t.topic == c.focus_topic)) for c in plans]
+    shares = variance_shares(t, plans, narrow)
+    assert abs(shares["topic"]) < 1e-9 and abs(shares["project"]) < 1e-9
+    assert shares["usefulness"] > 0.3 and shares["importance"] > 0.05
+    with pytest.raises(ValueError, match="one per plan"):
+        variance_shares(t, plans, every[:2])
