@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
@@ -157,13 +157,19 @@ def judged_ndcg(
     scores: ArrayLike,
     memory_ids: ArrayLike,
     cfg: PredictorConfig = DEFAULT_CONFIG,
+    ratings: Mapping[str, float] | None = None,
 ) -> float:
     """NDCG@k of another ranking of the session's candidates (e.g. cosine(context, memory)),
-    judged as the comparison judged its two: the same relevance map and NDCG variant. A memory
-    the judge did not rate counts 0, as in the comparison itself."""
+    judged as the comparison judged its two (its NDCG variant, its relevance map), plus the
+    judge's `ratings` of that ranking's own top k when the judge rated them (its evaluation
+    pool covers only the baseline's and the predictor's top k). An unrated memory counts 0."""
     ids = np.asarray(memory_ids, dtype=str)
     ranked = ranked_ids(np.asarray(scores, dtype=np.float64), ids)
-    return _METRICS[comparison.ndcg_variant](ranked, comparison.relevance_scores, cfg.comparison_k)
+    rel = dict(comparison.relevance_scores)
+    for m in ranked[: cfg.comparison_k]:
+        if ratings and m in ratings and m not in rel:
+            rel[m] = ratings[m]
+    return _METRICS[comparison.ndcg_variant](ranked, rel, cfg.comparison_k)
 
 
 def compare_session(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -51,6 +51,7 @@ from signet_bench.predictor_state import (
     state_to_json,
     training_due,
 )
+from signet_bench.ranking.baseline import rank_order
 from signet_bench.ranking.bm25 import fts_search, recall_terms
 from signet_bench.ranking.compat import signet058_session_start
 from signet_bench.ranking.ranker import CosineRanker
@@ -400,12 +401,18 @@ class Simulator:
             w.record_session_candidates(self.con, plan.session_key, rows, at)
             injected = set(res.injected_ids)
             self._prompts(plan, rng, injected)
-            judged = self._judge(plan, rng, res, injected)
+            cosine = CosineRanker().score(inputs)
+            cos_top = inputs.memory_ids[rank_order(cosine, inputs.memory_ids)][
+                : self.cfg.comparison_k
+            ]
+            judged = self._judge(plan, rng, injected, cos_top.tolist())
             cand = read_session_memories(self.con, [plan.session_key])
             sample = self._sample(plan, prev, cand, judged)
             comp, due = self._compare(idx, plan, cand, judged, alpha, sample is not None, report)
-            cosine = judged_ndcg(comp, CosineRanker().score(inputs), inputs.memory_ids, self.cfg)
-            self._record(idx, plan, res, inputs, alpha, judged.end, cosine)
+            rated = cand.filter(pl.col("relevance_score").is_not_null())
+            ratings = dict(zip(rated["memory_id"], rated["relevance_score"], strict=True))
+            cos_ndcg = judged_ndcg(comp, cosine, inputs.memory_ids, self.cfg, ratings)
+            self._record(idx, plan, res, inputs, alpha, judged.end, cos_ndcg)
             if due:
                 sim_tables.set_sim_meta(self.con, "train_pending", "1")
             self.con.execute("COMMIT")
@@ -474,14 +481,18 @@ class Simulator:
                 fb = parse_feedback(json.dumps({"memory_feedback": ratings}), injected)
                 w.record_agent_feedback(self.con, plan.session_key, fb.scores)
 
-    def _judge(self, plan: SessionContext, rng, res, injected: set[str]) -> _Judged:
+    def _judge(
+        self, plan: SessionContext, rng, injected: set[str], also: Sequence[str] = ()
+    ) -> _Judged:
         """The simulated continuity judge (`synth.judge`: what it sees and how it errs): it
         rates what the transcript shows (the injected memories and those the prompts
         recalled) and, in seed 000's second pass, the rest of the comparison's evaluation pool
         (the top 10 of the baseline's and the predictor's rankings, from the recorded rows as
         `compare_session` ranks them); it counts the re-explanations it notices; then the end
         rows. Without the second pass, the ranking that decides the injection would be judged
-        and the other would not, and its unrated picks would count as 0."""
+        and the other would not, and its unrated picks would count as 0. `also` are more
+        memories the second pass rates: the cosine ranking's top 10, so that the recorded
+        `sim_sessions.cosine_ndcg` judges the obvious alternative as fairly as the two."""
         opts, corpus, cfg = self.opts, self.corpus, self.cfg
         rows_df = read_session_memories(self.con, [plan.session_key])
         ids = np.asarray(rows_df["memory_id"].to_list(), dtype=str)
@@ -492,7 +503,7 @@ class Simulator:
         pool = evaluation_pool(
             ranked_ids(rows_df["effective_score"].fill_null(np.nan).to_numpy(), ids),
             ranked_ids(rows_df["predictor_score"].fill_null(np.nan).to_numpy(), ids),
-            ids[inj].tolist(),
+            [*ids[inj].tolist(), *also],
             cfg.comparison_k,
         )
         age_s = plan.start.timestamp() - corpus.created_at[rows]

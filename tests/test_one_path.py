@@ -33,7 +33,8 @@ def run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def recorded_cosine(run, tmp_path_factory):
-    """(session key -> (recorded cosine NDCG, judged relevance map)) from the store."""
+    """(session key -> (recorded cosine NDCG, the comparison's relevance map, every rating))
+    from the store."""
     import json
     import sqlite3
 
@@ -44,9 +45,15 @@ def recorded_cosine(run, tmp_path_factory):
             "SELECT s.session_key, s.cosine_ndcg, c.relevance_scores FROM sim_sessions s "
             "JOIN predictor_comparisons c ON c.session_key = s.session_key"
         ).fetchall()
+        rated: dict[str, dict[str, float]] = {}
+        for key, mid, rel in con.execute(
+            "SELECT session_key, memory_id, relevance_score FROM session_memories "
+            "WHERE relevance_score IS NOT NULL"
+        ):
+            rated.setdefault(key, {})[mid] = rel
     finally:
         con.close()
-    return {k: (v, json.loads(rel)) for k, v, rel in rows}
+    return {k: (v, json.loads(rel), rated.get(k, {})) for k, v, rel in rows}
 
 
 def test_every_session_is_trainable_in_both_or_in_neither(run):
@@ -101,14 +108,17 @@ def test_labels_are_equal(run):
 
 def test_the_recorded_cosine_ndcg_is_cosine_on_the_judged_labels(run, recorded_cosine):
     """Check sim_sessions.cosine_ndcg: the pool ordered by cosine(context, memory) (score
-    desc, id asc), judged with the comparison's relevance map by Signet's NDCG@10."""
+    desc, id asc), judged by Signet's NDCG@10 with the comparison's relevance map plus the
+    judge's ratings of cosine's own top 10 (the judge's second pass rates them all)."""
     from signet_bench.metrics import signet_ndcg_at_k
 
     records, _ = run
     for rec in records.values():
-        recorded, rel = recorded_cosine[rec.plan.session_key]
+        recorded, rel, ratings = recorded_cosine[rec.plan.session_key]
         cos = rec.inputs.embeddings @ rec.inputs.context
         cos = np.where(rec.inputs.has_embedding, cos, 0.0)
-        order = np.lexsort((rec.inputs.memory_ids, -cos))
-        expected = signet_ndcg_at_k(tuple(rec.inputs.memory_ids[order]), rel, 10)
+        ranked = tuple(rec.inputs.memory_ids[np.lexsort((rec.inputs.memory_ids, -cos))])
+        assert all(m in ratings for m in ranked[:10])
+        judged = {**{m: ratings[m] for m in ranked[:10]}, **rel}
+        expected = signet_ndcg_at_k(ranked, judged, 10)
         assert recorded == pytest.approx(expected, abs=1e-6), rec.plan.session_key
