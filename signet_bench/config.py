@@ -98,6 +98,9 @@ class PredictorConfig:
     canary_top_k: int = 5
     canary_min_topk_overlap: float = 0.6
     canary_max_ndcg_drop: float = 0.15
+    # Project decision: a run that lifts canary NDCG@10 by this much passes the top-5 stability
+    # gate whatever its overlap (churn that improves the canary is learning, not forgetting).
+    canary_churn_gain: float = 0.05
     max_training_seconds: float = 30.0
     replay_share: float = 0.2  # ~80% recent / ~20% replay buffer per batch
     # Project decisions beside the seed's schedule (README "Training schedule and gates"):
@@ -191,6 +194,7 @@ _PROBABILITIES = {
     "replay_share",
     "canary_min_topk_overlap",
     "canary_max_ndcg_drop",
+    "canary_churn_gain",
     "cold_start_min_success_rate",
     "initial_success_rate",
     "high_continuity_threshold",

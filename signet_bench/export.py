@@ -4,7 +4,9 @@ node by node with `onnx.helper`, for one session of N candidates (DESIGN §6, an
     enc_n   = LN_emb(candidate_embeddings_n W_downᵀ)              where has_embedding_n
             = LN_text(Σ_t mask_nt HashEmb[bucket_nt] / max(1, Σ_t mask_nt))   elsewhere
     q       = (LN_emb(context W_downᵀ) + QProj[slot] + features_0[session] QTimeᵀ) W_qᵀ
-    logits  = (enc W_kᵀ) qᵀ / sqrt(d) + [enc W_vᵀ, features, ProjEmb[slot], 1] gateᵀ
+    cos_n   = cosine(context, candidate_embeddings_n)   where has_embedding_n and both norms > 0
+            = 0                                          elsewhere
+    logits  = w_cos cos + (enc W_kᵀ) qᵀ / sqrt(d) + [enc W_vᵀ, features, ProjEmb[slot], 1] gateᵀ
     scores  = softmax(logits)
 
 Every parameter of `model/params.py` is one float32 initializer under its own name, and the
@@ -43,7 +45,7 @@ from signet_bench.model.checkpoint import (
     save_checkpoint,
     write_sgpt,
 )
-from signet_bench.model.params import param_shapes
+from signet_bench.model.params import neutral_extensions, param_shapes
 
 __all__ = [
     "MAX_MODEL_BYTES",
@@ -136,8 +138,29 @@ def _encodings(g: _Graph, eps: str) -> str:
     return g.op("Where", [has, emb, txt], "enc/select")
 
 
+def _cosine(g: _Graph) -> str:
+    """w_cos · cos [N, 1]: cosine(context, embedding) of the embedded candidates, 0 for the
+    text path and wherever either vector is zero (the numpy model's rule)."""
+    row0 = g.const("cosine_axis0", np.array([0], dtype=np.int64))
+    axis1 = g.const("cosine_axis1", np.array([1], dtype=np.int64))
+    ctx = g.op("Unsqueeze", [c.INPUT_CONTEXT, row0], "cosine/context_row")
+    emb = c.INPUT_CANDIDATE_EMBEDDINGS
+    dots = g.op("Gemm", [emb, ctx], "cosine/dot", transB=1)
+    emb_sq = g.op("ReduceSum", [g.op("Mul", [emb, emb], "cosine/emb_sq"), axis1], "cosine/emb_ss")
+    ctx_sq = g.op("ReduceSum", [g.op("Mul", [ctx, ctx], "cosine/ctx_sq"), axis1], "cosine/ctx_ss")
+    norms = g.op("Sqrt", [g.op("Mul", [emb_sq, ctx_sq], "cosine/norms_sq")], "cosine/norms")
+    zero = g.const("cosine_zero", np.zeros((1, 1), dtype=np.float32))
+    one = g.const("cosine_one", np.ones((1, 1), dtype=np.float32))
+    has = g.op("Unsqueeze", [c.INPUT_HAS_EMBEDDING, axis1], "cosine/has_embedding")
+    ok = g.op("And", [has, g.op("Greater", [norms, zero], "cosine/nonzero")], "cosine/defined")
+    safe = g.op("Where", [ok, norms, one], "cosine/safe_norms")
+    cos = g.op("Where", [ok, g.op("Div", [dots, safe], "cosine/ratio"), zero], "cosine/value")
+    return g.op("Mul", [cos, "cosine_weight"], "cosine/weighted")
+
+
 def _logits(g: _Graph, q: str, enc: str, d: int) -> str:
-    """logits [N]: attention q·k/sqrt(d) plus the gate over [v, features, project, 1]."""
+    """logits [N]: the weighted cosine, attention q·k/sqrt(d) and the gate over
+    [v, features, project, 1]."""
     k = g.op("Gemm", [enc, "k_proj"], "attention/k_proj", transB=1)
     qk = g.op("Gemm", [k, q], "attention/qk", transB=1)
     scale = g.const("sqrt_d", np.array(math.sqrt(d), dtype=np.float32))
@@ -149,7 +172,8 @@ def _logits(g: _Graph, q: str, enc: str, d: int) -> str:
     ones = g.op("Expand", [one, g.op("Shape", [attn], "gate/attn_shape")], "gate/bias_column")
     gate_in = g.op("Concat", [v, c.INPUT_FEATURES, proj_n, ones], "gate/input", axis=1)
     gated = g.op("Gemm", [gate_in, "gate_proj"], "gate/gate_proj", transB=1)
-    total = g.op("Add", [attn, gated], "logits/column")
+    learned = g.op("Add", [attn, gated], "logits/learned")
+    total = g.op("Add", [_cosine(g), learned], "logits/column")
     axis1 = g.const("squeeze_axis", np.array([1], dtype=np.int64))
     return g.op("Squeeze", [total, axis1], c.OUTPUT_LOGITS)
 
@@ -305,11 +329,18 @@ def params_from_onnx(path: str | Path) -> tuple[Params, CheckpointMeta]:
         last_session_at=props.get("training_last_session") or None,
         source_format=props.get("source_format", "onnx"),
     )
-    shapes = param_shapes(meta.config())
+    cfg = meta.config()
+    shapes = param_shapes(cfg)
     found = {t.name: t for t in model.graph.initializer if t.name in shapes}
-    if set(found) != set(shapes):
-        raise ExportError(f"{p}: lacks parameter(s) {sorted(set(shapes) - set(found))}")
-    params = {n: numpy_helper.to_array(found[n]).astype(np.float64) for n in shapes}
+    # a graph exported before one of our terms existed computes that term's neutral value
+    neutral = {n: v for n, v in neutral_extensions(cfg).items() if n not in found}
+    missing = sorted(set(shapes) - set(found) - set(neutral))
+    if missing:
+        raise ExportError(f"{p}: lacks parameter(s) {missing}")
+    params = {
+        n: neutral[n] if n in neutral else numpy_helper.to_array(found[n]).astype(np.float64)
+        for n in shapes
+    }
     return params, meta
 
 

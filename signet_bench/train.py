@@ -315,7 +315,8 @@ def _gate(
     cfg: PredictorConfig,
 ) -> _Gates:
     """The seed's gates on the trained copy: finite losses and weights, canary score variance,
-    and (against a previous model only) canary top-k overlap and NDCG drop."""
+    and (against a previous model only) canary top-k overlap (or a clear canary gain) and NDCG
+    drop."""
     after = canary_metrics(work, canary, cfg) if _finite(work) else None
     gates = {"finite_losses": all(math.isfinite(x) for x in curve) and _finite(work)}
     gates["canary_variance"] = bool(after is not None and after.score_variance > 0.0)
@@ -323,7 +324,10 @@ def _gate(
     if after is not None and had_model:
         overlap = topk_overlap(before.top5, after.top5)
         delta = after.ndcg - before.ndcg
-        gates["canary_topk_overlap"] = overlap >= cfg.canary_min_topk_overlap
+        # Top-5 churn signals forgetting only when the canary does not get better: a run
+        # whose canary NDCG rises by `canary_churn_gain` keeps its reordering.
+        stable = overlap >= cfg.canary_min_topk_overlap
+        gates["canary_topk_overlap"] = stable or delta >= cfg.canary_churn_gain
         gates["canary_ndcg_drop"] = delta >= -cfg.canary_max_ndcg_drop
     return _Gates(after, gates, overlap, delta)
 

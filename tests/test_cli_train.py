@@ -22,8 +22,8 @@ from signet_bench.model.checkpoint import (
 from signet_bench.model.params import (
     EXTENSION_PARAMS,
     SIGNET_PARAMS,
-    init_params,
     neutral_extensions,
+    signet_init_params,
 )
 from signet_bench.samples import load_samples
 from signet_bench.store.workbench import open_workbench
@@ -234,7 +234,7 @@ def test_base_weights_sgpt_fine_tunes(db, trained_model, canary, tiny_lr, tmp_pa
 
 def test_base_weights_of_another_dimension_exit_2(db, tmp_path, capsys):
     sgpt = tmp_path / "small.bin"
-    write_sgpt(sgpt, init_params(native_dim=32))
+    write_sgpt(sgpt, signet_init_params(native_dim=32))
     code = _train(db, tmp_path / "out", "--base-weights", str(sgpt))
     assert code == 2
     err = capsys.readouterr().err

@@ -38,6 +38,7 @@ from signet_bench.model.checkpoint import (
 )
 from signet_bench.model.optim import Adam
 from signet_bench.model.params import (
+    COSINE_WEIGHT_INIT,
     SIGNET_PARAMS,
     extensions_are_neutral,
     feature_spec_hash,
@@ -47,6 +48,7 @@ from signet_bench.model.params import (
 )
 from signet_bench.model.scorer import batch_from_sessions, forward, loss_and_grads
 from signet_bench.model.tokenizer import token_buckets
+from signet_bench.ranking.prefilter import cosine_to
 
 DIM = DEFAULT_CONFIG.native_dim
 WORDS = [
@@ -233,6 +235,39 @@ def test_superseded_feature_changes_the_score(models):
     np.testing.assert_allclose(after[3] - before[3], w_superseded, rtol=1e-4, atol=1e-6)
 
 
+def test_cosine_weight_moves_the_logits_by_the_cosine(models, tmp_path):
+    """The graph's cosine term: w_cos · cosine(context, embedding) on the embedded path, 0 on
+    the text path and for a zero embedding."""
+    params, _ = models["trained"]
+    s = case_session("mixed")
+    emb = s.emb.copy()
+    emb[int(np.flatnonzero(s.has)[0])] = 0.0  # a zero vector flagged as embedded
+    s = Session(s.context, emb, s.has, s.tokens, s.features, s.slot)
+    moved = {**params, "cosine_weight": params["cosine_weight"] + 0.75}
+    logits = []
+    for name, weights in (("a", params), ("b", moved)):
+        path = tmp_path / f"{name}.onnx"
+        path.write_bytes(export.model_bytes(weights, CheckpointMeta()))
+        logits.append(session_of(path).run(["logits"], onnx_inputs(s))[0])
+    expected = np.zeros(s.has.size)
+    expected[s.has] = 0.75 * cosine_to(s.context, s.emb[s.has])
+    assert (expected[s.has] == 0.0).sum() == 1
+    np.testing.assert_allclose(logits[1] - logits[0], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_untrained_graph_ranks_by_cosine(models):
+    """A fresh model's graph ranks every embedded candidate as cosine(context, memory) does."""
+    _, path = models["untrained"]
+    for case in ("mixed", "all_embedded", "superseded"):
+        s = case_session(case)
+        scores = session_of(path).run(["scores"], onnx_inputs(s))[0]
+        cos = np.zeros(s.has.size)
+        cos[s.has] = cosine_to(s.context, s.emb[s.has])
+        assert ranking(scores[s.has]) == ranking(cos[s.has])
+        z = np.exp(COSINE_WEIGHT_INIT * cos)
+        np.testing.assert_allclose(scores, z / z.sum(), rtol=1e-5)
+
+
 def test_reference_evaluator_agrees_with_onnxruntime(models):
     _, path = models["trained"]
     inputs = onnx_inputs(case_session("mixed"))
@@ -327,6 +362,21 @@ def test_onnx_round_trips_to_checkpoints(models, tmp_path):
     np.testing.assert_array_equal(load_any(own)[0]["query_time"], back["query_time"])
     with pytest.raises(CheckpointError, match="SGPT has no place"):
         convert_model(path, tmp_path / "model.bin")
+
+
+def test_a_graph_without_the_cosine_weight_reads_it_as_zero(models, tmp_path):
+    """A graph exported before the cosine term existed had no such initializer: its weights
+    come back with the neutral value, the forward pass it computed."""
+    params, path = models["trained"]
+    model = onnx.load(str(path))
+    kept = [t for t in model.graph.initializer if t.name != "cosine_weight"]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(kept)
+    old = tmp_path / "old.onnx"
+    onnx.save(model, str(old))
+    back, _ = params_from_onnx(old)
+    assert back["cosine_weight"].tolist() == [0.0]
+    np.testing.assert_array_equal(back["q_proj"], params["q_proj"].astype(np.float32))
 
 
 def test_sgpt_round_trip_through_the_command(models, tmp_path, capsys):

@@ -14,7 +14,7 @@ import pytest
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.features import N_FEATURES
 from signet_bench.loop import SimOptions, simulate
-from signet_bench.model.params import init_params
+from signet_bench.model.params import signet_init_params
 from signet_bench.model.scorer import forward
 from signet_bench.model.tokenizer import project_slot, token_buckets
 from signet_bench.samples import load_samples
@@ -161,7 +161,7 @@ def test_candidates_without_embedding_take_the_text_path(store, loaded):
     np.testing.assert_array_equal(batch.has_emb[0], sample.has_emb)
     assert set(np.unique(batch.tok_owner).tolist()) == set(text_pos.tolist())
 
-    params = init_params(native_dim=768)
+    params = signet_init_params(native_dim=768)  # a fresh model's hash rows start unused
     before = forward(params, batch).logits[0]
     moved = dict(params)
     buckets = np.unique(np.concatenate([sample.tokens[j] for j in text_pos]))

@@ -369,8 +369,8 @@ def test_model_learns_to_prefer_the_sessions_project(two_projects):
     for p in names:  # for sessions of project p: p's memories vs the other project's
         own_a, other_a, _ = after[p]
         assert own_a > 1.3 * other_a, (p, own_a, other_a)
-    # the untrained model already leans to the context's project (q and k start as the
-    # identity); training orders own-project memories first in clearly more pairs
+    # the untrained model ranks by cosine(context, memory), which already leans to the
+    # context's project; training at least halves the pairs it orders wrongly
     assert pairs_before > 0.5
     assert pairs_after > 0.8
-    assert pairs_after > pairs_before + 0.15
+    assert 1 - pairs_after < 0.5 * (1 - pairs_before)

@@ -1,8 +1,10 @@
 """Model checkpoints: the workbench's own format and Signet's `SGPT` v1 (reference §4).
 
-Own format (version 1): one zip file holding `meta.json` (format, version, model dims, feature-spec
+Own format (version 2): one zip file holding `meta.json` (format, version, model dims, feature-spec
 hash, training range, metrics, flags, parameter shapes) and one `<name>.npy` per parameter
-(float64, written and read without pickle). SGPT v1, little-endian: magic `SGPT`, u32 version = 1,
+(float64, written and read without pickle). Version 2 added the cosine weight; a parameter of
+ours that a file lacks (an older version) is read at its neutral value, the forward pass that
+file was trained with. SGPT v1, little-endian: magic `SGPT`, u32 version = 1,
 u32 flags (bit 0 pretrained base, bit 1 fine-tuned), u32 config length + config JSON, u32
 parameter count = 7, then per parameter u32 length + length f64, row-major, in Signet's order.
 
@@ -57,7 +59,7 @@ __all__ = [
 ]
 
 FORMAT_NAME = "signet-bench-checkpoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 SGPT_MAGIC = b"SGPT"
 SGPT_VERSION = 1
 FLAG_PRETRAINED_BASE = 1
@@ -212,7 +214,8 @@ def _meta_json(meta: CheckpointMeta, params: Params) -> bytes:
 def save_checkpoint(
     path: str | Path, params: Mapping[str, np.ndarray], meta: CheckpointMeta
 ) -> None:
-    """Write weights + meta as one versioned zip file, atomically (absent LN affines: identity)."""
+    """Write weights + meta as one versioned zip file, atomically (absent terms of ours:
+    neutral)."""
     p = Path(path)
     cfg = _check_dims(f"{p}: cannot save", meta.dims)
     arrays = {n: np.ascontiguousarray(params[n], dtype=np.float64) for n in params}
@@ -312,6 +315,8 @@ def load_checkpoint(path: str | Path) -> tuple[Params, CheckpointMeta]:
         raise CheckpointError(f"{p}: truncated or corrupt ({exc})") from None
     except (EOFError, OSError) as exc:
         raise CheckpointError(f"{p}: truncated or corrupt ({exc})") from None
+    for name, value in _neutral(cfg).items():
+        params.setdefault(name, value)  # older versions lack some of our terms
     _check_params(str(p), params, cfg)
     return {n: params[n] for n in expected}, meta
 
@@ -320,7 +325,8 @@ def load_checkpoint(path: str | Path) -> tuple[Params, CheckpointMeta]:
 
 
 def read_sgpt(path: str | Path) -> tuple[Params, CheckpointMeta]:
-    """Read Signet's `model.bin`; the LN affines come back as the identity (Signet has none)."""
+    """Read Signet's `model.bin`; our terms come back neutral (identity LN affines, zero query
+    terms and cosine weight), so the model computes Signet's forward pass."""
     p = Path(path)
     data = _read_bytes(p)
     size = len(data)
@@ -430,8 +436,9 @@ def write_sgpt(path: str | Path, params: Mapping[str, np.ndarray], flags: int = 
         )
     if not extensions_are_neutral(dict(params)):
         raise CheckpointError(
-            f"{where}: the query-side project/time parameters are not zero, and SGPT has no "
-            "place for them; save in the signet-bench format instead"
+            f"{where}: the query-side project/time parameters or the cosine weight are not "
+            "zero (a fresh model ranks by cosine from the start), and SGPT has no place for "
+            "them; save in the signet-bench format or as ONNX instead"
         )
     full = {n: np.asarray(params[n], dtype=np.float64) for n in SIGNET_PARAMS}
     full.update(_neutral(cfg))

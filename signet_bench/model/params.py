@@ -1,8 +1,10 @@
 """The cross-attention scorer's parameters: names, shapes, initialisation (DESIGN §6, reference §4).
 
-The first seven are Signet's, in its checkpoint order; the per-path layer-norm affine parameters
-are ours (Signet's layer norm has none) and start as the identity, so a fresh or imported model
-computes exactly Signet's forward pass.
+The first seven are Signet's, in its checkpoint order. The rest are ours (`EXTENSION_PARAMS`):
+the per-path layer-norm affines, the query's project and time terms, and the weight of the
+exact cosine(context, memory) term. At their neutral values (`neutral_extensions`) the model
+computes exactly Signet's forward pass, which is what a Signet `SGPT` import gets; a fresh
+model (`init_params`) instead starts as cosine(context, memory) alone.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.features import SESSION_FEATURES
 
 __all__ = [
+    "COSINE_PARAMS",
+    "COSINE_WEIGHT_INIT",
     "DEFAULT_SEED",
     "EXTENSION_PARAMS",
     "LAYER_NORM_PARAMS",
@@ -30,6 +34,7 @@ __all__ = [
     "param_count",
     "param_shapes",
     "shape_problems",
+    "signet_init_params",
 ]
 
 DEFAULT_SEED = 0x519E7  # Signet's RNG seed (its xorshift stream differs; only the value is shared)
@@ -50,7 +55,16 @@ LAYER_NORM_PARAMS = (
     "ln_text_beta",
 )
 QUERY_PARAMS = ("query_project", "query_time")
-EXTENSION_PARAMS = LAYER_NORM_PARAMS + QUERY_PARAMS
+COSINE_PARAMS = ("cosine_weight",)
+EXTENSION_PARAMS = LAYER_NORM_PARAMS + QUERY_PARAMS + COSINE_PARAMS
+# A fresh model's logit is COSINE_WEIGHT_INIT · cosine(context, memory), the order of the
+# strongest simple ranker. 3 makes its spread within a session (cosine's sd ~0.1 with a text
+# embedder) about the labels' (sd ~0.3), so the first steps, which move the zero-initialised
+# terms fast, cannot overturn the cosine order. Held-out NDCG@10 minus cosine's (a heavy and a
+# drifting wordllama store, offline training): weight 1: -0.19 / -0.05 after 10 / 50
+# sessions; 2: -0.03 / +0.04 / +0.06 after 10 / 50 / 300; 3: 0.00 / +0.06 / +0.05;
+# 5: 0.00 / +0.06 / +0.04.
+COSINE_WEIGHT_INIT = 3.0
 
 
 def gate_width(cfg: PredictorConfig = DEFAULT_CONFIG) -> int:
@@ -78,32 +92,52 @@ def param_shapes(
         "ln_text_beta": (d,),
         "query_project": (cfg.project_slots, d),
         "query_time": (d, len(SESSION_FEATURES)),
+        "cosine_weight": (1,),
     }
+
+
+def _random_matrix(
+    name: str, shapes: dict[str, tuple[int, ...]], rng: np.random.Generator
+) -> np.ndarray:
+    """Signet's draw: N(0, 1/sqrt(native_dim)) for down_proj, N(0, 1/sqrt(d)) otherwise."""
+    fan_in = shapes["down_proj"][1] if name == "down_proj" else shapes["q_proj"][0]
+    return rng.normal(0.0, 1.0 / math.sqrt(fan_in), size=shapes[name])
 
 
 def init_params(
     cfg: PredictorConfig = DEFAULT_CONFIG, native_dim: int | None = None, seed: int = DEFAULT_SEED
 ) -> dict[str, np.ndarray]:
-    """Fresh float64 weights: N(0, 1/sqrt(native_dim)) for down_proj, the identity for q_proj
-    and k_proj, N(0, 1/sqrt(d)) for the other matrices, identity layer-norm affines (gamma 1,
-    beta 0). Signet draws q_proj and k_proj at random too; as the identity, the attention term
-    of an untrained scorer is the similarity of context and memory in the projected space, so
-    a new user's first model starts from the pre-filter's own notion of relevance instead of
-    a random order."""
+    """Fresh float64 weights of a model that ranks by cosine(context, memory) until it learns.
+
+    The cosine weight is COSINE_WEIGHT_INIT; q_proj and gate_proj, the two weights through which
+    every other term reaches the logit (the attention q·k, and the gate over value, features,
+    project and bias), start at zero, so those terms contribute exactly 0 and grow from their
+    first gradients: learning adds to cosine instead of first unlearning a random ranking.
+    k_proj is the identity; down_proj, v_proj and the hash and project embeddings are drawn as
+    Signet draws them; our other terms are neutral (identity LN affines, zero query terms)."""
     shapes = param_shapes(cfg, native_dim)
     rng = np.random.default_rng(seed)
-    out: dict[str, np.ndarray] = {}
-    for name, shape in shapes.items():
-        if name.endswith("_gamma"):
-            out[name] = np.ones(shape, dtype=np.float64)
-        elif name.endswith("_beta") or name in QUERY_PARAMS:
-            out[name] = np.zeros(shape, dtype=np.float64)
-        elif name in ("q_proj", "k_proj"):
-            out[name] = np.eye(shape[0], shape[1], dtype=np.float64)
-        else:
-            fan_in = shapes["down_proj"][1] if name == "down_proj" else cfg.internal_dim
-            out[name] = rng.normal(0.0, 1.0 / math.sqrt(fan_in), size=shape)
-    return out
+    out = neutral_extensions(cfg)
+    for name in ("down_proj", "v_proj", "hash_embeddings", "project_embeddings"):
+        out[name] = _random_matrix(name, shapes, rng)
+    out["q_proj"] = np.zeros(shapes["q_proj"], dtype=np.float64)
+    out["k_proj"] = np.eye(*shapes["k_proj"], dtype=np.float64)
+    out["gate_proj"] = np.zeros(shapes["gate_proj"], dtype=np.float64)
+    out["cosine_weight"] = np.full(shapes["cosine_weight"], COSINE_WEIGHT_INIT, dtype=np.float64)
+    return {name: out[name] for name in shapes}
+
+
+def signet_init_params(
+    cfg: PredictorConfig = DEFAULT_CONFIG, native_dim: int | None = None, seed: int = DEFAULT_SEED
+) -> dict[str, np.ndarray]:
+    """Weights as Signet starts them: its seven matrices drawn at random (`_random_matrix`,
+    q_proj and k_proj too), our terms neutral. The forward pass is an untrained Signet
+    model's, and the weights can be written as SGPT (a fresh `init_params` model cannot)."""
+    shapes = param_shapes(cfg, native_dim)
+    rng = np.random.default_rng(seed)
+    out = neutral_extensions(cfg)
+    out.update({name: _random_matrix(name, shapes, rng) for name in SIGNET_PARAMS})
+    return {name: out[name] for name in shapes}
 
 
 def param_count(params: dict[str, np.ndarray]) -> int:
@@ -140,7 +174,8 @@ def layer_norm_is_identity(params: dict[str, np.ndarray]) -> bool:
 
 
 def neutral_extensions(cfg: PredictorConfig = DEFAULT_CONFIG) -> dict[str, np.ndarray]:
-    """Our parameters at their neutral values (identity LN, zero query terms)."""
+    """Our parameters at their neutral values (identity LN, zero query terms, zero cosine
+    weight): with them the model computes Signet's forward pass."""
     shapes = param_shapes(cfg)
     return {
         n: (np.ones if n.endswith("_gamma") else np.zeros)(shapes[n], dtype=np.float64)
@@ -149,8 +184,9 @@ def neutral_extensions(cfg: PredictorConfig = DEFAULT_CONFIG) -> dict[str, np.nd
 
 
 def extensions_are_neutral(params: dict[str, np.ndarray]) -> bool:
-    """True when the model computes Signet's forward pass: identity LN affines and zero query
-    terms (absent ones count as neutral)."""
+    """True when the model computes Signet's forward pass: identity LN affines, zero query
+    terms and a zero cosine weight (absent ones count as neutral)."""
     if not layer_norm_is_identity(params):
         return False
-    return all(not np.any(np.asarray(params[n])) for n in QUERY_PARAMS if n in params)
+    terms = QUERY_PARAMS + COSINE_PARAMS
+    return all(not np.any(np.asarray(params[n])) for n in terms if n in params)

@@ -8,13 +8,19 @@ embedding dim, d internal dim, V value dim, F extra features (DESIGN §6, refere
     q       = W_q (LN_emb(W_down context) + QProj[slot] + QTime·s)
               (the context uses the embedded path's LN; s = the 7 session-level features;
                QProj and QTime are ours, zero-initialised, absent in Signet)
-    logit_n = q·(W_k enc_n) / sqrt(d) + gate·[W_v enc_n, features_n, ProjEmb[slot], 1]
+    cos_n   = cosine(context, e_n) for candidates with an embedding, 0 on the text path
+              (and 0 when either vector is zero)
+    logit_n = w_cos·cos_n + q·(W_k enc_n) / sqrt(d) + gate·[W_v enc_n, features_n, ProjEmb[slot], 1]
+              (w_cos is ours, absent or 0 in Signet)
     scores  = softmax of the logits over the session's real candidates
 
 LN(x) = gamma · (x - mean(x)) / sqrt(var(x) + eps) + beta, population variance, eps =
 layer_norm_eps (1e-5, as Signet; Signet has no gamma/beta, i.e. gamma = 1, beta = 0).
 A text-path candidate without tokens has mean 0 and so encodes as LN(0) = beta_text (Signet: 0).
-Padding gets logit -inf and probability 0, and no gradient flows from it.
+Padding gets logit -inf and probability 0, and no gradient flows from it. The cosine term is
+computed exactly, in the embeddings' own space: a fresh model (`params.init_params`) has
+w_cos > 0 and every other term at 0, so it ranks by cosine(context, memory) until it learns; a
+text-path candidate's offset from it is the gate's weight of the `has_embedding` feature.
 
 The project-embedding and bias terms of the gate (and the gate weights of the session-level
 features) are the same for every candidate of a session, so they shift a session's logits
@@ -123,6 +129,7 @@ class _Cache:
     txt: _Text
     u: np.ndarray  # (d,) W_vᵀ·w_v
     enc: np.ndarray  # (B*N, d), zero at padding
+    cos: np.ndarray  # (B, N) cosine(context, embedding), zero on the text path and at padding
     features: np.ndarray  # (B, N, F)
     slot: np.ndarray  # (B,)
     proj_rows: np.ndarray  # (B, d) ProjEmb[slot]
@@ -310,6 +317,29 @@ def _encode_embedded(
     return _Embedded(idx, x, sel, xhat, rstd), y
 
 
+def _context_cosine(emb: _Embedded, ctx: np.ndarray, flat_mask: np.ndarray, n: int) -> np.ndarray:
+    """cosine(context, embedding) of the embedded real candidates as a (B, N) array, 0 for
+    every other slot and wherever either vector is zero (`prefilter.cosine_to`'s rule),
+    computed in the embedding rows' dtype, one matrix-vector product per session."""
+    out = np.zeros(flat_mask.size, dtype=ctx.dtype)
+    x = emb.x
+    # the flat slot of each row of x: the embedded candidates, or every real one when packed
+    slots = emb.idx if emb.sel is None else np.flatnonzero(flat_mask)
+    if slots.size:
+        c = ctx.astype(x.dtype, copy=False)
+        sess = slots // n
+        bounds = np.searchsorted(sess, np.arange(ctx.shape[0] + 1))  # slots are ascending
+        dots = np.empty(slots.size, dtype=x.dtype)
+        for b in np.flatnonzero(np.diff(bounds)).tolist():
+            dots[bounds[b] : bounds[b + 1]] = x[bounds[b] : bounds[b + 1]] @ c[b]
+        norms = np.sqrt(np.einsum("ij,ij->i", x, x)) * np.sqrt(np.einsum("ij,ij->i", c, c))[sess]
+        if emb.sel is not None:  # drop the rows of text-path candidates (never used)
+            slots, dots, norms = slots[emb.sel], dots[emb.sel], norms[emb.sel]
+        ok = norms > 0
+        out[slots[ok]] = dots[ok] / norms[ok]
+    return out.reshape(ctx.shape[0], n)
+
+
 def _encode_text(
     params: dict[str, np.ndarray],
     batch: Batch,
@@ -370,8 +400,12 @@ def forward(
     enc3 = enc.reshape(b, n, d)
     raw = np.matmul(enc3, a[:, :, None])[:, :, 0] + features @ w_feat
     raw += (proj_rows @ w_proj + bias)[:, None]
+    cos = np.zeros((b, n), dtype=dt)
+    if "cosine_weight" in params:
+        cos = _context_cosine(emb, ctx, flat_mask, n)
+        raw += params["cosine_weight"][0] * cos
     logits = np.where(mask, raw, -np.inf)
-    cache = _Cache(query, emb, txt, u, enc, features, slot, proj_rows)
+    cache = _Cache(query, emb, txt, u, enc, cos, features, slot, proj_rows)
     return Forward(logits=logits, probs=softmax_masked(raw, mask), mask=mask, cache=cache)
 
 
@@ -461,6 +495,8 @@ def backward(params: dict[str, np.ndarray], fwd: Forward, dlogits: np.ndarray) -
         grads["query_project"] = d_qp
     if "query_time" in params:
         grads["query_time"] = dq_in.T @ c.query.sess
+    if "cosine_weight" in params:
+        grads["cosine_weight"] = np.array([np.einsum("bn,bn->", dl, c.cos)])
     return grads
 
 

@@ -24,14 +24,22 @@ from signet_bench.model.checkpoint import (
     save_checkpoint,
     write_sgpt,
 )
-from signet_bench.model.params import SIGNET_PARAMS, init_params, param_shapes
+from signet_bench.model.params import (
+    COSINE_WEIGHT_INIT,
+    SIGNET_PARAMS,
+    init_params,
+    neutral_extensions,
+    param_shapes,
+    signet_init_params,
+)
 
 SMALL = DEFAULT_CONFIG.replace(internal_dim=8, value_dim=4, hash_buckets=64, project_slots=4)
 NATIVE = 16
 
 
 def small_params(seed: int = 0) -> dict[str, np.ndarray]:
-    return init_params(SMALL, NATIVE, seed=seed)
+    """Signet-compatible weights (our terms neutral), so they can be written as SGPT too."""
+    return signet_init_params(SMALL, NATIVE, seed=seed)
 
 
 def small_meta(**fields) -> CheckpointMeta:
@@ -86,6 +94,26 @@ def test_own_format_without_layer_norm_params_loads_identity(tmp_path):
     loaded, _ = load_checkpoint(path)
     assert list(loaded) == list(param_shapes(SMALL, NATIVE))
     assert np.all(loaded["ln_embedded_gamma"] == 1.0) and np.all(loaded["ln_text_beta"] == 0.0)
+
+
+def test_fresh_model_round_trips_with_its_cosine_weight(tmp_path):
+    params = init_params(SMALL, NATIVE)
+    assert params["cosine_weight"].tolist() == [COSINE_WEIGHT_INIT]
+    path = tmp_path / "m.sbm"
+    save_checkpoint(path, params, small_meta())
+    loaded, meta = load_checkpoint(path)
+    assert_same(loaded, params)
+    assert meta.format_version == ck.FORMAT_VERSION == 2
+
+
+def test_version_1_file_without_the_cosine_weight_reads_it_as_zero(tmp_path):
+    """A checkpoint written before the cosine term existed keeps its forward pass."""
+    path = tmp_path / "old.sbm"
+    write_zip(path, own_members(drop="cosine_weight"))
+    loaded, meta = load_checkpoint(path)
+    assert meta.format_version == 1
+    assert loaded["cosine_weight"].tolist() == [0.0]
+    assert list(loaded) == list(param_shapes(SMALL, NATIVE))
 
 
 def test_save_refuses_wrong_shapes_and_non_finite(tmp_path):
@@ -166,7 +194,7 @@ def own_members(meta_changes: dict | None = None, drop: str | None = None) -> di
 @pytest.mark.parametrize(
     ("meta_changes", "drop", "message"),
     [
-        ({"format_version": 2}, None, "newer signet-bench .format version 2"),
+        ({"format_version": 3}, None, "newer signet-bench .format version 3"),
         ({"format": "other"}, None, "not a signet-bench checkpoint"),
         ({"config": {"native_dim": 16}}, None, "config lacks internal_dim"),
         (None, "v_proj", "missing parameter 'v_proj'"),
@@ -269,7 +297,7 @@ def test_sgpt_written_by_hand_reads_with_identity_layer_norm(tmp_path):
 def test_sgpt_reads_older_extra_feature_count(tmp_path):
     # Early Signet builds used 12 extra features; the file's config decides the shapes.
     cfg = SMALL.replace(extra_features=12)
-    params = init_params(cfg, NATIVE)
+    params = signet_init_params(cfg, NATIVE)
     path = tmp_path / "model.bin"
     path.write_bytes(signet_bytes(params, 0, CheckpointMeta.from_config(cfg, NATIVE).dims))
     loaded, meta = read_sgpt(path)
@@ -278,7 +306,7 @@ def test_sgpt_reads_older_extra_feature_count(tmp_path):
 
 
 def test_sgpt_default_dims_size(tmp_path):
-    params = init_params(DEFAULT_CONFIG, 768)
+    params = signet_init_params(DEFAULT_CONFIG, 768)
     path = tmp_path / "model.bin"
     write_sgpt(path, params)
     size = path.stat().st_size
@@ -291,7 +319,7 @@ def test_sgpt_default_dims_size(tmp_path):
 
 
 def test_sgpt_truncated_in_hash_embeddings_names_the_parameter(tmp_path):
-    params = init_params(DEFAULT_CONFIG, 768)
+    params = signet_init_params(DEFAULT_CONFIG, 768)
     path = tmp_path / "model.bin"
     write_sgpt(path, params)
     data = path.read_bytes()
@@ -388,6 +416,26 @@ def test_write_sgpt_refuses_learned_layer_norm(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_write_sgpt_refuses_a_cosine_weight(tmp_path):
+    """A fresh model starts at cosine, which Signet's format cannot hold."""
+    with pytest.raises(CheckpointError, match="cosine weight are not zero"):
+        write_sgpt(tmp_path / "model.bin", init_params(SMALL, NATIVE))
+    params = small_params()
+    params["cosine_weight"] = np.array([0.25])
+    with pytest.raises(CheckpointError, match="SGPT has no place for them"):
+        write_sgpt(tmp_path / "model.bin", params)
+    assert os.listdir(tmp_path) == []
+
+
+def test_sgpt_import_has_every_term_of_ours_neutral(tmp_path):
+    path = tmp_path / "model.bin"
+    write_sgpt(path, small_params(seed=4))
+    loaded, _ = read_sgpt(path)
+    for name, value in neutral_extensions(SMALL).items():
+        assert np.array_equal(loaded[name], value), name
+    assert loaded["cosine_weight"].tolist() == [0.0]
+
+
 def test_write_sgpt_refuses_missing_or_inconsistent_params(tmp_path):
     params = small_params()
     del params["project_embeddings"]
@@ -465,7 +513,7 @@ def test_slot_refuses_a_model_of_another_native_dim(tmp_path):
     slot = ModelSlot(small_params(), small_meta(), native_dim=NATIVE)
     before = slot.current
     other = tmp_path / "other.bin"
-    write_sgpt(other, init_params(SMALL, 32))
+    write_sgpt(other, signet_init_params(SMALL, 32))
     with pytest.raises(CheckpointError, match="native_dim 32 does not match the serving dim 16"):
         slot.load(other)
     assert slot.current is before

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.model.checkpoint import read_sgpt, write_sgpt
 from signet_bench.model.loss import (
     is_low_signal,
     label_spread,
@@ -14,7 +15,13 @@ from signet_bench.model.loss import (
     temperatures,
 )
 from signet_bench.model.optim import SparseRows, densify
-from signet_bench.model.params import EXTENSION_PARAMS, SIGNET_PARAMS, init_params
+from signet_bench.model.params import (
+    COSINE_WEIGHT_INIT,
+    EXTENSION_PARAMS,
+    SIGNET_PARAMS,
+    init_params,
+    neutral_extensions,
+)
 from signet_bench.model.scorer import (
     Batch,
     backward,
@@ -23,6 +30,7 @@ from signet_bench.model.scorer import (
     loss_and_grads,
     score_session,
 )
+from signet_bench.ranking.prefilter import cosine_to
 
 NATIVE, D, V, F, BUCKETS, SLOTS = 12, 8, 4, 17, 50, 6
 CFG = DEFAULT_CONFIG.replace(
@@ -48,6 +56,7 @@ def small_params(seed: int = 0) -> dict[str, np.ndarray]:
         "ln_text_beta": 0.3 * rng.normal(size=D),
         "query_project": 0.5 * rng.normal(size=(SLOTS, D)),
         "query_time": 0.5 * rng.normal(size=(D, 7)),
+        "cosine_weight": np.array([0.8]),
     }
 
 
@@ -404,16 +413,110 @@ def test_batch_temperature_overrides_the_rule():
     assert loss_and_grads(params, batch, CFG)[0] == pytest.approx(expected, rel=1e-12)
 
 
-def test_neutral_query_terms_compute_signets_forward_pass():
-    """Zero query terms (our extension's initial value) give exactly the scores without them."""
+def test_neutral_query_and_cosine_terms_compute_signets_forward_pass():
+    """Zero query terms and cosine weight (their neutral values) give exactly the scores
+    without them."""
     params = small_params()
     params["query_project"][:] = 0.0
     params["query_time"][:] = 0.0
-    signet = {k: v for k, v in params.items() if not k.startswith("query_")}
+    params["cosine_weight"][:] = 0.0
+    ours = ("query_project", "query_time", "cosine_weight")
+    signet = {k: v for k, v in params.items() if k not in ours}
     batch = make_batch()
     np.testing.assert_array_equal(
         forward(params, batch, CFG).probs, forward(signet, batch, CFG).probs
     )
+
+
+def signet_reference_logits(params: dict, s: dict, b: int) -> np.ndarray:
+    """Session b's logits by Signet's formula (reference §4), candidate by candidate in plain
+    numpy: LN without affine, attention over W_down'd context and candidate, gate."""
+
+    def ln(x):
+        return (x - x.mean()) / np.sqrt(x.var() + DEFAULT_CONFIG.layer_norm_eps)
+
+    q = params["q_proj"] @ ln(params["down_proj"] @ s["contexts"][b])
+    out = []
+    for j, has in enumerate(s["has_embs"][b]):
+        toks = s["token_lists"][b][j]
+        if has:
+            enc = ln(params["down_proj"] @ s["cand_embs"][b][j])
+        elif toks is not None and len(toks):
+            enc = ln(params["hash_embeddings"][np.asarray(toks)].mean(axis=0))
+        else:
+            enc = np.zeros(D)
+        gate_in = np.concatenate(
+            [
+                params["v_proj"] @ enc,
+                s["features"][b][j],
+                params["project_embeddings"][s["project_slots"][b]],
+                [1.0],
+            ]
+        )
+        attention = q @ (params["k_proj"] @ enc) / np.sqrt(D)
+        out.append(attention + params["gate_proj"][0] @ gate_in)
+    return np.array(out)
+
+
+def test_sgpt_import_computes_signets_forward_pass(tmp_path):
+    """Signet's seven matrices written as SGPT and read back (our terms neutral, the cosine
+    weight 0) score every session exactly as Signet's own formula does."""
+    params = small_params()
+    signet = {k: params[k] for k in SIGNET_PARAMS}
+    path = tmp_path / "model.bin"
+    write_sgpt(path, signet | neutral_extensions(CFG))
+    imported, _ = read_sgpt(path)
+    assert imported["cosine_weight"].tolist() == [0.0]
+    s = sessions()
+    logits = forward(imported, batch_from_sessions(**s), CFG).logits
+    for b in range(3):
+        ref = signet_reference_logits(signet, s, b)
+        np.testing.assert_allclose(logits[b, : ref.size], ref, rtol=1e-10, atol=1e-12)
+
+
+def test_cosine_term_is_the_exact_cosine_of_context_and_embedding():
+    """The logit moves by w_cos · cosine(context, e) on the embedded path and not at all on
+    the text path, whatever the other weights."""
+    params, s = small_params(), sessions()
+    batch = batch_from_sessions(**s)
+    with_cos = forward(params, batch, CFG).logits
+    without = forward({**params, "cosine_weight": np.array([0.0])}, batch, CFG).logits
+    for b in range(3):
+        n = len(s["has_embs"][b])
+        has = s["has_embs"][b]
+        expected = np.zeros(n)
+        expected[has] = 0.8 * cosine_to(s["contexts"][b], s["cand_embs"][b][has])
+        np.testing.assert_allclose(with_cos[b, :n] - without[b, :n], expected, atol=1e-12)
+
+
+def test_cosine_of_a_zero_vector_is_zero():
+    params = {**small_params(), "gate_proj": np.zeros((1, V + F + D + 1))}
+    params["q_proj"] = np.zeros((D, D))  # only the cosine term is left
+    emb = np.zeros((3, NATIVE))
+    emb[1, 0] = 2.0
+    one = batch_from_sessions(
+        [np.eye(NATIVE)[0]], [emb], [np.array([True, True, False])], [[None, None, [1]]],
+        [np.zeros((3, F))], [0],
+    )  # fmt: skip
+    np.testing.assert_allclose(forward(params, one, CFG).logits[0], [0.0, 0.8, 0.0], atol=1e-15)
+    zero_ctx = batch_from_sessions(
+        [np.zeros(NATIVE)], [emb], [np.array([True, True, False])], [[None, None, [1]]],
+        [np.zeros((3, F))], [0],
+    )  # fmt: skip
+    np.testing.assert_array_equal(forward(params, zero_ctx, CFG).logits[0], np.zeros(3))
+
+
+def test_untrained_model_scores_are_the_softmax_of_the_cosines():
+    """A fresh model (`init_params`) computes softmax(COSINE_WEIGHT_INIT · cosine) exactly."""
+    params = init_params(CFG, NATIVE)
+    s = sessions()
+    probs = forward(params, batch_from_sessions(**s), CFG).probs
+    for b in range(3):
+        has = s["has_embs"][b]
+        cos = np.zeros(has.size)
+        cos[has] = cosine_to(s["contexts"][b], s["cand_embs"][b][has])
+        z = np.exp(COSINE_WEIGHT_INIT * cos - (COSINE_WEIGHT_INIT * cos).max())
+        np.testing.assert_allclose(probs[b, : has.size], z / z.sum(), rtol=1e-12)
 
 
 def test_project_and_session_time_can_change_the_ranking():

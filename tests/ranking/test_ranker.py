@@ -25,7 +25,15 @@ from signet_bench.ranking.ranker import (
 )
 from signet_bench.samples import SessionSample
 from signet_bench.train import to_batch
-from tests.ranking.ranker_contract import DIM, START, RankerContract, build_corpus, session
+from tests.ranking.ranker_contract import (
+    DIM,
+    MULTI,
+    START,
+    RankerContract,
+    build_corpus,
+    session,
+    store_session,
+)
 
 CFG = DEFAULT_CONFIG.replace(internal_dim=8, value_dim=4)
 TRAIN_SESSIONS = ("mixed", "text_only", "embedded_only", "duplicates")
@@ -149,6 +157,26 @@ def test_model_scores_are_a_distribution_that_is_not_flat(params) -> None:
     assert (scores > 0).all()
     assert scores.sum() == pytest.approx(1.0, abs=1e-12)
     assert scores.max() - scores.min() > 1e-3  # the contract tests see a real ranking
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_untrained_model_ranks_as_cosine(seed: int) -> None:
+    """A fresh model is cosine(context, memory) until it learns: the same order as
+    `CosineRanker` on every contract session (text-path candidates and the zero vector at
+    cosine 0, ties by memory id), whatever the random draws of its other weights."""
+    model = ModelRanker(init_params(CFG, DIM, seed=seed), CFG)
+    for name in MULTI:
+        inputs = session(name, seed)
+        assert (
+            ranking_order(model, inputs).tolist() == ranking_order(CosineRanker(), inputs).tolist()
+        ), name
+
+
+def test_untrained_model_ranks_a_store_session_as_cosine(tmp_path) -> None:
+    inputs = store_session(tmp_path / "memories.db", seed=3)
+    assert (~inputs.has_embedding).any()
+    model = ModelRanker(init_params(CFG, DIM), CFG)
+    assert ranking_order(model, inputs).tolist() == ranking_order(CosineRanker(), inputs).tolist()
 
 
 def test_model_scores_equal_the_trainers_batched_forward() -> None:

@@ -16,7 +16,7 @@ from signet_bench.model.checkpoint import (
     save_checkpoint,
     write_sgpt,
 )
-from signet_bench.model.params import SIGNET_PARAMS, init_params, param_shapes
+from signet_bench.model.params import SIGNET_PARAMS, init_params, param_shapes, signet_init_params
 from tests.serving.conftest import DIM, request, scores_of
 
 SIGNET_STATUS = {
@@ -53,7 +53,7 @@ def test_scores_are_the_in_process_scores(sidecar, golden_onnx):
 
 
 def test_signets_own_flags_with_an_sgpt_checkpoint(sidecar, tmp_path):
-    params = init_params()
+    params = signet_init_params()
     write_sgpt(tmp_path / "model.bin", params)
     s = sidecar("--native-dim", str(DIM), "--checkpoint", str(tmp_path / "model.bin"))
     status = s.call("status")["result"]

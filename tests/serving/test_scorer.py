@@ -11,7 +11,7 @@ from serving import Scorer, ScoreResult
 from serving.scorer import ParamError, parse_score_params
 from signet_bench.export import export_model
 from signet_bench.model.checkpoint import CheckpointMeta, save_checkpoint, write_sgpt
-from signet_bench.model.params import SIGNET_PARAMS, init_params
+from signet_bench.model.params import SIGNET_PARAMS, signet_init_params
 from tests.serving.conftest import DIM, generator, numpy_scores, request
 
 
@@ -66,7 +66,7 @@ def test_one_intra_op_thread_by_default(golden):
 @pytest.mark.parametrize("fmt", ["sgpt", "signet-bench"])
 def test_checkpoints_are_converted_at_load(tmp_path, fmt):
     rng = np.random.default_rng(3)
-    params = init_params()
+    params = signet_init_params()  # SGPT holds Signet's parameters only
     for name in SIGNET_PARAMS:
         params[name] = params[name] + rng.normal(0, 0.05, params[name].shape)
     path = tmp_path / ("model.bin" if fmt == "sgpt" else "model.sbm")
