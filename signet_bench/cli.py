@@ -179,9 +179,9 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--persona", default="heavy")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
-        "--personas", default=None, help="quality: several personas, e.g. heavy,drifting"
+        "--personas", type=_names, default=None, help="quality: several, e.g. heavy,drifting"
     )
-    p.add_argument("--seeds", default=None, help="quality: several seeds, e.g. 11,12,13 (pooled)")
+    p.add_argument("--seeds", type=_ints, default=None, help="quality: several, e.g. 11,12,13")
     p.add_argument("--embedder", default="topic", choices=["topic", "wordllama"])
     p.add_argument(
         "--ablations", action=argparse.BooleanOptionalAction, default=True, help="quality"

@@ -159,3 +159,16 @@ def test_simulate_bad_session_counts(capsys, synth_store: Path):
         ["simulate", "--db", str(synth_store), "--sessions", "31"],
         "session plan has 30 sessions",
     )
+
+
+def test_bench_quality_takes_lists_of_personas_and_seeds(capsys):
+    """Check --personas and --seeds parse into lists, and a bad seed list is a usage error."""
+    from signet_bench.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["bench", "quality", "--personas", "heavy, drifting", "--seeds", "11,12,13"]
+    )
+    assert args.personas == ["heavy", "drifting"] and args.seeds == [11, 12, 13]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["bench", "quality", "--seeds", "11,x"])
+    assert "whole numbers" in capsys.readouterr().err
