@@ -316,9 +316,11 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+_EXPORT_HELP = "export a model to ONNX (or convert between .onnx, .sbm and Signet's .bin)"
+
+
 def _add_export(sub: argparse._SubParsersAction) -> None:
-    help_text = "export a model to ONNX (or convert between .onnx, .sbm and Signet's .bin)"
-    p = _command(sub, "export", _cmd_export, help_text)
+    p = _command(sub, "export", _cmd_export, _EXPORT_HELP)
     p.add_argument("--model", required=True, help="model.sbm or its folder, model.bin, or .onnx")
     p.add_argument("--out", required=True, help=".onnx: graph; .bin: SGPT; else own checkpoint")
     p.add_argument("--flags", type=int, default=0, help="SGPT flag bits (1 base, 2 fine-tuned)")
@@ -339,7 +341,9 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
 def _add_demo(sub: argparse._SubParsersAction) -> None:
     p = _command(sub, "demo", _cmd_demo, "build the demo store, run the loop on it and summarise")
     p.add_argument("--out", default=None, help="where to keep the demo store (default: ./out)")
-    p.add_argument("--sessions", type=int, default=120)
+    p.add_argument(
+        "--sessions", type=int, default=None, help="the plan's length on the first run (300)"
+    )
 
 
 def _cmd_locomo(args: argparse.Namespace) -> int:

@@ -52,7 +52,7 @@ from signet_bench.embed import Embedder
 from signet_bench.errors import UserError
 from signet_bench.ranking.baseline import age_days, effective_score, rank_order
 from signet_bench.store.content import content_hash, storage_content
-from signet_bench.store.schema import connect_writer, create_store
+from signet_bench.store.schema import new_store
 from signet_bench.store.write import (
     CandidateRow,
     insert_embeddings,
@@ -107,6 +107,7 @@ _DIA_ID = re.compile(r"^D(\d+):(\d+)$")
 _SEPARATORS = re.compile(r"[;,\s]+")
 _AUDIT_ID = re.compile(r"^locomo_(\d+)_qa(\d+)$")
 _KIND_IMPORTANCE = {"observation": 0.5, "summary": 0.4, "turn": 0.3}
+_SHORT_TURN = 25  # characters: a shorter dialog turn carries too little to be a memory
 _DECISION = re.compile(
     r"\b(decided|decides|plans?|planning|planned|going to|will|intends?|wants? to|goal)\b",
     re.IGNORECASE,
@@ -114,7 +115,6 @@ _DECISION = re.compile(
 _PREFERENCE = re.compile(
     r"\b(loves?|likes?|enjoys?|prefers?|favou?rite|hates?|dislikes?)\b", re.IGNORECASE
 )
-_SHORT_TURN = 25
 
 
 @dataclass(frozen=True, slots=True)
@@ -524,30 +524,19 @@ def write_conversation_store(
     """A new store at `path` (never overwritten) holding the memories with their embeddings
     and the queries as recorded sessions."""
     p = Path(path)
-    try:
-        create_store(p, now=conv.asked_at)
-    except FileExistsError:
-        raise UserError(f"{p}: already exists; refusing to overwrite a store") from None
+    if p.exists():
+        raise UserError(f"{p}: already exists; refusing to overwrite a store")
     vectors = embedder.embed([m.content for m in memories])
     qvec = embedder.embed([q.question for q in queries])
-    con = connect_writer(p)
-    try:
-        with transaction(con):
-            for ddl in _LOCOMO_DDL:
-                con.execute(ddl)
-            meta = {"sample_id": conv.sample_id, "embedder": embedder.name,
-                    "embedding_dim": str(embedder.dim), "asked_at": format_iso(conv.asked_at)}  # fmt: skip
-            con.executemany("INSERT OR REPLACE INTO locomo_meta VALUES (?, ?)", meta.items())
-            insert_memories(con, _memory_rows(memories))
-            insert_embeddings(con, [m.id for m in memories], vectors, embedder.name)
-            _write_queries(con, conv, queries, qvec, memories)
-        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    except BaseException:
-        con.close()
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{p}{suffix}").unlink(missing_ok=True)
-        raise
-    con.close()
+    with new_store(p, now=conv.asked_at) as con, transaction(con):
+        for ddl in _LOCOMO_DDL:
+            con.execute(ddl)
+        meta = {"sample_id": conv.sample_id, "embedder": embedder.name,
+                "embedding_dim": str(embedder.dim), "asked_at": format_iso(conv.asked_at)}  # fmt: skip
+        con.executemany("INSERT OR REPLACE INTO locomo_meta VALUES (?, ?)", meta.items())
+        insert_memories(con, _memory_rows(memories))
+        insert_embeddings(con, [m.id for m in memories], vectors, embedder.name)
+        _write_queries(con, conv, queries, qvec, memories)
     return p
 
 

@@ -165,6 +165,11 @@ class _Judged:
     novel_context_count: int
     end: datetime
 
+    @property
+    def compared_at(self) -> datetime:
+        """When the summary worker compares the session (and a training it triggers starts)."""
+        return self.end + timedelta(minutes=2)
+
 
 def model_dir(store: Path) -> Path:
     """Where the simulated daemon keeps its accepted model and workbench (beside the store)."""
@@ -425,7 +430,7 @@ class Simulator:
         report.sessions_run += 1
         report.exploration_rows += int(res.explored_id is not None)
         if due:  # on the committed store, as the daemon's trainer reads it
-            self._train(report, judged.end)
+            self._train(report, judged.compared_at)
 
     def _record(
         self,
@@ -611,7 +616,7 @@ class Simulator:
         )
         comp = compare_session(inp, alpha=alpha, success_rate=self.state.success_rate, cfg=cfg)
         row = comp.to_row()
-        row["created_at"] = format_iso(judged.end + timedelta(minutes=2))
+        row["created_at"] = format_iso(judged.compared_at)
         w.insert_comparison(self.con, plan.session_key, row)
         report.comparisons += 1
         self.state = on_session_labelled(self.state, trainable=trainable).state
@@ -637,6 +642,7 @@ class Simulator:
                 report.trainings_accepted += int(accepted)
                 self.state = on_training(self.state, accepted).state
             if log:
+                log.setdefault("created_at", format_iso(at))  # the session's simulated time
                 w.insert_training_log(
                     self.con, log.pop("id"), model_version=self.state.model_version, **log
                 )

@@ -182,12 +182,12 @@ def _step(params: dict[str, np.ndarray], opt: Adam, batch, cfg: PredictorConfig)
 def train_base(
     paths: Sequence[str | Path],
     *,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    learning_rate: float = BASE_LEARNING_RATE,
     epochs: int = 3,
     batch_sessions: int = 64,
     chunk_rows: int = 65_536,
     seed: int = 0,
-    cfg: PredictorConfig = DEFAULT_CONFIG,
-    learning_rate: float = BASE_LEARNING_RATE,
 ) -> BaseModel:
     """Train the base scorer on pair exports, streamed (files in a seeded random order each
     epoch, sessions in batches of `batch_sessions`); starts from similarity weight 1."""

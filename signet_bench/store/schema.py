@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +22,7 @@ __all__ = [
     "TABLES_DDL",
     "connect_writer",
     "create_store",
+    "new_store",
 ]
 
 SCHEMA_VERSION = 30
@@ -411,3 +414,27 @@ def create_store(path: str | Path, *, now: datetime | None = None) -> Path:
         raise
     con.close()
     return p
+
+
+@contextmanager
+def new_store(path: str | Path, *, now: datetime | None = None) -> Iterator[sqlite3.Connection]:
+    """A new store at `path` and its writer connection: the caller fills it; on success the
+    WAL is checkpointed into the file, on any failure the half-written store is removed, so a
+    failed build leaves nothing behind. An existing file is refused, never overwritten."""
+    from signet_bench.errors import UserError
+
+    p = Path(path)
+    try:
+        create_store(p, now=now)
+    except FileExistsError:
+        raise UserError(f"{p}: already exists; refusing to overwrite a store") from None
+    con = connect_writer(p)
+    try:
+        yield con
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except BaseException:
+        con.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{p}{suffix}").unlink(missing_ok=True)
+        raise
+    con.close()

@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 from signet_bench.embed import Embedder, get_embedder
 from signet_bench.errors import UserError
-from signet_bench.store.schema import connect_writer, create_store
+from signet_bench.store.schema import new_store
 from signet_bench.store.write import (
     insert_embeddings,
     insert_memories,
@@ -613,25 +613,12 @@ def build_persona_store(
         embedded = [s for s in plan.specs if s.id not in plan.no_embedding]
         vectors = emb.embed([s.final_content for s in embedded])
         bar.update()
-        try:
-            create_store(path, now=plan.now)
-        except FileExistsError as exc:
-            raise UserError(f"{path}: already exists; refusing to overwrite a store") from exc
-        con = connect_writer(path)
-        try:
-            with transaction(con):
-                insert_memories(con, _memory_rows(plan))
-                bar.update()
-                _apply(con, plan, {s.id: s for s in plan.specs})
-                bar.update()
-                n_embedded = insert_embeddings(con, [s.id for s in embedded], vectors, emb.name)
-                save_truth(con, plan.persona, plan.truth(), _meta(plan, emb))
-                bar.update()
-            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        except BaseException:
-            con.close()
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{path}{suffix}").unlink(missing_ok=True)
-            raise
-        con.close()
+        with new_store(path, now=plan.now) as con, transaction(con):
+            insert_memories(con, _memory_rows(plan))
+            bar.update()
+            _apply(con, plan, {s.id: s for s in plan.specs})
+            bar.update()
+            n_embedded = insert_embeddings(con, [s.id for s in embedded], vectors, emb.name)
+            save_truth(con, plan.persona, plan.truth(), _meta(plan, emb))
+            bar.update()
     return _summary(plan, path, emb, n_embedded)

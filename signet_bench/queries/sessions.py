@@ -1,0 +1,235 @@
+"""One row per session, and what the dashboard derives from those rows: outcomes, filters, the
+success-rate line, drift resets, per-project and per-entity slices, recent sessions.
+
+`session_frame` reads the store through DuckDB in one query: `session_memories` is aggregated
+from the raw attached table, reading only the five columns the panels need and parsing
+timestamps per session, not per row (a year of heavy use, 1.5M rows, takes about half a
+second), joined with the judge's `session_scores` and each session's `predictor_comparisons`
+row. Everything else here is a pure function
+of that frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+
+import duckdb
+import polars as pl
+
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.queries.source import store_has
+from signet_bench.store.duck import ts_expr
+
+__all__ = [
+    "NO_PROJECT",
+    "OUTCOMES",
+    "drift_resets",
+    "entity_slices",
+    "filter_sessions",
+    "project_slices",
+    "projects_of",
+    "recent_sessions",
+    "session_frame",
+]
+
+NO_PROJECT = "(no project)"
+OUTCOMES = ("predictor won", "baseline won", "tie", "not scored", "no comparison")
+
+_COMPARISONS = """
+    SELECT session_key, project AS cmp_project, predictor_ndcg::DOUBLE AS predictor_ndcg,
+           baseline_ndcg::DOUBLE AS baseline_ndcg, predictor_won::BIGINT <> 0 AS predictor_won,
+           margin::DOUBLE AS margin, alpha::DOUBLE AS alpha,
+           ema_updated::BIGINT <> 0 AS ema_updated, scorer_confidence::DOUBLE AS scorer_confidence,
+           success_rate::DOUBLE AS success_rate, focal_entity_name,
+           fts_overlap_score::DOUBLE AS fts_overlap_score, created_at AS compared_text
+    FROM store.predictor_comparisons
+    QUALIFY row_number() OVER (PARTITION BY session_key ORDER BY created_at DESC, id DESC) = 1
+"""
+_NO_COMPARISONS = """
+    SELECT NULL::VARCHAR AS session_key, NULL::VARCHAR AS cmp_project,
+           NULL::DOUBLE AS predictor_ndcg, NULL::DOUBLE AS baseline_ndcg,
+           NULL::BOOLEAN AS predictor_won, NULL::DOUBLE AS margin, NULL::DOUBLE AS alpha,
+           NULL::BOOLEAN AS ema_updated, NULL::DOUBLE AS scorer_confidence,
+           NULL::DOUBLE AS success_rate, NULL::VARCHAR AS focal_entity_name,
+           NULL::DOUBLE AS fts_overlap_score, NULL::VARCHAR AS compared_text
+    WHERE false
+"""
+
+_SESSIONS_SQL = """
+WITH sm AS (
+    SELECT session_key,
+           MIN(created_at) AS started_text,
+           COUNT(*) FILTER (WHERE source IS DISTINCT FROM 'fts_only') AS candidates,
+           COUNT(*) FILTER (WHERE was_injected::BIGINT <> 0) AS injected,
+           COUNT(predictor_score) AS predictor_scored
+    FROM store.session_memories
+    GROUP BY session_key
+),
+sc AS (
+    SELECT session_key, project, score::DOUBLE AS score, confidence::DOUBLE AS confidence,
+           created_at AS scored_text
+    FROM store.session_scores
+    QUALIFY row_number() OVER (PARTITION BY session_key ORDER BY created_at DESC, id DESC) = 1
+),
+pc AS ({comparisons}),
+joined AS (
+    SELECT * FROM sm FULL OUTER JOIN sc USING (session_key) LEFT JOIN pc USING (session_key)
+)
+SELECT session_key,
+       COALESCE({started}, {scored}) AS started_at,
+       {scored} AS ended_at,
+       {compared} AS compared_at,
+       COALESCE(cmp_project, project) AS project,
+       COALESCE(candidates, 0) AS candidates, COALESCE(injected, 0) AS injected,
+       COALESCE(predictor_scored, 0) AS predictor_scored,
+       score, confidence, predictor_ndcg, baseline_ndcg, predictor_won, margin, alpha,
+       ema_updated, scorer_confidence, success_rate, focal_entity_name, fts_overlap_score
+FROM joined
+"""
+
+
+def _outcome() -> pl.Expr:
+    return (
+        pl.when(pl.col("predictor_ndcg").is_null())
+        .then(pl.lit("no comparison"))
+        .when(pl.col("predictor_scored") == 0)
+        .then(pl.lit("not scored"))
+        .when(pl.col("predictor_won"))
+        .then(pl.lit("predictor won"))
+        .when(pl.col("margin") < 0)
+        .then(pl.lit("baseline won"))
+        .otherwise(pl.lit("tie"))
+    )
+
+
+def session_frame(
+    con: duckdb.DuckDBPyConnection, cfg: PredictorConfig = DEFAULT_CONFIG
+) -> pl.DataFrame:
+    """Every session of the store, in the order the daemon judged them (comparison time, else
+    start): `n` (1-based), key, start/end/comparison times (UTC), project, candidate counts,
+    the judge's score and confidence, the comparison's columns, `outcome` (one of OUTCOMES),
+    `counted` (the session updated the success-rate EMA) and `low_confidence` (the judge's
+    confidence below the gate)."""
+    comparisons = _COMPARISONS if store_has(con, "predictor_comparisons") else _NO_COMPARISONS
+    sql = _SESSIONS_SQL.format(
+        comparisons=comparisons,
+        started=ts_expr("started_text"),
+        scored=ts_expr("scored_text"),
+        compared=ts_expr("compared_text"),
+    )
+    frame = con.sql(sql).pl()
+    utc = [pl.col(c).dt.replace_time_zone("UTC") for c in ("started_at", "ended_at", "compared_at")]
+    return (
+        frame.with_columns(*utc)
+        .with_columns(
+            pl.col("project").fill_null(NO_PROJECT),
+            _outcome().alias("outcome"),
+            pl.col("ema_updated").fill_null(False).alias("counted"),
+            (pl.col("confidence").fill_null(0.0) < cfg.min_scorer_confidence).alias(
+                "low_confidence"
+            ),
+            pl.coalesce("compared_at", "ended_at", "started_at").alias("order_at"),
+        )
+        .sort("order_at", "session_key", nulls_last=True)
+        .with_row_index("n", offset=1)
+        .drop("order_at")
+    )
+
+
+def projects_of(sessions: pl.DataFrame) -> list[str]:
+    """The projects in the frame, most sessions first."""
+    if sessions.height == 0:
+        return []
+    counts = sessions.group_by("project").len().sort(["len", "project"], descending=[True, False])
+    return counts["project"].to_list()
+
+
+def filter_sessions(
+    sessions: pl.DataFrame,
+    projects: Sequence[str] | None = None,
+    since: date | None = None,
+    until: date | None = None,
+) -> pl.DataFrame:
+    """The sessions of the chosen projects (None or empty: all) started within [since, until]
+    (UTC dates, inclusive; None: open)."""
+    out = sessions
+    if projects:
+        out = out.filter(pl.col("project").is_in(list(projects)))
+    day = pl.col("started_at").dt.date()
+    if since is not None:
+        out = out.filter(day >= since)
+    if until is not None:
+        out = out.filter(day <= until)
+    return out
+
+
+def drift_resets(sessions: pl.DataFrame, cfg: PredictorConfig = DEFAULT_CONFIG) -> pl.DataFrame:
+    """The sessions after which a drift reset happened: the success rate recorded with the next
+    comparison rose by more than one EMA step can raise it (at most `ema_alpha · (1 − rate)`),
+    which only a reset to `initial_success_rate` does. Columns: n, session_key, compared_at,
+    project, success_rate (before the reset), reset_to."""
+    cmp = sessions.filter(pl.col("success_rate").is_not_null()).sort("n")
+    nxt = pl.col("success_rate").shift(-1)
+    rise = nxt - pl.col("success_rate")
+    limit = cfg.ema_alpha * (1.0 - pl.col("success_rate")) + 1e-9
+    return (
+        cmp.with_columns(nxt.alias("reset_to"))
+        .filter(pl.col("reset_to").is_not_null() & (rise > limit))
+        .select("n", "session_key", "compared_at", "project", "success_rate", "reset_to")
+    )
+
+
+def _slices(sessions: pl.DataFrame, by: str) -> pl.DataFrame:
+    counted = pl.col("counted")
+    return (
+        sessions.group_by(by)
+        .agg(
+            pl.len().alias("sessions"),
+            counted.sum().alias("counted"),
+            (pl.col("predictor_won") & counted).sum().alias("wins"),
+            pl.col("margin").filter(counted).mean().alias("mean_margin"),
+            pl.col("predictor_ndcg").filter(counted).mean().alias("predictor_ndcg"),
+            pl.col("baseline_ndcg").filter(counted).mean().alias("baseline_ndcg"),
+        )
+        .with_columns(
+            pl.when(pl.col("counted") > 0)
+            .then(pl.col("wins") / pl.col("counted"))
+            .otherwise(None)
+            .alias("win_rate")
+        )
+        .sort(["sessions", by], descending=[True, False])
+    )
+
+
+def project_slices(sessions: pl.DataFrame) -> pl.DataFrame:
+    """Per project: sessions, sessions that counted (EMA-updated), wins, win rate, mean margin
+    and mean NDCG@10 of both rankers over the counted sessions; most sessions first."""
+    return _slices(sessions, "project")
+
+
+def entity_slices(sessions: pl.DataFrame) -> pl.DataFrame:
+    """The same per focal entity (sessions whose comparison names one); empty without any."""
+    named = sessions.filter(pl.col("focal_entity_name").is_not_null())
+    return _slices(named, "focal_entity_name").rename({"focal_entity_name": "entity"})
+
+
+def recent_sessions(
+    sessions: pl.DataFrame, n: int = 15, cfg: PredictorConfig = DEFAULT_CONFIG
+) -> pl.DataFrame:
+    """The latest `n` sessions with the judge's continuity score and confidence, and whether
+    the confidence passed the gate (cold start's view of the data flowing in)."""
+    return (
+        sessions.sort("n", descending=True)
+        .head(n)
+        .select(
+            "n",
+            "started_at",
+            "project",
+            "score",
+            "confidence",
+            (pl.col("confidence") >= cfg.min_scorer_confidence).alias("passes_gate"),
+            "injected",
+            "outcome",
+        )
+    )

@@ -1,0 +1,17 @@
+"""Fixtures: the shared small demo and young store (tests/queries/stores.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.queries.stores import small_demo, young_store
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory):
+    return small_demo(tmp_path_factory.getbasetemp() / "shared-demo")
+
+
+@pytest.fixture(scope="session")
+def young(tmp_path_factory):
+    return young_store(tmp_path_factory.getbasetemp() / "shared-young")

@@ -1,0 +1,183 @@
+"""The served app in a real browser: Debian's chromium driven by Playwright (launched by path,
+never downloaded) against `marimo run` started with a token password.
+
+Screenshots are saved under `out/screenshots/` (a test artifact, ignored by git)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from signet_bench.app import notebook_path
+from signet_bench.queries.calibration import read_labels
+
+CHROMIUM = next(
+    (p for p in ("/usr/lib/chromium/chromium", "/usr/bin/chromium") if Path(p).exists()), None
+)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+sync_api = pytest.importorskip("playwright.sync_api")
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "out" / "screenshots"
+TOKEN = "browser-test-token"
+INTERNAL_ERROR = "An internal error occurred"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _our_tracebacks(server_output: str) -> list[str]:
+    """Tracebacks in the server's output that pass through the project's code (a failing cell).
+    marimo also logs its own races, e.g. a chart's data file requested after a re-run
+    replaced it (`virtual_file.py`); those are not ours."""
+    blocks = server_output.split("Traceback (most recent call last):")[1:]
+    return [b for b in blocks if "signet_bench" in b or "/notebooks/" in b]
+
+
+@contextmanager
+def _served(notebook: str, *args: str) -> Iterator[str]:
+    """`marimo run` on the notebook with a token password; yields the base URL once healthy."""
+    port = _free_port()
+    cmd = [
+        sys.executable, "-m", "marimo", "run", str(notebook_path(notebook)), "--headless",
+        "--host", "127.0.0.1", "--port", str(port), "--token", "--token-password", TOKEN,
+        "--", *args,
+    ]  # fmt: skip
+    server = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/health", timeout=2)
+                break
+            except (urllib.error.URLError, ConnectionError) as exc:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"marimo run did not start: {server.stdout.read()}") from exc
+                time.sleep(0.2)
+        yield url
+    finally:
+        server.terminate()
+        output = server.communicate(timeout=30)[0]
+        assert not _our_tracebacks(output), output[-3000:]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True)
+        yield b
+        b.close()
+
+
+def _open(browser, url: str):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{url}/?access_token={TOKEN}")
+    return page
+
+
+def _wait_for_charts(page, n: int, timeout_s: float = 60) -> None:
+    """Until at least `n` Altair charts are drawn (a canvas each)."""
+    deadline = time.monotonic() + timeout_s
+    charts = page.locator(".vega-embed canvas")
+    while charts.count() < n:
+        assert time.monotonic() < deadline, f"only {charts.count()} of {n} charts drawn"
+        page.wait_for_timeout(100)
+
+
+def _screenshot(page, name: str) -> Path:
+    """A full-page screenshot (the app scrolls inside #App: grow the viewport to it first)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    height = page.evaluate("document.querySelector('#App')?.scrollHeight || 2000")
+    page.set_viewport_size({"width": 1400, "height": int(height) + 40})
+    page.wait_for_timeout(500)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def test_the_app_needs_the_token(demo):
+    with _served("dashboard", "--db", str(demo.store)) as url:
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(f"{url}/api/status", timeout=5)
+        assert err.value.code == 401
+        page = urllib.request.urlopen(f"{url}/", timeout=5).read().decode()
+        assert "Signet predictor" not in page
+
+
+def test_dashboard_in_a_browser(browser, demo):
+    with _served("dashboard", "--db", str(demo.store), "--bench-dir", str(demo.bench_dir)) as url:
+        page = _open(browser, url)
+        page.get_by_text("Comparison inspector").first.wait_for(timeout=60_000)
+        _wait_for_charts(page, 4)  # gauge, latency, timeline, training, projects
+        for panel in ("Status", "Win/loss timeline", "Comparison inspector", "Training",
+                      "Success by project and entity", "Errors", "Health"):  # fmt: skip
+            assert page.get_by_text(panel).count() > 0, panel
+        assert page.get_by_text("predictor: active").count() > 0
+        latest = page.get_by_text("Comparison inspector · session #80").first
+        latest.wait_for(timeout=30_000)
+        sessions = page.locator("marimo-table").filter(has_text="session_key").first
+        row = sessions.locator("tbody tr").nth(2)
+        row.locator("input[type=checkbox], button[role=checkbox]").first.click()
+        page.get_by_text("Comparison inspector · session #78").first.wait_for(timeout=30_000)
+        assert page.get_by_text(INTERNAL_ERROR).count() == 0
+        _screenshot(page, "dashboard")
+        page.close()
+
+
+def test_young_store_dashboard_in_a_browser(browser, young):
+    with _served("dashboard", "--db", str(young)) as url:
+        page = _open(browser, url)
+        page.get_by_text("Cold start: collecting training data").first.wait_for(timeout=60_000)
+        _wait_for_charts(page, 1)
+        assert page.get_by_text("predictor: collecting").count() > 0
+        assert page.get_by_text(INTERNAL_ERROR).count() == 0
+        _screenshot(page, "dashboard-cold-start")
+        page.close()
+
+
+def _label_row(workbench: Path, labeler: str) -> list[tuple]:
+    """This labeler's rows, read like the app reads (retrying while the server writes)."""
+    labels = read_labels(workbench).filter(pl.col("labeler") == labeler)
+    return labels.select("session_key", "memory_id", "human_label").rows()
+
+
+def test_labelling_a_memory_in_the_browser(browser, demo, tmp_path):
+    copy = tmp_path / "demo"
+    shutil.copytree(demo.dir, copy)
+    store, workbench = copy / demo.store.name, copy / demo.workbench.relative_to(demo.dir)
+    args = ("--db", str(store), "--workbench", str(workbench), "--labeler", "browser")
+    with _served("calibration", *args) as url:
+        page = _open(browser, url)
+        page.get_by_role("button", name="Save labels").wait_for(timeout=60_000)
+        selects = page.locator("marimo-dropdown select")
+        first_memory = selects.nth(1)  # nth(0) picks the session
+        first_memory.select_option("1.00")
+        page.get_by_role("button", name="Save labels").click()
+        page.get_by_text("Saved 1 label(s)").first.wait_for(timeout=30_000)
+        rows = _label_row(workbench, "browser")
+        assert [r[2] for r in rows] == [1.0]
+        first_memory.select_option("0.25")
+        page.get_by_role("button", name="Save labels").click()
+        deadline = time.monotonic() + 30
+        while _label_row(workbench, "browser")[0][2] != 0.25 and time.monotonic() < deadline:
+            page.wait_for_timeout(200)
+        again = _label_row(workbench, "browser")
+        assert len(again) == 1 and again[0][:2] == rows[0][:2] and again[0][2] == 0.25
+        page.get_by_text("Judge-vs-human MAE over all").first.wait_for(timeout=30_000)
+        assert page.get_by_text(INTERNAL_ERROR).count() == 0
+        _screenshot(page, "calibration")
+        page.close()
