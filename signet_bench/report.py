@@ -28,8 +28,8 @@ __all__ = [
 COMMANDS: Mapping[str, str] = {
     "quality-locomo": "signet-bench bench quality --dataset locomo "
     "--data ../shared/data/locomo/locomo7.json --json {dir}/quality-locomo.json",
-    "quality": "signet-bench bench quality --dataset synth --persona heavy "
-    "--json {dir}/quality.json",
+    "quality": "signet-bench bench quality --personas heavy,drifting --seeds 11,12,13 "
+    "--embedder wordllama --no-ablations --json {dir}/quality.json",
     "store": "signet-bench bench store --json {dir}/store.json",
     "loop": "signet-bench bench loop --json {dir}/loop.json",
     "train": "signet-bench bench train --json {dir}/train.json",
