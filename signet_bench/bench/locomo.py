@@ -51,6 +51,7 @@ import numpy as np
 from signet_bench.bench.report import Row
 from signet_bench.candidates import SessionInputs, session_inputs
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.context import mean_unit
 from signet_bench.corpus import Corpus, read_corpus
 from signet_bench.errors import UserError
 from signet_bench.locomo import CATEGORIES, Query, read_queries, relevance
@@ -107,9 +108,7 @@ class ConversationData:
 def question_context(vector: np.ndarray) -> np.ndarray | None:
     """The context of a question-session: the question's embedding at unit length (None when
     the question has no embedding). The one definition for every LoCoMo ranker and sample."""
-    v = np.asarray(vector, dtype=np.float32)
-    n = float(np.linalg.norm(v))
-    return (v / n).astype(np.float32) if n > 0 else None
+    return mean_unit(np.asarray(vector, dtype=np.float32)[None, :])
 
 
 def question_inputs(

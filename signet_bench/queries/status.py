@@ -18,7 +18,12 @@ import duckdb
 import polars as pl
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.predictor_state import PredictorState, cold_start_blockers, state_from_json
+from signet_bench.predictor_state import (
+    PredictorState,
+    cold_start_blockers,
+    project_slices,
+    state_from_json,
+)
 from signet_bench.queries.source import store_has
 
 __all__ = [
@@ -130,7 +135,6 @@ def predictor_status(
     st = state if state is not None else _derived_state(sessions, training, resets, cfg)
     accepted = training.filter(pl.col("accepted")) if training.height else training
     last = accepted.sort("created_at").row(-1, named=True) if accepted.height else {}
-    rates = sorted(st.project_success.items(), key=lambda kv: -st.project_sessions.get(kv[0], 0))
     return PredictorStatus(
         mode=_mode(st),
         source=source,
@@ -144,7 +148,7 @@ def predictor_status(
         trained=st.trained,
         cold_start_exited=st.cold_start_exited,
         blockers=cold_start_blockers(st, cfg) if not st.cold_start_exited else (),
-        project_rates=tuple((p, r, st.project_sessions.get(p, 0)) for p, r in rates[:3]),
+        project_rates=tuple(project_slices(st)[:3]),
         last_trained_at=last.get("created_at"),
         last_train_loss=last.get("loss"),
         training_pairs=int(last["sample_count"]) if last.get("sample_count") is not None else None,
