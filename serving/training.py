@@ -139,6 +139,7 @@ class TrainFromDb:
     seed: int | None = None
     sample_seed: int | None = None
     incremental: bool = False
+    fresh: bool = False
     protect: bool | None = None
 
 
@@ -195,6 +196,7 @@ def parse_train_from_db(params: Mapping[str, Any]) -> TrainFromDb:
         seed=_optional_int(params, "seed"),
         sample_seed=_optional_int(params, "sample_seed"),
         incremental=bool(_bool_param(params, "incremental", False)),
+        fresh=bool(_bool_param(params, "fresh", False)),
         protect=_bool_param(params, "protect", None),
     )
 
@@ -359,6 +361,7 @@ def _policy_args(req: TrainFromDb) -> list[str]:
     out = [] if req.seed is None else ["--seed", str(req.seed)]
     out += [] if req.sample_seed is None else ["--sample-seed", str(req.sample_seed)]
     out += ["--incremental"] if req.incremental else []
+    out += ["--fresh"] if req.fresh else []
     if req.protect is not None:
         out += ["--protect" if req.protect else "--no-protect"]
     return out

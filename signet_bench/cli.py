@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from signet_bench.blas import configure as configure_blas
-from signet_bench.config import load_config
+from signet_bench.config import DEFAULT_CONFIG, load_config
 from signet_bench.errors import UserError
 from signet_bench.timestamps import local_tz
 
@@ -18,8 +18,9 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH writes DESIGN §10 
            embeddings (ms, p50/p95); DuckDB aggregate over 1.5M session_memories rows (ms)
   loop     session-start latency on the heavy persona (ms, p50/p95 over 200 starts);
            time to simulate 1,000 sessions (s)
-  quality  NDCG@10 against true relevance: baseline vs predictor after 10/50/100/300
-           scored sessions, plus feature-group ablations
+  quality  NDCG@10 against the planted truth on held-out sessions: baseline, cosine, the
+           served and offline predictor, the fused injection, the true-label ceiling after
+           10/50/100/300 sessions; paired differences; ablations; the truth's variance shares
   train    500 sessions x ~80 candidates x 50 epochs: wall time (s), peak memory (MB)
   serve    in-process score p50/p99 (ms); JSON-RPC round trip of 80 x 768 p50/p95 (ms);
            process start to first answer (ms); resident memory after 10,000 scores (MB);
@@ -182,7 +183,13 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
         "--personas", type=_names, default=None, help="quality: several, e.g. heavy,drifting"
     )
     p.add_argument("--seeds", type=_ints, default=None, help="quality: several, e.g. 11,12,13")
-    p.add_argument("--embedder", default="topic", choices=["topic", "wordllama"])
+    p.add_argument(
+        "--embedder",
+        default="wordllama",
+        choices=["topic", "wordllama"],
+        help="quality: the synthetic stores' embedder (topic: fast, but its vectors give a "
+        "memory's topic away)",
+    )
     p.add_argument(
         "--ablations", action=argparse.BooleanOptionalAction, default=True, help="quality"
     )
@@ -214,7 +221,12 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--feedback-share", type=float, default=0.3, help="sessions with agent ratings")
     p.add_argument("--judge-noise", type=float, default=0.1)
     p.add_argument("--judge-recency-bias", type=float, default=0.0)
-    p.add_argument("--epochs", type=int, default=20, help="epochs per training (scorer=model)")
+    p.add_argument(
+        "--epochs",
+        type=int,
+        default=DEFAULT_CONFIG.full_training_epochs,
+        help="epochs per full training (scorer=model)",
+    )
     p.add_argument("--config", default=None, help=_CONFIG_HELP)
 
 
@@ -227,6 +239,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         args.out,
         base_weights=args.base_weights,
         incremental=args.incremental,
+        fresh=args.fresh,
         protect=args.protect,
         sample_seed=args.sample_seed,
         epochs=args.epochs,
@@ -263,13 +276,19 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         help="fine-tune the base on the sessions newer than it (seed 000's schedule)",
     )
     p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="retrain from fresh weights on every session; the base is only what the gates "
+        "compare with (the loop's default schedule)",
+    )
+    p.add_argument(
         "--protect",
         action=argparse.BooleanOptionalAction,
         default=None,
         help="apply the stability gates to the base (default: when a base is given)",
     )
     p.add_argument("--sample-seed", type=int, default=None, help="negatives' seed (default --seed)")
-    p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--epochs", type=int, default=DEFAULT_CONFIG.full_training_epochs)
     p.add_argument("--tz", default=None, help=_TZ_HELP)
     p.add_argument("--limit", type=int, default=5000, help="newest N scored sessions")
     p.add_argument("--seed", type=int, default=0)

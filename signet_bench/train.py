@@ -13,7 +13,7 @@ import json
 import math
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -239,6 +239,7 @@ def _epoch(
     n_replay: int,
     time_up: Callable[[], bool],
     cfg: PredictorConfig,
+    frozen: Mapping[str, np.ndarray],
 ) -> tuple[list[float], int, bool]:
     """One shuffled pass over `train` in steps of `n_recent` sessions plus `n_replay` drawn
     from the replay buffer, updating `work` in place; stops at a non-finite loss or once
@@ -251,6 +252,8 @@ def _epoch(
         if n_replay and replay:
             chunk += [replay[j] for j in rng.integers(0, len(replay), n_replay)]
         loss, grads = loss_and_grads(work, to_batch(chunk), cfg)
+        for name, mask in frozen.items():
+            grads[name] = np.where(mask, 0.0, grads[name])
         losses.append(loss)
         if not math.isfinite(loss):
             break
@@ -272,6 +275,7 @@ def _run_epochs(
     rng: np.random.Generator,
     time_up: Callable[[], bool],
     progress: bool,
+    frozen: Mapping[str, np.ndarray],
 ) -> _Epochs:
     """Up to `epochs` epochs of Adam on `work` (in place); stops after a non-finite epoch
     loss, at the time cap, or once the loss has converged (< 1e-6)."""
@@ -287,7 +291,7 @@ def _run_epochs(
         bar = tqdm(total=epochs, desc="training", unit="epoch", leave=False)
     for _ in range(epochs):
         losses, taken, capped = _epoch(
-            work, opt, train, replay, rng, n_recent, n_replay, time_up, cfg
+            work, opt, train, replay, rng, n_recent, n_replay, time_up, cfg, frozen
         )
         steps += taken
         stopped = "time-cap" if capped else None
@@ -313,10 +317,11 @@ def _gate(
     curve: Sequence[float],
     had_model: bool,
     cfg: PredictorConfig,
+    fresh: bool = False,
 ) -> _Gates:
     """The seed's gates on the trained copy: finite losses and weights, canary score variance,
-    and (against a previous model only) canary top-k overlap (or a clear canary gain) and NDCG
-    drop."""
+    and (against a previous model only) canary top-k overlap (or a clear canary gain; not for
+    a `fresh` retrain) and NDCG drop."""
     after = canary_metrics(work, canary, cfg) if _finite(work) else None
     gates = {"finite_losses": all(math.isfinite(x) for x in curve) and _finite(work)}
     gates["canary_variance"] = bool(after is not None and after.score_variance > 0.0)
@@ -325,9 +330,11 @@ def _gate(
         overlap = topk_overlap(before.top5, after.top5)
         delta = after.ndcg - before.ndcg
         # Top-5 churn signals forgetting only when the canary does not get better: a run
-        # whose canary NDCG rises by `canary_churn_gain` keeps its reordering.
+        # whose canary NDCG rises by `canary_churn_gain` keeps its reordering. A retrain from
+        # fresh weights reorders by construction and forgets nothing it was given; the served
+        # model may have trained on today's canary sessions, so only the drop gate applies.
         stable = overlap >= cfg.canary_min_topk_overlap
-        gates["canary_topk_overlap"] = stable or delta >= cfg.canary_churn_gain
+        gates["canary_topk_overlap"] = fresh or stable or delta >= cfg.canary_churn_gain
         gates["canary_ndcg_drop"] = delta >= -cfg.canary_max_ndcg_drop
     return _Gates(after, gates, overlap, delta)
 
@@ -382,6 +389,7 @@ def train_model(
     canary: Sequence[SessionSample] | None = None,
     replay: Sequence[SessionSample] | None = None,
     reference: Params | None = None,
+    frozen: Mapping[str, np.ndarray] | None = None,
 ) -> TrainResult:
     """Train a copy of `current` (or fresh weights) on `samples`; gate; return the outcome.
 
@@ -390,7 +398,8 @@ def train_model(
     `reference` (default `current`: a retrain from fresh weights passes the served model here).
     By default the canary and the replay buffer come from `samples` (a full retrain); an
     incremental run passes only the new sessions as `samples` with the canary and replay
-    buffer taken from the whole history."""
+    buffer taken from the whole history. `frozen` (parameter name -> boolean mask, dense
+    parameters only) holds those entries at their starting values: a component ablation."""
     t0 = time.perf_counter()
     cap = cfg.max_training_seconds if time_cap_s is None else time_cap_s
     rng = np.random.default_rng(seed)
@@ -416,8 +425,10 @@ def train_model(
         rng=rng,
         time_up=lambda: time.perf_counter() - t0 > cap,
         progress=progress,
+        frozen=frozen or {},
     )
-    gate = _gate(work, canary, before, run.curve, had_model, cfg)
+    fresh = current is None and reference is not None
+    gate = _gate(work, canary, before, run.curve, had_model, cfg, fresh)
     return _result(
         work,
         run,

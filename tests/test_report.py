@@ -52,3 +52,33 @@ def test_report_page_has_machine_commands_tables_and_a_png_chart(tmp_path):
 def test_no_results_is_a_clear_error(tmp_path):
     with pytest.raises(Exception, match="no benchmark JSON"):
         write_benchmarks_doc(tmp_path, tmp_path / "b.md")
+
+
+def test_synthetic_quality_gets_checkpoint_columns_per_persona_and_a_curve(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    rows = []
+    for persona in ("heavy", "drifting"):
+        for n, served in ((10, 0.60), (300, 0.72)):
+            rows += [
+                Row(f"{persona}/cosine", "ndcg@10", 0.62, "ndcg", 0.6, 0.64, n=n),
+                Row(f"{persona}/predictor_served", "ndcg@10", served, "ndcg", served - 0.02,
+                    served + 0.02, n=n),
+                Row(f"{persona}/predictor_served-cosine", "ndcg@10_delta", served - 0.62,
+                    "ndcg", served - 0.63, served - 0.61, n=n),
+            ]  # fmt: skip
+        rows += [
+            Row(f"{persona}/truth_share_global", "variance_share", 0.2, "share", 0.15, 0.25),
+            Row(f"{persona}/effect_global", "ndcg@10_drop", 0.03, "ndcg", 0.01, 0.05, n=300),
+        ]
+    write_report(results / "quality.json", "quality", rows)
+    text = write_benchmarks_doc(results, tmp_path / "b.md").read_text()
+    assert text.index("#### Persona: heavy") < text.index("#### Persona: drifting")
+    heavy = text[text.index("#### Persona: heavy") : text.index("#### Persona: drifting")]
+    assert "| name | after 10 | after 300 |" in heavy
+    assert "| predictor_served | 0.6 (0.58–0.62) | 0.72 (0.7–0.74) |" in heavy
+    assert "| predictor_served-cosine | -0.02 (-0.03–-0.01) | 0.1 (0.09–0.11) |" in heavy
+    assert "| heavy/truth_share_global | 0.2 (0.15–0.25) |" in heavy
+    assert "| heavy/effect_global |  |  | 0.03 (0.01–0.05) |" in heavy
+    png = tmp_path / "b" / "quality-ndcg10.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "(b/quality-ndcg10.png)" in text

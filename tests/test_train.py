@@ -374,3 +374,35 @@ def test_model_learns_to_prefer_the_sessions_project(two_projects):
     assert pairs_before > 0.5
     assert pairs_after > 0.8
     assert 1 - pairs_after < 0.5 * (1 - pairs_before)
+
+
+def test_a_fresh_retrain_is_not_held_to_the_served_models_top5(samples, trained):
+    """The top-5 stability gate lets a full retrain from fresh weights through however much it
+    reorders (the served model may have trained on the canary); the NDCG-drop gate still
+    applies. An incremental run needs `canary_churn_gain` to churn."""
+    from signet_bench.train import CanaryMetrics, _gate
+
+    canary = split_canary(samples)[1]
+    after = canary_metrics(trained, canary)
+    churned = tuple(tuple(f"other-{i}-{j}" for j in range(5)) for i in range(len(canary)))
+    before = CanaryMetrics(after.ndcg + 0.01, after.score_variance, churned)
+    fresh = _gate(trained, canary, before, [0.1], True, DEFAULT_CONFIG, fresh=True)
+    tuned = _gate(trained, canary, before, [0.1], True, DEFAULT_CONFIG, fresh=False)
+    assert fresh.overlap == 0.0 and fresh.gates["canary_topk_overlap"]
+    assert fresh.gates["canary_ndcg_drop"] and not tuned.gates["canary_topk_overlap"]
+    drop = DEFAULT_CONFIG.canary_max_ndcg_drop + 0.01
+    broken = CanaryMetrics(after.ndcg + drop, after.score_variance, churned)
+    assert not _gate(trained, canary, broken, [0.1], True, DEFAULT_CONFIG, True).gates[
+        "canary_ndcg_drop"
+    ]
+
+
+def test_a_full_retrain_through_train_model_is_gated_against_the_reference(samples, trained):
+    res = train_model(samples, None, epochs=2, seed=3, reference=trained, previous_is_trained=True)
+    assert res.canary_ndcg_before == pytest.approx(
+        canary_metrics(trained, split_canary(samples)[1]).ndcg, abs=1e-12
+    )
+    assert res.canary_topk_overlap is not None and res.gates["canary_topk_overlap"]
+    assert res.gates["canary_ndcg_drop"] == (
+        res.canary_ndcg_delta >= -DEFAULT_CONFIG.canary_max_ndcg_drop
+    )

@@ -28,10 +28,15 @@ Method (no ranker ever sees the truth):
    true_label_ceiling  the same training with the planted relevance as labels: what perfect
                        labels give this architecture and this context
 
-4. Ablations at the last checkpoint (`--quick`: one seed): retrain the offline model with a
-   feature group removed from training and scoring (project slot 0; the session features;
-   the `superseded` feature) on personas that plant the pattern (`ABLATIONS`) and report the
-   NDCG@10 drop (full - ablated; positive = the group helps).
+4. Ablations at the last checkpoint, on the benchmarked personas themselves (`--quick`: one
+   seed): retrain the offline model with one route of information removed from training and
+   scoring (`ABLATIONS`: an input zeroed, or a weight block held at its zero start) and report
+   the NDCG@10 drop (full - ablated; positive = the model uses that route). Each ablation names
+   the planted effects it is a route to; `truth_share_<effect>` rows say how much of the
+   truth's within-session variance each effect carries over the held-out pools
+   (`synth.truth.variance_shares`), so a reader can see what there is to learn beyond topic.
+   Effect ablations say what learning each planted effect is worth: the true-label ceiling
+   against the same training on the planted relevance with that one effect switched off.
 
 Per-session NDCGs are pooled over the seeds of a persona; intervals are 95% bootstrap
 intervals over the pooled sessions, paired for differences.
@@ -44,6 +49,8 @@ Rows (stable names; with several personas each name is prefixed `<persona>/`):
                                                  predictor_offline-cosine)
   predictor_offline         train_samples  sessions  trainable sessions learned from, n = N
   ablation_<group>          ndcg@10_full / ndcg@10_ablated / ndcg@10_drop
+  effect_<effect>           ndcg@10_full / ndcg@10_ablated / ndcg@10_drop (true labels)
+  truth_share_<effect>      variance_share share  mean over the seeds (interval: min, max)
 """
 
 from __future__ import annotations
@@ -62,16 +69,18 @@ import numpy as np
 from signet_bench.bench.report import Row
 from signet_bench.candidates import SessionInputs
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.features import SESSION_FEATURES, feature_index
+from signet_bench.features import SESSION_FEATURES, feature_index, feature_indices
 from signet_bench.loop import SimOptions, Simulator, model_trainer
 from signet_bench.metrics import bootstrap_interval, ndcg_at_k
+from signet_bench.model.params import init_params
 from signet_bench.model.ranker import ModelRanker
 from signet_bench.predictor_state import effective_alpha, on_session_start
 from signet_bench.ranking.ranker import CosineRanker, EffectiveScoreRanker, FusedRanker, Ranker
 from signet_bench.samples import SessionSample, load_samples
 from signet_bench.synth.build import build_persona_store
-from signet_bench.synth.persona import Persona, Project, get_persona
-from signet_bench.synth.truth import true_relevance
+from signet_bench.synth.persona import Persona
+from signet_bench.synth.sessions import SessionContext
+from signet_bench.synth.truth import EFFECTS, true_relevance, variance_shares
 from signet_bench.train import train_model
 
 __all__ = [
@@ -79,9 +88,9 @@ __all__ = [
     "HeldOut",
     "ablate_inputs",
     "ablate_samples",
-    "ablation_persona",
+    "ablation_frozen",
     "quality_rows",
-    "shared_stack",
+    "truth_share_rows",
 ]
 
 CHECKPOINTS = (10, 50, 100, 300)
@@ -90,9 +99,19 @@ HELD_OUT = 150  # held-out sessions per store: 50 gave intervals of ±0.03-0.06
 QUICK_HELD_OUT = 40
 EPOCHS = 50  # as `bench train` (the seed's budget: 50 epochs in <= 10 s)
 K = 10
+EFFECT_MIN_SHARE = 0.02  # effects carrying less of the truth's variance are not ablated
 BOOTSTRAP = 2000
 TIME_FEATURES = SESSION_FEATURES  # time of day, weekday, month, session gap
 SUPERSEDED_FEATURE = feature_index("superseded")
+MEMORY_FEATURES = feature_indices(
+    "recency", "importance", "usage", "entity_slot", "aspect_slot", "is_constraint",
+    "structural_density",
+)  # fmt: skip
+ABLATED_FEATURES = {
+    "time": TIME_FEATURES,
+    "superseded": (SUPERSEDED_FEATURE,),
+    "prior": MEMORY_FEATURES,
+}
 RANKERS = (
     "baseline",
     "cosine",
@@ -113,34 +132,42 @@ Params = dict[str, np.ndarray]
 _log = logging.getLogger(__name__)
 
 
-def shared_stack(name: str) -> tuple[Project, ...]:
-    """The persona's projects, all working on its first project's topics: a memory's topic no
-    longer tells its project, only the project's name in its text does (and the session's
-    project slot)."""
-    projects = get_persona(name).projects
-    first = projects[0]
-    return tuple(
-        dataclasses.replace(p, topics=first.topics, topic_weights=first.topic_weights)
-        for p in projects
-    )
+@dataclass(frozen=True, slots=True)
+class Ablation:
+    """What one ablation takes from the model, and the planted effects (`synth.truth.EFFECTS`)
+    it is the model's route to."""
+
+    what: str
+    effects: tuple[str, ...]
 
 
-# group -> (persona, overrides): a persona that plants the group's pattern often enough for its
-# removal to be measurable. With distinct topics per project, the context (the previous session
-# of the same project) already says which project a session is in, so the project ablation
-# runs on a persona whose projects share their topics.
-ABLATIONS: dict[str, tuple[str, dict[str, Any]]] = {
-    "project": ("multi-project", {"projects": shared_stack("multi-project")}),
-    "time": ("heavy", {"time_pattern_share": 0.3}),
-    "superseded": ("heavy", {"supersede_share": 0.25, "supersede_modes": (("attribute", 1.0),)}),
-}
+# Run on the benchmarked personas themselves, at the last checkpoint. A memory's project and
+# whether it is a global preference show only in its text, so the model learns them through
+# the embedding: "query" (the learned match with the context) and "prior" (a memory's own
+# worth: the gate's value weights, with the memory features that can stand in for them).
+ABLATIONS: dict[str, Ablation] = {
+    "query": Ablation("the learned query held at 0 (q_proj): only cosine matches the context",
+                      ("topic", "project")),
+    "prior": Ablation("the memory's own worth, apart from its match to the session: the gate's "
+                      "value weights held at 0 and the memory features zeroed",
+                      ("global", "recency", "importance")),
+    "context": Ablation("the context embedding zeroed: no cosine, no context in the query",
+                        ("topic", "project")),
+    "project": Ablation("the session's project slot set to 0", ("project",)),
+    "time": Ablation("the session features zeroed (time of day, weekday, month, gap)", ("time",)),
+    "superseded": Ablation("the superseded feature zeroed", ("stale",)),
+}  # fmt: skip
 
 
-def ablation_persona(group: str) -> tuple[str, Persona]:
-    """The label and persona a group's ablation runs on."""
-    name, overrides = ABLATIONS[group]
-    persona = dataclasses.replace(get_persona(name), **overrides)
-    return (f"{name}+{group}" if overrides else name), persona
+def ablation_frozen(group: str | None, params: Params) -> dict[str, np.ndarray]:
+    """The parameter entries a component ablation holds at their (zero) initial values."""
+    if group == "query":
+        return {"q_proj": np.ones(params["q_proj"].shape, dtype=bool)}
+    if group == "prior":
+        mask = np.zeros(params["gate_proj"].shape, dtype=bool)
+        mask[..., : params["v_proj"].shape[0]] = True
+        return {"gate_proj": mask}
+    return {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,33 +177,36 @@ class HeldOut:
 
     inputs: SessionInputs
     relevance: np.ndarray  # true relevance at the session start
+    plan: SessionContext  # the planned session (its focus topic, project and start)
+    truth_rows: np.ndarray  # the candidates' rows in the store's truth
 
 
-def _zeroed(features: np.ndarray, group: str | None) -> np.ndarray:
-    cols = {"time": list(TIME_FEATURES), "superseded": [SUPERSEDED_FEATURE]}.get(group or "")
+def _ablated(item: SessionSample | SessionInputs, group: str | None) -> dict[str, Any]:
+    """The fields of a sample or a session's inputs that an input ablation replaces."""
+    if group == "project":
+        return {"project_slot": 0}
+    if group == "context":
+        return {"context": np.zeros_like(item.context)}
+    cols = ABLATED_FEATURES.get(group or "")
     if not cols:
-        return features
-    f = np.array(features, copy=True)
-    f[:, cols] = 0.0
-    return f
+        return {}
+    f = np.array(item.features, copy=True)
+    f[:, list(cols)] = 0.0
+    return {"features": f}
 
 
 def ablate_samples(samples: list[SessionSample], group: str | None) -> list[SessionSample]:
-    """Training samples with a feature group removed (None = unchanged)."""
-    if group is None:
+    """Training samples with an input group removed (None or a component ablation:
+    unchanged)."""
+    if not samples or not _ablated(samples[0], group):
         return samples
-    if group == "project":
-        return [dataclasses.replace(s, project_slot=0) for s in samples]
-    return [dataclasses.replace(s, features=_zeroed(s.features, group)) for s in samples]
+    return [dataclasses.replace(s, **_ablated(s, group)) for s in samples]
 
 
 def ablate_inputs(inputs: SessionInputs, group: str | None) -> SessionInputs:
-    """A session's inputs with a feature group removed (None = unchanged), as in training."""
-    if group is None:
-        return inputs
-    if group == "project":
-        return dataclasses.replace(inputs, project_slot=0)
-    return dataclasses.replace(inputs, features=_zeroed(inputs.features, group))
+    """A session's inputs with an input group removed, as in training."""
+    changes = _ablated(inputs, group)
+    return dataclasses.replace(inputs, **changes) if changes else inputs
 
 
 def ndcgs(ranker: Ranker, held: list[HeldOut], group: str | None = None) -> np.ndarray:
@@ -211,34 +241,42 @@ class Run:
     held: list[HeldOut]
     scores: dict[tuple, np.ndarray] = field(default_factory=dict)
 
-    def true_labels(self, n: int) -> list[SessionSample]:
+    def true_labels(self, n: int, without: Sequence[str] = ()) -> list[SessionSample]:
         """The first `n` sessions' samples with every label replaced by the planted relevance
-        at the session start."""
+        at the session start (with the effects in `without` switched off)."""
         plan = {c.session_key: c for c in self.sim.plan(len(self.sim.done()))}
         out = []
         for s in self.checkpoints[n].samples:
-            rel = true_relevance(self.sim.truth, plan[s.session_key])
+            rel = true_relevance(self.sim.truth, plan[s.session_key], without=without)
             rows = self.sim.truth.positions(s.memory_ids.astype(str))
             out.append(dataclasses.replace(s, labels=rel[rows].astype(s.labels.dtype)))
         return out
 
-    def offline(self, n: int, group: str | None, truth: bool, cfg: PredictorConfig) -> np.ndarray:
-        """Per-held-out-session NDCG@10 of a fresh model trained on the first `n` sessions
-        (with `group` removed; on planted labels with `truth`); the baseline order when there
-        is too little data or a gate rejects it."""
+    def offline(
+        self, n: int, group: str | None, truth: tuple[str, ...] | None, cfg: PredictorConfig
+    ) -> np.ndarray:
+        """Per-held-out-session NDCG@10 (against the full truth) of a fresh model trained on
+        the first `n` sessions with `group` removed, on the store's labels (`truth` None) or
+        on the planted relevance with the effects in `truth` switched off; the baseline order
+        when there is too little data."""
         key = (n, group, truth)
         if key not in self.scores:
-            samples = self.true_labels(n) if truth else self.checkpoints[n].samples
-            params = _train(ablate_samples(samples, group), self.seed, cfg)
+            samples = self.checkpoints[n].samples if truth is None else self.true_labels(n, truth)
+            params = _train(ablate_samples(samples, group), self.seed, cfg, group)
             ranker = EffectiveScoreRanker() if params is None else ModelRanker(params, cfg)
             self.scores[key] = ndcgs(ranker, self.held, group)
         return self.scores[key]
 
 
-def _train(samples: list[SessionSample], seed: int, cfg: PredictorConfig) -> Params | None:
+def _train(
+    samples: list[SessionSample], seed: int, cfg: PredictorConfig, group: str | None = None
+) -> Params | None:
     if len(samples) < 2:
         return None
-    res = train_model(samples, None, cfg=cfg, epochs=EPOCHS, seed=seed)
+    start = init_params(cfg, int(samples[0].context.shape[0]))
+    frozen = ablation_frozen(group, start)
+    res = train_model(samples, start if frozen else None, cfg=cfg, epochs=EPOCHS, seed=seed,
+                      previous_is_trained=False, frozen=frozen)  # fmt: skip
     if not res.accepted:
         _log.info(f"    training (seed {seed}) rejected by gate {res.gate_reason}")
     return res.params
@@ -280,7 +318,9 @@ def simulate_run(
     for i in range(last, horizon):
         inputs = sim.session_inputs(i)
         if inputs.context is not None and len(inputs) >= 2:
-            held.append(HeldOut(inputs, sim.true_relevance(i)))
+            rec = sim.records[i]
+            rows = sim.truth_rows[rec.inputs.rows]
+            held.append(HeldOut(inputs, sim.true_relevance(i), rec.plan, rows))
     return Run(label, seed, sim, kept, held)
 
 
@@ -293,8 +333,8 @@ def checkpoint_ndcgs(run: Run, n: int, cfg: PredictorConfig) -> dict[str, np.nda
         "cosine": ndcgs(CosineRanker(), run.held),
         "predictor_served": ndcgs(served, run.held),
         "fused_served": ndcgs(FusedRanker(served, cp.alpha, cfg), run.held),
-        "predictor_offline": run.offline(n, None, False, cfg),
-        "true_label_ceiling": run.offline(n, None, True, cfg),
+        "predictor_offline": run.offline(n, None, None, cfg),
+        "true_label_ceiling": run.offline(n, None, (), cfg),
     }
 
 
@@ -324,22 +364,66 @@ def curve_rows(runs: list[Run], checkpoints: Sequence[int], prefix: str, cfg) ->
     return rows
 
 
-def ablation_rows(runs: dict[str, list[Run]], last: int, cfg: PredictorConfig) -> list[Row]:
-    """The NDCG@10 drop of each feature group's removal at the last checkpoint."""
+def truth_share_rows(runs: list[Run], prefix: str) -> list[Row]:
+    """How much of the planted truth's within-session variance each effect carries over the
+    held-out candidate pools (`synth.truth.variance_shares`), the mean over the seeds (the
+    interval: the lowest and highest seed)."""
+    per_run = [
+        variance_shares(r.sim.truth, [h.plan for h in r.held], [h.truth_rows for h in r.held])
+        for r in runs
+        if r.held
+    ]
+    rows = []
+    for effect in EFFECTS:
+        vals = [s[effect] for s in per_run]
+        rows.append(
+            Row(f"{prefix}truth_share_{effect}", "variance_share", float(np.mean(vals)), "share",
+                float(min(vals)), float(max(vals)))
+        )  # fmt: skip
+    _log.info(
+        "  truth variance shares: "
+        + ", ".join(f"{r.name.split('_')[-1]} {r.value:.3f}" for r in rows)
+    )
+    return rows
+
+
+def _drop_rows(name: str, full: np.ndarray, ablated: np.ndarray, n: int, seed: int) -> list[Row]:
+    """An ablation's three rows: the full model, the ablated one and the paired drop."""
+    _log.info(
+        f"  {name}: full {full.mean():.4f}, ablated {ablated.mean():.4f}, "
+        f"drop {full.mean() - ablated.mean():+.4f}"
+    )
+    return [
+        _row(name, "ndcg@10_full", full, n, seed),
+        _row(name, "ndcg@10_ablated", ablated, n, seed),
+        _row(name, "ndcg@10_drop", full - ablated, n, seed),
+    ]
+
+
+def ablation_rows(runs: list[Run], last: int, prefix: str, cfg: PredictorConfig) -> list[Row]:
+    """The NDCG@10 drop of each ablation at the last checkpoint (offline retrains, pooled over
+    `runs`); positive = the model uses what the ablation takes away."""
+    full = np.concatenate([r.offline(last, None, None, cfg) for r in runs])
     rows: list[Row] = []
     for group in ABLATIONS:
-        label, _ = ablation_persona(group)
-        group_runs = runs[label]
-        full = np.concatenate([r.offline(last, None, False, cfg) for r in group_runs])
-        ablated = np.concatenate([r.offline(last, group, False, cfg) for r in group_runs])
-        name, seed = f"ablation_{group}", group_runs[0].seed
-        rows.append(_row(name, "ndcg@10_full", full, last, seed))
-        rows.append(_row(name, "ndcg@10_ablated", ablated, last, seed))
-        rows.append(_row(name, "ndcg@10_drop", full - ablated, last, seed))
-        _log.info(
-            f"  ablation {group} ({label}): full {full.mean():.4f}, ablated "
-            f"{ablated.mean():.4f}, drop {full.mean() - ablated.mean():+.4f}"
-        )
+        ablated = np.concatenate([r.offline(last, group, None, cfg) for r in runs])
+        rows += _drop_rows(f"{prefix}ablation_{group}", full, ablated, last, runs[0].seed)
+    return rows
+
+
+def effect_rows(
+    runs: list[Run], last: int, prefix: str, shares: dict[str, float], cfg: PredictorConfig
+) -> list[Row]:
+    """What learning each planted effect is worth: the true-label ceiling at the last
+    checkpoint against the same training on the planted relevance with that effect switched
+    off (`true_relevance(without=...)`), both scored against the full truth; for every
+    non-topic effect carrying at least `EFFECT_MIN_SHARE` of the truth's variance."""
+    full = np.concatenate([r.offline(last, None, (), cfg) for r in runs])
+    rows: list[Row] = []
+    for effect, share in shares.items():
+        if effect != "topic" and share >= EFFECT_MIN_SHARE:
+            ablated = np.concatenate([r.offline(last, None, (effect,), cfg) for r in runs])
+            rows += _drop_rows(f"{prefix}effect_{effect}", full, ablated, last, runs[0].seed)
     return rows
 
 
@@ -348,7 +432,7 @@ def quality_rows(
     *,
     seeds: Sequence[int] = (0,),
     quick: bool = False,
-    embedder: str = "topic",
+    embedder: str = "wordllama",
     ablations: bool = True,
     cfg: PredictorConfig = DEFAULT_CONFIG,
 ) -> list[Row]:
@@ -364,6 +448,7 @@ def quality_rows(
     )
     runs: dict[str, list[Run]] = {}
     rows: list[Row] = []
+    last = max(checkpoints)
     with tempfile.TemporaryDirectory(prefix="signet-bench-quality-") as tmp_name:
         tmp = Path(tmp_name)
         try:
@@ -373,18 +458,13 @@ def quality_rows(
                     for s in seeds
                 ]
                 prefix = f"{persona}/" if len(personas) > 1 else ""
-                rows += curve_rows(runs[persona], checkpoints, prefix, cfg)
-            if ablations:
-                ablation_seeds = seeds[:1] if quick else seeds
-                last = (max(checkpoints),)
-                for group in ABLATIONS:
-                    label, spec = ablation_persona(group)
-                    if label not in runs:
-                        runs[label] = [
-                            simulate_run(spec, s, last, held_out, tmp, cfg, embedder, label)
-                            for s in ablation_seeds
-                        ]
-                rows += ablation_rows(runs, max(checkpoints), cfg)
+                share_rows = truth_share_rows(runs[persona], prefix)
+                rows += share_rows + curve_rows(runs[persona], checkpoints, prefix, cfg)
+                if ablations:
+                    ablated = runs[persona][:1] if quick else runs[persona]
+                    rows += ablation_rows(ablated, last, prefix, cfg)
+                    shares = {r.name.rsplit("truth_share_", 1)[1]: r.value for r in share_rows}
+                    rows += effect_rows(ablated, last, prefix, shares, cfg)
         finally:
             for group_runs in runs.values():
                 for r in group_runs:

@@ -193,11 +193,14 @@ def verdict(view: DashboardView, last: int = 50) -> tuple[str, str]:
         return ("No judged comparison in view yet.", "neutral")
     wins = float(counted["predictor_won"].mean())
     pred, base = counted["predictor_ndcg"].mean(), counted["baseline_ndcg"].mean()
+    cosine = counted["cosine_ndcg"].drop_nulls().mean() if "cosine_ndcg" in counted else None
+    against = f"{base:.2f} for the baseline"
+    if cosine is not None:
+        against += f" and {cosine:.2f} for plain cosine"
     share = 1.0 - st_.alpha
     detail = (
         f"it won {wins:.0%} of the last {counted.height} judged sessions "
-        f"(NDCG@10 {pred:.2f} vs {base:.2f} for the baseline) and carries {share:.0%} of the "
-        "ranking weight"
+        f"(NDCG@10 {pred:.2f} vs {against}) and carries {share:.0%} of the ranking weight"
     )
     if wins > 0.5 and pred > base:
         return (f"Yes, the predictor is helping: {detail}.", "success")

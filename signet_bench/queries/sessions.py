@@ -19,7 +19,7 @@ import polars as pl
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.queries.source import store_has
-from signet_bench.store.duck import ts_expr
+from signet_bench.store.duck import attached_tables, ts_expr
 
 __all__ = [
     "NO_PROJECT",
@@ -55,6 +55,10 @@ _NO_COMPARISONS = """
            NULL::DOUBLE AS fts_overlap_score, NULL::VARCHAR AS compared_text
     WHERE false
 """
+# The simulator records the plain cosine ranking's NDCG@10 on the same ratings; a real store
+# has no such column, and the frame's `cosine_ndcg` is then NULL.
+_COSINE = "SELECT session_key, cosine_ndcg::DOUBLE AS cosine_ndcg FROM store.sim_sessions"
+_NO_COSINE = "SELECT NULL::VARCHAR AS session_key, NULL::DOUBLE AS cosine_ndcg WHERE false"
 
 _SESSIONS_SQL = """
 WITH sm AS (
@@ -73,8 +77,10 @@ sc AS (
     QUALIFY row_number() OVER (PARTITION BY session_key ORDER BY created_at DESC, id DESC) = 1
 ),
 pc AS ({comparisons}),
+cs AS ({cosine}),
 joined AS (
     SELECT * FROM sm FULL OUTER JOIN sc USING (session_key) LEFT JOIN pc USING (session_key)
+    LEFT JOIN cs USING (session_key)
 )
 SELECT session_key,
        COALESCE({started}, {scored}) AS started_at,
@@ -83,7 +89,7 @@ SELECT session_key,
        COALESCE(cmp_project, project) AS project,
        COALESCE(candidates, 0) AS candidates, COALESCE(injected, 0) AS injected,
        COALESCE(predictor_scored, 0) AS predictor_scored,
-       score, confidence, predictor_ndcg, baseline_ndcg, predictor_won, margin, alpha,
+       score, confidence, predictor_ndcg, baseline_ndcg, cosine_ndcg, predictor_won, margin, alpha,
        ema_updated, scorer_confidence, success_rate, focal_entity_name, fts_overlap_score
 FROM joined
 """
@@ -108,12 +114,15 @@ def session_frame(
 ) -> pl.DataFrame:
     """Every session of the store, in the order the daemon judged them (comparison time, else
     start): `n` (1-based), key, start/end/comparison times (UTC), project, candidate counts,
-    the judge's score and confidence, the comparison's columns, `outcome` (one of OUTCOMES),
+    the judge's score and confidence, the comparison's columns, `cosine_ndcg` (the plain
+    cosine ranking on the same ratings; simulated stores only, else NULL), `outcome` (one of OUTCOMES),
     `counted` (the session updated the success-rate EMA) and `low_confidence` (the judge's
     confidence below the gate)."""
     comparisons = _COMPARISONS if store_has(con, "predictor_comparisons") else _NO_COMPARISONS
+    sim = attached_tables(con).columns.get("sim_sessions", ())
     sql = _SESSIONS_SQL.format(
         comparisons=comparisons,
+        cosine=_COSINE if "cosine_ndcg" in sim else _NO_COSINE,
         started=ts_expr("started_text"),
         scored=ts_expr("scored_text"),
         compared=ts_expr("compared_text"),

@@ -298,8 +298,10 @@ def variance_shares(
     truth with only those effects switched on (the others off, to their absence) explains
     (squared correlation, summed over sessions weighted by their variance). An effect's share
     is its Shapley value: its mean gain over every order of switching the effects on (as the
-    LMG decomposition of a regression's R²). The shares sum to 1; the effects interact
-    multiplicatively and the Shapley value splits each interaction evenly among them.
+    LMG decomposition of a regression's R²). The shares sum to 1 minus what the truth with
+    every effect off still explains (with project and global both off, project memories still
+    score SAME_PROJECT and global ones OTHER_PROJECT: a few percent in multi-project pools); the
+    effects interact multiplicatively and the Shapley value splits each interaction evenly.
     """
     if pools is not None and len(pools) != len(plans):
         raise ValueError(f"pools: expected one per plan ({len(plans)}), got {len(pools)}")

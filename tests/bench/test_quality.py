@@ -2,35 +2,47 @@ import numpy as np
 
 from signet_bench.bench.quality import (
     ABLATIONS,
+    EFFECT_MIN_SHARE,
     ablate_samples,
-    ablation_persona,
-    shared_stack,
+    ablation_frozen,
+    quality_rows,
 )
 from signet_bench.bench.train import synthetic_samples
-from signet_bench.synth.persona import get_persona
+from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.model.params import init_params
+from signet_bench.synth.truth import EFFECTS
+from signet_bench.train import train_model
 
 
-def test_shared_stack_puts_every_project_on_the_first_projects_topics():
-    base = get_persona("multi-project").projects
-    shared = shared_stack("multi-project")
-    assert [p.name for p in shared] == [p.name for p in base]
-    assert len({tuple(t.name for t in p.topics) for p in base}) > 1
-    assert {tuple(t.name for t in p.topics) for p in shared} == {
-        tuple(t.name for t in base[0].topics)
-    }
-    assert [p.schedule for p in shared] == [p.schedule for p in base]
+def test_every_ablation_names_planted_effects():
+    assert set(ABLATIONS) == {"query", "prior", "context", "project", "time", "superseded"}
+    for ablation in ABLATIONS.values():
+        assert ablation.effects and set(ablation.effects) <= set(EFFECTS)
+    carried = {e for a in ABLATIONS.values() for e in a.effects}
+    assert {"project", "global", "time", "stale"} <= carried
 
 
-def test_each_ablation_runs_on_a_persona_that_plants_its_pattern():
-    assert set(ABLATIONS) == {"project", "time", "superseded"}
-    label, persona = ablation_persona("project")
-    assert label == "multi-project+project"
-    assert len({p.topics for p in persona.projects}) == 1
-    _, persona = ablation_persona("time")
-    assert persona.time_pattern_share > get_persona("heavy").time_pattern_share
-    _, persona = ablation_persona("superseded")
-    assert persona.supersede_share > get_persona("heavy").supersede_share
-    assert dict(persona.supersede_modes) == {"attribute": 1.0}
+def test_component_ablations_freeze_exactly_their_weights():
+    params = init_params(DEFAULT_CONFIG, 16)
+    assert set(ablation_frozen("query", params)) == {"q_proj"}
+    assert ablation_frozen("query", params)["q_proj"].all()
+    gate = ablation_frozen("prior", params)["gate_proj"]
+    assert gate.shape == params["gate_proj"].shape
+    assert int(gate.sum()) == DEFAULT_CONFIG.value_dim and gate[0, : DEFAULT_CONFIG.value_dim].all()
+    assert ablation_frozen("time", params) == {} and ablation_frozen(None, params) == {}
+
+
+def test_a_frozen_training_holds_the_ablated_weights_and_learns_the_rest():
+    samples = synthetic_samples(24, dim=16, seed=3)
+    start = init_params(DEFAULT_CONFIG, 16)
+    frozen = ablation_frozen("prior", start)
+    res = train_model(samples, start, epochs=3, seed=1, previous_is_trained=False, frozen=frozen)
+    assert res.params is not None
+    gate = res.params["gate_proj"]
+    np.testing.assert_array_equal(gate[frozen["gate_proj"]], 0.0)
+    assert np.abs(gate[~frozen["gate_proj"]]).max() > 0.0
+    free = train_model(samples, start, epochs=3, seed=1, previous_is_trained=False)
+    assert np.abs(free.params["gate_proj"][frozen["gate_proj"]]).max() > 0.0
 
 
 def test_ablated_samples_lose_exactly_their_group():
@@ -45,4 +57,43 @@ def test_ablated_samples_lose_exactly_their_group():
     for s, a in zip(samples, ablate_samples(samples, "superseded"), strict=True):
         assert not a.features[:, 11].any()
         np.testing.assert_array_equal(np.delete(a.features, 11, 1), np.delete(s.features, 11, 1))
+    for s, a in zip(samples, ablate_samples(samples, "context"), strict=True):
+        assert not a.context.any() and s.context.any()
+        np.testing.assert_array_equal(a.features, s.features)
+    memory = [0, 1, 2, 12, 13, 14, 15]
+    for s, a in zip(samples, ablate_samples(samples, "prior"), strict=True):
+        assert not a.features[:, memory].any()
+        np.testing.assert_array_equal(
+            np.delete(a.features, memory, 1), np.delete(s.features, memory, 1)
+        )
     assert ablate_samples(samples, None) is samples
+    assert ablate_samples(samples, "query") is samples  # a component ablation: inputs unchanged
+
+
+def test_quality_rows_report_shares_curves_and_ablations_consistently():
+    rows = quality_rows(("light",), seeds=(3,), quick=True, embedder="topic")
+    by = {(r.name, r.metric, r.n): r for r in rows}
+    shares = [r for r in rows if r.metric == "variance_share"]
+    assert [r.name for r in shares] == [f"truth_share_{e}" for e in EFFECTS]
+    assert 0.9 < sum(r.value for r in shares) <= 1.0 + 1e-9  # see variance_shares
+    for n in (10, 50):
+        served, cosine = by["predictor_served", "ndcg@10", n], by["cosine", "ndcg@10", n]
+        delta = by["predictor_served-cosine", "ndcg@10_delta", n]
+        assert abs(delta.value - (served.value - cosine.value)) < 1e-9
+        assert delta.ci_low <= delta.value <= delta.ci_high
+    for group in ABLATIONS:
+        full = by[f"ablation_{group}", "ndcg@10_full", 50].value
+        ablated = by[f"ablation_{group}", "ndcg@10_ablated", 50].value
+        assert abs(by[f"ablation_{group}", "ndcg@10_drop", 50].value - (full - ablated)) < 1e-9
+        assert full == by["predictor_offline", "ndcg@10", 50].value
+    effects = {r.name.removeprefix("effect_") for r in rows if r.name.startswith("effect_")}
+    assert effects == {
+        r.name.removeprefix("truth_share_")
+        for r in shares
+        if r.value >= EFFECT_MIN_SHARE and r.name != "truth_share_topic"
+    }
+    for e in effects:
+        assert (
+            by[f"effect_{e}", "ndcg@10_full", 50].value
+            == by["true_label_ceiling", "ndcg@10", 50].value
+        )

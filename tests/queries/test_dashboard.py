@@ -36,6 +36,9 @@ def test_verdict_answers_whether_the_predictor_helps(con, demo):
     counted = view.sessions.filter(pl.col("counted")).sort("n").tail(20)
     wins = counted["predictor_won"].mean()
     assert f"{wins:.0%}" in text
+    cosine = counted["cosine_ndcg"].drop_nulls()
+    assert cosine.len() > 0  # the simulator records the cosine ranking on the same ratings
+    assert f"and {cosine.mean():.2f} for plain cosine" in text
     assert tone == ("success" if wins > 0.5 else "warn")
     assert data.model_available is True and data.parameters and data.parameters > 0
 
@@ -51,3 +54,19 @@ def test_a_young_store_is_in_cold_start(young):
     assert dash.verdict(view)[1] == "neutral" and "cold start" in dash.verdict(view)[0]
     assert view.steps.height == 0 and view.latency.height == 0 and view.errors.height == 0
     assert data.model_available is None
+
+
+def test_a_store_without_the_simulators_tables_has_no_cosine_column_values(young, tmp_path):
+    import shutil
+    import sqlite3
+
+    plain = tmp_path / "plain.db"
+    shutil.copy(young, plain)
+    with sqlite3.connect(plain) as db:
+        db.execute("DROP TABLE sim_sessions")
+    con = open_store(plain)
+    try:
+        sessions = dash.load_dashboard(con, plain, None).sessions
+    finally:
+        con.close()
+    assert sessions.height > 0 and sessions["cosine_ndcg"].null_count() == sessions.height
