@@ -98,7 +98,9 @@ def _bench_rows(args: argparse.Namespace) -> list:
 
         if not args.data:
             raise UserError("bench quality --dataset locomo needs --data PATH (LoCoMo JSON)")
-        return locomo_rows(args.data, seed=args.seed, quick=args.quick, graded=args.graded)
+        return locomo_rows(
+            args.data, seed=args.seed, quick=args.quick, graded=args.graded, split=args.split
+        )
     from signet_bench.bench.quality import quality_rows
 
     personas = args.personas or [args.persona]
@@ -175,6 +177,12 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", default="synth", choices=["synth", "locomo"])
     p.add_argument("--data", default=None, help="locomo: the LoCoMo JSON or a folder of stores")
     p.add_argument("--graded", action="store_true", help="locomo: graded relevance for NDCG")
+    p.add_argument(
+        "--split",
+        default="chronological",
+        choices=["chronological", "random"],
+        help="locomo: held-out questions (chronological: the later half; random: an experiment)",
+    )
     p.add_argument("--results", default="bench-results", help="report: folder of bench JSON")
     p.add_argument("--out", default=None, help="report: the page (default docs/benchmarks.md)")
     p.add_argument("--persona", default="heavy")

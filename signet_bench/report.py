@@ -29,6 +29,9 @@ __all__ = [
 COMMANDS: Mapping[str, str] = {
     "quality-locomo": "signet-bench bench quality --dataset locomo "
     "--data ../shared/data/locomo/locomo7.json --json {dir}/quality-locomo.json",
+    "quality-locomo-random": "signet-bench bench quality --dataset locomo "
+    "--data ../shared/data/locomo/locomo7.json --split random "
+    "--json {dir}/quality-locomo-random.json",
     "quality": "signet-bench bench quality --personas heavy,drifting --seeds 11,12,13 "
     "--embedder wordllama --json {dir}/quality.json",
     "store": "signet-bench bench store --json {dir}/store.json",
@@ -38,6 +41,7 @@ COMMANDS: Mapping[str, str] = {
 }
 TITLES = {
     "quality-locomo": "Retrieval quality on LoCoMo",
+    "quality-locomo-random": "LoCoMo with a random question split (an experiment)",
     "quality": "Ranking quality on a synthetic user",
     "store": "Store",
     "loop": "Session loop latency",
@@ -184,24 +188,29 @@ def _quality_section(rows: Sequence[Mapping[str, Any]], chart: str | None) -> li
     return out
 
 
-def _locomo_section(rows: Sequence[Mapping[str, Any]], chart: str | None) -> list[str]:
+def _locomo_section(
+    rows: Sequence[Mapping[str, Any]], chart: str | None, held: str = "the later half"
+) -> list[str]:
     suffixes = sorted({r["name"].endswith("_minilm") for r in rows})
     out = []
     for minilm in suffixes:
         part = [r for r in rows if r["name"].endswith("_minilm") == minilm and "-" not in r["name"]]
         label = "all-MiniLM-L6-v2" if minilm else "wordllama (offline default)"
         cats = sorted({r["metric"] for r in part if r["metric"].startswith("recall@10[")})
+        seen = [r for r in part if r["name"].startswith("held_out_seen_evidence")]
         out += [
             f"#### Embedder: {label}",
-            (
-                "Held-out questions (later half of each conversation), mean and 95% bootstrap "
-                "interval:"
-            ),
+            (f"Held-out questions ({held} of each conversation), mean and 95% bootstrap interval:"),
             pivot_markdown(part, LOCOMO_METRICS),
             "Recall@10 per category:",
             pivot_markdown(part, cats),
             "Every question (categories 1–4), the heuristics:",
             pivot_markdown(part, [f"recall@{k}_all" for k in (5, 10, 25, 50)]),
+        ]
+        out += [
+            f"Held-out questions sharing an evidence turn with a training question: "
+            f"{r['value']:.1%} of {r.get('n')}."
+            for r in seen
         ]
         deltas = [r for r in rows if "-" in r["name"] and r["name"].endswith("_minilm") == minilm]
         out += ["Paired differences, learned minus heuristic:"]
@@ -241,7 +250,8 @@ def benchmarks_markdown(
         rows = doc["results"]
         lines += ["", f"## {TITLES.get(stem, stem)}", "", f"`{stem}.json`", ""]
         if stem.startswith("quality-locomo"):
-            section = _locomo_section(rows, charts.get(stem))
+            held = "a random half" if stem.endswith("random") else "the later half"
+            section = _locomo_section(rows, charts.get(stem), held)
         elif stem.startswith("quality"):
             section = _quality_section(rows, charts.get(stem))
         else:

@@ -18,6 +18,7 @@ def _rows() -> list[Row]:
         Row("cosine", "recall@10[temporal]", 0.30, "recall", 0.2, 0.4, n=80),
         Row("learned-cosine", "recall@10_delta", -0.07, "recall", -0.1, -0.04, n=500),
         Row("cosine_minilm", "recall@10", 0.61, "recall", 0.57, 0.65, n=500),
+        Row("held_out_seen_evidence", "share", 0.157, "share", n=500),
     ]
 
 
@@ -43,6 +44,8 @@ def test_report_page_has_machine_commands_tables_and_a_png_chart(tmp_path):
     assert "signet-bench bench quality --dataset locomo" in text
     assert "| cosine |  | 0.56 (0.52–0.6) |  |  | 0.41 (0.38–0.44) |  |" in text
     assert "learned-cosine | -0.07 (-0.1–-0.04)" in text
+    assert "Held-out questions (the later half of each conversation)" in text
+    assert "sharing an evidence turn with a training question: 15.7% of 500." in text
     assert "Embedder: all-MiniLM-L6-v2" in text and "| train | wall | 3.2 | s |" in text
     png = tmp_path / "docs" / "benchmarks" / "quality-locomo-recall10.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

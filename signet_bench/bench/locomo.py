@@ -70,12 +70,14 @@ from signet_bench.train import train_model
 
 __all__ = [
     "HEURISTICS",
+    "SPLITS",
     "ConversationData",
     "evaluate_queries",
     "locomo_rows",
     "question_context",
     "question_inputs",
     "question_sample",
+    "seen_evidence",
     "split_queries",
 ]
 
@@ -163,15 +165,34 @@ def read_conversation(store: Path, cfg: PredictorConfig, seed: int) -> Conversat
     return data
 
 
-def split_queries(queries: Sequence[Query]) -> tuple[list[int], list[int]]:
-    """(train, held-out) positions: questions by the latest session of their evidence, then QA
-    order; the first `TRAIN_SHARE` train."""
-    order = sorted(
-        range(len(queries)),
-        key=lambda i: (max(int(e[1:].split(":")[0]) for e in queries[i].evidence), i),
-    )
+SPLITS = ("chronological", "random")
+
+
+def split_queries(
+    queries: Sequence[Query], how: str = "chronological", seed: int = 0
+) -> tuple[list[int], list[int]]:
+    """(train, held-out) positions, the first `TRAIN_SHARE` training: "chronological" orders
+    questions by the latest session of their evidence, then QA order (the benchmark's split);
+    "random" shuffles them (an experiment: held-out questions then often share evidence with
+    training ones)."""
+    if how == "random":
+        order = [int(i) for i in np.random.default_rng([seed, 0x5B17]).permutation(len(queries))]
+    elif how == "chronological":
+        order = sorted(
+            range(len(queries)),
+            key=lambda i: (max(int(e[1:].split(":")[0]) for e in queries[i].evidence), i),
+        )
+    else:
+        raise UserError(f"--split: expected one of {', '.join(SPLITS)}, got {how!r}")
     cut = round(len(order) * TRAIN_SHARE)
     return sorted(order[:cut]), sorted(order[cut:])
+
+
+def seen_evidence(queries: Sequence[Query], train: Sequence[int], held: Sequence[int]) -> int:
+    """How many held-out questions share an evidence turn with some training question: what
+    per-user learning can carry over from one split to the other."""
+    seen = {e for i in train for e in queries[i].evidence}
+    return sum(1 for i in held if seen.intersection(queries[i].evidence))
 
 
 @dataclass(frozen=True)
@@ -369,12 +390,12 @@ def _delta_rows(a: str, qa: QueryScores, b: str, qb: QueryScores, seed: int) -> 
     ]
 
 
-def _run(convs: list[ConversationData], tmp: Path, epochs: int, seed: int, cfg) -> _Run:
+def _run(convs: list[ConversationData], tmp: Path, epochs: int, seed: int, cfg, split: str) -> _Run:
     """Every ranker's scores: the peers on every question, the learned variants (alone and
     fused with the best heuristic on the training questions) on the held-out ones."""
     train, held, scores = {}, {}, {}
     for c in convs:
-        train[c.sample_id], held[c.sample_id] = split_queries(c.queries)
+        train[c.sample_id], held[c.sample_id] = split_queries(c.queries, split, seed)
         scores[c.sample_id] = _heuristic_scores(c)
     run = _Run(scores, train, held)
     best = max(
@@ -393,14 +414,25 @@ def _run(convs: list[ConversationData], tmp: Path, epochs: int, seed: int, cfg) 
 
 
 def _embedder_rows(
-    convs: list[ConversationData], tmp: Path, suffix: str, epochs: int, seed: int, graded: bool
+    convs: list[ConversationData],
+    tmp: Path,
+    suffix: str,
+    opts: tuple[int, int, bool, str],
 ) -> list[Row]:
-    run = _run(convs, tmp, epochs, seed, DEFAULT_CONFIG)
+    epochs, seed, graded, split = opts
+    run = _run(convs, tmp, epochs, seed, DEFAULT_CONFIG, split)
+    n_held = sum(len(run.held[c.sample_id]) for c in convs)
+    seen = sum(
+        seen_evidence(c.queries, run.train[c.sample_id], run.held[c.sample_id]) for c in convs
+    )
+    _log.info(f"  {split} split: {seen}/{n_held} held-out questions share evidence with training")
     names = list(run.scores[convs[0].sample_id])
     heuristics = [n for n in names if not n.startswith("learned")]
     held = {n: _pooled(run, convs, n, "held", graded) for n in names}
     metrics = [f"recall@{k}" for k in RECALL_KS] + ["ndcg@10", "mrr"]
-    rows = []
+    rows = [
+        Row(f"held_out_seen_evidence{suffix}", "share", seen / max(1, n_held), "share", n=n_held)
+    ]
     for n in names:
         rows += _rows_of(n + suffix, held[n], seed, metrics)
     for n in heuristics:
@@ -454,6 +486,7 @@ def locomo_rows(
     graded: bool = False,
     audit: Sequence[str | Path] | None = None,
     embedders: Sequence[str] | None = None,
+    split: str = "chronological",
 ) -> list[Row]:
     """The LoCoMo quality table (see the module docstring); `quick`: two conversations, the
     offline embedder, a few epochs."""
@@ -472,5 +505,5 @@ def locomo_rows(
             _log.info(f"LoCoMo{suffix or ''}: {len(paths)} conversations")
             convs = [read_conversation(p, DEFAULT_CONFIG, seed) for p in paths]
             epochs = QUICK_EPOCHS if quick else EPOCHS
-            rows += _embedder_rows(convs, Path(tmp), suffix, epochs, seed, graded)
+            rows += _embedder_rows(convs, Path(tmp), suffix, (epochs, seed, graded, split))
     return rows

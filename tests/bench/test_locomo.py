@@ -11,6 +11,7 @@ from signet_bench.bench.locomo import (
     locomo_rows,
     question_context,
     read_conversation,
+    seen_evidence,
     split_queries,
 )
 from signet_bench.config import DEFAULT_CONFIG
@@ -34,6 +35,24 @@ def test_split_trains_on_the_questions_answerable_earlier():
     qs = [_q(0, ("D5:1",)), _q(1, ("D1:1",)), _q(2, ("D2:1", "D9:1")), _q(3, ("D3:4",))]
     train, held = split_queries(qs)
     assert train == [1, 3] and held == [0, 2]
+
+
+def test_a_random_split_is_a_seeded_partition_and_a_bad_name_is_refused():
+    qs = [_q(i, (f"D{i % 4 + 1}:1",)) for i in range(20)]
+    train, held = split_queries(qs, "random", seed=5)
+    assert sorted(train + held) == list(range(20)) and len(train) == 10
+    assert (train, held) == split_queries(qs, "random", seed=5)
+    assert train != split_queries(qs, "random", seed=6)[0]
+    assert train != split_queries(qs)[0]
+    with pytest.raises(Exception, match="--split"):
+        split_queries(qs, "by-date")
+
+
+def test_seen_evidence_counts_held_out_questions_sharing_a_training_turn():
+    qs = [_q(0, ("D1:1",)), _q(1, ("D1:1", "D2:2")), _q(2, ("D3:1",)), _q(3, ("D2:2",))]
+    assert seen_evidence(qs, [0], [1, 2, 3]) == 1
+    assert seen_evidence(qs, [0, 1], [2, 3]) == 1
+    assert seen_evidence(qs, [2], [0, 1, 3]) == 0
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +103,8 @@ def test_rows_are_reproducible_for_a_seed_and_name_every_ranker(slice_stores):
     for n in ("learned", "learned_base", "learned_finetuned", "learned_fused"):
         assert n in names
     assert "learned-cosine" in names
+    seen = next(r for r in rows if r.name == "held_out_seen_evidence")
+    assert 0.0 <= seen.value <= 1.0 and seen.n == next(r.n for r in rows if r.name == "cosine")
     recall = [r for r in rows if r.metric.startswith("recall@") and "delta" not in r.metric]
     assert all(0.0 <= r.value <= 1.0 for r in recall)
     for r in rows:
