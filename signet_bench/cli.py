@@ -25,13 +25,14 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH writes DESIGN §10 
   serve    in-process score p50/p99 (ms); JSON-RPC round trip of 80 x 768 p50/p95 (ms);
            process start to first answer (ms); resident memory after 10,000 scores (MB);
            score p99 while train_from_db runs and swaps the model (ms)
-  quality --dataset locomo --data PATH
+  quality --dataset locomo --data PATH [--split chronological|random]
            LoCoMo evidence retrieval on held-out questions per ranker (bm25, cosine,
            signet_hybrid, effective, cogmem_v9, cascade, learned, learned_base,
            learned_finetuned, their *_fused with the best heuristic, learned_oracle,
            learned_init): recall@5/10/25/50, ndcg@10, mrr, per category (metric[category]),
            heuristics on every question (*_all), paired deltas (a-b, *_delta); rows
-           suffixed _minilm use all-MiniLM-L6-v2 when it is installed
+           suffixed _minilm use all-MiniLM-L6-v2 when it is installed; held_out_seen_evidence:
+           the held-out questions sharing an evidence turn with a training question
   report   docs/benchmarks.md from the JSON in --results (tables, charts, machine, commands)
   dashboard  the dashboard on a year of heavy use (18,750 sessions, 1.5M session_memories):
            each query (ms), first render p50/max (ms), filter change p50/p95 (ms)
