@@ -274,9 +274,8 @@ def _train(
     if len(samples) < 2:
         return None
     start = init_params(cfg, int(samples[0].context.shape[0]))
-    frozen = ablation_frozen(group, start)
-    res = train_model(samples, start if frozen else None, cfg=cfg, epochs=EPOCHS, seed=seed,
-                      previous_is_trained=False, frozen=frozen)  # fmt: skip
+    res = train_model(samples, start, cfg=cfg, epochs=EPOCHS, seed=seed,
+                      previous_is_trained=False, frozen=ablation_frozen(group, start))  # fmt: skip
     if not res.accepted:
         _log.info(f"    training (seed {seed}) rejected by gate {res.gate_reason}")
     return res.params

@@ -18,7 +18,6 @@ import duckdb
 import polars as pl
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.queries.source import store_has
 from signet_bench.store.duck import attached_tables, ts_expr
 
 __all__ = [
@@ -118,8 +117,9 @@ def session_frame(
     cosine ranking on the same ratings; simulated stores only, else NULL), `outcome` (one of OUTCOMES),
     `counted` (the session updated the success-rate EMA) and `low_confidence` (the judge's
     confidence below the gate)."""
-    comparisons = _COMPARISONS if store_has(con, "predictor_comparisons") else _NO_COMPARISONS
-    sim = attached_tables(con).columns.get("sim_sessions", ())
+    tables = attached_tables(con).columns
+    comparisons = _COMPARISONS if "predictor_comparisons" in tables else _NO_COMPARISONS
+    sim = tables.get("sim_sessions", ())
     sql = _SESSIONS_SQL.format(
         comparisons=comparisons,
         cosine=_COSINE if "cosine_ndcg" in sim else _NO_COSINE,

@@ -1,4 +1,5 @@
-"""Fixtures: the shared small demo and young store (tests/queries/stores.py)."""
+"""Fixtures shared across test folders: the small demo and the young store
+(tests/queries/stores.py), built once per run."""
 
 from __future__ import annotations
 
