@@ -28,9 +28,10 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH writes DESIGN §10 
   quality --dataset locomo --data PATH [--split chronological|random]
            LoCoMo evidence retrieval on held-out questions per ranker (bm25, cosine,
            signet_hybrid, effective, cogmem_v9, cascade, learned, learned_base,
-           learned_finetuned, their *_fused with the best heuristic, learned_oracle,
-           learned_init): recall@5/10/25/50, ndcg@10, mrr, per category (metric[category]),
-           heuristics on every question (*_all), paired deltas (a-b, *_delta); rows
+           learned_finetuned, their *_fused with the best heuristic; experiments:
+           learned_oracle, learned_pooled, learned_init): recall@5/10/25/50, ndcg@10, mrr,
+           per category (metric[category]), heuristics on every question (*_all), paired
+           deltas (a-b, *_delta); rows
            suffixed _minilm use all-MiniLM-L6-v2 when it is installed; held_out_seen_evidence:
            the held-out questions sharing an evidence turn with a training question
   report   docs/benchmarks.md from the JSON in --results (tables, charts, machine, commands)

@@ -17,10 +17,12 @@ from typing import Any
 
 __all__ = [
     "COMMANDS",
+    "RANKER_KINDS",
     "benchmarks_markdown",
     "load_results",
     "pivot_markdown",
     "quality_chart",
+    "ranker_kind",
     "recall_chart",
     "rows_markdown",
     "write_benchmarks_doc",
@@ -97,6 +99,20 @@ def rows_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+RANKER_KINDS = ("heuristic", "learned", "experiment")
+
+
+def ranker_kind(name: str) -> str:
+    """A LoCoMo row's kind: a heuristic peer, a learned variant, or an experiment (not a
+    result: `bench.locomo.DIAGNOSTIC`), whatever the embedder suffix."""
+    from signet_bench.bench.locomo import DIAGNOSTIC
+
+    stem = name.removesuffix("_minilm")
+    if stem in DIAGNOSTIC:
+        return "experiment"
+    return "learned" if stem.startswith("learned") else "heuristic"
+
+
 def recall_chart(rows: Sequence[Mapping[str, Any]], metric: str = "recall@10"):
     """An Altair bar chart of `metric` per ranker with its interval as an error bar."""
     import altair as alt
@@ -106,6 +122,7 @@ def recall_chart(rows: Sequence[Mapping[str, Any]], metric: str = "recall@10"):
     frame = pl.DataFrame(
         {
             "ranker": [r["name"] for r in picked],
+            "kind": [ranker_kind(r["name"]) for r in picked],
             "value": [float(r["value"]) for r in picked],
             "low": [float(r.get("ci_low") or r["value"]) for r in picked],
             "high": [float(r.get("ci_high") or r["value"]) for r in picked],
@@ -114,7 +131,8 @@ def recall_chart(rows: Sequence[Mapping[str, Any]], metric: str = "recall@10"):
     base = alt.Chart(frame)
     order = [r["name"] for r in sorted(picked, key=lambda r: -float(r["value"]))]
     y = alt.Y("ranker:N", sort=order, title=None)
-    bars = base.mark_bar().encode(x=alt.X("value:Q", title=metric), y=y)
+    color = alt.Color("kind:N", sort=list(RANKER_KINDS), title=None)
+    bars = base.mark_bar().encode(x=alt.X("value:Q", title=metric), y=y, color=color)
     errs = base.mark_errorbar().encode(x=alt.X("low:Q", title=metric), x2="high:Q", y=y)
     return (bars + errs).properties(width=420, title=f"{metric}, held-out questions, 95% CI")
 

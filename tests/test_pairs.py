@@ -14,10 +14,13 @@ from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.embed import get_embedder
 from signet_bench.features import FEATURE_NAMES
 from signet_bench.locomo import convert_locomo
+from signet_bench.model.params import COSINE_WEIGHT_INIT
 from signet_bench.pairs import (
     INPUT_COLUMNS,
     PAIR_COLUMNS,
+    BaseModel,
     base_params,
+    base_scale,
     export_pairs,
     pair_frame,
     read_pair_sessions,
@@ -112,13 +115,30 @@ def test_base_learns_what_the_labels_follow_and_lands_in_the_scorer(tmp_path):
     assert base.loss_curve[-1] < base.loss_curve[0]
     params = base_params(base, native_dim=8)
     d, v = DEFAULT_CONFIG.internal_dim, DEFAULT_CONFIG.value_dim
+    scale = base_scale(base)
     if "cosine_weight" in params:
-        np.testing.assert_allclose(params["cosine_weight"], [base.similarity_weight])
+        np.testing.assert_allclose(params["cosine_weight"], [scale * base.similarity_weight])
     else:
-        np.testing.assert_allclose(np.diag(params["q_proj"]), base.similarity_weight / np.sqrt(d))
+        want = scale * base.similarity_weight / np.sqrt(d)
+        np.testing.assert_allclose(np.diag(params["q_proj"]), want)
     gate = params["gate_proj"].reshape(-1)
     assert not gate[:v].any()
-    np.testing.assert_allclose(gate[v : v + len(FEATURE_NAMES)], base.feature_weights)
+    np.testing.assert_allclose(gate[v : v + len(FEATURE_NAMES)], scale * base.feature_weights)
+
+
+@pytest.mark.parametrize(
+    ("similarity", "scale"), [(0.5, COSINE_WEIGHT_INIT / 0.5), (6.0, 1.0), (-1.0, 1.0)]
+)
+def test_base_scale_lifts_a_weak_similarity_weight_to_the_fresh_scorers(similarity, scale):
+    weights = np.r_[similarity, np.linspace(-1, 1, len(FEATURE_NAMES) + 1)[1:]]
+    base = BaseModel(weights, sessions=1, loss_curve=(1.0,))
+    assert base_scale(base) == pytest.approx(scale)
+    params = base_params(base, native_dim=8)
+    gate = params["gate_proj"].reshape(-1)[DEFAULT_CONFIG.value_dim :][: len(FEATURE_NAMES)]
+    # one positive factor on every weight: the base's ranking is kept
+    np.testing.assert_allclose(gate / base.feature_weights, scale)
+    if "cosine_weight" in params:
+        assert params["cosine_weight"][0] == pytest.approx(scale * similarity)
 
 
 def test_not_a_pair_file_is_refused_by_name(tmp_path):

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from signet_bench.bench.report import Row, write_report
-from signet_bench.report import load_results, pivot_markdown, write_benchmarks_doc
+from signet_bench.report import load_results, pivot_markdown, ranker_kind, write_benchmarks_doc
 
 
 def _rows() -> list[Row]:
@@ -85,3 +85,18 @@ def test_synthetic_quality_gets_checkpoint_columns_per_persona_and_a_curve(tmp_p
     assert "| heavy/effect_global |  |  | 0.03 (0.01–0.05) |" in heavy
     png = tmp_path / "b" / "quality-ndcg10.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "(b/quality-ndcg10.png)" in text
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("cosine", "heuristic"),
+        ("signet_hybrid_minilm", "heuristic"),
+        ("learned_fused", "learned"),
+        ("learned_base_minilm", "learned"),
+        ("learned_oracle", "experiment"),
+        ("learned_pooled_minilm", "experiment"),
+    ],
+)
+def test_locomo_rows_are_coloured_by_kind(name, kind):
+    assert ranker_kind(name) == kind

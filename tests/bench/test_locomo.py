@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from signet_bench.bench.locomo import (
+    DIAGNOSTIC,
     evaluate_queries,
     locomo_rows,
     question_context,
@@ -103,6 +104,9 @@ def test_rows_are_reproducible_for_a_seed_and_name_every_ranker(slice_stores):
     for n in ("learned", "learned_base", "learned_finetuned", "learned_fused"):
         assert n in names
     assert "learned-cosine" in names
+    # the experiments are reported alone, never as a difference from a heuristic
+    assert {"learned_oracle", "learned_pooled", "learned_init"} <= names
+    assert not [n for n in names if n.split("-")[0] in DIAGNOSTIC and "-" in n]
     seen = next(r for r in rows if r.name == "held_out_seen_evidence")
     assert 0.0 <= seen.value <= 1.0 and seen.n == next(r.n for r in rows if r.name == "cosine")
     recall = [r for r in rows if r.metric.startswith("recall@") and "delta" not in r.metric]
