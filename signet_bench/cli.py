@@ -31,9 +31,9 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH writes DESIGN §10 
            learned_finetuned, their *_fused with the best heuristic; experiments:
            learned_oracle, learned_pooled, learned_init): recall@5/10/25/50, ndcg@10, mrr,
            per category (metric[category]), heuristics on every question (*_all), paired
-           deltas (a-b, *_delta); rows
-           suffixed _minilm use all-MiniLM-L6-v2 when it is installed; held_out_seen_evidence:
-           the held-out questions sharing an evidence turn with a training question
+           deltas (a-b, *_delta); rows suffixed _minilm use all-MiniLM-L6-v2 when it is
+           installed; held_out_seen_evidence: the held-out questions sharing an evidence turn
+           with a training question
   report   docs/benchmarks.md from the JSON in --results (tables, charts, machine, commands)
   dashboard  the dashboard on a year of heavy use (18,750 sessions, 1.5M session_memories):
            each query (ms), first render p50/max (ms), filter change p50/p95 (ms)

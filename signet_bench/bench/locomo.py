@@ -419,8 +419,9 @@ def _run(convs: list[ConversationData], tmp: Path, epochs: int, seed: int, cfg, 
     for c in convs:
         sid = c.sample_id
         others = [s for o in convs if o is not c for s in o.samples.values() if s is not None]
-        split_ = (train[sid], held[sid])
-        learned = _learned_scores(c, split_, bases[sid], others, (epochs, seed, cfg))
+        learned = _learned_scores(
+            c, (train[sid], held[sid]), bases[sid], others, (epochs, seed, cfg)
+        )
         for name in LEARNED:
             learned[f"{name}_fused"] = _fused(c, scores[sid][best], learned[name])
         scores[sid].update(learned)
