@@ -8,9 +8,9 @@ with app.setup:
     import marimo as mo
     import polars as pl
 
-    from signet_bench.app import notebook_args
-    from signet_bench.notebook_ui import static, table
-    from signet_bench.queries.training import bench_rows
+    from signet_bench.analysis.queries.training import bench_rows
+    from signet_bench.app.launch import notebook_args
+    from signet_bench.app.ui import static, table
 
 
 @app.function

@@ -8,12 +8,12 @@ with app.setup:
     import marimo as mo
     import polars as pl
 
-    from signet_bench.app import notebook_args
+    from signet_bench.analysis.queries import calibration as cal
+    from signet_bench.analysis.queries.sessions import session_frame
+    from signet_bench.analysis.queries.source import WorkbenchBusy, open_store
+    from signet_bench.app.launch import notebook_args
+    from signet_bench.app.ui import static, table
     from signet_bench.config import DEFAULT_CONFIG
-    from signet_bench.notebook_ui import static, table
-    from signet_bench.queries import calibration as cal
-    from signet_bench.queries.sessions import session_frame
-    from signet_bench.queries.source import WorkbenchBusy, open_store
 
     SKIP = "skip"
     LEVEL_TEXTS = [SKIP] + [f"{level:.2f}" for level in cal.LABEL_LEVELS]

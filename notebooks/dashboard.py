@@ -11,13 +11,13 @@ with app.setup:
     import marimo as mo
     import polars as pl
 
-    from signet_bench.app import notebook_args
+    from signet_bench.analysis.queries import dashboard as dash
+    from signet_bench.analysis.queries import inspector
+    from signet_bench.analysis.queries.sessions import projects_of
+    from signet_bench.analysis.queries.source import open_store
+    from signet_bench.app.launch import notebook_args
+    from signet_bench.app.ui import static, table
     from signet_bench.config import DEFAULT_CONFIG
-    from signet_bench.notebook_ui import static, table
-    from signet_bench.queries import dashboard as dash
-    from signet_bench.queries import inspector
-    from signet_bench.queries.sessions import projects_of
-    from signet_bench.queries.source import open_store
 
     OUTCOME_COLORS = alt.Scale(
         domain=["predictor won", "baseline won", "tie", "not scored"],

@@ -8,14 +8,18 @@ with app.setup:
     import marimo as mo
     import polars as pl
 
-    from signet_bench.app import notebook_args
+    from signet_bench.analysis.queries import drift
+    from signet_bench.analysis.queries.feature_drift import (
+        feature_drift,
+        feature_frames,
+        feature_histogram,
+    )
+    from signet_bench.analysis.queries.sessions import drift_resets, session_frame
+    from signet_bench.analysis.queries.source import open_store
+    from signet_bench.analysis.queries.stattests import STATTESTS
+    from signet_bench.app.launch import notebook_args
+    from signet_bench.app.ui import static, table
     from signet_bench.config import DEFAULT_CONFIG
-    from signet_bench.notebook_ui import static, table
-    from signet_bench.queries import drift
-    from signet_bench.queries.features import feature_drift, feature_frames, feature_histogram
-    from signet_bench.queries.sessions import drift_resets, session_frame
-    from signet_bench.queries.source import open_store
-    from signet_bench.queries.stattests import STATTESTS
 
 
 @app.function

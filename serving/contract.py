@@ -43,7 +43,7 @@ __all__ = [
     "feature_spec_hash",
 ]
 
-# --- the 17 candidate features (DESIGN §6, reference §4; definitions in signet_bench/features.py)
+# --- the 17 candidate features (DESIGN §6, reference §4; definitions in signet_bench/daemon/features.py)
 
 FEATURE_NAMES: tuple[str, ...] = (
     "recency",
@@ -87,7 +87,7 @@ def feature_spec_hash(spec: str) -> str:
 
 FEATURE_SPEC_HASH = feature_spec_hash(FEATURE_SPEC)
 
-# --- the exported graph (signet_bench/export.py builds it; serving/scorer.py feeds it) ---------
+# --- the exported graph (signet_bench/learn/export.py builds it; serving/scorer.py feeds it) ---------
 
 OPSET = 17  # onnxruntime 1.31 accepts up to 26; 17 is the oldest with every op used here
 IR_VERSION = 8

@@ -9,7 +9,7 @@ project slot to 0. The session-level features reach the query from the first can
 exactly as the numpy model takes them.
 
 A model file may be an ONNX export, the workbench's own checkpoint or Signet's SGPT `model.bin`;
-the last two are converted at load through `signet_bench.export` (the ONNX path needs only
+the last two are converted at load through `signet_bench.learn.export` (the ONNX path needs only
 onnxruntime and numpy).
 """
 
@@ -298,12 +298,12 @@ def model_kind(path: str | Path) -> str:
 
 
 def _onnx_bytes(path: Path) -> tuple[bytes, str]:
-    """The file's ONNX model, converting a checkpoint through signet_bench.export."""
+    """The file's ONNX model, converting a checkpoint through signet_bench.learn.export."""
     kind = model_kind(path)
     if kind == "onnx":
         return path.read_bytes(), kind
     try:
-        from signet_bench.export import load_model_file, model_bytes
+        from signet_bench.learn.export import load_model_file, model_bytes
     except ImportError as exc:
         raise ModelLoadError(f"{path}: a {kind} checkpoint needs signet-bench ({exc})") from None
     params, meta, trained_at = load_model_file(path)

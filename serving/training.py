@@ -101,8 +101,8 @@ def copy_atomic(src: Path, dst: Path) -> Path:
 
 def write_model(params: Mapping[str, np.ndarray], meta: Any, path: Path, flags: int = 0) -> Path:
     """Write weights in the format `path` asks for (ONNX, SGPT or the workbench checkpoint)."""
-    from signet_bench.export import model_bytes
-    from signet_bench.model.checkpoint import save_checkpoint, write_sgpt
+    from signet_bench.learn.export import model_bytes
+    from signet_bench.learn.model.checkpoint import save_checkpoint, write_sgpt
 
     fmt = target_format(path)
     if fmt == "onnx":
@@ -115,8 +115,8 @@ def write_model(params: Mapping[str, np.ndarray], meta: Any, path: Path, flags: 
 
 
 def load_params(path: Path) -> tuple[dict[str, np.ndarray], Any]:
-    """Float64 weights and meta of any model file (through signet_bench.export)."""
-    from signet_bench.export import load_model_file
+    """Float64 weights and meta of any model file (through signet_bench.learn.export)."""
+    from signet_bench.learn.export import load_model_file
 
     params, meta, _ = load_model_file(path)
     return params, meta
@@ -387,7 +387,7 @@ class StepTrainer:
     in float64 here; the caller swaps in the re-exported graph."""
 
     def __init__(self, params: dict[str, np.ndarray], meta: Any) -> None:
-        from signet_bench.model.optim import Adam
+        from signet_bench.learn.model.optim import Adam
 
         self.params = params
         self.meta = meta
@@ -397,8 +397,8 @@ class StepTrainer:
 
     def step(self, params: Mapping[str, Any], info: ModelInfo) -> tuple[float, bytes]:
         """(loss, ONNX bytes of the updated model) for Signet's `train` parameters."""
-        from signet_bench.export import model_bytes
-        from signet_bench.model.scorer import batch_from_sessions, loss_and_grads
+        from signet_bench.learn.export import model_bytes
+        from signet_bench.learn.model.scorer import batch_from_sessions, loss_and_grads
 
         labels = params.get("labels")
         if not isinstance(labels, list) or not labels:

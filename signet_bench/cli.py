@@ -6,10 +6,10 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from signet_bench.blas import configure as configure_blas
 from signet_bench.config import DEFAULT_CONFIG, load_config
 from signet_bench.errors import UserError
-from signet_bench.timestamps import local_tz
+from signet_bench.learn.blas import configure as configure_blas
+from signet_bench.store.timestamps import local_tz
 
 __all__ = ["main"]
 
@@ -64,7 +64,7 @@ def _command(
 
 
 def _cmd_synth(args: argparse.Namespace) -> int:
-    from signet_bench.synth.build import build_persona_store
+    from signet_bench.world.synth.build import build_persona_store
 
     summary = build_persona_store(
         args.persona, args.out, seed=args.seed, n_memories=args.memories, embedder=args.embedder
@@ -76,27 +76,27 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 def _bench_rows(args: argparse.Namespace) -> list:
     """Run the named benchmark with the parsed options; its rows."""
     if args.name == "store":
-        from signet_bench.bench.store import store_rows
+        from signet_bench.bench.store_speed import store_rows
 
         return store_rows(quick=args.quick, seed=args.seed)
     if args.name == "loop":
-        from signet_bench.bench.loop import loop_rows
+        from signet_bench.bench.loop_speed import loop_rows
 
         return loop_rows(args.persona, quick=args.quick, seed=args.seed)
     if args.name == "train":
-        from signet_bench.bench.train import train_rows
+        from signet_bench.bench.train_speed import train_rows
 
         return train_rows(quick=args.quick, seed=args.seed)
     if args.name == "serve":
-        from signet_bench.bench.serve import serve_rows
+        from signet_bench.bench.serve_speed import serve_rows
 
         return serve_rows(quick=args.quick, seed=args.seed)
     if args.name == "dashboard":
-        from signet_bench.bench.dashboard import dashboard_rows
+        from signet_bench.bench.dashboard_speed import dashboard_rows
 
         return dashboard_rows(quick=args.quick, seed=args.seed)
     if args.dataset == "locomo":
-        from signet_bench.bench.locomo import locomo_rows
+        from signet_bench.bench.quality_locomo import locomo_rows
 
         if not args.data:
             raise UserError("bench quality --dataset locomo needs --data PATH (LoCoMo JSON)")
@@ -138,7 +138,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout, force=True)
     if args.name == "report":
-        from signet_bench.report import write_benchmarks_doc
+        from signet_bench.bench.docs_page import write_benchmarks_doc
 
         print(f"wrote {write_benchmarks_doc(args.results, args.out or 'docs/benchmarks.md')}")
         return 0
@@ -207,7 +207,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
-    from signet_bench.loop import SimOptions, simulate
+    from signet_bench.daemon.loop import SimOptions, simulate
 
     chosen = {name: getattr(args, name) for name in _SIM_OPTIONS}
     opts = SimOptions(**chosen, train_epochs=args.epochs, progress=sys.stderr.isatty())
@@ -242,7 +242,7 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     """One gated training on a store; exit 1 when a gate rejects the model."""
-    from signet_bench.train import train_store
+    from signet_bench.learn.train import train_store
 
     run = train_store(
         args.db,
@@ -308,7 +308,7 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
 def _cmd_skew(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from signet_bench.skew import skew_report
+    from signet_bench.analysis.skew import skew_report
 
     report = skew_report(args.db, tz=args.tz or local_tz())
     with pl.Config(tbl_rows=30, tbl_cols=10, float_precision=4):
@@ -325,7 +325,7 @@ def _add_skew(sub: argparse._SubParsersAction) -> None:
 def _cmd_demo(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from signet_bench.demo import run_demo
+    from signet_bench.app.demo import run_demo
 
     demo = run_demo(args.out or "out", args.sessions, progress=sys.stderr.isatty())
     print(f"demo store: {demo.store}")
@@ -338,7 +338,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from signet_bench.export import convert_model
+    from signet_bench.learn.export import convert_model
 
     out = convert_model(args.model, args.out, flags=args.flags)
     print(f"wrote {out} ({out.stat().st_size} bytes)")
@@ -376,9 +376,9 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_locomo(args: argparse.Namespace) -> int:
-    import signet_bench.minilm  # noqa: F401  (registers the optional embedder)
-    from signet_bench.embed import get_embedder
-    from signet_bench.locomo import convert_locomo
+    import signet_bench.world.minilm  # noqa: F401  (registers the optional embedder)
+    from signet_bench.world.embed import get_embedder
+    from signet_bench.world.locomo import convert_locomo
 
     result = convert_locomo(
         args.data, args.out, get_embedder(args.embedder), kinds=args.kinds, audit=args.audit
@@ -400,7 +400,7 @@ def _add_locomo(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_export_pairs(args: argparse.Namespace) -> int:
-    from signet_bench.pairs import export_pairs
+    from signet_bench.learn.pairs import export_pairs
 
     print(f"wrote {export_pairs(args.db, args.out, tz=args.tz or local_tz())} rows to {args.out}")
     return 0
@@ -414,7 +414,7 @@ def _add_export_pairs(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_train_base(args: argparse.Namespace) -> int:
-    from signet_bench.pairs import save_base, train_base
+    from signet_bench.learn.pairs import save_base, train_base
 
     base = train_base(args.pairs, epochs=args.epochs, seed=args.seed)
     path = save_base(base, args.out, args.native_dim)
@@ -437,8 +437,8 @@ def _cmd_app(args: argparse.Namespace) -> int:
     import subprocess
     from pathlib import Path
 
-    from signet_bench.app import run_command
-    from signet_bench.demo import DEFAULT_DEMO_DIR, demo_paths, run_demo
+    from signet_bench.app.demo import DEFAULT_DEMO_DIR, demo_paths, run_demo
+    from signet_bench.app.launch import run_command
 
     db = Path(args.db) if args.db else None
     if db is None:

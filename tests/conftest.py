@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.queries.stores import small_demo, young_store
+from tests.analysis.queries.stores import small_demo, young_store
 
 
 @pytest.fixture(scope="session")

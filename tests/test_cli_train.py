@@ -12,23 +12,23 @@ import numpy as np
 import pytest
 
 from signet_bench.cli import main
-from signet_bench.loop import SimOptions, simulate
-from signet_bench.model.checkpoint import (
+from signet_bench.daemon.loop import SimOptions, simulate
+from signet_bench.learn.model.checkpoint import (
     FLAG_PRETRAINED_BASE,
     load_any,
     read_sgpt,
     write_sgpt,
 )
-from signet_bench.model.params import (
+from signet_bench.learn.model.params import (
     EXTENSION_PARAMS,
     SIGNET_PARAMS,
     neutral_extensions,
     signet_init_params,
 )
-from signet_bench.samples import load_samples
+from signet_bench.learn.samples import load_samples
+from signet_bench.learn.train import canary_metrics, split_canary
 from signet_bench.store.workbench import open_workbench
-from signet_bench.synth.build import build_persona_store
-from signet_bench.train import canary_metrics, split_canary
+from signet_bench.world.synth.build import build_persona_store
 
 TZ = "Europe/Berlin"
 
@@ -96,7 +96,7 @@ def _files(directory: Path) -> dict[str, str]:
 def _poison(monkeypatch) -> None:
     """Make every training set carry one NaN label (the command imports load_samples when it
     runs, so patching the module attribute reaches it)."""
-    import signet_bench.samples as samples_mod
+    import signet_bench.learn.samples as samples_mod
 
     real = samples_mod.load_samples
 

@@ -66,22 +66,27 @@ from typing import Any
 
 import numpy as np
 
+from signet_bench.analysis.metrics import bootstrap_interval, ndcg_at_k
 from signet_bench.bench.report import Row
-from signet_bench.candidates import SessionInputs
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.features import SESSION_FEATURES, feature_index, feature_indices
-from signet_bench.loop import SimOptions, Simulator, model_trainer
-from signet_bench.metrics import bootstrap_interval, ndcg_at_k
-from signet_bench.model.params import init_params
-from signet_bench.model.ranker import ModelRanker
-from signet_bench.predictor_state import effective_alpha, on_session_start
-from signet_bench.ranking.ranker import CosineRanker, EffectiveScoreRanker, FusedRanker, Ranker
-from signet_bench.samples import SessionSample, load_samples
-from signet_bench.synth.build import build_persona_store
-from signet_bench.synth.persona import Persona
-from signet_bench.synth.sessions import SessionContext
-from signet_bench.synth.truth import EFFECTS, true_relevance, variance_shares
-from signet_bench.train import train_model
+from signet_bench.daemon.candidates import SessionInputs
+from signet_bench.daemon.features import SESSION_FEATURES, feature_index, feature_indices
+from signet_bench.daemon.loop import SimOptions, Simulator, model_trainer
+from signet_bench.daemon.predictor_state import effective_alpha, on_session_start
+from signet_bench.daemon.ranking.ranker import (
+    CosineRanker,
+    EffectiveScoreRanker,
+    FusedRanker,
+    Ranker,
+)
+from signet_bench.learn.model.params import init_params
+from signet_bench.learn.model.ranker import ModelRanker
+from signet_bench.learn.samples import SessionSample, load_samples
+from signet_bench.learn.train import train_model
+from signet_bench.world.synth.build import build_persona_store
+from signet_bench.world.synth.persona import Persona
+from signet_bench.world.synth.plans import SessionContext
+from signet_bench.world.synth.truth import EFFECTS, true_relevance, variance_shares
 
 __all__ = [
     "ABLATIONS",

@@ -44,7 +44,7 @@ from signet_bench.store.errors import (
     error_text,
 )
 from signet_bench.store.schema import REQUIRED_TABLES, SCHEMA_VERSION, TABLES_DDL
-from signet_bench.timestamps import TimestampError, parse_ts
+from signet_bench.store.timestamps import TimestampError, parse_ts
 
 __all__ = [
     "BUSY_TIMEOUT_MS",

@@ -2,7 +2,7 @@
 
 Values are drawn with numpy from a seeded generator and bulk-inserted in one transaction. They
 have realistic shapes (about 80 candidates per session, ~10 injected, sparse FTS hits, unscored
-early sessions) but no planted relevance: use `signet_bench.synth` for that.
+early sessions) but no planted relevance: use `signet_bench.world.synth` for that.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.store.content import content_hash, normalized_content
 from signet_bench.store.schema import INDEXES_DDL, connect_writer, create_store
-from signet_bench.timestamps import format_iso, format_sqlite
+from signet_bench.store.timestamps import format_iso, format_sqlite
 
 __all__ = ["ScaleSummary", "write_memories_scale", "write_session_memories_scale"]
 

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from signet_bench.timestamps import format_iso
+from signet_bench.store.timestamps import format_iso
 
 __all__ = [
     "REQUIRED_TABLES",

@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 
 from signet_bench.store.errors import WorkbenchRowError
-from signet_bench.timestamps import parse_ts
+from signet_bench.store.timestamps import parse_ts
 
 __all__ = [
     "WORKBENCH_DDL",

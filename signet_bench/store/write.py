@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from signet_bench.store.content import content_hash, normalized_content, storage_content
-from signet_bench.timestamps import format_iso
+from signet_bench.store.timestamps import format_iso
 
 __all__ = [
     "MEMORY_COLUMNS",

@@ -7,11 +7,11 @@ from signet_bench.bench.quality import (
     ablation_frozen,
     quality_rows,
 )
-from signet_bench.bench.train import synthetic_samples
+from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.model.params import init_params
-from signet_bench.synth.truth import EFFECTS
-from signet_bench.train import train_model
+from signet_bench.learn.model.params import init_params
+from signet_bench.learn.train import train_model
+from signet_bench.world.synth.truth import EFFECTS
 
 
 def test_every_ablation_names_planted_effects():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from signet_bench.app import is_loopback, notebook_args, run_command
+from signet_bench.app.launch import is_loopback, notebook_args, run_command
 from signet_bench.errors import UserError
 
 

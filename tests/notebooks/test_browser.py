@@ -19,8 +19,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from signet_bench.app import notebook_path
-from signet_bench.queries.calibration import read_labels
+from signet_bench.analysis.queries.calibration import read_labels
+from signet_bench.app.launch import notebook_path
 
 CHROMIUM = next(
     (p for p in ("/usr/lib/chromium/chromium", "/usr/bin/chromium") if Path(p).exists()), None

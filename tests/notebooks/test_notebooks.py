@@ -12,8 +12,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from signet_bench.app import NOTEBOOK_DIR, NOTEBOOKS, notebook_path
-from signet_bench.queries.calibration import read_labels
+from signet_bench.analysis.queries.calibration import read_labels
+from signet_bench.app.launch import NOTEBOOK_DIR, NOTEBOOKS, notebook_path
 
 
 def _load(name: str):

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from signet_bench.model.scorer import score_session
-from signet_bench.model.tokenizer import token_buckets
+from signet_bench.learn.model.scorer import score_session
+from signet_bench.learn.model.tokenizer import token_buckets
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "serving"
 DIM = 768

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import serving.tokenize as hash_trick
 from serving import contract
-from signet_bench import features
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.model import tokenizer
-from signet_bench.model.params import feature_spec_hash
+from signet_bench.daemon import features
+from signet_bench.learn.model import tokenizer
+from signet_bench.learn.model.params import feature_spec_hash
 
 
 def test_feature_spec_is_the_trainers():

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from signet_bench.export import weights_digest
+from signet_bench.learn.export import weights_digest
 from tests.serving.conftest import FIXTURES, Sidecar, generator, numpy_scores
 
 REGENERATE = ".venv/bin/python fixtures/serving/generate.py"

@@ -9,14 +9,19 @@ import numpy as np
 import pytest
 
 from serving import Scorer, contract
-from signet_bench.model.checkpoint import (
+from signet_bench.learn.model.checkpoint import (
     CheckpointMeta,
     load_any,
     read_sgpt,
     save_checkpoint,
     write_sgpt,
 )
-from signet_bench.model.params import SIGNET_PARAMS, init_params, param_shapes, signet_init_params
+from signet_bench.learn.model.params import (
+    SIGNET_PARAMS,
+    init_params,
+    param_shapes,
+    signet_init_params,
+)
 from tests.serving.conftest import DIM, request, scores_of
 
 SIGNET_STATUS = {

@@ -9,9 +9,9 @@ import pytest
 
 from serving import Scorer, ScoreResult
 from serving.scorer import ParamError, parse_score_params
-from signet_bench.export import export_model
-from signet_bench.model.checkpoint import CheckpointMeta, save_checkpoint, write_sgpt
-from signet_bench.model.params import SIGNET_PARAMS, signet_init_params
+from signet_bench.learn.export import export_model
+from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint, write_sgpt
+from signet_bench.learn.model.params import SIGNET_PARAMS, signet_init_params
 from tests.serving.conftest import DIM, generator, numpy_scores, request
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from serving import Scorer
-from signet_bench.loop import SimOptions, simulate
-from signet_bench.synth.build import build_persona_store
+from signet_bench.daemon.loop import SimOptions, simulate
+from signet_bench.world.synth.build import build_persona_store
 from tests.serving.conftest import DIM, request, scores_of
 
 

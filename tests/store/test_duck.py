@@ -38,8 +38,8 @@ from signet_bench.store.read import (
     store_tables,
 )
 from signet_bench.store.scale import write_memories_scale, write_session_memories_scale
+from signet_bench.store.timestamps import parse_ts
 from signet_bench.store.workbench import open_workbench, record_bench
-from signet_bench.timestamps import parse_ts
 
 from .conftest import VEC0_SHADOW_DDL, VEC_MEMORY_IDS, StoreBuilder
 

@@ -43,7 +43,7 @@ from signet_bench.store.read import (
     store_tables,
 )
 from signet_bench.store.schema import FTS_DDL, REQUIRED_TABLES, TABLES_DDL, create_store
-from signet_bench.timestamps import format_iso, format_sqlite, parse_ts
+from signet_bench.store.timestamps import format_iso, format_sqlite, parse_ts
 
 from .conftest import VEC0_SHADOW_DDL, VEC_MEMORY_IDS, StoreBuilder, vec_vectors
 

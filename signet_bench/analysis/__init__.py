@@ -1,0 +1,1 @@
+"""Analysis: ranking metrics, train/serve skew, judge monitoring and the frames the notebooks show."""

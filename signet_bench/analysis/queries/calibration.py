@@ -1,0 +1,201 @@
+"""The human spot-check labeler's data (seed 000 "Judge Calibration"): which sessions to label,
+what to show for one, the labels so far, judge-vs-human MAE over time, saving and exporting.
+
+Labels live in `workbench.duckdb`'s `predictor_calibration` (session, memory, human label,
+judge label, delta, labeler, time), keyed by (session, memory, labeler): labelling a memory
+again updates its row. Each save is one transaction on a connection opened for it; when
+another process holds the workbench, the save retries and says so (`source.write_workbench`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from signet_bench.analysis.judge_monitor import calibration_flagged, calibration_mae
+from signet_bench.analysis.queries.inspector import sqlite_literal, sqlite_rows
+from signet_bench.analysis.queries.source import read_workbench, write_workbench
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+
+__all__ = [
+    "LABEL_LEVELS",
+    "calibration_sample",
+    "export_labels",
+    "label_items",
+    "levels_for",
+    "mae_over_time",
+    "read_labels",
+    "save_labels",
+    "transcript_excerpt",
+]
+
+LABEL_LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
+"""The relevance a person picks per memory: not, barely, somewhat, mostly, fully relevant."""
+EXCERPT_CHARS = 1500
+
+_LABELS_SQL = (
+    "SELECT session_key, memory_id, human_label, scorer_label, delta, labeler, labeled_at"
+    " FROM predictor_calibration ORDER BY labeled_at, session_key, memory_id"
+)
+_LABEL_SCHEMA = {
+    "session_key": pl.String,
+    "memory_id": pl.String,
+    "human_label": pl.Float64,
+    "scorer_label": pl.Float64,
+    "delta": pl.Float64,
+    "labeler": pl.String,
+    "labeled_at": pl.Datetime("us"),
+}
+
+
+def read_labels(workbench: str | Path | None) -> pl.DataFrame:
+    """Every calibration label, oldest first (an empty frame of the same columns when none)."""
+    frame = read_workbench(workbench, _LABELS_SQL)
+    return frame if frame.height else pl.DataFrame(schema=_LABEL_SCHEMA)
+
+
+def calibration_sample(
+    sessions: pl.DataFrame,
+    labels: pl.DataFrame,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    *,
+    seed: int = 0,
+) -> pl.DataFrame:
+    """Sessions to spot-check: `calibration_sample_sessions` (20-50) drawn from the twice as
+    many most recent sessions whose judge confidence is at least
+    `calibration_min_confidence`, that injected memories and that nobody has labelled yet;
+    newest first. The draw is fixed by `seed`, so re-rendering shows the same sample."""
+    done = set(labels["session_key"].to_list()) if labels.height else set()
+    eligible = (
+        sessions.filter(
+            (pl.col("confidence") >= cfg.calibration_min_confidence)
+            & (pl.col("injected") > 0)
+            & ~pl.col("session_key").is_in(list(done))
+        )
+        .sort("n", descending=True)
+        .head(2 * cfg.calibration_sample_sessions)
+    )
+    take = min(cfg.calibration_sample_sessions, eligible.height)
+    if take == 0:
+        return eligible
+    idx = np.sort(np.random.default_rng(seed).choice(eligible.height, take, replace=False))
+    return eligible[idx.tolist()]
+
+
+def label_items(
+    con: duckdb.DuckDBPyConnection, session_key: str, labels: pl.DataFrame, labeler: str
+) -> pl.DataFrame:
+    """One session's injected memories as the labeler shows them: memory id, text, the judge's
+    relevance (`scorer_label`) and this labeler's earlier label (null when none), by rank."""
+    sql = (
+        "SELECT sm.memory_id, m.content, sm.relevance_score, sm.rank FROM session_memories sm"
+        " LEFT JOIN memories m ON m.id = sm.memory_id"
+        f" WHERE sm.session_key = {sqlite_literal(session_key)} AND sm.was_injected = 1"
+    )
+    select = (
+        "memory_id::VARCHAR AS memory_id, content::VARCHAR AS content,"
+        " TRY_CAST(relevance_score AS DOUBLE) AS scorer_label, TRY_CAST(rank AS BIGINT) AS rank"
+    )
+    items = sqlite_rows(con, sql, select).sort("rank")
+    mine = labels.filter(
+        (pl.col("session_key") == session_key) & (pl.col("labeler") == labeler)
+    ).select("memory_id", "human_label")
+    return items.join(mine, on="memory_id", how="left").with_columns(
+        pl.col("content").fill_null("(memory not in the store)")
+    )
+
+
+def transcript_excerpt(con: duckdb.DuckDBPyConnection, session_key: str) -> str:
+    """The start of the session's transcript (Signet keeps it in `summary_jobs`), or a note."""
+    sql = (
+        "SELECT transcript FROM summary_jobs"
+        f" WHERE session_key = {sqlite_literal(session_key)} ORDER BY created_at DESC LIMIT 1"
+    )
+    rows = sqlite_rows(con, sql, "transcript::VARCHAR AS transcript")
+    if rows.height == 0 or not rows["transcript"][0]:
+        return "(no transcript recorded for this session)"
+    text = rows["transcript"][0]
+    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + " …"
+
+
+def save_labels(
+    workbench: str | Path,
+    session_key: str,
+    chosen: Mapping[str, float | None],
+    items: pl.DataFrame,
+    labeler: str,
+    *,
+    on_wait: Callable[[int], None] | None = None,
+) -> int:
+    """Record this labeler's labels for the memories with a chosen level (None: skipped) in
+    one transaction; returns how many rows were written (new or updated)."""
+    from signet_bench.store.workbench import record_calibration
+
+    judge = dict(zip(items["memory_id"].to_list(), items["scorer_label"].to_list(), strict=True))
+    unknown = sorted(set(chosen) - set(judge))
+    if unknown:
+        raise ValueError(f"session {session_key}: memories not injected there: {unknown}")
+    rows = [
+        {
+            "session_key": session_key,
+            "memory_id": memory_id,
+            "human_label": float(level),
+            "scorer_label": judge[memory_id],
+            "labeler": labeler,
+        }
+        for memory_id, level in chosen.items()
+        if level is not None
+    ]
+    if not rows:
+        return 0
+    return write_workbench(workbench, lambda con: record_calibration(con, rows), on_wait=on_wait)
+
+
+def mae_over_time(labels: pl.DataFrame, cfg: PredictorConfig = DEFAULT_CONFIG) -> pl.DataFrame:
+    """Judge-vs-human mean absolute error per labelling day and labeler, with the running MAE
+    over all labels so far and whether it is flagged (MAE > `calibration_mae_threshold`).
+    Columns: day, labeler, labels, mae, running_mae, flagged."""
+    schema = {
+        "day": pl.Date,
+        "labeler": pl.String,
+        "labels": pl.Int64,
+        "mae": pl.Float64,
+        "running_mae": pl.Float64,
+        "flagged": pl.Boolean,
+    }
+    judged = labels.filter(
+        pl.col("human_label").is_not_null() & pl.col("scorer_label").is_not_null()
+    )
+    if judged.height == 0:
+        return pl.DataFrame(schema=schema)
+    judged = judged.with_columns(pl.col("labeled_at").dt.date().alias("day")).sort("labeled_at")
+    rows = []
+    for (day, labeler), g in judged.group_by(["day", "labeler"], maintain_order=True):
+        upto = judged.filter(pl.col("day") <= day)
+        running = calibration_mae(upto["human_label"].to_numpy(), upto["scorer_label"].to_numpy())
+        mae = calibration_mae(g["human_label"].to_numpy(), g["scorer_label"].to_numpy())
+        rows.append((day, labeler, g.height, mae, running, calibration_flagged(running, cfg)))
+    return pl.DataFrame(rows, schema=schema, orient="row").sort("day", "labeler")
+
+
+def export_labels(workbench: str | Path | None, out: str | Path) -> Path:
+    """Write every calibration label to a Parquet file; returns its path."""
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    read_labels(workbench).write_parquet(path)
+    return path
+
+
+def levels_for(values: Sequence[float | None]) -> list[str]:
+    """The labeler's choice texts for stored labels (nearest level; "skip" for none)."""
+    out = []
+    for v in values:
+        if v is None:
+            out.append("skip")
+        else:
+            out.append(f"{min(LABEL_LEVELS, key=lambda lv: abs(lv - v)):.2f}")
+    return out

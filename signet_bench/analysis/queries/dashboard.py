@@ -1,0 +1,207 @@
+"""The dashboard's data in two steps: `load_dashboard` reads the store and the workbench once
+(the first render), `dashboard_view` derives every panel's frame from it for the chosen
+projects and dates (a filter change: in-memory work only, no store access).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from signet_bench.analysis.judge_monitor import drift_signal
+from signet_bench.analysis.queries import drift as d
+from signet_bench.analysis.queries import sessions as s
+from signet_bench.analysis.queries import status as st
+from signet_bench.analysis.queries import training as t
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.daemon.predictor_state import PredictorState
+
+__all__ = [
+    "DRIFT_RECENT_SESSIONS",
+    "DashboardData",
+    "DashboardView",
+    "dashboard_view",
+    "load_dashboard",
+    "model_available",
+    "model_parameters",
+    "verdict",
+]
+
+DRIFT_RECENT_SESSIONS = 100  # the status card's drift signal: over the latest sessions
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardData:
+    """Everything read from the store and the workbench for one page."""
+
+    db: Path
+    workbench: Path | None
+    sessions: pl.DataFrame
+    runs: pl.DataFrame
+    judged: pl.DataFrame
+    bench: pl.DataFrame
+    state: PredictorState | None
+    model_available: bool | None
+    parameters: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardView:
+    """Every panel's frame for one choice of filters."""
+
+    sessions: pl.DataFrame
+    resets: pl.DataFrame
+    projects: pl.DataFrame
+    entities: pl.DataFrame
+    recent: pl.DataFrame
+    steps: pl.DataFrame
+    markers: pl.DataFrame
+    runs: pl.DataFrame
+    latency: pl.DataFrame
+    errors: pl.DataFrame
+    status: st.PredictorStatus
+    health: st.Health
+    status_line: str
+    drift: float
+
+
+def model_available(workbench: Path | None) -> bool | None:
+    """Whether a model file sits beside the workbench (None: no workbench, unknown)."""
+    if workbench is None or not workbench.exists():
+        return None
+    return any((workbench.parent / name).exists() for name in ("model.onnx", "model.sbm"))
+
+
+def model_parameters(workbench: Path | None) -> int | None:
+    """The parameter count of the model beside the workbench (`model.sbm`), or None."""
+    path = None if workbench is None else workbench.parent / "model.sbm"
+    if path is None or not path.exists():
+        return None
+    from signet_bench.learn.model.checkpoint import load_checkpoint
+    from signet_bench.learn.model.params import param_count
+
+    try:
+        return param_count(load_checkpoint(path)[0])
+    except Exception:  # noqa: BLE001 - a model that cannot be read shows no count
+        return None
+
+
+def load_dashboard(
+    con: duckdb.DuckDBPyConnection,
+    db: str | Path,
+    workbench: str | Path | None,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    bench_dir: str | Path | None = None,
+) -> DashboardData:
+    """Read the store (through `con`) and the workbench for the dashboard's first render."""
+    wb = None if workbench is None else Path(workbench)
+    sessions = s.session_frame(con, cfg)
+    return DashboardData(
+        db=Path(db),
+        workbench=wb,
+        sessions=sessions,
+        runs=t.training_runs(con, wb),
+        judged=d.judged_of_sessions(con, sessions.sort("n").tail(DRIFT_RECENT_SESSIONS)),
+        bench=t.bench_rows(wb, bench_dir),
+        state=st.read_state(con),
+        model_available=model_available(wb),
+        parameters=model_parameters(wb),
+    )
+
+
+def _current_drift(data: DashboardData, cfg: PredictorConfig) -> float:
+    """The judge's drift signal over the store's latest DRIFT_RECENT_SESSIONS sessions."""
+    rows = data.judged
+    if rows.height == 0:
+        return math.nan
+    age = rows["age_days"].fill_null(math.nan).to_numpy()
+    return drift_signal(rows["relevance"].to_numpy(), age, cfg)
+
+
+def _runs_in(runs: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """Training runs made while the sessions in view ran (all of them when no date bounds)."""
+    if runs.height == 0 or sessions.height == 0:
+        return runs.head(0)
+    lo, hi = sessions["started_at"].min(), sessions["compared_at"].max()
+    hi = hi if hi is not None else sessions["started_at"].max()
+    return runs.filter(pl.col("created_at").is_between(lo, hi))
+
+
+def dashboard_view(
+    data: DashboardData,
+    projects: Sequence[str] | None = None,
+    since: date | None = None,
+    until: date | None = None,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+) -> DashboardView:
+    """The panels' frames for the chosen projects and dates. The status card, status line and
+    health describe the predictor as a whole (its state is global); the timeline, slices,
+    training curve and error feed follow the filters."""
+    view = s.filter_sessions(data.sessions, projects, since, until)
+    all_resets = s.drift_resets(data.sessions, cfg)
+    resets = all_resets.filter(pl.col("session_key").is_in(view["session_key"].to_list()))
+    dated = since is not None or until is not None
+    runs = _runs_in(data.runs, view) if dated else data.runs
+    steps = t.loss_steps(runs)
+    status = st.predictor_status(data.state, data.sessions, data.runs, all_resets.height, cfg)
+    latency = t.latency_series(data.bench, cfg)
+    p95 = latency.filter(pl.col("metric") == "p95")["ms"]
+    drift = _current_drift(data, cfg)
+    health = st.health(
+        status,
+        model_available=data.model_available,
+        latency_p95_ms=float(p95[-1]) if p95.len() else None,
+        drift=drift,
+        cfg=cfg,
+    )
+    return DashboardView(
+        sessions=view,
+        resets=resets,
+        projects=s.project_slices(view),
+        entities=s.entity_slices(view),
+        recent=s.recent_sessions(view, cfg=cfg),
+        steps=steps,
+        markers=t.reset_markers(steps, resets),
+        runs=runs,
+        latency=latency,
+        errors=t.error_feed(runs),
+        status=status,
+        health=health,
+        status_line=st.status_line(status),
+        drift=drift,
+    )
+
+
+def verdict(view: DashboardView, last: int = 50) -> tuple[str, str]:
+    """The answer to "is the predictor helping?" in one sentence, and its tone (success, warn,
+    neutral), from the latest `last` sessions in view that counted."""
+    counted = view.sessions.filter(pl.col("counted")).sort("n").tail(last)
+    st_ = view.status
+    if not st_.cold_start_exited:
+        need = "; ".join(st_.blockers) or "waiting for the next session"
+        return (
+            f"Not yet: the predictor is in cold start ({st_.mode}); still needed: {need}.",
+            "neutral",
+        )
+    if counted.height == 0:
+        return ("No judged comparison in view yet.", "neutral")
+    wins = float(counted["predictor_won"].mean())
+    pred, base = counted["predictor_ndcg"].mean(), counted["baseline_ndcg"].mean()
+    cosine = counted["cosine_ndcg"].drop_nulls().mean() if "cosine_ndcg" in counted else None
+    against = f"{base:.2f} for the baseline"
+    if cosine is not None:
+        against += f" and {cosine:.2f} for plain cosine"
+    share = 1.0 - st_.alpha
+    detail = (
+        f"it won {wins:.0%} of the last {counted.height} judged sessions "
+        f"(NDCG@10 {pred:.2f} vs {against}) and carries {share:.0%} of the ranking weight"
+    )
+    if wins > 0.5 and pred > base:
+        return (f"Yes, the predictor is helping: {detail}.", "success")
+    return (f"Not now: {detail}; the baseline keeps most of the say.", "warn")

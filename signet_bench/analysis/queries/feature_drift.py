@@ -1,0 +1,170 @@
+"""Feature distributions for the drift explorer: the model's input features of every trainable
+session (as the trainer assembles them) and Signet 0.58's train/serve skew report.
+
+Both read the store through the trainer's own functions, which use the stdlib `sqlite3`; the
+notebooks hold the store open through DuckDB, and one process must never use both libraries
+on a file (DESIGN §9.2). So `feature_frames` computes them in a child process
+(`python -m signet_bench.analysis.queries.feature_drift DB OUT_DIR`) and reads back its Parquet files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from signet_bench.analysis.queries.stattests import run_test
+from signet_bench.daemon.features import FEATURE_NAMES
+from signet_bench.errors import UserError
+
+__all__ = ["FeatureFrames", "feature_drift", "feature_frames", "feature_histogram", "main"]
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureFrames:
+    """`samples`: one row per trainable candidate (session_key, start, project, label and the
+    17 features by name), oldest session first; `skew`: `skew.skew_report`'s frame."""
+
+    samples: pl.DataFrame
+    skew: pl.DataFrame
+
+
+def _store_tz(db: Path) -> str:
+    """The synthetic persona's time zone, else the machine's."""
+    from signet_bench.store.timestamps import local_tz
+    from signet_bench.world.synth.persona import Persona
+    from signet_bench.world.synth.truth import read_synth_meta
+
+    try:
+        return Persona.from_json(read_synth_meta(db)["persona"]).tz
+    except (UserError, KeyError):
+        return local_tz()
+
+
+def _compute(db: Path, out: Path, tz: str | None) -> None:
+    """The child's work: the samples' features and the skew report, as Parquet."""
+    from signet_bench.analysis.skew import skew_report
+    from signet_bench.learn.samples import load_samples
+
+    zone = tz or _store_tz(db)
+    samples, _ = load_samples(db, tz=zone)
+    rows = [
+        {
+            "session_key": s.session_key,
+            "start": s.start,
+            "project": s.project,
+            "label": float(s.labels[i]),
+            **{name: float(s.features[i, j]) for j, name in enumerate(FEATURE_NAMES)},
+        }
+        for s in samples
+        for i in range(len(s))
+    ]
+    schema = {"session_key": pl.String, "start": pl.Datetime("us", "UTC"), "project": pl.String}
+    schema |= {"label": pl.Float64} | {name: pl.Float64 for name in FEATURE_NAMES}
+    frame = pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+    frame.write_parquet(out / "samples.parquet")
+    skew_report(db, tz=zone).write_parquet(out / "skew.parquet")
+
+
+def feature_frames(
+    db: str | Path, *, tz: str | None = None, timeout_s: float = 600
+) -> FeatureFrames:
+    """Compute the feature frames of `db` in a child process (see the module docstring)."""
+    with tempfile.TemporaryDirectory(prefix="signet-bench-features-") as tmp:
+        cmd = [sys.executable, "-m", "signet_bench.analysis.queries.feature_drift", str(db), tmp]
+        if tz:
+            cmd += ["--tz", tz]
+        done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout_s)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise UserError(f"{db}: computing the feature distributions failed: {tail[0]}")
+        out = Path(tmp)
+        return FeatureFrames(
+            pl.read_parquet(out / "samples.parquet"), pl.read_parquet(out / "skew.parquet")
+        )
+
+
+def feature_drift(
+    samples: pl.DataFrame, current_sessions: int, test: str | None = None
+) -> pl.DataFrame:
+    """Per feature: the features of the last `current_sessions` sessions (serving now) against
+    every earlier session's (what the model learned from), judged by the registry's default
+    test (or `test`). Columns: feature, kind of test, statistic, threshold, drifted,
+    reference_mean, current_mean, reference_rows, current_rows."""
+    is_current = _windows(samples, current_sessions)
+    ref, cur = samples.filter(~is_current), samples.filter(is_current)
+    rows = []
+    for name in FEATURE_NAMES:
+        r, c = ref[name].to_numpy(), cur[name].to_numpy()
+        res = run_test(r, c, test)
+        rows.append(
+            {
+                "feature": name,
+                "test": res.test,
+                "statistic": res.statistic,
+                "threshold": res.threshold,
+                "drifted": res.drifted,
+                "reference_mean": float(np.mean(r)) if len(r) else None,
+                "current_mean": float(np.mean(c)) if len(c) else None,
+                "reference_rows": len(r),
+                "current_rows": len(c),
+            }
+        )
+    return pl.DataFrame(rows)
+
+
+def _windows(samples: pl.DataFrame, current_sessions: int) -> pl.Expr:
+    """True for the rows of the latest `current_sessions` sessions."""
+    keys = samples.select("session_key", "start").unique().sort("start")["session_key"]
+    return pl.col("session_key").is_in(keys.tail(current_sessions).to_list())
+
+
+def feature_histogram(
+    samples: pl.DataFrame, feature: str, current_sessions: int, bins: int = 30
+) -> pl.DataFrame:
+    """One feature's distribution in both windows on shared bins: window ("training
+    (earlier)" / "serving (latest)"), bin_start, bin_end, share of the window's rows."""
+    values = samples[feature].to_numpy()
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return pl.DataFrame(
+            schema={"window": pl.String, "bin_start": pl.Float64, "bin_end": pl.Float64,
+                    "share": pl.Float64}
+        )  # fmt: skip
+    edges = np.histogram_bin_edges(finite, bins=bins)
+    current = samples.select(_windows(samples, current_sessions))[:, 0].to_numpy()
+    rows = []
+    for label, mask in (("training (earlier)", ~current), ("serving (latest)", current)):
+        counts, _ = np.histogram(values[mask & np.isfinite(values)], bins=edges)
+        shares = counts / max(1, counts.sum())
+        rows += [
+            (label, float(a), float(b), float(c))
+            for a, b, c in zip(edges[:-1], edges[1:], shares, strict=True)
+        ]
+    schema = ["window", "bin_start", "bin_end", "share"]
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The child process: `python -m signet_bench.analysis.queries.feature_drift DB OUT_DIR [--tz ZONE]`."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("db")
+    p.add_argument("out")
+    p.add_argument("--tz", default=None)
+    args = p.parse_args(argv)
+    try:
+        _compute(Path(args.db), Path(args.out), args.tz)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,228 @@
+"""Training, scoring latency and errors: the training curve (with model versions, drift resets
+and canary figures), the latency sparkline and the predictor's error feed.
+
+Training runs come from the store's `predictor_training_log` (what Signet's daemon records),
+joined with the workbench's `training_runs` for the per-epoch loss curve and the gate's verdict
+when the run was made here. Scoring latencies come from the benchmark runs recorded in the
+workbench (rows named `score_*` in milliseconds): the store does not record them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from signet_bench.analysis.queries.source import read_workbench, store_has
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.store.duck import ts_expr
+
+__all__ = [
+    "bench_rows",
+    "error_feed",
+    "latency_series",
+    "loss_steps",
+    "reset_markers",
+    "training_runs",
+]
+
+_LOG_SQL = """
+SELECT id, model_version::BIGINT AS model_version, loss::DOUBLE AS loss,
+       sample_count::BIGINT AS sample_count, duration_ms::DOUBLE AS duration_ms,
+       canary_ndcg::DOUBLE AS canary_ndcg, canary_ndcg_delta::DOUBLE AS canary_ndcg_delta,
+       canary_score_variance::DOUBLE AS canary_score_variance,
+       canary_topk_churn::DOUBLE AS canary_topk_churn, {created} AS created_at
+FROM store.predictor_training_log
+"""
+_RUNS_SQL = "SELECT run_id AS id, loss_curve, gate_passed, gate_reason, epochs FROM training_runs"
+
+_LOG_SCHEMA = {
+    "id": pl.String,
+    "model_version": pl.Int64,
+    "loss": pl.Float64,
+    "sample_count": pl.Int64,
+    "duration_ms": pl.Float64,
+    "canary_ndcg": pl.Float64,
+    "canary_ndcg_delta": pl.Float64,
+    "canary_score_variance": pl.Float64,
+    "canary_topk_churn": pl.Float64,
+    "created_at": pl.Datetime("us"),
+}
+
+
+def training_runs(con: duckdb.DuckDBPyConnection, workbench: str | Path | None) -> pl.DataFrame:
+    """One row per training run, oldest first: the log's columns (created_at in UTC), `run` (1-
+    based), the workbench's loss curve (list of per-epoch losses, empty when unknown), gate
+    verdict and reason, and `accepted` (the gate passed; without a workbench record, a run
+    whose model version is new)."""
+    if store_has(con, "predictor_training_log"):
+        log = con.sql(_LOG_SQL.format(created=ts_expr("created_at"))).pl()
+    else:
+        log = pl.DataFrame(schema=_LOG_SCHEMA)
+    runs = read_workbench(workbench, _RUNS_SQL)
+    if runs.height == 0:
+        runs = pl.DataFrame(
+            schema={
+                "id": pl.String,
+                "loss_curve": pl.String,
+                "gate_passed": pl.Boolean,
+                "gate_reason": pl.String,
+                "epochs": pl.Int64,
+            }
+        )
+    frame = (
+        log.join(runs, on="id", how="left")
+        .with_columns(pl.col("created_at").dt.replace_time_zone("UTC"))
+        .sort("created_at", "id")
+        .with_row_index("run", offset=1)
+    )
+    new_version = pl.col("model_version") > pl.col("model_version").shift(1).fill_null(0)
+    curves = [_curve(t) for t in frame["loss_curve"].to_list()]
+    return frame.with_columns(
+        pl.Series("loss_curve", curves, dtype=pl.List(pl.Float64)),
+        pl.coalesce(pl.col("gate_passed"), new_version).alias("accepted"),
+    )
+
+
+def _curve(text: str | None) -> list[float]:
+    if not text:
+        return []
+    try:
+        values = json.loads(text)
+    except ValueError:
+        return []
+    return [float(v) if v is not None else math.nan for v in values]
+
+
+def loss_steps(runs: pl.DataFrame) -> pl.DataFrame:
+    """The training curve: one point per epoch of every run (`step` counts epochs over all
+    runs), or per run (its final loss) when the per-epoch curve is unknown. Columns: step, run,
+    model_version, loss, accepted, created_at."""
+    rows = []
+    step = 0
+    for r in runs.iter_rows(named=True):
+        curve = r["loss_curve"] or [r["loss"]]
+        for loss in curve:
+            step += 1
+            rows.append((step, r["run"], r["model_version"], loss, r["accepted"], r["created_at"]))
+    schema = {
+        "step": pl.Int64,
+        "run": pl.Int64,
+        "model_version": pl.Int64,
+        "loss": pl.Float64,
+        "accepted": pl.Boolean,
+        "created_at": pl.Datetime("us", "UTC"),
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def reset_markers(steps: pl.DataFrame, resets: pl.DataFrame) -> pl.DataFrame:
+    """Where each drift reset falls on the training curve: the first step of the first run
+    made at or after the reset's comparison (the reset's retrain). Columns: step, n, at."""
+    if steps.height == 0 or resets.height == 0:
+        return pl.DataFrame(
+            schema={"step": pl.Int64, "n": pl.UInt32, "at": pl.Datetime("us", "UTC")}
+        )
+    firsts = steps.group_by("run").agg(pl.col("step").min(), pl.col("created_at").first())
+    firsts = firsts.sort("created_at")
+    marks = resets.select("n", pl.col("compared_at").alias("at")).sort("at")
+    return (
+        marks.join_asof(firsts, left_on="at", right_on="created_at", strategy="forward")
+        .filter(pl.col("step").is_not_null())
+        .select("step", "n", "at")
+    )
+
+
+def bench_rows(workbench: str | Path | None, bench_dir: str | Path | None = None) -> pl.DataFrame:
+    """Every benchmark result recorded in the workbench (`bench_runs`) and in the DESIGN §10
+    JSON files of `bench_dir`, one row per result: source, bench, run (label or file name),
+    created_at, name, metric, value, unit, n. A report found in both counts once."""
+    docs: list[tuple[str, str, object, dict]] = []
+    recorded = read_workbench(workbench, "SELECT id, bench, created_at, json FROM bench_runs")
+    seen = set()
+    for r in recorded.iter_rows(named=True):
+        doc = json.loads(r["json"])
+        seen.add(json.dumps(doc, sort_keys=True))
+        docs.append(("workbench", doc.get("label") or r["id"][:8], r["created_at"], doc))
+    for path in sorted(Path(bench_dir).glob("*.json")) if bench_dir else ():
+        doc = json.loads(path.read_text())
+        if json.dumps(doc, sort_keys=True) in seen or not isinstance(doc, dict):
+            continue
+        docs.append((str(path), doc.get("label") or path.stem, None, doc))
+    rows = [
+        {
+            "source": source,
+            "bench": str(doc.get("bench", "?")),
+            "run": str(label),
+            "created_at": created,
+            "name": str(res.get("name")),
+            "metric": str(res.get("metric")),
+            "value": float(res.get("value", math.nan)),
+            "unit": str(res.get("unit", "")),
+            "n": res.get("n"),
+        }
+        for source, label, created, doc in docs
+        for res in doc.get("results", [])
+    ]
+    schema = {
+        "source": pl.String,
+        "bench": pl.String,
+        "run": pl.String,
+        "created_at": pl.Datetime("us"),
+        "name": pl.String,
+        "metric": pl.String,
+        "value": pl.Float64,
+        "unit": pl.String,
+        "n": pl.Int64,
+    }
+    return pl.DataFrame(rows, schema=schema)
+
+
+def latency_series(bench: pl.DataFrame, cfg: PredictorConfig = DEFAULT_CONFIG) -> pl.DataFrame:
+    """Scoring latency per recorded benchmark run (rows named `score_*` in ms), oldest first,
+    with a colour per run: red over `score_timeout_ms`, yellow above `latency_warning_share`
+    of it, else green (seed 000 §4.6's sparkline). Columns: run, name, metric, ms, color."""
+    timeout = cfg.score_timeout_ms
+    lat = bench.filter(pl.col("name").str.starts_with("score_") & (pl.col("unit") == "ms"))
+    return lat.select(
+        "run",
+        "created_at",
+        "name",
+        "metric",
+        pl.col("value").alias("ms"),
+        pl.when(pl.col("value") > timeout)
+        .then(pl.lit("red"))
+        .when(pl.col("value") > timeout * cfg.latency_warning_share)
+        .then(pl.lit("yellow"))
+        .otherwise(pl.lit("green"))
+        .alias("color"),
+    )
+
+
+def error_feed(runs: pl.DataFrame) -> pl.DataFrame:
+    """The predictor's recent errors the store and workbench record (seed 000 §4.3): training
+    runs the gates rejected or whose loss diverged (`predictor_train_failure`), newest first.
+    Sidecar timeouts and crashes live in the daemon's error ring, not in the store."""
+    if runs.height == 0:
+        return pl.DataFrame(
+            schema={"at": pl.Datetime("us", "UTC"), "kind": pl.String, "detail": pl.String}
+        )
+    diverged = ~pl.col("loss").is_finite()
+    rejected = ~pl.col("accepted").fill_null(True)
+    detail = (
+        pl.when(diverged)
+        .then(pl.lit("loss diverged (non-finite)"))
+        .otherwise(pl.coalesce("gate_reason", pl.lit("rejected by the gates")))
+    )
+    return (
+        runs.filter(diverged | rejected)
+        .select(
+            pl.col("created_at").alias("at"),
+            pl.lit("predictor_train_failure").alias("kind"),
+            pl.format("run {} (model v{}): {}", "run", "model_version", detail).alias("detail"),
+        )
+        .sort("at", descending=True)
+    )

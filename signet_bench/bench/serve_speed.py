@@ -1,0 +1,289 @@
+"""`signet-bench bench serve`: the served model's latency, start-up, memory and hot swap, all
+measured in one run on an exported model of the default dims (768-d, 16,384 buckets).
+
+Rows (stable names):
+  score_inprocess_100x768  p50/p99       ms   `serving.Scorer.score` of 100 embedded candidates
+                                              (float32 arrays, one intra-op thread), after a
+                                              warm-up; goal p50 <= 0.5 ms, p99 <= 2 ms
+  rpc_roundtrip_80x768     p50/p95       ms   one `score` round trip through `python -m serving`
+                                              on stdio: write the request line, read and parse
+                                              the answer; 80 candidates x 768-d serialised as the
+                                              daemon does (float32 values at full double
+                                              precision, `agent_id`); goal p95 <= 10 ms
+  rpc_roundtrip_80x768     request_mb    MB   size of that request line
+  rpc_roundtrip_80x768     json_parser   -    1 = orjson, 0 = the standard library
+  sidecar_start            first_answer  ms   process start to the first `status` answer
+                                              (median of 5 starts); goal <= 1.5 s
+  sidecar_rss              after_scores  MiB  resident memory of the sidecar after N score
+                                              requests (N = 10,000; 1,000 with --quick);
+                                              goal <= 150 MB
+  sidecar_rss              growth_last_half MiB  growth over the last N/2 requests (goal 0)
+  hotswap                  p50/p99       ms   score round trips (80 x 768) answered while a
+                                              `train_from_db` runs and swaps, from the same
+                                              sidecar: light persona, 40 scored sessions, 3
+                                              epochs at learning rate 1e-4 (the incremental
+                                              rate: it fine-tunes the model a first
+                                              `train_from_db` made)
+  hotswap                  train_wall    s    that `train_from_db` call, request to answer
+  hotswap                  swapped       -    1 when the trained model was swapped in
+
+The sidecar runs as the daemon runs it, with one onnxruntime thread; BLAS in this process is
+not involved. Progress lines go to the `signet_bench.bench.serve_speed` logger.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from serving import Scorer, jsonio
+from signet_bench.bench.report import Row, percentiles
+from signet_bench.learn.export import model_bytes
+from signet_bench.learn.model.checkpoint import CheckpointMeta
+from signet_bench.learn.model.params import DEFAULT_SEED, init_params
+
+__all__ = ["daemon_score_line", "serve_rows"]
+
+_log = logging.getLogger(__name__)
+
+DIM = 768
+FULL = {"inprocess": 5_000, "rpc": 500, "rss": 10_000, "starts": 5}
+QUICK = {"inprocess": 1_000, "rpc": 100, "rss": 1_000, "starts": 3}
+WARMUP = 50
+
+
+def daemon_score_line(n: int, seed: int, rid: str = "req-1") -> bytes:
+    """A score request as Signet's daemon writes it: float32 embeddings printed as doubles at
+    full precision, 17 features, `agent_id`, no project slot."""
+    rng = np.random.default_rng(seed)
+    emb = rng.normal(size=(n, DIM)).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    feats = rng.uniform(0, 1, size=(n, 17)).astype(np.float32)
+    params = {
+        "context_embedding": emb[:10].mean(axis=0).astype(np.float64).tolist(),
+        "candidate_ids": [f"mem-{seed}-{i:03d}" for i in range(n)],
+        "candidate_embeddings": emb.astype(np.float64).tolist(),
+        "candidate_features": feats.astype(np.float64).tolist(),
+        "agent_id": "default",
+    }
+    req = {"jsonrpc": "2.0", "id": rid, "method": "score", "params": params}
+    return json.dumps(req, separators=(",", ":")).encode() + b"\n"
+
+
+class _Sidecar:
+    """A `python -m serving` child driven request by request on its pipes."""
+
+    def __init__(self, *args: str) -> None:
+        self.t0 = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "serving", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def send(self, line: bytes) -> None:
+        self.proc.stdin.write(line)
+        self.proc.stdin.flush()
+
+    def answer(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the sidecar exited")
+        return jsonio.loads(line)
+
+    def call(self, method: str, params: dict, rid: str = "b") -> dict:
+        req = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+        self.send(jsonio.dumps(req) + b"\n")
+        return self.answer()
+
+    def rss_mib(self) -> float | None:
+        try:
+            text = Path(f"/proc/{self.proc.pid}/status").read_text()
+        except OSError:
+            return None
+        kb = next(int(ln.split()[1]) for ln in text.splitlines() if ln.startswith("VmRSS:"))
+        return kb / 1024.0
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def _timed_scores(side: _Sidecar, line: bytes, n: int) -> list[float]:
+    """Milliseconds of n score round trips of the same request line."""
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        side.send(line)
+        side.answer()
+        out.append((time.perf_counter() - t) * 1000.0)
+    return out
+
+
+def _inprocess_rows(model: Path, n: int) -> list[Row]:
+    scorer = Scorer.open(model, native_dim=DIM)
+    rng = np.random.default_rng(1)
+    emb = rng.normal(size=(100, DIM)).astype(np.float32)
+    ctx = emb[:10].mean(axis=0)
+    feats = rng.uniform(0, 1, size=(100, 17)).astype(np.float32)
+    ids = [f"m{i}" for i in range(100)]
+    times = []
+    for i in range(WARMUP + n):
+        t = time.perf_counter()
+        scorer.score(ctx, ids, emb, None, feats)
+        if i >= WARMUP:
+            times.append((time.perf_counter() - t) * 1000.0)
+    p = percentiles(times, (50, 99))
+    name = "score_inprocess_100x768"
+    return [
+        Row(name, "p50", p["p50"], "ms", n=n, goal="<= 0.5 ms"),
+        Row(name, "p99", p["p99"], "ms", n=n, goal="<= 2 ms"),
+    ]
+
+
+def _rpc_rows(model: Path, n: int) -> list[Row]:
+    line = daemon_score_line(80, seed=2)
+    side = _Sidecar("--model", str(model), "--native-dim", str(DIM))
+    try:
+        _timed_scores(side, line, WARMUP)
+        p = percentiles(_timed_scores(side, line, n), (50, 95))
+    finally:
+        side.close()
+    name = "rpc_roundtrip_80x768"
+    return [
+        Row(name, "p50", p["p50"], "ms", n=n),
+        Row(name, "p95", p["p95"], "ms", n=n, goal="<= 10 ms"),
+        Row(name, "request_mb", len(line) / 1e6, "MB"),
+        Row(name, "json_parser", float(jsonio.PARSER == "orjson"), "1=orjson"),
+    ]
+
+
+def _start_rows(model: Path, n: int) -> list[Row]:
+    firsts = []
+    for _ in range(n):
+        side = _Sidecar("--model", str(model), "--native-dim", str(DIM))
+        side.call("status", {})
+        firsts.append((time.perf_counter() - side.t0) * 1000.0)
+        side.close()
+    return [
+        Row("sidecar_start", "first_answer", statistics.median(firsts), "ms", n=n, goal="<= 1500")
+    ]
+
+
+def _rss_rows(model: Path, n: int) -> list[Row]:
+    lines = [daemon_score_line(80, seed=s, rid=f"req-{s}") for s in range(8)]
+    side = _Sidecar("--model", str(model), "--native-dim", str(DIM))
+    try:
+        half = None
+        for i in range(n):
+            side.send(lines[i % len(lines)])
+            side.answer()
+            if i == n // 2 - 1:
+                half = side.rss_mib()
+        end = side.rss_mib()
+    finally:
+        side.close()
+    if end is None or half is None:
+        return []
+    return [
+        Row("sidecar_rss", "after_scores", end, "MiB", n=n, goal="<= 150 MB"),
+        Row("sidecar_rss", "growth_last_half", end - half, "MiB", n=n // 2, goal="0"),
+    ]
+
+
+def _store(tmp: Path) -> Path:
+    from signet_bench.daemon.loop import SimOptions, simulate
+    from signet_bench.world.synth.build import build_persona_store
+
+    db = tmp / "memories.db"
+    build_persona_store("light", db, seed=0, n_memories=150)
+    simulate(db, 40, SimOptions(scorer="random", seed=0))
+    return db
+
+
+def _hotswap_rows(tmp: Path) -> list[Row]:
+    db = _store(tmp)
+    served = tmp / "served.onnx"  # absent: the first training makes it
+    config = tmp / "agent.yaml"  # fine-tuning a served model at the incremental rate (lr/10)
+    config.write_text("predictor:\n  learningRate: 1.0e-4\n")
+    side = _Sidecar(
+        "--model",
+        str(served),
+        "--native-dim",
+        str(DIM),
+        "--tz",
+        "UTC",
+        "--train-config",
+        str(config),
+    )
+    line = daemon_score_line(80, seed=3, rid="s")
+    try:
+        first = side.call("train_from_db", {"db_path": str(db)})
+        if "result" not in first or not first["result"].get("accepted"):
+            _log.info(f"  hot swap: the first training did not give a model ({first})")
+            return []
+        _timed_scores(side, line, WARMUP)
+        t = time.perf_counter()
+        side.send(
+            jsonio.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": "train",
+                    "method": "train_from_db",
+                    "params": {"db_path": str(db)},
+                }
+            )
+            + b"\n"
+        )
+        times, done = [], None
+        while done is None:
+            t1 = time.perf_counter()
+            side.send(line)
+            while True:
+                ans = side.answer()
+                if ans["id"] == "train":
+                    done = ans
+                    wall = time.perf_counter() - t
+                    continue
+                times.append((time.perf_counter() - t1) * 1000.0)
+                break
+    finally:
+        side.close()
+    swapped = float(bool(done.get("result", {}).get("accepted")))
+    p = percentiles(times, (50, 99))
+    return [
+        Row("hotswap", "p50", p["p50"], "ms", n=len(times)),
+        Row("hotswap", "p99", p["p99"], "ms", n=len(times)),
+        Row("hotswap", "train_wall", wall, "s"),
+        Row("hotswap", "swapped", swapped, "1=yes"),
+    ]
+
+
+def serve_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
+    """Every serving measurement of one run (see the module docstring)."""
+    sizes = QUICK if quick else FULL
+    with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
+        root = Path(tmp)
+        model = root / "model.onnx"
+        model.write_bytes(model_bytes(init_params(seed=DEFAULT_SEED + seed), CheckpointMeta()))
+        rows: list[Row] = []
+        steps = [
+            ("in-process scores", lambda: _inprocess_rows(model, sizes["inprocess"])),
+            ("JSON-RPC round trips", lambda: _rpc_rows(model, sizes["rpc"])),
+            ("sidecar starts", lambda: _start_rows(model, sizes["starts"])),
+            ("resident memory", lambda: _rss_rows(model, sizes["rss"])),
+            ("hot swap", lambda: _hotswap_rows(root)),
+        ]
+        for what, measure in steps:
+            _log.info(f"bench serve: {what} ...")
+            rows += measure()
+    return rows

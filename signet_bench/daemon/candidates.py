@@ -1,0 +1,147 @@
+"""One session's candidate set as every ranker sees it: the `SessionInputs` the session loop
+scores, the trainer learns from and the benchmarks evaluate, built by one function.
+
+`session_inputs` takes the corpus, the candidates' corpus rows in baseline order, the session
+(start, time zone, project, previous session of the project) and its context vector, and
+computes every per-candidate input: embeddings and the text path's tokens, the 17 features
+(`features.candidate_features`), the effective score at the session start and the project slot.
+Knowledge-graph columns (entity/aspect slot, structural density, traversal) come from the
+recorded `session_memories` rows when there are any; the simulated daemon has no graph
+traversal, so they are absent there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import datetime
+
+import numpy as np
+
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.daemon.features import CandidateInfo, SessionInfo, candidate_features
+from signet_bench.daemon.ranking.baseline import age_days, effective_score
+from signet_bench.learn.model.tokenizer import project_slot
+from signet_bench.store.corpus import Corpus
+
+__all__ = ["GraphColumns", "SessionInputs", "candidate_info", "session_inputs"]
+
+
+@dataclass(frozen=True, slots=True)
+class GraphColumns:
+    """Per-candidate knowledge-graph columns recorded by the daemon (NaN / -1 when none)."""
+
+    entity_slot: np.ndarray
+    aspect_slot: np.ndarray
+    structural_density: np.ndarray
+    is_traversal: np.ndarray
+    is_constraint: np.ndarray  # the daemon's own constraint flag for the candidate
+
+
+@dataclass(frozen=True, eq=False)
+class SessionInputs:
+    """A session's candidates (arrays aligned, baseline order) and the session's own inputs."""
+
+    session_key: str
+    start: datetime  # aware
+    tz: str
+    project: str | None
+    previous_start: datetime | None  # the previous session of the same project
+    rows: np.ndarray  # (n,) int64 corpus rows
+    memory_ids: np.ndarray  # (n,) str
+    context: np.ndarray | None  # (D,) float32 unit vector
+    context_rule: str
+    embeddings: np.ndarray  # (n, D) float32, zero rows on the text path
+    has_embedding: np.ndarray  # (n,) bool
+    tokens: tuple[np.ndarray, ...]  # hash buckets per candidate (the text path)
+    contents: tuple[str, ...]
+    features: np.ndarray  # (n, 17) float32
+    project_slot: int
+    effective_score: np.ndarray  # (n,) float64 at the session start
+    created_at: np.ndarray  # (n,) float64 epoch seconds
+    importance: np.ndarray  # (n,) float64
+    access_count: np.ndarray  # (n,) float64
+    is_constraint: np.ndarray  # (n,) bool: a constraint this session must inject
+
+    def __len__(self) -> int:
+        return len(self.memory_ids)
+
+    def take(self, idx: np.ndarray) -> SessionInputs:
+        """The same session restricted to candidates `idx` (positions or a boolean mask)."""
+        idx = np.flatnonzero(idx) if np.asarray(idx).dtype == bool else np.asarray(idx)
+        n = len(self)
+        kwargs = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, np.ndarray) and v.ndim >= 1 and len(v) == n and f.name != "context":
+                v = v[idx]
+            elif isinstance(v, tuple) and len(v) == n:
+                v = tuple(v[i] for i in idx.tolist())
+            kwargs[f.name] = v
+        return SessionInputs(**kwargs)
+
+
+def candidate_info(
+    corpus: Corpus, rows: np.ndarray, project: str | None, graph: GraphColumns | None = None
+) -> CandidateInfo:
+    """The feature inputs of the candidates at corpus `rows` for a session of `project`.
+
+    A candidate's constraint flag is the corpus flag for constraints in the session's scope
+    (its project or none: the ones the daemon forces in), or the daemon's recorded flag when
+    `graph` carries one."""
+    cons = corpus.is_constraint[rows] & corpus.in_scope(project)[rows]
+    if graph is not None:
+        cons = cons | np.asarray(graph.is_constraint, dtype=bool)
+    return CandidateInfo(
+        created_at=corpus.created_at[rows],
+        importance=corpus.importance[rows],
+        access_count=corpus.access_count[rows],
+        has_embedding=corpus.has_embedding[rows],
+        superseded_at=corpus.superseded_at[rows],
+        entity_slot=None if graph is None else graph.entity_slot,
+        aspect_slot=None if graph is None else graph.aspect_slot,
+        is_constraint=cons,
+        structural_density=None if graph is None else graph.structural_density,
+        is_traversal=None if graph is None else graph.is_traversal,
+    )
+
+
+def session_inputs(
+    corpus: Corpus,
+    rows: np.ndarray,
+    *,
+    session_key: str,
+    start: datetime,
+    tz: str,
+    project: str | None,
+    previous_start: datetime | None,
+    context: np.ndarray | None,
+    context_rule: str,
+    graph: GraphColumns | None = None,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+) -> SessionInputs:
+    """Every per-candidate input of a session's candidates at corpus `rows` (baseline order)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    info = candidate_info(corpus, rows, project, graph)
+    age = age_days(corpus.created_at[rows], start.timestamp())
+    return SessionInputs(
+        session_key=session_key,
+        start=start,
+        tz=tz,
+        memory_ids=np.asarray(corpus.ids[rows]).astype(str),
+        project=project,
+        project_slot=project_slot(project, cfg.project_slots),
+        previous_start=previous_start,
+        rows=rows,
+        features=candidate_features(info, SessionInfo(start, tz, project, previous_start)),
+        context=context,
+        context_rule=context_rule,
+        embeddings=corpus.embeddings[rows],
+        has_embedding=corpus.has_embedding[rows],
+        tokens=tuple(corpus.tokens(int(r)) for r in rows),
+        contents=tuple(corpus.contents[int(r)] for r in rows),
+        effective_score=effective_score(corpus.importance[rows], age, corpus.pinned[rows], cfg),
+        created_at=info.created_at,
+        importance=info.importance,
+        access_count=info.access_count,
+        is_constraint=np.asarray(info.is_constraint, dtype=bool),
+    )

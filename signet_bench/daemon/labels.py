@@ -1,0 +1,524 @@
+"""The one label function: per-candidate training/evaluation labels for one session.
+
+Training, comparison and analysis all call `compute_labels` (or a rule set from
+`LABEL_RULESETS`), so a label means the same thing everywhere.
+
+Rule set "seed" (seed 000 "Training Signals", "Behavioral Training Signals", "Negative Memory
+Signals"; seed 001 "Label Construction"), first matching rule wins:
+
+1. ``deleted_after_injection`` — injected this session and deleted within
+   ``deleted_after_injection_hours`` (24 h) of the injection: ``deleted_after_injection_label`` (−0.5).
+2. ``superseded`` — ``superseded_label`` (−0.3).
+3. ``agent_feedback`` — an agent relevance score is present (seed 001):
+   ``0.7·agent + 0.2·fts_adjustment(hits) + 0.1·continuity``, clamped to [−1, 1], where
+   ``fts_adjustment = min(1, fts_overlap_per_hit·hits)`` (0.3 per hit: Signet's per-memory
+   ``fts_overlap_score``) and the continuity modifier is the *session* continuity score. If
+   the agent did not rate the memory as harmful (agent >= 0) and FTS matched it at least
+   ``fts_missed_min_hits`` (2) times, the label is raised to at least
+   ``agent_fts_bump_label`` (0.3: "agent may not have noticed its influence"). The formula
+   decides, not the addendum's example "scored 0.8 by agent but never FTS-matched: keep 0.8":
+   the formula gives 0.7·0.8 + 0 + 0.1·continuity = 0.56–0.66, and only the formula keeps the
+   three weights the addendum exposes as config meaningful. What the example illustrates holds
+   under the formula: no FTS match is no penalty (its term adds 0, nothing is subtracted).
+4. Injected (seed 000 continuity path): base = the per-memory judge relevance when present
+   (``injected_relevance``, used in high *and* low sessions: the judge rated this very memory);
+   otherwise the session continuity score when it is >= ``high_continuity_threshold`` (0.5,
+   ``injected_high_session``), else continuity × ``low_session_multiplier`` (0.5,
+   ``injected_low_session``). Then: matched by FTS at least once → ``+fts_confirmed_boost``
+   (0.1) capped at 1.0 (``+fts_confirmed``); never matched and session continuity <
+   ``fts_unmatched_max_continuity`` (0.3) → ``−fts_unmatched_penalty`` (0.1) floored at 0.0
+   (``+fts_unmatched``): both signals say "not useful", which makes a true negative, not a
+   harmful memory — negative labels stay reserved for explicit harm (rules 1–3).
+   Then the edited modifier (below).
+5. Not injected:
+   - similarity label: cosine(memory, session context) > ``negative_similarity_threshold``
+     (0.6) → ``soft_negative_label`` 0.25 (``soft_negative``), else ``true_negative_label`` 0.0
+     (``true_negative``; also when the memory has no embedding, cosine NaN);
+   - FTS hits >= ``fts_missed_min_hits`` (2): ``max(fts_missed_label 0.6, similarity label)``
+     (``fts_missed``);
+   - missing context (``missing_context``): the session had ``novel_context_count > 0`` (the
+     user re-explained things) *and* this memory is evidence of what was missing — FTS matched
+     it at least once, or the judge rated it >= ``high_continuity_threshold``. The label is
+     ``max(missing_context_label, min(1, evidence + novel_context_boost))`` where evidence is
+     the label from the two rules above, or the judge's rating when higher. So the 0.7 default
+     and the +0.1 novel-context boost are one rule: 0.7 is the floor ("0.7 default") and the
+     boost only matters when the evidence is already above 0.6 ("or higher when the continuity
+     scorer marks them as clearly missing context"), e.g. judge 0.9 → 1.0;
+   - then ``access_count > access_count_high`` (10) → ``+access_count_boost`` (0.05), capped at
+     1.0 (``+access_boost``), then the edited modifier.
+
+Edited modifier (seed 000 "Memory edited/updated recently: +0.05 to label", from
+``memory_history``): ``edited_recently`` → ``+edited_boost`` (0.05), capped at 1.0
+(``+edited_boost``). "Recently" is an in-place update within ``edited_recent_days`` (7, the
+seed's own "recent", §4.10) before the session end (`edited_recently`). It is one of the
+seed's "lower weight, supplementary" behavioural signals, so it adjusts the seed 000 paths
+(rules 4 and 5) and nothing else: explicit harm (rules 1–2) outranks it (an edited memory that
+was then superseded is still outdated), and seed 001's combined label (rule 3) is a closed
+formula over the agent's own rating. It is not an inclusion signal on its own.
+
+Poisoning guard (seed 000 security review): FTS hit counts enter only through saturating terms
+— rule 4's boost is the same for 1 or 50 hits and capped at 1.0, rule 5 caps FTS-only evidence
+at 0.6 (0.7 with novel context) whatever the count, and seed 001's ``fts_adjustment``
+saturates at 1.0 (4 hits), so FTS contributes at most 0.2 there. Stuffing a memory with
+frequent words cannot push its label past these caps.
+
+Which candidates enter training (``include``): every candidate with a signal of its own —
+injected, matched by FTS, missing context, superseded, deleted after injection, rated by the
+agent — plus negatives sampled from the remaining non-injected candidates at
+``negative_sampling_ratio`` (3) negatives per positive (a signal candidate with label > 0).
+Sampling draws without replacement from the pool sorted by memory id, with the given
+``np.random.Generator``, so it does not depend on input order.
+
+Reason codes (``reason``) are a base code from the list above, followed by ``+modifier`` codes
+(``fts_confirmed``, ``fts_unmatched``, ``access_boost``, ``edited_boost``, ``agent_fts_bump``);
+the dashboard splits on ``+``.
+
+Rule set "signet-0.58" (`signet058_labels`) reproduces Signet 0.58.1's Rust trainer
+(``data.rs compute_label``) for comparison; see its docstring. Its one constant that no seed
+names, `SIGNET058_FTS_SINGLE_LABEL`, stays here as Signet's (it is not a tunable of the seeds).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.daemon.ranking.baseline import SECONDS_PER_DAY
+
+__all__ = [
+    "BASE_REASONS",
+    "LABEL_RULESETS",
+    "MODIFIER_REASONS",
+    "SIGNET058_FTS_SINGLE_LABEL",
+    "LabelResult",
+    "LabelRuleset",
+    "SessionLabelInput",
+    "compute_labels",
+    "edited_recently",
+    "fts_adjustment",
+    "label_spread",
+    "seed_labels",
+    "session_skip_reason",
+    "session_trainable",
+    "signet058_labels",
+]
+
+# Signet 0.58.1 data.rs: a not-injected memory matched by FTS exactly once gets 0.3.
+SIGNET058_FTS_SINGLE_LABEL = 0.3
+# Float slack for the spread gate: labels 0.5 and 0.6 are 0.1 apart, not 0.0999...
+_SPREAD_TOL = 1e-9
+
+BASE_REASONS: tuple[str, ...] = (
+    "deleted_after_injection",
+    "superseded",
+    "agent_feedback",
+    "injected_relevance",
+    "injected_high_session",
+    "injected_low_session",
+    "fts_missed",
+    "fts_single",  # signet-0.58 only
+    "missing_context",
+    "soft_negative",
+    "true_negative",
+)
+MODIFIER_REASONS: tuple[str, ...] = (
+    "fts_confirmed",
+    "fts_unmatched",
+    "access_boost",
+    "edited_boost",
+    "agent_fts_bump",
+    "novel_context",  # signet-0.58 only
+)
+
+
+def _float_array(name: str, values: ArrayLike, n: int) -> np.ndarray:
+    a = np.asarray(values, dtype=np.float64)
+    if a.ndim == 0:
+        a = np.full(n, float(a))
+    if a.shape != (n,):
+        raise ValueError(f"{name}: expected shape ({n},), got {a.shape}")
+    return a
+
+
+def _bool_array(name: str, values: ArrayLike, n: int) -> np.ndarray:
+    a = np.asarray(values)
+    if a.ndim == 0:
+        a = np.full(n, bool(a))
+    if a.shape != (n,):
+        raise ValueError(f"{name}: expected shape ({n},), got {a.shape}")
+    return a.astype(bool)
+
+
+def _int_array(name: str, values: ArrayLike, n: int) -> np.ndarray:
+    a = _float_array(name, values, n)
+    if np.any(~np.isfinite(a)) or np.any(a < 0) or np.any(a != np.floor(a)):
+        raise ValueError(f"{name}: expected non-negative whole numbers")
+    return a.astype(np.int64)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLabelInput:
+    """One session's candidates (parallel arrays) plus the session-level judge outputs.
+
+    Every per-memory field takes any array-like of one value per memory id, or a scalar that
+    stands for all of them; the constructor turns them into numpy arrays of the commented dtype
+    and rejects other shapes. Absent per-memory values default to NaN (`relevance_score`,
+    `agent_relevance_score`, `cosine_to_context`, `deleted_at_hours_after_injection`), zero
+    counts, or False (`superseded`, `edited_recently`: see `edited_recently`).
+    """
+
+    memory_ids: np.ndarray  # str, shape (n,)
+    was_injected: np.ndarray  # bool
+    _: KW_ONLY
+    continuity_score: float  # session_scores.score in [0, 1]
+    confidence: float = math.nan  # session_scores.confidence, NaN if absent
+    novel_context_count: int = 0
+    relevance_score: np.ndarray = math.nan  # float, judge's per-memory relevance in [0, 1]
+    fts_hit_count: np.ndarray = 0  # int >= 0
+    agent_relevance_score: np.ndarray = math.nan  # float in [-1, 1]
+    cosine_to_context: np.ndarray = math.nan  # float, NaN if the memory has no embedding
+    superseded: np.ndarray = False  # bool
+    deleted_at_hours_after_injection: np.ndarray = math.nan  # float, NaN if not deleted
+    access_count: np.ndarray = 0  # int >= 0
+    edited_recently: np.ndarray = False  # bool
+
+    def __post_init__(self) -> None:
+        n = len(self.memory_ids)
+        ids = np.asarray(self.memory_ids, dtype=str)
+        if ids.shape != (n,):
+            raise ValueError(f"memory_ids: expected a flat sequence, got shape {ids.shape}")
+        if len(set(ids.tolist())) != n:
+            raise ValueError("memory_ids: duplicate memory id in one session")
+        set_ = object.__setattr__
+        set_(self, "memory_ids", ids)
+        set_(self, "was_injected", _bool_array("was_injected", self.was_injected, n))
+        set_(self, "superseded", _bool_array("superseded", self.superseded, n))
+        set_(self, "edited_recently", _bool_array("edited_recently", self.edited_recently, n))
+        rel = _float_array("relevance_score", self.relevance_score, n)
+        # Signet clamps the judge's per-memory relevance to [0, 1] when it writes it.
+        set_(self, "relevance_score", np.where(np.isnan(rel), np.nan, np.clip(rel, 0.0, 1.0)))
+        agent = _float_array("agent_relevance_score", self.agent_relevance_score, n)
+        if np.any(np.isinf(agent)):
+            raise ValueError("agent_relevance_score: infinite value")
+        set_(self, "agent_relevance_score", np.clip(agent, -1.0, 1.0))
+        set_(
+            self, "cosine_to_context", _float_array("cosine_to_context", self.cosine_to_context, n)
+        )
+        set_(
+            self,
+            "deleted_at_hours_after_injection",
+            _float_array(
+                "deleted_at_hours_after_injection", self.deleted_at_hours_after_injection, n
+            ),
+        )
+        set_(self, "fts_hit_count", _int_array("fts_hit_count", self.fts_hit_count, n))
+        set_(self, "access_count", _int_array("access_count", self.access_count, n))
+        c = float(self.continuity_score)
+        if not 0.0 <= c <= 1.0:
+            raise ValueError(f"continuity_score: {c!r} is not in [0, 1]")
+        set_(self, "continuity_score", c)
+        set_(self, "confidence", float(self.confidence))
+        novel = int(self.novel_context_count)
+        if novel < 0:
+            raise ValueError(f"novel_context_count: {novel} is negative")
+        set_(self, "novel_context_count", novel)
+
+    @classmethod
+    def build(
+        cls, memory_ids: ArrayLike, was_injected: ArrayLike, **columns: Any
+    ) -> SessionLabelInput:
+        """The constructor under its older name (same arguments)."""
+        return cls(memory_ids, was_injected, **columns)  # type: ignore[arg-type]
+
+    def __len__(self) -> int:
+        return len(self.memory_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelResult:
+    """Per-candidate labels in [−1, 1], reason codes, and the training-inclusion mask."""
+
+    labels: np.ndarray  # float64, shape (n,)
+    reason: np.ndarray  # str, shape (n,): base code + "+modifier" codes
+    include: np.ndarray  # bool, shape (n,)
+    ruleset: str
+
+
+class LabelRuleset(Protocol):
+    """A label rule set: same call shape as `seed_labels`."""
+
+    def __call__(
+        self,
+        inp: SessionLabelInput,
+        cfg: PredictorConfig = ...,
+        *,
+        rng: np.random.Generator | None = ...,
+    ) -> LabelResult: ...
+
+
+def fts_adjustment(
+    hits: int | np.ndarray, cfg: PredictorConfig = DEFAULT_CONFIG
+) -> np.ndarray | float:
+    """Seed 001's FTS adjustment for one memory: min(1, 0.3·hits), Signet's fts_overlap_score."""
+    return np.minimum(1.0, cfg.fts_overlap_per_hit * np.asarray(hits, dtype=np.float64))
+
+
+def edited_recently(
+    edited_at: Sequence[np.ndarray], at_epoch: float, cfg: PredictorConfig = DEFAULT_CONFIG
+) -> np.ndarray:
+    """Per memory: an in-place update (``memory_history.event = 'updated'``, epoch seconds in
+    ``edited_at[i]``) within ``edited_recent_days`` up to ``at_epoch`` (both ends included).
+
+    Pass the session end: edits made during the session count, later ones never do, so a
+    replay labels a session the same whenever it runs."""
+    at = float(at_epoch)
+    since = at - cfg.edited_recent_days * SECONDS_PER_DAY
+    out = np.zeros(len(edited_at), dtype=bool)
+    for i, times in enumerate(edited_at):
+        t = np.asarray(times, dtype=np.float64)
+        out[i] = bool(np.any((t >= since) & (t <= at)))
+    return out
+
+
+def _deleted_after_injection(inp: SessionLabelInput, cfg: PredictorConfig) -> np.ndarray:
+    h = inp.deleted_at_hours_after_injection
+    with np.errstate(invalid="ignore"):
+        return inp.was_injected & (h >= 0.0) & (h <= cfg.deleted_after_injection_hours)
+
+
+def _injected_base(rel: float, cont: float, cfg: PredictorConfig) -> tuple[float, str]:
+    """An injected memory's label before FTS adjustments (both rule sets): the judge's
+    per-memory relevance, else the session's continuity (halved for a low session)."""
+    if not math.isnan(rel):
+        return rel, "injected_relevance"
+    if cont >= cfg.high_continuity_threshold:
+        return cont, "injected_high_session"
+    return cont * cfg.low_session_multiplier, "injected_low_session"
+
+
+def _edited(
+    inp: SessionLabelInput, i: int, label: float, reason: str, cfg: PredictorConfig
+) -> tuple[float, str]:
+    """The edited modifier: +edited_boost (capped at 1.0) for a recently edited memory."""
+    if inp.edited_recently[i]:  # type: ignore[index]
+        return min(1.0, label + cfg.edited_boost), reason + "+edited_boost"
+    return label, reason
+
+
+def _seed_one(inp: SessionLabelInput, i: int, cfg: PredictorConfig) -> tuple[float, str, bool]:
+    """Label, reason and missing-context flag of candidate ``i`` under the seed rules."""
+    hits = int(inp.fts_hit_count[i])
+    rel = float(inp.relevance_score[i])
+    agent = float(inp.agent_relevance_score[i])
+    cont = inp.continuity_score
+    if inp.superseded[i]:
+        return cfg.superseded_label, "superseded", False
+    if not math.isnan(agent):
+        label = (
+            cfg.feedback_weight * agent
+            + cfg.fts_weight * float(fts_adjustment(hits, cfg))
+            + cfg.continuity_weight * cont
+        )
+        reason = "agent_feedback"
+        bump = cfg.agent_fts_bump_label
+        if agent >= 0.0 and hits >= cfg.fts_missed_min_hits and label < bump:
+            label, reason = bump, reason + "+agent_fts_bump"
+        return min(1.0, max(-1.0, label)), reason, False
+    if inp.was_injected[i]:
+        label, reason = _injected_base(rel, cont, cfg)
+        if hits > 0:
+            label, reason = min(1.0, label + cfg.fts_confirmed_boost), reason + "+fts_confirmed"
+        elif cont < cfg.fts_unmatched_max_continuity:
+            label = max(cfg.true_negative_label, label - cfg.fts_unmatched_penalty)
+            reason += "+fts_unmatched"
+        return (*_edited(inp, i, label, reason, cfg), False)
+    cos = float(inp.cosine_to_context[i])
+    if cos > cfg.negative_similarity_threshold:  # NaN compares False: no embedding
+        label, reason = cfg.soft_negative_label, "soft_negative"
+    else:
+        label, reason = cfg.true_negative_label, "true_negative"
+    if hits >= cfg.fts_missed_min_hits:
+        label, reason = max(cfg.fts_missed_label, label), "fts_missed"
+    judged_missing = not math.isnan(rel) and rel >= cfg.high_continuity_threshold
+    missing = inp.novel_context_count > 0 and (hits > 0 or judged_missing)
+    if missing:
+        evidence = max(label, rel) if judged_missing else label
+        label = max(cfg.missing_context_label, min(1.0, evidence + cfg.novel_context_boost))
+        reason = "missing_context"
+    if inp.access_count[i] > cfg.access_count_high:
+        label, reason = min(1.0, label + cfg.access_count_boost), reason + "+access_boost"
+    return (*_edited(inp, i, label, reason, cfg), missing)
+
+
+def _finish(
+    inp: SessionLabelInput,
+    labels: np.ndarray,
+    reasons: list[str],
+    signal: np.ndarray,
+    cfg: PredictorConfig,
+    rng: np.random.Generator | None,
+    ruleset: str,
+) -> LabelResult:
+    include = signal.copy()
+    pool = np.flatnonzero(~signal)
+    n_pos = int(np.count_nonzero(signal & (labels > 0.0)))
+    n_neg = min(len(pool), cfg.negative_sampling_ratio * n_pos)
+    if n_neg > 0:
+        pool = pool[np.argsort(inp.memory_ids[pool], kind="stable")]
+        gen = rng if rng is not None else np.random.default_rng(0)
+        include[gen.choice(pool, size=n_neg, replace=False)] = True
+    return LabelResult(
+        labels=np.clip(labels, -1.0, 1.0),
+        reason=np.asarray(reasons, dtype=str),
+        include=include,
+        ruleset=ruleset,
+    )
+
+
+def seed_labels(
+    inp: SessionLabelInput,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    *,
+    rng: np.random.Generator | None = None,
+) -> LabelResult:
+    """Labels under seed 000 + addendum 001 (the default rule set; see the module docstring).
+
+    ``rng`` draws the 3:1 sampled negatives; ``None`` means ``np.random.default_rng(0)``.
+    """
+    n = len(inp)
+    labels = np.zeros(n, dtype=np.float64)
+    reasons: list[str] = []
+    missing = np.zeros(n, dtype=bool)
+    deleted = _deleted_after_injection(inp, cfg)
+    for i in range(n):
+        if deleted[i]:
+            labels[i], r = cfg.deleted_after_injection_label, "deleted_after_injection"
+        else:
+            labels[i], r, missing[i] = _seed_one(inp, i, cfg)
+        reasons.append(r)
+    signal = (
+        inp.was_injected
+        | (inp.fts_hit_count > 0)
+        | missing
+        | inp.superseded
+        | deleted
+        | ~np.isnan(inp.agent_relevance_score)
+    )
+    return _finish(inp, labels, reasons, signal, cfg, rng, "seed")
+
+
+def signet058_labels(
+    inp: SessionLabelInput,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    *,
+    rng: np.random.Generator | None = None,  # unused: same signature as seed_labels
+) -> LabelResult:
+    """Labels as Signet 0.58.1's Rust trainer computes them (reference §4, data.rs compute_label).
+
+    Superseded or deleted (Signet's ``is_deleted`` proxy) → −0.3. Injected: base = judge
+    relevance if present, else continuity if >= 0.5, else continuity·0.5; FTS > 0 → +0.1 (cap 1),
+    else continuity < 0.3 → −0.1 (floor 0). Not injected: FTS >= 2 → 0.6, FTS = 1 → 0.3, else 0;
+    +0.1 (cap 1) if novel_context_count > 0 and FTS > 0; +0.05 (cap 1) if access_count > 10.
+    No cosine soft negatives, no agent feedback, no deletion rule; every candidate is included
+    (Signet trains on the whole candidate list).
+    """
+    n = len(inp)
+    labels = np.zeros(n, dtype=np.float64)
+    reasons: list[str] = []
+    cont = inp.continuity_score
+    gone = inp.superseded | ~np.isnan(inp.deleted_at_hours_after_injection)
+    for i in range(n):
+        hits = int(inp.fts_hit_count[i])
+        rel = float(inp.relevance_score[i])
+        if gone[i]:
+            label, reason = cfg.superseded_label, "superseded"
+        elif inp.was_injected[i]:
+            label, reason = _injected_base(rel, cont, cfg)
+            if hits > 0:
+                label = min(1.0, label + cfg.fts_confirmed_boost)
+                reason += "+fts_confirmed"
+            elif cont < cfg.fts_unmatched_max_continuity:
+                label = max(0.0, label - cfg.fts_unmatched_penalty)
+                reason += "+fts_unmatched"
+        else:
+            if hits >= cfg.fts_missed_min_hits:
+                label, reason = cfg.fts_missed_label, "fts_missed"
+            elif hits == 1:
+                label, reason = SIGNET058_FTS_SINGLE_LABEL, "fts_single"
+            else:
+                label, reason = 0.0, "true_negative"
+            if inp.novel_context_count > 0 and hits > 0:
+                label = min(1.0, label + cfg.novel_context_boost)
+                reason += "+novel_context"
+            if inp.access_count[i] > cfg.access_count_high and label < 1.0:
+                label = min(1.0, label + cfg.access_count_boost)
+                reason += "+access_boost"
+        labels[i] = label
+        reasons.append(reason)
+    return LabelResult(
+        labels=np.clip(labels, -1.0, 1.0),
+        reason=np.asarray(reasons, dtype=str),
+        include=np.ones(n, dtype=bool),
+        ruleset="signet-0.58",
+    )
+
+
+LABEL_RULESETS: dict[str, LabelRuleset] = {
+    "seed": seed_labels,
+    "signet-0.58": signet058_labels,
+}
+
+
+def compute_labels(
+    inp: SessionLabelInput,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    *,
+    ruleset: str = "seed",
+    rng: np.random.Generator | None = None,
+) -> LabelResult:
+    """Labels under a named rule set from `LABEL_RULESETS` (default: the seed rules)."""
+    try:
+        fn = LABEL_RULESETS[ruleset]
+    except KeyError:
+        known = ", ".join(sorted(LABEL_RULESETS))
+        raise ValueError(f"unknown label rule set {ruleset!r} (known: {known})") from None
+    return fn(inp, cfg, rng=rng)
+
+
+def label_spread(labels: ArrayLike) -> float:
+    """max − min of a session's labels (NaN ignored); 0.0 for fewer than two labels."""
+    a = np.asarray(labels, dtype=np.float64)
+    a = a[~np.isnan(a)]
+    return float(a.max() - a.min()) if a.size >= 2 else 0.0
+
+
+def session_skip_reason(
+    confidence: float, labels: ArrayLike, cfg: PredictorConfig = DEFAULT_CONFIG
+) -> str | None:
+    """Why a session gives no training step (None if it does): confidence gate or flat labels.
+
+    Seed 000: sessions with judge confidence < ``min_scorer_confidence`` (0.6; NaN = absent)
+    are excluded from training, and so are sessions whose per-memory labels lie within
+    ``low_label_spread`` (0.1) of each other: the judge was not sure about the ordering.
+    Pass the labels that enter training (``labels[include]``).
+    """
+    c = float(confidence)
+    if math.isnan(c) or c < cfg.min_scorer_confidence:
+        return f"confidence {c:.3g} < {cfg.min_scorer_confidence:g}"
+    spread = label_spread(labels)
+    if spread < cfg.low_label_spread - _SPREAD_TOL:
+        return f"label spread {spread:.3g} < {cfg.low_label_spread:g}"
+    return None
+
+
+def session_trainable(
+    confidence: float, labels: ArrayLike, cfg: PredictorConfig = DEFAULT_CONFIG
+) -> bool:
+    """True if the session passes the confidence gate and the low-label-spread gate."""
+    return session_skip_reason(confidence, labels, cfg) is None

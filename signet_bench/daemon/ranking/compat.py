@@ -1,0 +1,170 @@
+"""The `signet-0.58` compatibility pool: what the real 0.58 daemon ranks and injects at session
+start (reference §2 getAllScoredCandidates and handleSessionStart steps 6-8).
+
+Newest `recallLimit * 3` (150) non-deleted rows by created_at DESC; effScore; keep if > 0.2 or
+pinned; sort project-first, then effScore desc; slice to 100 (the baseline order, recorded as
+session_memories.rank 0..N-1); fused score `1/(12 + i + 1)` (or RRF when predictor scores are
+given); topic diversity; greedy 2,000-char budget. Ties follow Signet's stable JavaScript sorts,
+not our (score desc, id asc) rule, so that ranks match the daemon's rows: equal keys keep the
+created_at DESC window order, and equal created_at falls back to memory id asc.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.daemon.context import SessionContextVector
+from signet_bench.daemon.ranking.baseline import age_days, as_ids, effective_score, top_k_indices
+from signet_bench.daemon.ranking.diversity import topic_diversity
+from signet_bench.daemon.ranking.fusion import NOT_RANKED, baseline_only_scores, rrf_fuse
+from signet_bench.daemon.ranking.select import content_lengths, select_with_budget
+from signet_bench.daemon.ranking.session_start import SessionStartResult, ranked_result
+
+__all__ = ["signet058_session_start"]
+
+
+def _stable_desc(scores: np.ndarray) -> np.ndarray:
+    """Positions by score desc; equal scores keep their input order (JavaScript's stable sort)."""
+    s = np.asarray(scores, dtype=np.float64)
+    return np.lexsort((np.arange(len(s)), -s)).astype(np.int64)
+
+
+def _recency_window(
+    id_arr: np.ndarray,
+    rows: np.ndarray,
+    created_at_epoch: np.ndarray,
+    created_at_text: Sequence[str] | np.ndarray | None,
+    limit: int,
+) -> np.ndarray:
+    """`rows` as `... WHERE is_deleted = 0 ORDER BY created_at DESC LIMIT limit` returns them."""
+    if created_at_text is not None:
+        text = np.asarray(created_at_text, dtype=str)[rows]
+        newest = np.unique(text, return_inverse=True)[1].astype(np.float64)  # text order
+    else:
+        newest = np.asarray(created_at_epoch, dtype=np.float64)[rows]
+    return rows[top_k_indices(newest, id_arr[rows], limit)]
+
+
+def _keep_effective(
+    window: np.ndarray,
+    importance: np.ndarray,
+    pinned: np.ndarray,
+    created_at_epoch: np.ndarray,
+    now_epoch: float,
+    cfg: PredictorConfig,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The window rows with effScore above Signet's minimum or pinned, with their effScores."""
+    imp = np.nan_to_num(np.asarray(importance, dtype=np.float64)[window], nan=0.0)
+    pin = np.asarray(pinned, dtype=bool)[window]
+    age = age_days(np.asarray(created_at_epoch, dtype=np.float64)[window], now_epoch)
+    eff = effective_score(imp, age, pin, cfg)
+    keep = (eff > cfg.signet_min_effective_score) | pin
+    return window[keep], eff[keep]
+
+
+def _project_first(
+    window: np.ndarray,
+    eff: np.ndarray,
+    project: Sequence[str | None] | np.ndarray,
+    session_project: str | None,
+    pool_size: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The first `pool_size` rows by project match (when a project is given), then effScore
+    desc, stable; with their effScores."""
+    if session_project:
+        proj = np.asarray(project, dtype=object)[window]
+        match = np.fromiter((p == session_project for p in proj), dtype=bool, count=len(proj))
+    else:
+        match = np.zeros(len(window), dtype=bool)
+    order = np.lexsort((np.arange(len(window)), -eff, ~match))[:pool_size]
+    return window[order], eff[order]
+
+
+def _predictor_fusion(
+    predictor_scores: np.ndarray | None, cand: np.ndarray, alpha: float, cfg: PredictorConfig
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The candidates' predictor scores (NaN = not scored), 1-based predictor ranks and fused
+    scores: RRF when any candidate is scored, else the baseline-only scores."""
+    n = len(cand)
+    pred = np.full(n, np.nan)
+    prank = np.full(n, NOT_RANKED, dtype=np.int64)
+    if predictor_scores is not None:
+        pred = np.asarray(predictor_scores, dtype=np.float64)[cand]
+        pred = np.where(np.isfinite(pred), pred, np.nan)
+    if not np.isfinite(pred).any():
+        return pred, prank, baseline_only_scores(n, cfg.rrf_k)
+    scored = np.flatnonzero(np.isfinite(pred))
+    prank = np.full(n, n + 1, dtype=np.int64)  # Signet's fallback: |union| + 1
+    prank[scored[_stable_desc(pred[scored])]] = np.arange(1, len(scored) + 1)
+    return pred, prank, rrf_fuse(np.arange(1, n + 1), prank, alpha, cfg.rrf_k, n)
+
+
+def _budget_injection(
+    final_order: np.ndarray,
+    cand: np.ndarray,
+    contents: Sequence[str] | np.ndarray,
+    cfg: PredictorConfig,
+) -> np.ndarray:
+    """Greedy character-budget injection in final order: the injected mask in baseline
+    order."""
+    n = len(cand)
+    lengths = content_lengths([contents[i] for i in cand]) if n else np.zeros(0, np.int64)
+    injected_order = select_with_budget(final_order, lengths, cfg.injection_budget_chars)
+    mask = np.zeros(n, dtype=bool)
+    mask[injected_order] = True
+    return mask
+
+
+def signet058_session_start(
+    ids: Sequence[str] | np.ndarray,
+    created_at_epoch: np.ndarray,
+    importance: np.ndarray,
+    pinned: np.ndarray,
+    project: Sequence[str | None] | np.ndarray,
+    contents: Sequence[str] | np.ndarray,
+    embeddings: np.ndarray,
+    has_emb: np.ndarray,
+    session_project: str | None,
+    now_epoch: float,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    *,
+    is_deleted: np.ndarray | None = None,
+    created_at_text: Sequence[str] | np.ndarray | None = None,
+    predictor_scores: np.ndarray | None = None,
+    alpha: float = 1.0,
+) -> SessionStartResult:
+    """Reproduce Signet 0.58's session-start pool, fused scores and injected set.
+
+    `created_at_text`, if given, orders the window as SQLite does (by the TEXT value, which
+    matters when both timestamp formats are present). A NULL importance (NaN) scores 0, as in
+    JavaScript. `predictor_scores` (aligned with the inputs, NaN = not scored) switch fusion to
+    RRF with `alpha`; with alpha = 1 (cold start) that equals the no-predictor scores; equal
+    predictor scores rank in baseline order. candidatePoolLimit is `cfg.candidate_pool_size`
+    (100 in both). Exploration is not applied: 0.58's cold start never exits by default."""
+    id_arr = as_ids(ids)
+    live = np.ones(len(id_arr), bool) if is_deleted is None else ~np.asarray(is_deleted, bool)
+    rows = np.flatnonzero(live)
+    limit = cfg.signet_recall_limit * 3
+    window = _recency_window(id_arr, rows, created_at_epoch, created_at_text, limit)
+    window, eff = _keep_effective(window, importance, pinned, created_at_epoch, now_epoch, cfg)
+    cand, eff = _project_first(window, eff, project, session_project, cfg.candidate_pool_size)
+    n = len(cand)
+    c_ids = id_arr[cand]
+    pred, prank, fused = _predictor_fusion(predictor_scores, cand, alpha, cfg)
+
+    emb = np.asarray(embeddings)[cand] if n else np.zeros((0, 1))
+    final, overlaps = topic_diversity(
+        fused, c_ids, emb, np.asarray(has_emb, bool)[cand], cfg, order=_stable_desc(fused)
+    )
+    final_order = _stable_desc(final)  # re-sorted from baseline order, so ties keep it
+    mask = _budget_injection(final_order, cand, contents, cfg)
+    return ranked_result(
+        cand, c_ids, eff, pred, prank, fused, final, overlaps, mask, final_order,
+        is_constraint=np.zeros(n, dtype=bool), source=np.full(n, "effective", dtype=object),
+        predictor_used=bool(np.isfinite(pred).any()), alpha=float(alpha),
+        context_vector=SessionContextVector(None, "none"), corpus_size=len(rows),
+        window_size=int(min(len(rows), limit)), kept_size=len(window),
+    )  # fmt: skip

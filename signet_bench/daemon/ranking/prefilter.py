@@ -1,0 +1,118 @@
+"""Candidate pre-filtering (seed 000): narrow a 2,000-4,000 memory corpus to <= 100 candidates.
+
+Pool = top-50 by effectiveScore ∪ top-50 by cosine(context, memory) among the top-200 by
+effectiveScore, plus every constraint; memories whose decayed importance is below 0.1 are
+excluded first (pinned memories and constraints never are). All rankings break ties by
+(score desc, memory id asc).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.daemon.ranking.baseline import as_ids, rank_order, top_k_indices
+
+__all__ = ["cosine_to", "eligible_mask", "prefilter", "similarity_pool"]
+
+
+def cosine_to(context: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Cosine of each row of `matrix` with `context`, in float64; a zero row or a zero context
+    gives 0. Pass only the rows needed (the pre-filter needs the similarity pool only)."""
+    m = np.asarray(matrix, dtype=np.float64)
+    c = np.asarray(context, dtype=np.float64).ravel()
+    if m.ndim != 2 or len(m) == 0:
+        return np.zeros(0, dtype=np.float64)
+    norms = np.sqrt(np.einsum("ij,ij->i", m, m)) * float(np.linalg.norm(c))
+    out = np.zeros(len(m), dtype=np.float64)
+    ok = norms > 0
+    out[ok] = (m[ok] @ c) / norms[ok]
+    return out
+
+
+def eligible_mask(
+    importance_decayed: np.ndarray,
+    *,
+    pinned: np.ndarray | None = None,
+    is_constraint: np.ndarray | None = None,
+    excluded: np.ndarray | None = None,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+) -> np.ndarray:
+    """Memories allowed into the pool: decayed importance >= 0.1, or pinned, or a constraint,
+    and not `excluded` (e.g. soft-deleted). A NULL (NaN) importance is below the floor."""
+    dec = np.asarray(importance_decayed, dtype=np.float64)
+    keep = dec >= cfg.min_decayed_importance
+    if pinned is not None:
+        keep |= np.asarray(pinned, dtype=bool)
+    if is_constraint is not None:
+        keep |= np.asarray(is_constraint, dtype=bool)
+    if excluded is not None:
+        keep &= ~np.asarray(excluded, dtype=bool)
+    return keep
+
+
+def similarity_pool(
+    eff_scores: np.ndarray,
+    ids: Sequence[str] | np.ndarray,
+    eligible: np.ndarray,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+) -> np.ndarray:
+    """Indices of the top-200 eligible memories by effectiveScore (id asc at ties): the rows
+    whose context similarity the pre-filter looks at; callers need cosines only for these."""
+    idx = np.flatnonzero(eligible)
+    eff = np.asarray(eff_scores, dtype=np.float64)[idx]
+    return idx[top_k_indices(eff, as_ids(ids)[idx], cfg.prefilter_similarity_pool)]
+
+
+def prefilter(
+    eff_scores: np.ndarray,
+    context_sims: np.ndarray | None,
+    ids: Sequence[str] | np.ndarray,
+    *,
+    is_constraint: np.ndarray | None = None,
+    importance_decayed: np.ndarray | None = None,
+    pinned: np.ndarray | None = None,
+    excluded: np.ndarray | None = None,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+) -> np.ndarray:
+    """Candidate indices in baseline order (effectiveScore desc, id asc), at most 100.
+
+    `context_sims[i]` is cosine(context, memory i); NaN (no embedding, or outside the
+    similarity pool) or `context_sims=None` (no context) leaves the similarity path empty.
+    Over the cap, constraints are kept first, then the best by effectiveScore. `excluded`
+    memories (soft-deleted ones) never enter, constraints included."""
+    eff = np.asarray(eff_scores, dtype=np.float64)
+    id_arr = as_ids(ids)
+    n = len(eff)
+    cons = np.zeros(n, dtype=bool)
+    if is_constraint is not None:
+        cons |= np.asarray(is_constraint, dtype=bool)
+    if excluded is not None:
+        cons &= ~np.asarray(excluded, dtype=bool)
+    dec = eff if importance_decayed is None else importance_decayed
+    eligible = eligible_mask(dec, pinned=pinned, is_constraint=cons, excluded=excluded, cfg=cfg)
+
+    elig_idx = np.flatnonzero(eligible)
+    elig_eff = eff[elig_idx]
+    elig_ids = id_arr[elig_idx]
+    by_eff = elig_idx[top_k_indices(elig_eff, elig_ids, cfg.prefilter_effective_top)]
+    chosen = np.zeros(n, dtype=bool)
+    chosen[by_eff] = True
+    chosen |= cons
+
+    if context_sims is not None:
+        pool = elig_idx[top_k_indices(elig_eff, elig_ids, cfg.prefilter_similarity_pool)]
+        sims = np.asarray(context_sims, dtype=np.float64)[pool]
+        has = ~np.isnan(sims)
+        pool, sims = pool[has], sims[has]
+        chosen[pool[top_k_indices(sims, id_arr[pool], cfg.prefilter_similarity_top)]] = True
+
+    cand = np.flatnonzero(chosen)
+    cap = cfg.candidate_pool_size
+    if len(cand) > cap:
+        # constraints first, then effectiveScore desc, then id asc
+        keep = np.lexsort((id_arr[cand], -eff[cand], ~cons[cand]))[:cap]
+        cand = cand[keep]
+    return cand[rank_order(eff[cand], id_arr[cand])]

@@ -1,0 +1,382 @@
+"""ONNX export of the cross-attention scorer: the numpy forward pass (`model/scorer.py`) written
+node by node with `onnx.helper`, for one session of N candidates (DESIGN §6, anchors §3).
+
+    enc_n   = LN_emb(candidate_embeddings_n W_downᵀ)              where has_embedding_n
+            = LN_text(Σ_t mask_nt HashEmb[bucket_nt] / max(1, Σ_t mask_nt))   elsewhere
+    q       = (LN_emb(context W_downᵀ) + QProj[slot] + features_0[session] QTimeᵀ) W_qᵀ
+    cos_n   = cosine(context, candidate_embeddings_n)   where has_embedding_n and both norms > 0
+            = 0                                          elsewhere
+    logits  = w_cos cos + (enc W_kᵀ) qᵀ / sqrt(d) + [enc W_vᵀ, features, ProjEmb[slot], 1] gateᵀ
+    scores  = softmax(logits)
+
+Every parameter of `model/params.py` is one float32 initializer under its own name, and the
+builder refuses a parameter set that the graph does not consume entirely, so a parameter added to
+the model without being exported fails the export. Opset 17, IR 8, standard ops only; dynamic
+`n_candidates` and `n_tokens` axes; metadata under `serving.contract.META_KEYS`.
+
+`signet-bench export --model PATH --out OUT` also converts between the model formats: the suffix
+of OUT picks the format (`.onnx` the graph, `.bin` Signet's SGPT, anything else the workbench's own
+checkpoint), and PATH may be any of them (an ONNX file comes back as float32 weights).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import TensorProto, helper, numpy_helper
+
+from serving import contract as c
+from serving.atomic import atomic_write_bytes
+from signet_bench import __version__
+from signet_bench.config import PredictorConfig
+from signet_bench.errors import UserError
+from signet_bench.learn.model.checkpoint import (
+    DIM_KEYS,
+    CheckpointMeta,
+    load_any,
+    save_checkpoint,
+    write_sgpt,
+)
+from signet_bench.learn.model.params import neutral_extensions, param_shapes
+
+__all__ = [
+    "MAX_MODEL_BYTES",
+    "ExportError",
+    "build_model",
+    "convert_model",
+    "export_model",
+    "load_model_file",
+    "model_bytes",
+    "model_metadata",
+    "params_from_onnx",
+    "weights_digest",
+]
+
+MAX_MODEL_BYTES = 5 * 1024 * 1024
+LABEL_POLICIES = {"signet-bench": "seed", "sgpt": "signet-0.58", "onnx": "unknown"}
+
+Params = dict[str, np.ndarray]
+
+
+class ExportError(UserError):
+    """A model that cannot be exported or converted; the message names the file and why."""
+
+
+# --- graph building -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Graph:
+    """Nodes and initializers under construction; every tensor is named after its node."""
+
+    nodes: list[onnx.NodeProto] = field(default_factory=list)
+    inits: list[TensorProto] = field(default_factory=list)
+
+    def weight(self, name: str, value: np.ndarray) -> str:
+        self.inits.append(numpy_helper.from_array(np.asarray(value, dtype=np.float32), name))
+        return name
+
+    def const(self, name: str, value: np.ndarray) -> str:
+        self.inits.append(numpy_helper.from_array(np.asarray(value), f"const/{name}"))
+        return f"const/{name}"
+
+    def op(self, op_type: str, inputs: Sequence[str], name: str, **attrs: object) -> str:
+        self.nodes.append(helper.make_node(op_type, list(inputs), [name], name=name, **attrs))
+        return name
+
+
+def _layer_norm(g: _Graph, x: str, gamma: str, beta: str, eps: str, prefix: str) -> str:
+    """Row-wise LN over the last axis: gamma·(x − mean)/sqrt(var + eps) + beta."""
+    mean = g.op("ReduceMean", [x], f"{prefix}/mean", axes=[-1], keepdims=1)
+    centred = g.op("Sub", [x, mean], f"{prefix}/centre")
+    square = g.op("Mul", [centred, centred], f"{prefix}/square")
+    var = g.op("ReduceMean", [square], f"{prefix}/var", axes=[-1], keepdims=1)
+    std = g.op("Sqrt", [g.op("Add", [var, eps], f"{prefix}/var_eps")], f"{prefix}/std")
+    xhat = g.op("Div", [centred, std], f"{prefix}/xhat")
+    return g.op("Add", [g.op("Mul", [xhat, gamma], f"{prefix}/scale"), beta], f"{prefix}/out")
+
+
+def _query(g: _Graph, eps: str) -> str:
+    """q [1, d]: the context on the embedded path plus the project and session-time terms."""
+    row0 = g.const("axis0", np.array([0], dtype=np.int64))
+    ctx = g.op("Unsqueeze", [c.INPUT_CONTEXT, row0], "query/context_row")
+    h = g.op("Gemm", [ctx, "down_proj"], "query/down_proj", transB=1)
+    ctx_norm = _layer_norm(g, h, "ln_embedded_gamma", "ln_embedded_beta", eps, "query/ln")
+    proj = g.op("Gather", ["query_project", c.INPUT_PROJECT_SLOT], "query/project", axis=0)
+    # the session-level features, read from the first candidate as the numpy model does
+    first = g.op("Gather", [c.INPUT_FEATURES, row0], "query/first_candidate", axis=0)
+    sess_idx = g.const("session_features", np.array(c.SESSION_FEATURES, dtype=np.int64))
+    sess = g.op("Gather", [first, sess_idx], "query/session_features", axis=1)
+    time = g.op("Gemm", [sess, "query_time"], "query/time", transB=1)
+    q_in = g.op("Add", [g.op("Add", [ctx_norm, proj], "query/plus_project"), time], "query/in")
+    return g.op("Gemm", [q_in, "q_proj"], "query/q_proj", transB=1)
+
+
+def _encodings(g: _Graph, eps: str) -> str:
+    """enc [N, d]: the embedded path where has_embedding, else the text path."""
+    h = g.op("Gemm", [c.INPUT_CANDIDATE_EMBEDDINGS, "down_proj"], "embedded/down_proj", transB=1)
+    emb = _layer_norm(g, h, "ln_embedded_gamma", "ln_embedded_beta", eps, "embedded/ln")
+    rows = g.op("Gather", ["hash_embeddings", c.INPUT_TOKEN_BUCKETS], "text/hash_rows", axis=0)
+    axis1 = g.const("axis1", np.array([1], dtype=np.int64))
+    axis2 = g.const("axis2", np.array([2], dtype=np.int64))
+    mask3 = g.op("Unsqueeze", [c.INPUT_TOKEN_MASK, axis2], "text/mask3")
+    masked = g.op("Mul", [rows, mask3], "text/masked_rows")
+    total = g.op("ReduceSum", [masked, axis1], "text/sum", keepdims=0)
+    count = g.op("ReduceSum", [c.INPUT_TOKEN_MASK, axis1], "text/count", keepdims=1)
+    one = g.const("one", np.array(1.0, dtype=np.float32))
+    mean = g.op("Div", [total, g.op("Max", [count, one], "text/count_at_least_1")], "text/mean")
+    txt = _layer_norm(g, mean, "ln_text_gamma", "ln_text_beta", eps, "text/ln")
+    has = g.op("Unsqueeze", [c.INPUT_HAS_EMBEDDING, axis1], "enc/has_embedding")
+    return g.op("Where", [has, emb, txt], "enc/select")
+
+
+def _cosine(g: _Graph) -> str:
+    """w_cos · cos [N, 1]: cosine(context, embedding) of the embedded candidates, 0 for the
+    text path and wherever either vector is zero (the numpy model's rule)."""
+    row0 = g.const("cosine_axis0", np.array([0], dtype=np.int64))
+    axis1 = g.const("cosine_axis1", np.array([1], dtype=np.int64))
+    ctx = g.op("Unsqueeze", [c.INPUT_CONTEXT, row0], "cosine/context_row")
+    emb = c.INPUT_CANDIDATE_EMBEDDINGS
+    dots = g.op("Gemm", [emb, ctx], "cosine/dot", transB=1)
+    emb_sq = g.op("ReduceSum", [g.op("Mul", [emb, emb], "cosine/emb_sq"), axis1], "cosine/emb_ss")
+    ctx_sq = g.op("ReduceSum", [g.op("Mul", [ctx, ctx], "cosine/ctx_sq"), axis1], "cosine/ctx_ss")
+    norms = g.op("Sqrt", [g.op("Mul", [emb_sq, ctx_sq], "cosine/norms_sq")], "cosine/norms")
+    zero = g.const("cosine_zero", np.zeros((1, 1), dtype=np.float32))
+    one = g.const("cosine_one", np.ones((1, 1), dtype=np.float32))
+    has = g.op("Unsqueeze", [c.INPUT_HAS_EMBEDDING, axis1], "cosine/has_embedding")
+    ok = g.op("And", [has, g.op("Greater", [norms, zero], "cosine/nonzero")], "cosine/defined")
+    safe = g.op("Where", [ok, norms, one], "cosine/safe_norms")
+    cos = g.op("Where", [ok, g.op("Div", [dots, safe], "cosine/ratio"), zero], "cosine/value")
+    return g.op("Mul", [cos, "cosine_weight"], "cosine/weighted")
+
+
+def _logits(g: _Graph, q: str, enc: str, d: int) -> str:
+    """logits [N]: the weighted cosine, attention q·k/sqrt(d) and the gate over
+    [v, features, project, 1]."""
+    k = g.op("Gemm", [enc, "k_proj"], "attention/k_proj", transB=1)
+    qk = g.op("Gemm", [k, q], "attention/qk", transB=1)
+    scale = g.const("sqrt_d", np.array(math.sqrt(d), dtype=np.float32))
+    attn = g.op("Div", [qk, scale], "attention/scaled")
+    v = g.op("Gemm", [enc, "v_proj"], "gate/v_proj", transB=1)
+    proj = g.op("Gather", ["project_embeddings", c.INPUT_PROJECT_SLOT], "gate/project", axis=0)
+    proj_n = g.op("Expand", [proj, g.op("Shape", [k], "gate/k_shape")], "gate/project_rows")
+    one = g.const("one_row", np.ones((1, 1), dtype=np.float32))
+    ones = g.op("Expand", [one, g.op("Shape", [attn], "gate/attn_shape")], "gate/bias_column")
+    gate_in = g.op("Concat", [v, c.INPUT_FEATURES, proj_n, ones], "gate/input", axis=1)
+    gated = g.op("Gemm", [gate_in, "gate_proj"], "gate/gate_proj", transB=1)
+    learned = g.op("Add", [attn, gated], "logits/learned")
+    total = g.op("Add", [_cosine(g), learned], "logits/column")
+    axis1 = g.const("squeeze_axis", np.array([1], dtype=np.int64))
+    return g.op("Squeeze", [total, axis1], c.OUTPUT_LOGITS)
+
+
+def _io(native_dim: int, n_features: int) -> tuple[list, list]:
+    """Graph inputs and outputs with their documentation."""
+    n, t = "n_candidates", "n_tokens"
+    spec = [
+        (c.INPUT_CONTEXT, TensorProto.FLOAT, [native_dim], "session context embedding"),
+        (
+            c.INPUT_CANDIDATE_EMBEDDINGS,
+            TensorProto.FLOAT,
+            [n, native_dim],
+            "candidate embeddings; rows of text-path candidates are ignored (send zeros)",
+        ),
+        (c.INPUT_HAS_EMBEDDING, TensorProto.BOOL, [n], "True: embedded path; False: text path"),
+        (
+            c.INPUT_TOKEN_BUCKETS,
+            TensorProto.INT64,
+            [n, t],
+            "hash buckets of each text-path candidate's tokens (serving.tokenize), 0-padded",
+        ),
+        (c.INPUT_TOKEN_MASK, TensorProto.FLOAT, [n, t], "1.0 for a real token, 0.0 for padding"),
+        (
+            c.INPUT_FEATURES,
+            TensorProto.FLOAT,
+            [n, n_features],
+            (
+                "the 17 features (serving.contract.FEATURE_NAMES); the session-level ones are "
+                "read from the first candidate"
+            ),
+        ),
+        (c.INPUT_PROJECT_SLOT, TensorProto.INT64, [1], "project slot in [0, project_slots)"),
+    ]
+    inputs = [helper.make_tensor_value_info(nm, ty, sh, doc) for nm, ty, sh, doc in spec]
+    outputs = [
+        helper.make_tensor_value_info(c.OUTPUT_LOGITS, TensorProto.FLOAT, [n], "raw logits"),
+        helper.make_tensor_value_info(
+            c.OUTPUT_SCORES, TensorProto.FLOAT, [n], "softmax of the logits over the candidates"
+        ),
+    ]
+    return inputs, outputs
+
+
+def weights_digest(params: Mapping[str, np.ndarray]) -> str:
+    """16 hex digits of SHA-256 over the float32 weights in parameter order: the model version."""
+    h = hashlib.sha256()
+    for name in sorted(params):
+        h.update(name.encode("utf-8"))
+        h.update(np.ascontiguousarray(params[name], dtype="<f4").tobytes())
+    return h.hexdigest()[:16]
+
+
+def model_metadata(
+    params: Mapping[str, np.ndarray], meta: CheckpointMeta, *, trained_at: str | None = None
+) -> dict[str, str]:
+    """The metadata written into the graph (every key of `serving.contract.META_KEYS`)."""
+    out = {k: str(meta.dims[k]) for k in DIM_KEYS}
+    out.update(
+        feature_spec_hash=meta.feature_spec_hash or "unknown",
+        layer_norm_eps=repr(float(meta.config().layer_norm_eps)),
+        training_first_session=meta.first_session_at or "",
+        training_last_session=meta.last_session_at or "",
+        trained_at=trained_at or "",
+        label_policy=LABEL_POLICIES.get(meta.source_format, "unknown"),
+        model_version=weights_digest(params),
+        source_format=meta.source_format,
+    )
+    return {k: out[k] for k in c.META_KEYS}
+
+
+def build_model(
+    params: Mapping[str, np.ndarray], meta: CheckpointMeta, *, trained_at: str | None = None
+) -> onnx.ModelProto:
+    """The checked ONNX model of these weights. Raises ExportError when `params` do not match
+    the model's parameter list or the graph leaves one of them unused."""
+    cfg: PredictorConfig = meta.config()
+    shapes = param_shapes(cfg)
+    missing = sorted(set(shapes) - set(params))
+    extra = sorted(set(params) - set(shapes))
+    if missing or extra:
+        raise ExportError(f"cannot export: missing parameters {missing}, unknown {extra}")
+    g = _Graph()
+    for name, shape in shapes.items():
+        if tuple(np.shape(params[name])) != shape:
+            raise ExportError(f"cannot export: '{name}' has shape {np.shape(params[name])}")
+        g.weight(name, params[name])
+    eps = g.const("layer_norm_eps", np.array(cfg.layer_norm_eps, dtype=np.float32))
+    logits = _logits(g, _query(g, eps), _encodings(g, eps), cfg.internal_dim)
+    g.op("Softmax", [logits], c.OUTPUT_SCORES, axis=-1)
+    consumed = {i for node in g.nodes for i in node.input}
+    unused = [n for n in shapes if n not in consumed]
+    if unused:
+        raise ExportError(f"cannot export: the graph does not use parameter(s) {unused}")
+    inputs, outputs = _io(cfg.native_dim, cfg.extra_features)
+    graph = helper.make_graph(
+        g.nodes, "signet_cross_attention_scorer", inputs, outputs, initializer=g.inits
+    )
+    graph.doc_string = (__doc__ or "").split("\n\n")[1]
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", c.OPSET)],
+        ir_version=c.IR_VERSION,
+        producer_name="signet-bench",
+        producer_version=__version__,
+        doc_string="Signet predictive memory scorer (cross-attention), one session per call",
+    )
+    helper.set_model_props(model, model_metadata(params, meta, trained_at=trained_at))
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def model_bytes(
+    params: Mapping[str, np.ndarray], meta: CheckpointMeta, *, trained_at: str | None = None
+) -> bytes:
+    """The serialized ONNX model of these weights."""
+    return build_model(params, meta, trained_at=trained_at).SerializeToString()
+
+
+# --- files --------------------------------------------------------------------------------------
+
+
+def _mtime_iso(path: Path) -> str:
+    stamp = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _is_onnx(path: Path) -> bool:
+    with path.open("rb") as f:
+        head = f.read(4)
+    return head not in (b"SGPT", b"PK\x03\x04") and (path.suffix == ".onnx" or head[:1] == b"\x08")
+
+
+def params_from_onnx(path: str | Path) -> tuple[Params, CheckpointMeta]:
+    """Weights (float32 values as float64) and meta of a model written by `export_model`."""
+    p = Path(path)
+    try:
+        model = onnx.load(str(p))
+    except (OSError, ValueError, DecodeError) as exc:
+        raise ExportError(f"{p}: not a readable ONNX model ({exc})") from None
+    props = {e.key: e.value for e in model.metadata_props}
+    try:
+        dims = {k: int(props[k]) for k in DIM_KEYS}
+    except (KeyError, ValueError):
+        raise ExportError(
+            f"{p}: not exported by signet-bench (no model dims in its metadata)"
+        ) from None
+    spec_hash = props.get("feature_spec_hash")
+    meta = CheckpointMeta(
+        **dims,
+        feature_spec_hash=None if spec_hash in (None, "unknown") else spec_hash,
+        first_session_at=props.get("training_first_session") or None,
+        last_session_at=props.get("training_last_session") or None,
+        source_format=props.get("source_format", "onnx"),
+    )
+    cfg = meta.config()
+    shapes = param_shapes(cfg)
+    found = {t.name: t for t in model.graph.initializer if t.name in shapes}
+    # a graph exported before one of our terms existed computes that term's neutral value
+    neutral = {n: v for n, v in neutral_extensions(cfg).items() if n not in found}
+    missing = sorted(set(shapes) - set(found) - set(neutral))
+    if missing:
+        raise ExportError(f"{p}: lacks parameter(s) {missing}")
+    params = {
+        n: neutral[n] if n in neutral else numpy_helper.to_array(found[n]).astype(np.float64)
+        for n in shapes
+    }
+    return params, meta
+
+
+def load_model_file(path: str | Path) -> tuple[Params, CheckpointMeta, str]:
+    """(weights, meta, trained_at) of an own checkpoint (or the folder holding `model.sbm`),
+    a Signet SGPT `model.bin` or an exported ONNX file."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "model.sbm"
+    if not p.is_file():
+        raise ExportError(f"{p}: no such model file")
+    if _is_onnx(p):
+        params, meta = params_from_onnx(p)
+    else:
+        params, meta = load_any(p)
+    return params, meta, _mtime_iso(p)
+
+
+def export_model(model_path: str | Path, out_path: str | Path) -> Path:
+    """Export a checkpoint (own format, its folder, or SGPT) to an ONNX file, atomically."""
+    params, meta, trained_at = load_model_file(model_path)
+    data = model_bytes(params, meta, trained_at=trained_at)
+    if len(data) > MAX_MODEL_BYTES:
+        raise ExportError(f"{out_path}: the model is {len(data)} bytes, over {MAX_MODEL_BYTES}")
+    return atomic_write_bytes(out_path, data)
+
+
+def convert_model(model_path: str | Path, out_path: str | Path, *, flags: int = 0) -> Path:
+    """Write the model of `model_path` in the format `out_path` asks for: `.onnx` the graph,
+    `.bin` Signet's SGPT (`flags` its flag bits), anything else the workbench checkpoint."""
+    out = Path(out_path)
+    if out.suffix == ".onnx":
+        return export_model(model_path, out)
+    params, meta, _ = load_model_file(model_path)
+    if out.suffix == ".bin":
+        write_sgpt(out, params, flags=flags)
+    else:
+        save_checkpoint(out, params, meta)
+    return out

@@ -1,0 +1,247 @@
+"""Training samples from any Signet store: one per scored session, built from the corpus and
+the recorded candidates with the shared context (`daemon/context.py`), candidate-input
+(`daemon/candidates.py`) and label (`daemon/labels.py`) functions, so training sees exactly
+what serving saw.
+
+The session loop calls `build_sample` at the end of every session on the rows it has just
+recorded; the trainer calls it on every scored session of a store (`load_samples`). The label
+rule's sampled negatives draw from a random stream keyed by the session, so a session's sample
+is the same whichever sessions are loaded with it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import zlib
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.daemon.candidates import GraphColumns, SessionInputs, session_inputs
+from signet_bench.daemon.context import PreviousSession, previous_sessions, session_context
+from signet_bench.daemon.labels import (
+    SessionLabelInput,
+    edited_recently,
+    seed_labels,
+    session_trainable,
+)
+from signet_bench.store.corpus import Corpus, read_corpus
+from signet_bench.store.read import open_readonly, read_session_memories, read_sessions
+
+__all__ = [
+    "SessionSample",
+    "build_sample",
+    "label_input",
+    "load_samples",
+    "sample_rng",
+    "scored_sessions",
+    "session_graph",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSample:
+    """One session's candidate set as the model sees it, with its labels."""
+
+    session_key: str
+    start: datetime
+    project: str | None
+    confidence: float
+    continuity: float
+    memory_ids: np.ndarray  # (n,) str
+    context: np.ndarray  # (D,) float32
+    cand_emb: np.ndarray  # (n, D) float32, zero rows on the text path
+    has_emb: np.ndarray  # (n,) bool
+    tokens: tuple[np.ndarray, ...]  # hash buckets per candidate (text path)
+    features: np.ndarray  # (n, 17) float32
+    project_slot: int
+    labels: np.ndarray  # (n,) float64
+    baseline_rank: np.ndarray  # (n,) 0-based rank at session start (fts_only rows last)
+
+    def __len__(self) -> int:
+        return len(self.memory_ids)
+
+    @classmethod
+    def from_inputs(
+        cls,
+        inputs: SessionInputs,
+        labels: np.ndarray,
+        baseline_rank: np.ndarray,
+        *,
+        confidence: float,
+        continuity: float,
+    ) -> SessionSample:
+        """A sample of a session's candidates (already restricted to the labelled ones)."""
+        if inputs.context is None:
+            raise ValueError(f"session {inputs.session_key}: a sample needs a context")
+        return cls(
+            inputs.session_key, inputs.start, inputs.project, confidence, continuity,
+            inputs.memory_ids.astype(object), inputs.context, inputs.embeddings,
+            inputs.has_embedding, inputs.tokens, inputs.features, inputs.project_slot,
+            np.asarray(labels, dtype=np.float64), np.asarray(baseline_rank, dtype=np.int64),
+        )  # fmt: skip
+
+
+def sample_rng(seed: int, session_key: str) -> np.random.Generator:
+    """The random stream of one session's sampled negatives."""
+    return np.random.default_rng([seed, zlib.crc32(session_key.encode())])
+
+
+def scored_sessions(sessions: pl.DataFrame, candidates: pl.DataFrame) -> pl.DataFrame:
+    """One row per scored session with candidates: the latest `session_scores` row of the key
+    (score not NULL) with `start` = its first candidate row's time, ordered by start, key."""
+    starts = candidates.group_by("session_key").agg(pl.col("created_at").min().alias("start"))
+    latest = (
+        sessions.filter(pl.col("score").is_not_null())
+        .sort(["created_at", "id"])
+        .unique("session_key", keep="last", maintain_order=True)
+    )
+    return latest.join(starts, on="session_key", how="inner").sort(["start", "session_key"])
+
+
+def session_graph(cand: pl.DataFrame) -> GraphColumns:
+    """The daemon's recorded knowledge-graph columns of a session's candidate rows."""
+    return GraphColumns(
+        entity_slot=cand["entity_slot"].cast(pl.Float64).fill_null(-1).to_numpy(),
+        aspect_slot=cand["aspect_slot"].cast(pl.Float64).fill_null(-1).to_numpy(),
+        structural_density=cand["structural_density"].cast(pl.Float64).fill_null(0).to_numpy(),
+        is_traversal=(cand["source"] == "ka_traversal").to_numpy(),
+        is_constraint=cand["is_constraint"].fill_null(False).to_numpy().astype(bool),
+    )
+
+
+def label_input(
+    corpus: Corpus, inputs: SessionInputs, cand: pl.DataFrame, session: dict, end_s: float
+) -> SessionLabelInput:
+    """The label function's input for a session's candidates (`cand` aligned with `inputs`)."""
+    rows = inputs.rows
+    cos = inputs.embeddings @ inputs.context
+    start_s = inputs.start.timestamp()
+    return SessionLabelInput.build(
+        inputs.memory_ids,
+        cand["was_injected"].to_numpy().astype(bool),
+        continuity_score=float(session["score"]),
+        confidence=float(session["confidence"]),
+        novel_context_count=int(session.get("novel_context_count") or 0),
+        relevance_score=cand["relevance_score"].cast(pl.Float64).fill_null(np.nan).to_numpy(),
+        fts_hit_count=cand["fts_hit_count"].fill_null(0).to_numpy().astype(np.int64),
+        agent_relevance_score=cand["agent_relevance_score"]
+        .cast(pl.Float64)
+        .fill_null(np.nan)
+        .to_numpy(),
+        cosine_to_context=np.where(inputs.has_embedding, cos, 0.0),
+        superseded=np.isfinite(corpus.superseded_at[rows]),
+        deleted_at_hours_after_injection=(corpus.deleted_at[rows] - start_s) / 3600.0,
+        access_count=corpus.access_count[rows].astype(np.int64),
+        edited_recently=edited_recently([corpus.edited_at[r] for r in rows], end_s),
+    )
+
+
+def build_sample(
+    corpus: Corpus,
+    session: dict,
+    cand: pl.DataFrame,
+    previous: PreviousSession | None,
+    *,
+    tz: str,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    seed: int = 0,
+) -> SessionSample | None:
+    """One session's sample (None when no candidate of it is left, no context can be formed,
+    or the labels are not trainable). `session` holds session_key, project, start, score,
+    confidence, novel_context_count (and end: the score row's time); `cand` its
+    `session_memories` rows."""
+    cand = cand.filter(pl.col("memory_id").is_in(list(corpus.row_of)))
+    if cand.height == 0:
+        return None
+    cand = cand.sort([pl.col("source") == "fts_only", "rank", "memory_id"])
+    rows = corpus.rows(cand["memory_id"].to_list())
+    baseline = rows[(cand["source"] != "fts_only").to_numpy()]
+    ctx = session_context(
+        corpus.embeddings,
+        corpus.has_embedding,
+        corpus.row_of,
+        previous.used if previous else (),
+        baseline,
+        cfg,
+    )
+    if ctx.vector is None:
+        return None
+    start: datetime = session["start"]
+    inputs = session_inputs(
+        corpus,
+        rows,
+        session_key=session["session_key"],
+        start=start,
+        tz=tz,
+        project=session.get("project"),
+        previous_start=previous.start if previous else None,
+        context=ctx.vector,
+        context_rule=ctx.rule,
+        graph=session_graph(cand),
+        cfg=cfg,
+    )
+    end = session.get("end") or start
+    result = seed_labels(
+        label_input(corpus, inputs, cand, session, end.timestamp()),
+        cfg,
+        rng=sample_rng(seed, session["session_key"]),
+    )
+    keep = np.asarray(result.include, dtype=bool)
+    labels = np.asarray(result.labels, dtype=np.float64)
+    if keep.sum() < 2 or not session_trainable(float(session["confidence"]), labels[keep], cfg):
+        return None
+    return SessionSample.from_inputs(
+        inputs.take(keep),
+        labels[keep],
+        cand["rank"].to_numpy()[keep],
+        confidence=float(session["confidence"]),
+        continuity=float(session["score"]),
+    )
+
+
+def load_samples(
+    store: str | Path | sqlite3.Connection,
+    *,
+    tz: str = "UTC",
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    limit: int = 5000,
+    min_confidence: float | None = None,
+    seed: int = 0,
+    corpus: Corpus | None = None,
+) -> tuple[list[SessionSample], int]:
+    """All trainable sessions of a store, oldest first (the newest `limit`), and how many
+    scored sessions were skipped. `corpus`: the store's corpus when the caller holds it
+    already (the session loop, whose memories do not change while it runs)."""
+    con = store if isinstance(store, sqlite3.Connection) else open_readonly(store)
+    try:
+        corpus = read_corpus(con) if corpus is None else corpus
+        cands = read_session_memories(con)
+        sessions = scored_sessions(read_sessions(con), cands)
+    finally:
+        if not isinstance(store, sqlite3.Connection):
+            con.close()
+    if sessions.height == 0:
+        return [], 0
+    by_key = {k[0]: g for k, g in cands.group_by("session_key")}
+    previous = previous_sessions(sessions, by_key)
+    threshold = cfg.min_scorer_confidence if min_confidence is None else min_confidence
+    out: list[SessionSample] = []
+    skipped = 0
+    for s in sessions.rename({"created_at": "end"}).iter_rows(named=True):
+        conf = s["confidence"]
+        sample = None
+        if conf is not None and conf >= threshold:
+            prev = previous[s["session_key"]]
+            sample = build_sample(
+                corpus, s, by_key[s["session_key"]], prev, tz=tz, cfg=cfg, seed=seed
+            )
+        if sample is None:
+            skipped += 1
+        else:
+            out.append(sample)
+    return out[-limit:], skipped

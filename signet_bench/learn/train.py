@@ -1,0 +1,692 @@
+"""Batched listwise training with the seed's safety net: a held-out canary set, a replay buffer,
+training on a copy of the weights, and gates that must all pass before the copy is swapped in.
+
+Gates (seed 000 "Training schedule", DESIGN §6): every loss finite; canary score variance > 0;
+canary top-5 overlap with the previous model >= 0.6; canary NDCG@10 drop <= 0.15. The first
+training has no previous model to forget, so the overlap and drop gates compare against nothing
+and pass; the finite and variance gates always apply.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from signet_bench.analysis.metrics import ndcg_at_k
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.errors import UserError
+from signet_bench.learn.model.optim import Adam, copy_params
+from signet_bench.learn.model.params import init_params
+from signet_bench.learn.model.scorer import Batch, batch_from_sessions, forward, loss_and_grads
+from signet_bench.learn.samples import SessionSample
+from signet_bench.store.corpus import Corpus
+
+__all__ = [
+    "CanaryMetrics",
+    "NothingToTrain",
+    "TooLittleData",
+    "TrainResult",
+    "TrainingPlan",
+    "canary_metrics",
+    "incremental_split",
+    "plan_training",
+    "run_record",
+    "split_canary",
+    "to_batch",
+    "train_and_publish",
+    "train_model",
+    "train_store",
+]
+
+Params = dict[str, np.ndarray]
+
+
+@dataclass(frozen=True, slots=True)
+class CanaryMetrics:
+    """How a model does on the canary sessions."""
+
+    ndcg: float  # mean NDCG@10 of the model's order against the labels
+    score_variance: float  # variance of all canary softmax scores
+    top5: tuple[tuple[str, ...], ...]  # each session's top-5 ids
+
+
+@dataclass(frozen=True, slots=True)
+class TrainResult:
+    """One training run: the gate outcome and, if accepted, the new weights."""
+
+    accepted: bool
+    gate_reason: str  # "passed" or the first failed gate
+    params: Params | None
+    loss_curve: tuple[float, ...]
+    sample_count: int
+    canary_count: int
+    epochs_run: int
+    steps: int
+    duration_ms: int
+    canary_ndcg: float
+    canary_ndcg_before: float | None
+    canary_ndcg_delta: float | None
+    canary_score_variance: float
+    canary_topk_overlap: float | None
+    stopped_early: str | None = None  # "time-cap" | "converged" | None
+    gates: dict[str, bool] = field(default_factory=dict)
+
+
+def run_record(
+    result: TrainResult,
+    *,
+    run_id: str,
+    store_path: str,
+    started_at: object,
+    model_path: str | None,
+) -> dict[str, object]:
+    """A training run as the workbench's `training_runs` row (loss curve as JSON)."""
+    return {
+        "run_id": run_id,
+        "store_path": store_path,
+        "started_at": started_at,
+        "duration_ms": result.duration_ms,
+        "sample_count": result.sample_count,
+        "epochs": result.epochs_run,
+        "loss_curve": json.dumps(list(result.loss_curve)),
+        "canary_ndcg": result.canary_ndcg,
+        "canary_ndcg_delta": result.canary_ndcg_delta,
+        "canary_score_variance": result.canary_score_variance,
+        "canary_topk_overlap": result.canary_topk_overlap,
+        "gate_passed": result.accepted,
+        "gate_reason": result.gate_reason,
+        "model_path": model_path if result.accepted else None,
+    }
+
+
+def to_batch(
+    samples: Sequence[SessionSample], *, with_labels: bool = True, dtype: type = np.float32
+) -> Batch:
+    """Sessions as one packed scorer batch (candidate mask marks the real ones, embeddings
+    unpadded); float32 is the fast training path, float64 the exact one."""
+    return batch_from_sessions(
+        [s.context for s in samples],
+        [s.cand_emb for s in samples],
+        [s.has_emb for s in samples],
+        [s.tokens for s in samples],
+        [s.features for s in samples],
+        [s.project_slot for s in samples],
+        labels=[s.labels for s in samples] if with_labels else None,
+        dtype=dtype,
+        packed=True,
+    )
+
+
+def split_canary(
+    samples: Sequence[SessionSample], cfg: PredictorConfig = DEFAULT_CONFIG
+) -> tuple[list[SessionSample], list[SessionSample]]:
+    """(training, canary): the `canary_size` most confident sessions (newest first on ties)
+    are held out when enough remain to train on; with little data the canary is every sample,
+    not held out (Signet's small-data rule)."""
+    order = sorted(
+        range(len(samples)), key=lambda i: (-samples[i].confidence, -samples[i].start.timestamp())
+    )
+    if len(samples) >= 2 * cfg.canary_size:
+        held = set(order[: cfg.canary_size])
+        return [s for i, s in enumerate(samples) if i not in held], [samples[i] for i in order][
+            : cfg.canary_size
+        ]
+    return list(samples), list(samples)
+
+
+def replay_buffer(
+    samples: Sequence[SessionSample], cfg: PredictorConfig = DEFAULT_CONFIG
+) -> list[SessionSample]:
+    """The top `replay_buffer_size` sessions by continuity score (seed Phase 5b)."""
+    order = sorted(samples, key=lambda s: (-s.continuity, -s.start.timestamp()))
+    return order[: cfg.replay_buffer_size]
+
+
+def incremental_split(
+    history: Sequence[SessionSample], new_keys: set[str], cfg: PredictorConfig = DEFAULT_CONFIG
+) -> tuple[list[SessionSample], list[SessionSample], list[SessionSample]]:
+    """(train, canary, replay) for an incremental run: the new sessions (not held out in the
+    canary) to train on, the canary and the replay buffer from the whole history."""
+    rest, canary = split_canary(history, cfg)
+    held = {s.session_key for s in canary} if len(rest) < len(history) else set()
+    new = [s for s in history if s.session_key in new_keys and s.session_key not in held]
+    return new, canary, replay_buffer(rest, cfg)
+
+
+def _predict(params: Params, samples: Sequence[SessionSample], cfg: PredictorConfig) -> list:
+    out = []
+    for i in range(0, len(samples), 64):
+        chunk = samples[i : i + 64]
+        probs = forward(params, to_batch(chunk, with_labels=False), cfg).probs
+        out += [probs[j, : len(s)] for j, s in enumerate(chunk)]
+    return out
+
+
+def canary_metrics(
+    params: Params, canary: Sequence[SessionSample], cfg: PredictorConfig = DEFAULT_CONFIG
+) -> CanaryMetrics:
+    """NDCG@10 against the labels, score variance and top-5 ids of a model on the canary."""
+    if not canary:
+        return CanaryMetrics(float("nan"), 0.0, ())
+    scores = _predict(params, canary, cfg)
+    ndcgs, tops = [], []
+    k = cfg.canary_top_k
+    for s, p in zip(canary, scores, strict=True):
+        ids = s.memory_ids.astype(str)
+        ndcgs.append(ndcg_at_k(s.labels, p, ids, k=cfg.comparison_k))
+        order = np.lexsort((ids, -p))
+        tops.append(tuple(ids[order[: min(k, len(ids))]]))
+    flat = np.concatenate(scores)
+    return CanaryMetrics(float(np.mean(ndcgs)), float(np.var(flat)), tuple(tops))
+
+
+def topk_overlap(a: Sequence[Sequence[str]], b: Sequence[Sequence[str]]) -> float:
+    """Mean share of each session's top-k kept between two models."""
+    vals = [len(set(x) & set(y)) / max(1, len(x)) for x, y in zip(a, b, strict=True)]
+    return float(np.mean(vals)) if vals else 1.0
+
+
+def _finite(params: Params) -> bool:
+    return all(np.isfinite(v).all() for v in params.values())
+
+
+@dataclass(frozen=True, slots=True)
+class _Epochs:
+    """What the epoch loop did: mean loss of each epoch, optimizer steps, why it stopped early."""
+
+    curve: tuple[float, ...]
+    steps: int
+    stopped: str | None  # "time-cap" | "converged" | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Gates:
+    """The gate outcome: the trained copy's canary metrics (None if its weights are not
+    finite), each gate's verdict, and the comparison with the previous model if there is one."""
+
+    after: CanaryMetrics | None
+    gates: dict[str, bool]
+    overlap: float | None
+    delta: float | None
+
+
+def _train_and_canary(
+    samples: Sequence[SessionSample], canary: Sequence[SessionSample] | None, cfg: PredictorConfig
+) -> tuple[list[SessionSample], Sequence[SessionSample]]:
+    """(training sessions, canary): the canary split from `samples`, or the given canary's
+    sessions left out of them (all of `samples` if that would leave none)."""
+    if canary is None:
+        return split_canary(samples, cfg)
+    held = {s.session_key for s in canary}
+    return [s for s in samples if s.session_key not in held] or list(samples), canary
+
+
+def _epoch(
+    work: Params,
+    opt: Adam,
+    train: Sequence[SessionSample],
+    replay: Sequence[SessionSample],
+    rng: np.random.Generator,
+    n_recent: int,
+    n_replay: int,
+    time_up: Callable[[], bool],
+    cfg: PredictorConfig,
+    frozen: Mapping[str, np.ndarray],
+) -> tuple[list[float], int, bool]:
+    """One shuffled pass over `train` in steps of `n_recent` sessions plus `n_replay` drawn
+    from the replay buffer, updating `work` in place; stops at a non-finite loss or once
+    `time_up()` after a step: (step losses, steps taken, whether the time cap hit)."""
+    order = rng.permutation(len(train))
+    losses = []
+    steps = 0
+    for i in range(0, len(order), n_recent):
+        chunk = [train[j] for j in order[i : i + n_recent]]
+        if n_replay and replay:
+            chunk += [replay[j] for j in rng.integers(0, len(replay), n_replay)]
+        loss, grads = loss_and_grads(work, to_batch(chunk), cfg)
+        for name, mask in frozen.items():
+            grads[name] = np.where(mask, 0.0, grads[name])
+        losses.append(loss)
+        if not math.isfinite(loss):
+            break
+        opt.step(work, grads)
+        steps += 1
+        if time_up():
+            return losses, steps, True
+    return losses, steps, False
+
+
+def _run_epochs(
+    work: Params,
+    train: Sequence[SessionSample],
+    replay: Sequence[SessionSample],
+    *,
+    cfg: PredictorConfig,
+    epochs: int,
+    batch_size: int,
+    rng: np.random.Generator,
+    time_up: Callable[[], bool],
+    progress: bool,
+    frozen: Mapping[str, np.ndarray],
+) -> _Epochs:
+    """Up to `epochs` epochs of Adam on `work` (in place); stops after a non-finite epoch
+    loss, at the time cap, or once the loss has converged (< 1e-6)."""
+    opt = Adam(work, cfg)
+    n_replay = round(batch_size * cfg.replay_share) if replay else 0
+    n_recent = batch_size - n_replay
+    curve: list[float] = []
+    steps, stopped = 0, None
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=epochs, desc="training", unit="epoch", leave=False)
+    for _ in range(epochs):
+        losses, taken, capped = _epoch(
+            work, opt, train, replay, rng, n_recent, n_replay, time_up, cfg, frozen
+        )
+        steps += taken
+        stopped = "time-cap" if capped else None
+        mean = float(np.mean(losses)) if losses else float("nan")
+        curve.append(mean)
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{mean:.4f}")
+        if stopped or not math.isfinite(mean):
+            break
+        if mean < 1e-6:
+            stopped = "converged"
+            break
+    if bar is not None:
+        bar.close()
+    return _Epochs(tuple(curve), steps, stopped)
+
+
+def _gate(
+    work: Params,
+    canary: Sequence[SessionSample],
+    before: CanaryMetrics,
+    curve: Sequence[float],
+    had_model: bool,
+    cfg: PredictorConfig,
+    fresh: bool = False,
+) -> _Gates:
+    """The seed's gates on the trained copy: finite losses and weights, canary score variance,
+    and (against a previous model only) canary top-k overlap (or a clear canary gain; not for
+    a `fresh` retrain) and NDCG drop."""
+    after = canary_metrics(work, canary, cfg) if _finite(work) else None
+    gates = {"finite_losses": all(math.isfinite(x) for x in curve) and _finite(work)}
+    gates["canary_variance"] = bool(after is not None and after.score_variance > 0.0)
+    overlap = delta = None
+    if after is not None and had_model:
+        overlap = topk_overlap(before.top5, after.top5)
+        delta = after.ndcg - before.ndcg
+        # Top-5 churn signals forgetting only when the canary does not get better: a run
+        # whose canary NDCG rises by `canary_churn_gain` keeps its reordering. A retrain from
+        # fresh weights reorders by construction and forgets nothing it was given; the served
+        # model may have trained on today's canary sessions, so only the drop gate applies.
+        stable = overlap >= cfg.canary_min_topk_overlap
+        gates["canary_topk_overlap"] = fresh or stable or delta >= cfg.canary_churn_gain
+        gates["canary_ndcg_drop"] = delta >= -cfg.canary_max_ndcg_drop
+    return _Gates(after, gates, overlap, delta)
+
+
+def _result(
+    work: Params,
+    run: _Epochs,
+    gate: _Gates,
+    before: CanaryMetrics,
+    *,
+    had_model: bool,
+    sample_count: int,
+    canary_count: int,
+    t0: float,
+) -> TrainResult:
+    """The TrainResult of a run: accepted (with the weights) only if every gate passed."""
+    failed = [k for k, ok in gate.gates.items() if not ok]
+    accepted = not failed
+    after = gate.after
+    return TrainResult(
+        accepted=accepted,
+        gate_reason="passed" if accepted else failed[0],
+        params=work if accepted else None,
+        loss_curve=run.curve,
+        sample_count=sample_count,
+        canary_count=canary_count,
+        epochs_run=len(run.curve),
+        steps=run.steps,
+        duration_ms=int((time.perf_counter() - t0) * 1000),
+        canary_ndcg=float("nan") if after is None else after.ndcg,
+        canary_ndcg_before=before.ndcg if had_model else None,
+        canary_ndcg_delta=gate.delta,
+        canary_score_variance=0.0 if after is None else after.score_variance,
+        canary_topk_overlap=gate.overlap,
+        stopped_early=run.stopped,
+        gates=gate.gates,
+    )
+
+
+def train_model(
+    samples: Sequence[SessionSample],
+    current: Params | None,
+    *,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    epochs: int = 3,
+    batch_size: int = 16,
+    seed: int = 0,
+    time_cap_s: float | None = None,
+    previous_is_trained: bool | None = None,
+    progress: bool = False,
+    native_dim: int | None = None,
+    canary: Sequence[SessionSample] | None = None,
+    replay: Sequence[SessionSample] | None = None,
+    reference: Params | None = None,
+    frozen: Mapping[str, np.ndarray] | None = None,
+) -> TrainResult:
+    """Train a copy of `current` (or fresh weights) on `samples`; gate; return the outcome.
+
+    `previous_is_trained` says whether the served model is an accepted model whose canary
+    behaviour must be preserved (default: True when `current` is given); the gates compare with
+    `reference` (default `current`: a retrain from fresh weights passes the served model here).
+    By default the canary and the replay buffer come from `samples` (a full retrain); an
+    incremental run passes only the new sessions as `samples` with the canary and replay
+    buffer taken from the whole history. `frozen` (parameter name -> boolean mask, dense
+    parameters only) holds those entries at their starting values: a component ablation."""
+    t0 = time.perf_counter()
+    cap = cfg.max_training_seconds if time_cap_s is None else time_cap_s
+    rng = np.random.default_rng(seed)
+    if not samples:
+        raise ValueError("no training samples")
+    dim = native_dim or int(samples[0].context.shape[0])
+    base = current if current is not None else init_params(cfg, dim)
+    served = base if reference is None else reference
+    had_model = previous_is_trained
+    if had_model is None:
+        had_model = current is not None or reference is not None
+    work = copy_params(base)
+    train, canary = _train_and_canary(samples, canary, cfg)
+    replay = list(replay_buffer(train, cfg) if replay is None else replay)
+    before = canary_metrics(served, canary, cfg)
+    run = _run_epochs(
+        work,
+        train,
+        replay,
+        cfg=cfg,
+        epochs=epochs,
+        batch_size=batch_size,
+        rng=rng,
+        time_up=lambda: time.perf_counter() - t0 > cap,
+        progress=progress,
+        frozen=frozen or {},
+    )
+    fresh = current is None and reference is not None
+    gate = _gate(work, canary, before, run.curve, had_model, cfg, fresh)
+    return _result(
+        work,
+        run,
+        gate,
+        before,
+        had_model=had_model,
+        sample_count=len(train),
+        canary_count=len(canary),
+        t0=t0,
+    )
+
+
+MODEL_FILE = "model.sbm"
+WORKBENCH_FILE = "workbench.duckdb"
+
+
+def _save_model(
+    out_dir: Path,
+    result: TrainResult,
+    samples: Sequence[SessionSample],
+    cfg: PredictorConfig,
+    *,
+    is_finetuned: bool,
+) -> Path:
+    """Write an accepted model to `out_dir/model.sbm` with its training range and metrics."""
+    from signet_bench.daemon.features import FEATURE_SPEC
+    from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
+    from signet_bench.learn.model.params import feature_spec_hash
+    from signet_bench.store.timestamps import format_iso
+
+    meta = CheckpointMeta.from_config(
+        cfg,
+        int(samples[0].context.shape[0]),
+        feature_spec_hash=feature_spec_hash(FEATURE_SPEC),
+        first_session_at=format_iso(min(s.start for s in samples)),
+        last_session_at=format_iso(max(s.start for s in samples)),
+        metrics={"canary_ndcg": result.canary_ndcg, "final_loss": result.loss_curve[-1]},
+        is_finetuned=is_finetuned,
+    )
+    path = out_dir / MODEL_FILE
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_checkpoint(path, result.params, meta)
+    return path
+
+
+def _record(
+    out_dir: Path,
+    result: TrainResult,
+    *,
+    run_id: str,
+    store_path: str,
+    started_at: datetime,
+    model_path: Path | None,
+    is_finetuned: bool,
+) -> None:
+    """The run (and an accepted model) in `out_dir/workbench.duckdb`, one transaction each."""
+    from signet_bench.daemon.features import FEATURE_SPEC
+    from signet_bench.learn.model.params import feature_spec_hash
+    from signet_bench.store.workbench import open_workbench, record_model, record_training_run
+
+    path = str(out_dir / MODEL_FILE)
+    with open_workbench(out_dir / WORKBENCH_FILE) as wb:
+        record_training_run(
+            wb,
+            run_record(
+                result,
+                run_id=run_id,
+                store_path=store_path,
+                started_at=started_at,
+                model_path=path,
+            ),
+        )
+        if model_path is not None:
+            record_model(
+                wb,
+                {
+                    "model_id": run_id,
+                    "path": path,
+                    "created_at": datetime.now(UTC),
+                    "feature_spec_hash": feature_spec_hash(FEATURE_SPEC),
+                    "is_pretrained_base": False,
+                    "is_finetuned": is_finetuned,
+                    "metrics": json.dumps({"canary_ndcg": result.canary_ndcg}),
+                },
+            )
+
+
+def train_and_publish(
+    samples: Sequence[SessionSample],
+    current: Params | None,
+    *,
+    out_dir: str | Path,
+    run_id: str,
+    store_path: str | Path,
+    is_finetuned: bool = False,
+    history: Sequence[SessionSample] | None = None,
+    **train_kwargs,
+) -> TrainResult:
+    """Train a copy of `current` on `samples` (`train_model`), gate it, save an accepted model
+    to `out_dir/model.sbm` and record the run and the model in `out_dir/workbench.duckdb`.
+
+    The one path from samples to a served model: the session loop and `signet-bench train`
+    both call it. A rejected run leaves the saved model untouched and is recorded too.
+    `history` (default `samples`) is every session the model has learned from so far: the
+    saved model's training range."""
+    out = Path(out_dir)
+    started = datetime.now(UTC)
+    result = train_model(samples, current, **train_kwargs)
+    cfg = train_kwargs.get("cfg", DEFAULT_CONFIG)
+    saved = None
+    if result.accepted:
+        seen = samples if history is None else history
+        saved = _save_model(out, result, seen, cfg, is_finetuned=is_finetuned)
+    _record(
+        out,
+        result,
+        run_id=run_id,
+        store_path=str(Path(store_path).resolve()),
+        started_at=started,
+        model_path=saved,
+        is_finetuned=is_finetuned,
+    )
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class StoreTraining:
+    """What `train_store` did: the run, the sessions it skipped, where the model went."""
+
+    result: TrainResult
+    skipped: int
+    run_id: str
+    model_path: Path
+
+
+class NothingToTrain(Exception):
+    """An incremental run with no session newer than the base model's last one."""
+
+
+class TooLittleData(UserError):
+    """Fewer than two trainable sessions in the store."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingPlan:
+    """What one run trains on, and how (seed 000's schedule)."""
+
+    samples: list[SessionSample]
+    cfg: PredictorConfig
+    epochs: int
+    canary: list[SessionSample] | None = None  # None: split from `samples` (a full run)
+    replay: list[SessionSample] | None = None
+
+
+def plan_training(
+    samples: Sequence[SessionSample],
+    trained_through: str | None,
+    *,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    epochs: int = DEFAULT_CONFIG.full_training_epochs,
+) -> TrainingPlan:
+    """Seed 000's schedule: a full run on every sample when there is no `trained_through` (the
+    ISO start of the newest session the base model learned from); otherwise an incremental run
+    on the newer sessions, mixed ~20% with the replay buffer and judged on the canary of the
+    whole history, fine-tuning for `incremental_epochs` at `incremental_lr_scale` of the
+    learning rate (README "Training schedule and gates")."""
+    from signet_bench.store.timestamps import format_iso
+
+    if trained_through is None:
+        return TrainingPlan(list(samples), cfg, epochs)
+    new_keys = {s.session_key for s in samples if format_iso(s.start) > trained_through}
+    train_on, canary, replay = incremental_split(samples, new_keys, cfg)
+    if not train_on:
+        raise NothingToTrain(f"no trainable session after {trained_through}")
+    lr = cfg.learning_rate * cfg.incremental_lr_scale
+    return TrainingPlan(
+        train_on, cfg.replace(learning_rate=lr), cfg.incremental_epochs, canary, replay
+    )
+
+
+def _base_model(path: str | Path, dim: int) -> tuple[Params, str | None]:
+    """A base checkpoint's weights (own format or SGPT) and the newest session it learned from."""
+    from signet_bench.learn.model.checkpoint import load_any
+
+    base, meta = load_any(path)
+    if meta.native_dim != dim:
+        raise UserError(
+            f"{path}: native_dim {meta.native_dim} does not match the store's embeddings ({dim})"
+        )
+    return base, meta.last_session_at
+
+
+def train_store(
+    db: str | Path | sqlite3.Connection,
+    out_dir: str | Path,
+    *,
+    base_weights: str | Path | None = None,
+    incremental: bool = False,
+    fresh: bool = False,
+    protect: bool | None = None,
+    epochs: int = DEFAULT_CONFIG.full_training_epochs,
+    tz: str = "UTC",
+    limit: int = 5000,
+    seed: int = 0,
+    sample_seed: int | None = None,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    progress: bool = False,
+    corpus: Corpus | None = None,
+    run_id: str | None = None,
+) -> StoreTraining:
+    """One gated training on a store's scored sessions (the store is only read), published to
+    `out_dir` (`train_and_publish`). `base_weights` (own or SGPT checkpoint) is fine-tuned: on
+    every session, or with `incremental` on the sessions newer than the base (`plan_training`;
+    raises NothingToTrain when there is none); with `fresh` a full retrain starts from fresh
+    weights and the base is only what the gates compare with. `protect` (default: a base is
+    given) says whether
+    the base is a model with influence whose canary behaviour the stability gates protect.
+    `seed` seeds the training, `sample_seed` (default `seed`) the labels' sampled negatives.
+    Too little data raises before anything is written; `corpus` skips re-reading memories."""
+    import uuid
+
+    from signet_bench.learn.samples import load_samples
+
+    sseed = seed if sample_seed is None else sample_seed
+    samples, skipped = load_samples(db, tz=tz, cfg=cfg, limit=limit, seed=sseed, corpus=corpus)
+    if len(samples) < 2:
+        raise TooLittleData(
+            f"{db}: {len(samples)} trainable sessions (confidence >= "
+            f"{cfg.min_scorer_confidence}, candidates with labels); {skipped} skipped — "
+            "need at least 2"
+        )
+    base, through = None, None
+    if base_weights:
+        base, through = _base_model(base_weights, int(samples[0].context.shape[0]))
+    plan = plan_training(
+        samples, through if incremental and not fresh else None, cfg=cfg, epochs=epochs
+    )
+    run_id = run_id or str(uuid.uuid4())
+    result = train_and_publish(
+        plan.samples,
+        None if fresh else base,
+        reference=base if fresh else None,
+        out_dir=out_dir,
+        run_id=run_id,
+        store_path=db if not isinstance(db, sqlite3.Connection) else _db_file(db),
+        is_finetuned=base is not None and not fresh,
+        history=samples,
+        cfg=plan.cfg,
+        epochs=plan.epochs,
+        canary=plan.canary,
+        replay=plan.replay,
+        seed=seed,
+        previous_is_trained=base is not None if protect is None else protect,
+        progress=progress,
+    )
+    return StoreTraining(result, skipped, run_id, Path(out_dir) / MODEL_FILE)
+
+
+def _db_file(con: sqlite3.Connection) -> str:
+    """The file behind a connection (its main database)."""
+    return next(f for _, name, f in con.execute("PRAGMA database_list") if name == "main")

@@ -1,0 +1,34 @@
+"""The stores the query, notebook and browser tests share, each built once per test session:
+a small embedded demo (80 sessions, 200 memories: cold start, active mode, a drift reset, two
+projects, training runs, an exported model, calibration labels, benchmark reports) and a
+young store still in cold start (5 sessions, never trained)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from signet_bench.app.demo import DemoPaths, demo_paths, run_demo
+from signet_bench.daemon.loop import SimOptions, simulate
+from signet_bench.world.synth.build import build_persona_store
+
+DEMO_SESSIONS = 80
+DEMO_MEMORIES = 200
+YOUNG_SESSIONS = 5
+
+
+@functools.cache
+def small_demo(root: Path) -> DemoPaths:
+    """The small demo under `root` (built on the first call of a test session)."""
+    run_demo(root, DEMO_SESSIONS, memories=DEMO_MEMORIES)
+    return demo_paths(root)
+
+
+@functools.cache
+def young_store(root: Path) -> Path:
+    """A light persona after a few sessions: collecting data, no model yet."""
+    root.mkdir(parents=True, exist_ok=True)
+    db = root / "young.db"
+    build_persona_store("light", db, seed=3, n_memories=120)
+    simulate(db, YOUNG_SESSIONS, SimOptions(scorer="model", seed=3))
+    return db

@@ -1,0 +1,151 @@
+"""The labeler's data: the sample, one session's items, saving (transactional, relabelling
+updates, a busy workbench retries), MAE over time, export."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timedelta
+
+import duckdb
+import polars as pl
+import pytest
+
+from signet_bench.analysis.judge_monitor import calibration_mae
+from signet_bench.analysis.queries import calibration as cal
+from signet_bench.analysis.queries import source
+from signet_bench.analysis.queries.sessions import session_frame
+from signet_bench.config import DEFAULT_CONFIG
+
+
+@pytest.fixture()
+def workbench(demo, tmp_path):
+    """A copy of the demo's workbench, so labels written here stay here."""
+    path = tmp_path / "workbench.duckdb"
+    shutil.copy(demo.workbench, path)
+    return path
+
+
+def test_sample_takes_recent_confident_unlabelled_sessions(con, demo):
+    sessions = session_frame(con)
+    labels = cal.read_labels(demo.workbench)
+    sample = cal.calibration_sample(sessions, labels)
+    assert 0 < sample.height <= DEFAULT_CONFIG.calibration_sample_sessions
+    assert (sample["confidence"] >= DEFAULT_CONFIG.calibration_min_confidence).all()
+    assert not set(sample["session_key"]) & set(labels["session_key"])
+    assert sample["n"].is_sorted(descending=True)
+    assert cal.calibration_sample(sessions, labels).equals(sample)  # the same draw
+
+
+def test_items_are_the_injected_memories_with_earlier_labels(con, demo):
+    labels = cal.read_labels(demo.workbench)
+    key = labels["session_key"][0]
+    labeler = labels["labeler"][0]
+    items = cal.label_items(con, key, labels, labeler)
+    injected = con.execute(
+        "SELECT COUNT(*) FROM store.session_memories WHERE session_key = ? AND was_injected = 1",
+        [key],
+    ).fetchone()[0]
+    assert items.height == injected and items["rank"].is_sorted()
+    mine = labels.filter(pl.col("session_key") == key)
+    assert items["human_label"].drop_nulls().len() == mine.height
+    assert cal.label_items(con, key, labels, "someone else")["human_label"].null_count() == injected
+    assert cal.transcript_excerpt(con, key)  # the simulated transcript line
+
+
+def test_saving_then_relabelling_updates_the_row(con, demo, workbench):
+    sessions = session_frame(con)
+    key = cal.calibration_sample(sessions, cal.read_labels(workbench))["session_key"][0]
+    items = cal.label_items(con, key, cal.read_labels(workbench), "tester")
+    first, second = items["memory_id"][0], items["memory_id"][1]
+    before = cal.read_labels(workbench).height
+    n = cal.save_labels(workbench, key, {first: 1.0, second: None}, items, "tester")
+    assert n == 1
+    after = cal.read_labels(workbench)
+    row = after.filter((pl.col("session_key") == key) & (pl.col("memory_id") == first))
+    assert after.height == before + 1 and row["human_label"].to_list() == [1.0]
+    assert row["delta"][0] == pytest.approx(1.0 - items["scorer_label"][0])
+    cal.save_labels(workbench, key, {first: 0.25}, items, "tester")
+    again = cal.read_labels(workbench)
+    row = again.filter((pl.col("session_key") == key) & (pl.col("memory_id") == first))
+    assert again.height == after.height and row["human_label"].to_list() == [0.25]
+    with pytest.raises(ValueError, match="not injected"):
+        cal.save_labels(workbench, key, {"no-such-memory": 1.0}, items, "tester")
+
+
+_HOLD = """
+import sys, time, duckdb
+con = duckdb.connect(sys.argv[1])
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+con.close()
+"""
+
+
+def _hold(path, seconds: float) -> subprocess.Popen:
+    """Another process holding the workbench read-write (as the trainer does)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(path), str(seconds)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_busy_workbench_is_retried_and_reported(con, workbench, monkeypatch):
+    key = cal.calibration_sample(session_frame(con), cal.read_labels(workbench))["session_key"][0]
+    items = cal.label_items(con, key, cal.read_labels(workbench), "tester")
+    memory = items["memory_id"][0]
+    waits: list[int] = []
+    holder = _hold(workbench, 1.0)
+    n = cal.save_labels(workbench, key, {memory: 0.5}, items, "tester", on_wait=waits.append)
+    holder.wait()
+    assert n == 1 and waits and waits[0] == 1  # it waited, then wrote
+    monkeypatch.setattr(source, "BUSY_ATTEMPTS", 2)
+    monkeypatch.setattr(source, "BUSY_WAIT_S", 0.01)
+    holder = _hold(workbench, 30.0)
+    try:
+        with pytest.raises(source.WorkbenchBusy, match="busy"):
+            cal.save_labels(workbench, key, {memory: 0.75}, items, "tester")
+    finally:
+        holder.kill()
+        holder.wait()
+    mine = (pl.col("session_key") == key) & (pl.col("memory_id") == memory)
+    row = cal.read_labels(workbench).filter(mine & (pl.col("labeler") == "tester"))
+    assert row["human_label"].to_list() == [0.5]  # the refused save changed nothing
+
+
+def test_mae_per_day_and_running():
+    day = datetime(2026, 3, 1)
+    labels = pl.DataFrame(
+        {
+            "session_key": ["a", "a", "b", "b"],
+            "memory_id": ["m1", "m2", "m3", "m4"],
+            "human_label": [1.0, 0.0, 1.0, 0.5],
+            "scorer_label": [0.9, 0.1, 0.2, 0.6],
+            "labeler": ["h"] * 4,
+            "labeled_at": [day, day, day + timedelta(days=1), day + timedelta(days=1)],
+        }
+    )
+    mae = cal.mae_over_time(labels)
+    assert mae["labels"].to_list() == [2, 2]
+    assert mae["mae"].to_list() == pytest.approx([0.1, 0.45])
+    running = calibration_mae(labels["human_label"].to_numpy(), labels["scorer_label"].to_numpy())
+    assert mae["running_mae"][-1] == pytest.approx(running)
+    assert mae["flagged"].to_list() == [False, running > DEFAULT_CONFIG.calibration_mae_threshold]
+    assert cal.mae_over_time(labels.head(0)).height == 0
+
+
+def test_export_writes_every_label(demo, tmp_path):
+    out = cal.export_labels(demo.workbench, tmp_path / "labels.parquet")
+    assert pl.read_parquet(out).equals(cal.read_labels(demo.workbench))
+
+
+def test_levels_for_stored_labels():
+    assert cal.levels_for([None, 0.26, 1.0]) == ["skip", "0.25", "1.00"]
+
+
+def test_reading_never_locks_the_workbench(demo):
+    cal.read_labels(demo.workbench)
+    with duckdb.connect(str(demo.workbench)) as con:  # read-write right after: not locked
+        assert con.execute("SELECT COUNT(*) FROM predictor_calibration").fetchone()[0] > 0

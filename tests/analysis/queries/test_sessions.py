@@ -1,0 +1,109 @@
+"""Sessions: one row per session with its outcome, the filters, drift resets, slices."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import polars as pl
+
+from signet_bench.analysis.queries import sessions as s
+from signet_bench.analysis.queries.status import read_state
+from signet_bench.config import DEFAULT_CONFIG
+from tests.analysis.queries.stores import DEMO_SESSIONS
+
+
+def test_one_row_per_session_in_judging_order(con):
+    frame = s.session_frame(con)
+    raw = con.sql("SELECT COUNT(DISTINCT session_key) FROM store.session_memories").fetchone()
+    assert frame.height == raw[0] == DEMO_SESSIONS
+    assert frame["n"].to_list() == list(range(1, DEMO_SESSIONS + 1))
+    assert frame["compared_at"].is_sorted()
+    assert set(frame["outcome"].unique()) <= set(s.OUTCOMES)
+
+
+def test_outcomes_and_counted_follow_the_comparisons(con):
+    frame = s.session_frame(con)
+    counted = con.sql("SELECT COUNT(*) FROM store.predictor_comparisons WHERE ema_updated = 1")
+    assert frame["counted"].sum() == counted.fetchone()[0]
+    won = frame.filter(pl.col("outcome") == "predictor won")
+    assert won["predictor_won"].all() and (won["predictor_scored"] > 0).all()
+    lost = frame.filter(pl.col("outcome") == "baseline won")
+    assert (lost["margin"] < 0).all()
+    unscored = frame.filter(pl.col("outcome") == "not scored")
+    assert (unscored["predictor_scored"] == 0).all() and not unscored["counted"].any()
+    low = frame.filter(pl.col("low_confidence"))
+    assert (low["confidence"] < DEFAULT_CONFIG.min_scorer_confidence).all()
+
+
+def test_filters_narrow_by_project_and_day(con):
+    frame = s.session_frame(con)
+    projects = s.projects_of(frame)
+    assert len(projects) > 1
+    one = s.filter_sessions(frame, [projects[0]])
+    assert one.height < frame.height and set(one["project"]) == {projects[0]}
+    first_day = frame["started_at"].min().date()
+    early = s.filter_sessions(frame, None, first_day, first_day)
+    assert early.height > 0 and (early["started_at"].dt.date() == first_day).all()
+    assert s.filter_sessions(frame, []).height == frame.height
+
+
+def test_drift_resets_match_the_simulated_state(con):
+    frame = s.session_frame(con)
+    resets = s.drift_resets(frame)
+    state = read_state(con)
+    assert state is not None and resets.height == state.drift_resets >= 1
+    assert (resets["reset_to"] == DEFAULT_CONFIG.initial_success_rate).all()
+    assert (resets["success_rate"] < DEFAULT_CONFIG.drift_reset_threshold).all()
+
+
+def _frame(rates: list[float]) -> pl.DataFrame:
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    n = len(rates)
+    return pl.DataFrame(
+        {
+            "n": list(range(1, n + 1)),
+            "session_key": [f"s{i}" for i in range(n)],
+            "compared_at": [t0 + timedelta(hours=i) for i in range(n)],
+            "project": ["p"] * n,
+            "success_rate": rates,
+        }
+    )
+
+
+def test_an_ema_step_is_not_a_reset_but_a_jump_is():
+    # 0.25 -> 0.325 is one EMA win step (0.1 * (1 - 0.25) = 0.075); 0.27 -> 0.5 is a reset
+    frame = _frame([0.25, 0.325, 0.2925, 0.27, 0.5, 0.55])
+    resets = s.drift_resets(frame)
+    assert resets["n"].to_list() == [4]
+    assert resets["reset_to"].to_list() == [0.5]
+
+
+def test_slices_count_wins_among_counted_sessions(con):
+    frame = s.session_frame(con)
+    slices = s.project_slices(frame)
+    assert slices["sessions"].sum() == frame.height
+    assert (slices["wins"] <= slices["counted"]).all()
+    assert (slices["counted"] <= slices["sessions"]).all()
+    expected = (slices["wins"] / slices["counted"]).to_list()
+    assert slices["win_rate"].to_list() == expected
+    assert s.entity_slices(frame).height == 0  # the demo names no focal entity
+
+
+def test_recent_sessions_newest_first_with_the_gate(con):
+    recent = s.recent_sessions(s.session_frame(con), 10)
+    assert recent.height == 10 and recent["n"].is_sorted(descending=True)
+    gate = recent["confidence"] >= DEFAULT_CONFIG.min_scorer_confidence
+    assert recent["passes_gate"].to_list() == gate.to_list()
+
+
+def test_a_young_store_has_sessions_but_no_counted_comparison(young):
+    from signet_bench.analysis.queries.source import open_store
+
+    con = open_store(young)
+    try:
+        frame = s.session_frame(con)
+    finally:
+        con.close()
+    assert frame.height == 5
+    assert not frame["counted"].any()
+    assert set(frame["outcome"]) == {"not scored"}

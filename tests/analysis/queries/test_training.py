@@ -1,0 +1,114 @@
+"""Training runs, the loss curve, reset markers, latency colours, benchmark rows, errors."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime, timedelta
+
+import polars as pl
+
+from signet_bench.analysis.queries import training as t
+from signet_bench.config import DEFAULT_CONFIG
+
+
+def test_runs_join_the_log_and_the_workbench(con, demo):
+    runs = t.training_runs(con, demo.workbench)
+    log = con.sql("SELECT COUNT(*) FROM store.predictor_training_log").fetchone()[0]
+    assert runs.height == log > 0
+    assert runs["created_at"].is_sorted() and runs["run"].to_list() == list(range(1, log + 1))
+    assert runs["accepted"].to_list() == runs["gate_passed"].to_list()
+    assert all(len(c) > 0 for c in runs["loss_curve"].to_list())
+    assert [c[-1] for c in runs["loss_curve"].to_list()] == runs["loss"].to_list()
+
+
+def test_without_a_workbench_a_new_model_version_means_accepted(con):
+    runs = t.training_runs(con, None)
+    version_rose = runs["model_version"] > runs["model_version"].shift(1).fill_null(0)
+    assert runs["accepted"].to_list() == version_rose.to_list()
+    steps = t.loss_steps(runs)
+    assert steps.height == runs.height  # one point per run: its final loss
+
+
+def test_loss_steps_count_every_epoch(con, demo):
+    runs = t.training_runs(con, demo.workbench)
+    steps = t.loss_steps(runs)
+    assert steps.height == sum(len(c) for c in runs["loss_curve"].to_list())
+    assert steps["step"].to_list() == list(range(1, steps.height + 1))
+
+
+def test_reset_markers_fall_on_the_next_run():
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    steps = pl.DataFrame(
+        {
+            "step": [1, 2, 3, 4, 5, 6],
+            "run": [1, 1, 2, 2, 3, 3],
+            "model_version": [1, 1, 2, 2, 3, 3],
+            "loss": [0.5] * 6,
+            "accepted": [True] * 6,
+            "created_at": [t0 + timedelta(hours=h) for h in (1, 1, 5, 5, 9, 9)],
+        }
+    )
+    resets = pl.DataFrame({"n": [40], "compared_at": [t0 + timedelta(hours=4)]})
+    marks = t.reset_markers(steps, resets)
+    assert marks["step"].to_list() == [3] and marks["n"].to_list() == [40]
+    late = resets.with_columns(pl.lit(t0 + timedelta(hours=10)).alias("compared_at"))
+    assert t.reset_markers(steps, late).height == 0
+
+
+def _bench(values_ms: list[float]) -> pl.DataFrame:
+    n = len(values_ms)
+    return pl.DataFrame(
+        {
+            "run": [f"r{i}" for i in range(n)],
+            "created_at": [None] * n,
+            "bench": ["serve"] * n,
+            "name": ["score_inprocess_100x768"] * n,
+            "metric": ["p95"] * n,
+            "value": values_ms,
+            "unit": ["ms"] * n,
+        },
+        schema_overrides={"created_at": pl.Datetime("us")},
+    )
+
+
+def test_latency_colours_against_the_timeout():
+    timeout = DEFAULT_CONFIG.score_timeout_ms
+    warn = timeout * DEFAULT_CONFIG.latency_warning_share
+    lat = t.latency_series(_bench([warn / 2, (warn + timeout) / 2, timeout + 1]))
+    assert lat["color"].to_list() == ["green", "yellow", "red"]
+    other = _bench([1.0]).with_columns(pl.lit("load_memories").alias("name"))
+    assert t.latency_series(other).height == 0
+
+
+def test_bench_rows_read_the_workbench_and_files_once(demo, tmp_path):
+    rows = t.bench_rows(demo.workbench, demo.bench_dir)
+    files = sorted(demo.bench_dir.glob("*.json"))
+    assert rows.select("bench", "run").n_unique() == len(files) == 4
+    assert set(rows["source"]) == {"workbench"}  # the files are the same reports
+    extra = {
+        "bench": "store",
+        "results": [{"name": "x", "metric": "p50", "value": 2, "unit": "ms"}],
+    }
+    (tmp_path / "store.json").write_text(json.dumps(extra))
+    more = t.bench_rows(demo.workbench, tmp_path)
+    assert more.height == rows.height + 1
+    assert more.filter(pl.col("bench") == "store")["value"].to_list() == [2.0]
+    assert t.bench_rows(None, None).height == 0
+
+
+def test_error_feed_lists_rejected_and_diverged_runs():
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    runs = pl.DataFrame(
+        {
+            "run": [1, 2, 3],
+            "model_version": [1, 1, 2],
+            "loss": [0.3, math.inf, 0.2],
+            "accepted": [True, False, False],
+            "gate_reason": [None, None, "canary top-5 overlap 0.4 < 0.6"],
+            "created_at": [t0, t0 + timedelta(hours=1), t0 + timedelta(hours=2)],
+        }
+    )
+    feed = t.error_feed(runs)
+    assert feed["kind"].to_list() == ["predictor_train_failure"] * 2
+    assert "canary top-5" in feed["detail"][0] and "diverged" in feed["detail"][1]

@@ -1,0 +1,79 @@
+"""The embedded demo: what it holds (cold start passed, active mode, a drift reset, two projects,
+trained and exported model, calibration labels, benchmark reports) and that a second run
+changes nothing."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import polars as pl
+
+from serving import Scorer
+from signet_bench.analysis.queries.source import open_store
+from signet_bench.analysis.queries.status import read_state
+from signet_bench.app.demo import DEMO_BENCH, comparison_blocks, run_demo
+from tests.analysis.queries.stores import DEMO_MEMORIES, DEMO_SESSIONS, small_demo
+
+
+def _workbench_counts(path) -> tuple[int, int, int]:
+    with duckdb.connect(str(path), read_only=True) as con:
+        return tuple(
+            con.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+            for t in ("predictor_calibration", "bench_runs", "training_runs")
+        )
+
+
+def test_the_demo_holds_every_state_the_dashboard_shows(tmp_path_factory):
+    paths = small_demo(tmp_path_factory.getbasetemp() / "shared-demo")
+    con = open_store(paths.store)
+    try:
+        state = read_state(con)
+        projects = con.sql("SELECT COUNT(DISTINCT project) FROM store.session_scores").fetchone()
+        trainings = con.sql("SELECT COUNT(*) FROM store.predictor_training_log").fetchone()
+    finally:
+        con.close()
+    assert state.cold_start_exited and state.trained and state.drift_resets >= 1
+    assert projects[0] > 1 and trainings[0] > 0
+    assert Scorer.open(paths.onnx).ready
+    labels, bench_runs, _ = _workbench_counts(paths.workbench)
+    assert labels > 0 and bench_runs == 4
+    reports = sorted(paths.bench_dir.glob(f"{DEMO_BENCH}-*.json"))
+    assert len(reports) == 4
+    doc = json.loads(reports[-1].read_text())
+    names = {(r["name"], r["metric"]) for r in doc["results"]}
+    assert {
+        ("predictor", "ndcg@10"),
+        ("baseline", "ndcg@10"),
+        ("score_inprocess_onnx", "p95"),
+    } <= names
+
+
+def test_a_second_run_changes_nothing(tmp_path_factory):
+    paths = small_demo(tmp_path_factory.getbasetemp() / "shared-demo")
+    before = _workbench_counts(paths.workbench)
+    files = {p: p.read_bytes() for p in paths.bench_dir.iterdir()}
+    model = paths.model.read_bytes()
+    again = run_demo(paths.dir, memories=DEMO_MEMORIES)
+    assert again.report.sessions_run == 0 and again.report.sessions_skipped == DEMO_SESSIONS
+    assert again.bench_reports == () and again.labels_written == before[0]
+    assert _workbench_counts(paths.workbench) == before
+    assert {p: p.read_bytes() for p in paths.bench_dir.iterdir()} == files
+    assert paths.model.read_bytes() == model
+    assert again.blocks["sessions"].sum() == DEMO_SESSIONS
+
+
+def test_comparison_blocks_average_per_block():
+    comps = pl.DataFrame(
+        {
+            "baseline_ndcg": [0.2, 0.4, 0.6],
+            "predictor_ndcg": [0.5, 0.5, 0.1],
+            "predictor_won": [True, True, False],
+            "alpha": [1.0, 0.8, 0.6],
+        }
+    )
+    blocks = comparison_blocks(comps, size=2)
+    assert blocks["sessions"].to_list() == [2, 1]
+    assert blocks["baseline_ndcg"].to_list() == [0.3, 0.6]
+    assert blocks["win_rate"].to_list() == [1.0, 0.0]
+    assert comparison_blocks(pl.DataFrame()).height == 0

@@ -1,0 +1,107 @@
+"""docs/benchmarks.md from benchmark JSON: tables with intervals, charts as PNG, commands."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from signet_bench.bench.docs_page import (
+    load_results,
+    pivot_markdown,
+    ranker_kind,
+    write_benchmarks_doc,
+)
+from signet_bench.bench.report import Row, write_report
+
+
+def _rows() -> list[Row]:
+    return [
+        Row("cosine", "recall@10", 0.56, "recall", 0.52, 0.60, n=500),
+        Row("cosine", "ndcg@10", 0.41, "ndcg", 0.38, 0.44, n=500),
+        Row("learned", "recall@10", 0.49, "recall", 0.45, 0.53, n=500),
+        Row("cosine", "recall@10[temporal]", 0.30, "recall", 0.2, 0.4, n=80),
+        Row("learned-cosine", "recall@10_delta", -0.07, "recall", -0.1, -0.04, n=500),
+        Row("cosine_minilm", "recall@10", 0.61, "recall", 0.57, 0.65, n=500),
+        Row("held_out_seen_evidence", "share", 0.157, "share", n=500),
+    ]
+
+
+def test_pivot_puts_each_metric_in_its_column_with_its_interval():
+    table = pivot_markdown([r.to_json() for r in _rows()], ("recall@10", "ndcg@10"))
+    lines = table.splitlines()
+    assert lines[0] == "| name | recall@10 | ndcg@10 |"
+    assert "| cosine | 0.56 (0.52–0.6) | 0.41 (0.38–0.44) |" in lines
+    assert "| learned | 0.49 (0.45–0.53) |  |" in lines
+    assert not any(line.startswith("| learned-cosine") for line in lines)
+
+
+def test_report_page_has_machine_commands_tables_and_a_png_chart(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    write_report(results / "quality-locomo.json", "quality", _rows())
+    write_report(results / "train.json", "train", [Row("train", "wall", 3.2, "s")])
+    (results / "notes.json").write_text(json.dumps({"not": "a bench"}))
+    assert list(load_results(results)) == ["quality-locomo", "train"]
+    page = write_benchmarks_doc(results, tmp_path / "docs" / "benchmarks.md")
+    text = page.read_text()
+    assert '"cores"' in text
+    assert "signet-bench bench quality --dataset locomo" in text
+    assert "| cosine |  | 0.56 (0.52–0.6) |  |  | 0.41 (0.38–0.44) |  |" in text
+    assert "learned-cosine | -0.07 (-0.1–-0.04)" in text
+    assert "Held-out questions (the later half of each conversation)" in text
+    assert "sharing an evidence turn with a training question: 15.7% of 500." in text
+    assert "Embedder: all-MiniLM-L6-v2" in text and "| train | wall | 3.2 | s |" in text
+    png = tmp_path / "docs" / "benchmarks" / "quality-locomo-recall10.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "(benchmarks/quality-locomo-recall10.png)" in text
+
+
+def test_no_results_is_a_clear_error(tmp_path):
+    with pytest.raises(Exception, match="no benchmark JSON"):
+        write_benchmarks_doc(tmp_path, tmp_path / "b.md")
+
+
+def test_synthetic_quality_gets_checkpoint_columns_per_persona_and_a_curve(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    rows = []
+    for persona in ("heavy", "drifting"):
+        for n, served in ((10, 0.60), (300, 0.72)):
+            rows += [
+                Row(f"{persona}/cosine", "ndcg@10", 0.62, "ndcg", 0.6, 0.64, n=n),
+                Row(f"{persona}/predictor_served", "ndcg@10", served, "ndcg", served - 0.02,
+                    served + 0.02, n=n),
+                Row(f"{persona}/predictor_served-cosine", "ndcg@10_delta", served - 0.62,
+                    "ndcg", served - 0.63, served - 0.61, n=n),
+            ]  # fmt: skip
+        rows += [
+            Row(f"{persona}/truth_share_global", "variance_share", 0.2, "share", 0.15, 0.25),
+            Row(f"{persona}/effect_global", "ndcg@10_drop", 0.03, "ndcg", 0.01, 0.05, n=300),
+        ]
+    write_report(results / "quality.json", "quality", rows)
+    text = write_benchmarks_doc(results, tmp_path / "b.md").read_text()
+    assert text.index("#### Persona: heavy") < text.index("#### Persona: drifting")
+    heavy = text[text.index("#### Persona: heavy") : text.index("#### Persona: drifting")]
+    assert "| name | after 10 | after 300 |" in heavy
+    assert "| predictor_served | 0.6 (0.58–0.62) | 0.72 (0.7–0.74) |" in heavy
+    assert "| predictor_served-cosine | -0.02 (-0.03–-0.01) | 0.1 (0.09–0.11) |" in heavy
+    assert "| heavy/truth_share_global | 0.2 (0.15–0.25) |" in heavy
+    assert "| heavy/effect_global |  |  | 0.03 (0.01–0.05) |" in heavy
+    png = tmp_path / "b" / "quality-ndcg10.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "(b/quality-ndcg10.png)" in text
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("cosine", "heuristic"),
+        ("signet_hybrid_minilm", "heuristic"),
+        ("learned_fused", "learned"),
+        ("learned_base_minilm", "learned"),
+        ("learned_oracle", "experiment"),
+        ("learned_pooled_minilm", "experiment"),
+    ],
+)
+def test_locomo_rows_are_coloured_by_kind(name, kind):
+    assert ranker_kind(name) == kind
