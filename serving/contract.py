@@ -13,6 +13,7 @@ __all__ = [
     "CLIENT_TIMEOUTS_MS",
     "CRASH_DISABLE_THRESHOLD",
     "CRASH_WINDOW_S",
+    "DIM_KEYS",
     "FEATURE_NAMES",
     "FEATURE_SPEC",
     "FEATURE_SPEC_HASH",
@@ -113,14 +114,18 @@ OUTPUT_SCORES = "scores"  # float32 [n_candidates], softmax over the candidates
 GRAPH_OUTPUTS = (OUTPUT_LOGITS, OUTPUT_SCORES)
 
 # Metadata written into every exported model (all values are strings).
-META_KEYS = (
-    "feature_spec_hash",  # the hash recorded by the trainer ("unknown" for Signet imports)
+# Signet's ScorerConfig fields, in its serde order (the SGPT config JSON).
+DIM_KEYS = (
     "native_dim",
     "internal_dim",
     "value_dim",
     "extra_features",
     "hash_buckets",
     "project_slots",
+)
+META_KEYS = (
+    "feature_spec_hash",  # the hash recorded by the trainer ("unknown" for Signet imports)
+    *DIM_KEYS,
     "layer_norm_eps",
     "training_first_session",  # ISO time of the oldest training session ("" if unknown)
     "training_last_session",

@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from serving.atomic import atomic_write
+from serving.contract import DIM_KEYS
 from signet_bench.config import DEFAULT_CONFIG, ConfigError, PredictorConfig
 from signet_bench.errors import UserError
 from signet_bench.learn.model.params import (
@@ -65,15 +66,6 @@ SGPT_VERSION = 1
 FLAG_PRETRAINED_BASE = 1
 FLAG_FINETUNED = 2
 ZIP_MAGIC = b"PK\x03\x04"
-# Signet's ScorerConfig fields, in its serde order (the SGPT config JSON).
-DIM_KEYS = (
-    "native_dim",
-    "internal_dim",
-    "value_dim",
-    "extra_features",
-    "hash_buckets",
-    "project_slots",
-)
 _META_MEMBER = "meta.json"
 
 Params = dict[str, np.ndarray]

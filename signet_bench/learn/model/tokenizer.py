@@ -1,7 +1,7 @@
 """Signet's hash-trick tokenizer and its slot hashes (reference §4).
 
 The one definition lives in `serving.tokenize`, which the server imports without this package;
-this module re-exports it and binds the model's bucket and project-slot counts from the config.
+this module binds the model's bucket and project-slot counts from the config.
 """
 
 from __future__ import annotations
@@ -9,32 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from serving import tokenize as _hash
-from serving.tokenize import (
-    FNV32_OFFSET,
-    FNV32_PRIME,
-    FNV64_OFFSET,
-    FNV64_PRIME,
-    HASH_SLOT_COUNT,
-    fnv1a32_utf16,
-    fnv1a64,
-    hash_slot_32,
-    tokenize,
-)
 from signet_bench.config import DEFAULT_CONFIG
 
-__all__ = [
-    "FNV32_OFFSET",
-    "FNV32_PRIME",
-    "FNV64_OFFSET",
-    "FNV64_PRIME",
-    "HASH_SLOT_COUNT",
-    "fnv1a32_utf16",
-    "fnv1a64",
-    "hash_slot_32",
-    "project_slot",
-    "token_buckets",
-    "tokenize",
-]
+__all__ = ["project_slot", "token_buckets"]
 
 
 def token_buckets(text: str, buckets: int = DEFAULT_CONFIG.hash_buckets) -> np.ndarray:
