@@ -7,8 +7,8 @@ Method (no ranker ever sees the truth):
    session plan and the training seeds) build a fresh store and fix a session plan of
    `max(checkpoints) + held_out` sessions.
 2. Run the daemon loop (`loop.Simulator`, scorer "model": it trains on its schedule and its
-   accepted model takes part in the ranking, as in use) up to each checkpoint N = 10, 50, 100,
-   300 (10, 50 with --quick). At N keep: the samples of the sessions so far (`load_samples`:
+   accepted model takes part in the ranking, as in use) up to each checkpoint N = 10, 25, 50,
+   100, 300 (10, 50 with --quick). At N keep: the samples of the sessions so far (`load_samples`:
    labels from the store's rows, as the daemon has them), the loop's accepted model (the one a
    user is *served*) and the alpha its next session would fuse with.
 3. Run on through the held-out sessions after the last checkpoint (each with its real
@@ -48,6 +48,11 @@ Rows (stable names; with several personas each name is prefixed `<persona>/`):
                                                  predictor_served-predictor_offline,
                                                  predictor_offline-cosine)
   predictor_offline         train_samples  sessions  trainable sessions learned from, n = N
+  seed_<s>/predictor_served-cosine  ndcg@10_delta  one seed's mean and paired interval
+                            (likewise fused_served-cosine)
+  predictor_served-cosine   ndcg@10_delta_worst_seed  the lowest seed's mean (its interval)
+  predictor_served-cosine   ndcg@10_delta_share_below share of seeds below -0.01 (likewise
+                                                 fused_served-cosine)
   ablation_<group>          ndcg@10_full / ndcg@10_ablated / ndcg@10_drop
   effect_<effect>           ndcg@10_full / ndcg@10_ablated / ndcg@10_drop (true labels)
   truth_share_<effect>      variance_share share  mean over the seeds (interval: min, max)
@@ -96,9 +101,10 @@ __all__ = [
     "ablation_frozen",
     "quality_rows",
     "truth_share_rows",
+    "worst_seed_rows",
 ]
 
-CHECKPOINTS = (10, 50, 100, 300)
+CHECKPOINTS = (10, 25, 50, 100, 300)
 QUICK_CHECKPOINTS = (10, 50)
 HELD_OUT = 150  # held-out sessions per store: 50 gave intervals of ±0.03-0.06
 QUICK_HELD_OUT = 40
@@ -132,6 +138,10 @@ DIFFERENCES = (
     ("predictor_served", "predictor_offline"),
     ("predictor_offline", "cosine"),
 )
+# The differences whose worst seed is reported: what a user is served against the strongest
+# free ranker on these worlds. A seed "costs the user" when its mean is below -WORST_TOLERANCE.
+WORST_CASE = (("predictor_served", "cosine"), ("fused_served", "cosine"))
+WORST_TOLERANCE = 0.01
 
 Params = dict[str, np.ndarray]
 _log = logging.getLogger(__name__)
@@ -358,6 +368,7 @@ def curve_rows(runs: list[Run], checkpoints: Sequence[int], prefix: str, cfg) ->
         rows += [_row(prefix + k, "ndcg@10", pooled[k], n, seed) for k in RANKERS]
         for a, b in DIFFERENCES:
             rows.append(_row(f"{prefix}{a}-{b}", "ndcg@10_delta", pooled[a] - pooled[b], n, seed))
+        rows += worst_seed_rows(runs, per_run, n, prefix)
         trained = sum(len(r.checkpoints[n].samples) for r in runs)
         rows.append(Row(prefix + "predictor_offline", "train_samples", trained, "sessions", n=n))
         _log.info(
@@ -365,6 +376,26 @@ def curve_rows(runs: list[Run], checkpoints: Sequence[int], prefix: str, cfg) ->
             + ", ".join(f"{k} {pooled[k].mean():.4f}" for k in RANKERS)
             + f" ({time.perf_counter() - t0:.1f} s)"
         )
+    return rows
+
+
+def worst_seed_rows(
+    runs: list[Run], per_run: list[dict[str, np.ndarray]], n: int, prefix: str
+) -> list[Row]:
+    """Per seed, and the worst of them, for each `WORST_CASE` difference at checkpoint `n`:
+    `<prefix>seed_<s>/<a>-<b>` (the seed's mean with its paired interval), `<a>-<b>` with
+    metric `ndcg@10_delta_worst_seed` (the lowest seed mean, its interval) and
+    `ndcg@10_delta_share_below` (the share of seeds below -WORST_TOLERANCE)."""
+    rows: list[Row] = []
+    for a, b in WORST_CASE:
+        per_seed = [_row(f"{prefix}seed_{r.seed}/{a}-{b}", "ndcg@10_delta", p[a] - p[b], n, r.seed)
+                    for r, p in zip(runs, per_run, strict=True)]  # fmt: skip
+        worst = min(per_seed, key=lambda row: row.value)
+        below = sum(row.value < -WORST_TOLERANCE for row in per_seed) / len(per_seed)
+        rows += per_seed + [
+            dataclasses.replace(worst, name=f"{prefix}{a}-{b}", metric="ndcg@10_delta_worst_seed"),
+            Row(f"{prefix}{a}-{b}", "ndcg@10_delta_share_below", below, "share", n=n),
+        ]
     return rows
 
 

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from signet_bench.bench.quality import (
     ABLATIONS,
@@ -6,6 +7,7 @@ from signet_bench.bench.quality import (
     ablate_samples,
     ablation_frozen,
     quality_rows,
+    worst_seed_rows,
 )
 from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
@@ -97,3 +99,27 @@ def test_quality_rows_report_shares_curves_and_ablations_consistently():
             by[f"effect_{e}", "ndcg@10_full", 50].value
             == by["true_label_ceiling", "ndcg@10", 50].value
         )
+
+
+def test_worst_seed_rows_name_the_lowest_seed_and_the_share_below_tolerance():
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.3, 0.7, size=40)
+    shifts = {11: +0.05, 12: -0.03, 13: -0.005}  # seed 12 costs the user, 13 is within 0.01
+    runs = [SimpleNamespace(seed=s) for s in shifts]
+    per_run = [
+        {"cosine": base, "predictor_served": base + d, "fused_served": base + d / 2}
+        for d in shifts.values()
+    ]
+    rows = worst_seed_rows(runs, per_run, 25, "heavy/")  # type: ignore[arg-type]
+    by = {(r.name, r.metric): r for r in rows}
+    worst = by["heavy/predictor_served-cosine", "ndcg@10_delta_worst_seed"]
+    assert worst.value == pytest.approx(-0.03) and worst.n == 25
+    assert worst.ci_low == pytest.approx(-0.03) and worst.ci_high == pytest.approx(-0.03)
+    assert by["heavy/seed_12/predictor_served-cosine", "ndcg@10_delta"].value == worst.value
+    assert by["heavy/predictor_served-cosine", "ndcg@10_delta_share_below"].value == 1 / 3
+    assert by["heavy/fused_served-cosine", "ndcg@10_delta_share_below"].value == 1 / 3
+    assert by["heavy/fused_served-cosine", "ndcg@10_delta_worst_seed"].value == pytest.approx(
+        -0.015
+    )
