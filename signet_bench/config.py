@@ -112,6 +112,11 @@ class PredictorConfig:
     incremental_epochs: int = 5
     incremental_lr_scale: float = 0.1
     full_retrain_every: int = 1  # every Nth training retrains from fresh weights (0 = never)
+    # Project decision: a model is judged out of sample (`learn/holdout.py`): the newest
+    # `holdout_share` of the sessions (at least `canary_size`) once there are two canaries'
+    # worth, else `holdout_folds` contiguous folds in time.
+    holdout_share: float = 0.2
+    holdout_folds: int = 5
     negative_sampling_ratio: int = 3  # 3:1 negative:positive
 
     # --- seed 000 text: label values ----------------------------------------------------------
@@ -155,6 +160,10 @@ class PredictorConfig:
     judge_drift_signal_threshold: float = 0.1
     # "if p95 is regularly approaching the timeout": the sparkline turns yellow above this share
     latency_warning_share: float = 0.8
+    # Project decision: the dashboard's verdict ("is the predictor helping?") says "too early
+    # to tell" below this many judged sessions; from it on it shows the win rate and the NDCG@10
+    # margin with 95% intervals (even at 20 an even win rate's interval spans 30%-70%).
+    verdict_min_sessions: int = 20
     # Judge calibration: "20-50 sessions ... sampled from recent sessions with high-confidence
     # continuity scores"; how high is our choice.
     calibration_sample_sessions: int = 30
@@ -205,6 +214,7 @@ _PROBABILITIES = {
     "signet_min_effective_score",
     "low_label_spread",
     "incremental_lr_scale",
+    "holdout_share",
 }
 _LABELS = {
     "missing_context_label",

@@ -1,0 +1,96 @@
+"""Judging out of sample: which sessions judge a run, the free rankers, and the verdict."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from signet_bench.analysis.metrics import ndcg_at_k
+from signet_bench.bench.train_speed import synthetic_samples
+from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.learn.holdout import decide, heuristic_scores, holdout_plan, session_ndcgs
+
+
+def _samples(n: int, seed: int = 0):
+    out = synthetic_samples(n, dim=16, mean_candidates=12, seed=seed)
+    rng = np.random.default_rng(seed)
+    return [out[i] for i in rng.permutation(n)]  # input order is not time order
+
+
+def test_enough_sessions_hold_out_the_newest_and_train_on_the_rest():
+    samples = _samples(120)
+    plan = holdout_plan(samples, DEFAULT_CONFIG)
+    assert plan.method == "time" and len(plan.folds) == 1
+    fold = plan.folds[0]
+    assert len(fold.held) == 25 == DEFAULT_CONFIG.canary_size  # 20% of 120 is 24 < 25
+    assert not set(fold.train) & set(fold.held)
+    assert set(fold.train) | set(fold.held) == set(range(120))
+    newest_trained = max(samples[i].start for i in fold.train)
+    assert all(samples[i].start > newest_trained for i in fold.held)
+    bigger = holdout_plan(_samples(300), DEFAULT_CONFIG)
+    assert len(bigger.folds[0].held) == 60  # the share wins once it exceeds the canary size
+
+
+def test_few_sessions_are_judged_by_contiguous_k_fold():
+    samples = _samples(12)
+    plan = holdout_plan(samples, DEFAULT_CONFIG)
+    assert plan.method == "kfold" and len(plan.folds) == DEFAULT_CONFIG.holdout_folds
+    held = [i for f in plan.folds for i in f.held]
+    assert sorted(held) == list(range(12))  # every session judged exactly once
+    for f in plan.folds:
+        assert not set(f.train) & set(f.held)
+        starts = sorted(samples[i].start for i in f.held)
+        others = [samples[i].start for i in range(12) if i not in set(f.held)]
+        # a contiguous block in time: no other session falls between its first and last
+        assert not any(starts[0] < t < starts[-1] for t in others)
+    assert holdout_plan(_samples(3), DEFAULT_CONFIG).method == "kfold"
+    assert len(holdout_plan(_samples(3), DEFAULT_CONFIG).folds) == 3
+    with pytest.raises(ValueError, match="at least 2"):
+        holdout_plan(_samples(1), DEFAULT_CONFIG)
+
+
+def test_heuristics_are_the_baseline_order_and_cosine():
+    s = _samples(1)[0]
+    h = heuristic_scores(s)
+    assert np.array_equal(np.argsort(-h["baseline"], kind="stable"), np.argsort(s.baseline_rank))
+    emb = s.cand_emb.astype(np.float64)
+    norms = np.linalg.norm(emb, axis=1) * np.linalg.norm(s.context)
+    expected = np.where(s.has_emb & (norms > 0), emb @ s.context / np.where(norms > 0, norms, 1), 0)
+    assert np.allclose(h["cosine"], expected, atol=1e-6)
+    assert np.all(h["cosine"][~s.has_emb] == 0.0)
+
+
+def test_session_ndcgs_score_each_session_against_its_labels():
+    samples = _samples(4)
+    perfect = [s.labels for s in samples]
+    got = session_ndcgs(samples, perfect)
+    want = [ndcg_at_k(s.labels, s.labels, s.memory_ids.astype(str), k=10) for s in samples]
+    assert np.allclose(got, want)
+    assert np.all(session_ndcgs(samples, [-s.labels for s in samples]) <= got)
+
+
+def test_the_candidate_must_reach_the_served_model_and_every_heuristic():
+    h = {"baseline": np.array([0.3, 0.5]), "cosine": np.array([0.6, 0.6])}
+    ok = decide("time", np.array([0.7, 0.5]), np.array([0.5, 0.5]), h)
+    assert ok.accepted and ok.comparator == "cosine" and ok.bar == pytest.approx(0.6)
+    assert ok.margin == pytest.approx(0.0) and ok.sessions == 2
+    below = decide("time", np.array([0.55, 0.6]), None, h)
+    assert not below.accepted and below.served is None
+    served_best = decide("kfold", np.array([0.7, 0.7]), np.array([0.8, 0.8]), h)
+    assert not served_best.accepted and served_best.comparator == "served"
+    tie = decide("time", np.array([0.6, 0.6]), np.array([0.6, 0.6]), h)
+    assert tie.accepted and tie.comparator == "served"  # ties name the served model
+    assert not decide("time", np.array([np.nan]), None, {"cosine": np.array([0.0])}).accepted
+    assert decide("time", np.array([0.59]), None, {"cosine": np.array([0.6])}, 0.02).accepted
+
+
+def test_samples_in_the_same_instant_keep_one_order():
+    a = _samples(60)
+    same = [dataclasses.replace(s, start=a[0].start) for s in a]
+    p1 = holdout_plan(same, DEFAULT_CONFIG)
+    p2 = holdout_plan(list(reversed(same)), DEFAULT_CONFIG)
+    held1 = {same[i].session_key for i in p1.folds[0].held}
+    held2 = {list(reversed(same))[i].session_key for i in p2.folds[0].held}
+    assert held1 == held2
