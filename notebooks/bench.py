@@ -66,7 +66,7 @@ def _(bench_dir, results, workbench_path):
                 mo.md(
                     f"""
                     # Benchmark explorer
-                    The results of `signet-bench bench` runs (DESIGN §10 JSON) side by side:
+                    The results of `signet-bench bench` runs (their `--json` reports) side by side:
                     the reports recorded in `{workbench_path}` and the JSON files in
                     `{bench_dir or "(no folder given: --bench-dir DIR)"}`. Each report is one
                     run; the same result name and metric line up across runs.

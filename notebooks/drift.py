@@ -132,15 +132,20 @@ def _():
 
 @app.cell
 def _(db_path, window):
+    _cfg = DEFAULT_CONFIG
     mo.vstack(
         [
             mo.md(
                 f"""
                 # Drift explorer · `{db_path.name}`
                 Two kinds of drift: the **judge's** (does the continuity scorer favour young
-                memories more than it used to? seed 000 §4.10) and the **user's** (did the
-                work change so the predictor stopped helping? Phase 5b resets it), plus the
-                model's input features drifting away from what it was trained on.
+                memories more than it used to? the mean relevance it gives memories under
+                {_cfg.drift_recent_days:g} days old minus that of memories over
+                {_cfg.drift_old_days:g} days old) and the **user's** (did the work change so
+                the predictor stopped helping? its success rate stays below
+                {_cfg.drift_reset_threshold:g} for {_cfg.drift_reset_window} sessions in a row
+                and it resets), plus the model's input features drifting away from what it was
+                trained on.
                 """
             ),
             window,

@@ -13,7 +13,7 @@ from signet_bench.store.timestamps import local_tz
 
 __all__ = ["main"]
 
-BENCH_HELP = """benchmarks (each prints a table; --json PATH writes DESIGN §10 JSON):
+BENCH_HELP = """benchmarks (each prints a table; --json PATH also writes it as JSON):
   store    synth heavy-persona generation time (s); load 4,000 memories + 768-d
            embeddings (ms, p50/p95); DuckDB aggregate over 1.5M session_memories rows (ms)
   loop     session-start latency on the heavy persona (ms, p50/p95 over 200 starts);
@@ -225,7 +225,8 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
         "--mode",
         default="ours",
         choices=["ours", "signet-0.58"],
-        help="ours: the seed's pipeline; signet-0.58: the real daemon's pool (rank replay)",
+        help="ours: pre-filter by effective score and context similarity, fuse, diversify; "
+        "signet-0.58: the real daemon's pool (rank replay)",
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--feedback-share", type=float, default=0.3, help="sessions with agent ratings")
@@ -283,7 +284,7 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--incremental",
         action="store_true",
-        help="fine-tune the base on the sessions newer than it (seed 000's schedule)",
+        help="fine-tune the base on the sessions newer than it, plus a replay sample of older ones",
     )
     p.add_argument(
         "--fresh",

@@ -18,6 +18,7 @@ Conventions (all metrics):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
@@ -37,6 +38,7 @@ __all__ = [
     "recall_at_k",
     "reciprocal_rank",
     "signet_ndcg_at_k",
+    "wilson_interval",
 ]
 
 NdcgVariant = Literal["signet", "bounded"]
@@ -240,6 +242,24 @@ def bootstrap_interval(
     tail = (1.0 - level) / 2.0 * 100.0
     lo, hi = np.percentile(means, [tail, 100.0 - tail])
     return float(lo), float(hi)
+
+
+def wilson_interval(successes: int, n: int, *, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a success share (`successes` of `n` trials): unlike the normal
+    approximation it stays inside [0, 1] and is honest at 0 or n successes and small `n`.
+    NaN with no trials."""
+    if n < 0 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n, got {successes} of {n}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    if n == 0:
+        return float("nan"), float("nan")
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    p, z2 = successes / n, z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z / (1 + z2 / n) * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    low = 0.0 if successes == 0 else max(0.0, float(centre - half))  # exact at the edges
+    return low, 1.0 if successes == n else min(1.0, float(centre + half))
 
 
 mrr = reciprocal_rank

@@ -221,3 +221,48 @@ def test_bootstrap_interval_is_reproducible_for_a_seed_and_brackets_the_mean():
     wide = bootstrap_interval(values, seed=7, level=0.99)
     assert wide[0] < lo and wide[1] > hi
     assert all(math.isnan(x) for x in bootstrap_interval([1.0], seed=0))
+
+
+def _wilson_by_bisection(k: int, n: int, z: float) -> tuple[float, float]:
+    """The Wilson bounds as the two roots of (k/n - p)^2 = z^2 p (1 - p) / n, found by
+    bisection on either side of k/n (independent of the closed form)."""
+
+    def gap(p: float) -> float:
+        return (k / n - p) ** 2 - z * z * p * (1 - p) / n
+
+    def root(lo: float, hi: float) -> float:  # gap(lo) and gap(hi) differ in sign
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if (gap(mid) > 0) == (gap(lo) > 0) else (lo, mid)
+        return (lo + hi) / 2
+
+    share = k / n
+    low = 0.0 if k == 0 else root(0.0, share)
+    high = 1.0 if k == n else root(share, 1.0)
+    return low, high
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 10), (3, 3), (10, 20), (64, 100), (1, 50), (37, 40)])
+def test_wilson_interval_matches_the_roots_of_its_defining_equation(k, n):
+    from signet_bench.analysis.metrics import wilson_interval
+
+    low, high = wilson_interval(k, n)
+    ref_low, ref_high = _wilson_by_bisection(k, n, 1.959963984540054)
+    assert low == pytest.approx(ref_low, abs=1e-9) and high == pytest.approx(ref_high, abs=1e-9)
+    assert 0.0 <= low <= k / n <= high <= 1.0
+
+
+def test_wilson_interval_hand_values_and_bad_input():
+    from signet_bench.analysis.metrics import wilson_interval
+
+    # 0 of 10: upper bound z^2 / (n + z^2) = 3.8415 / 13.8415
+    assert wilson_interval(0, 10) == pytest.approx((0.0, 0.27753), abs=1e-5)
+    # 64 of 100, the textbook example
+    assert wilson_interval(64, 100) == pytest.approx((0.54235, 0.72729), abs=1e-5)
+    assert all(math.isnan(x) for x in wilson_interval(0, 0))
+    wide = wilson_interval(10, 20, level=0.99)
+    assert wide[0] < wilson_interval(10, 20)[0] and wide[1] > wilson_interval(10, 20)[1]
+    with pytest.raises(ValueError, match="successes <= n"):
+        wilson_interval(5, 4)
+    with pytest.raises(ValueError, match="level"):
+        wilson_interval(1, 4, level=1.0)

@@ -5,6 +5,7 @@ projects and dates (a filter change: in-memory work only, no store access).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ import duckdb
 import polars as pl
 
 from signet_bench.analysis.judge_monitor import drift_signal
+from signet_bench.analysis.metrics import bootstrap_interval, wilson_interval
 from signet_bench.analysis.queries import drift as d
 from signet_bench.analysis.queries import sessions as s
 from signet_bench.analysis.queries import status as st
@@ -24,16 +26,21 @@ from signet_bench.daemon.predictor_state import PredictorState
 
 __all__ = [
     "DRIFT_RECENT_SESSIONS",
+    "VERDICT_BOOTSTRAP_SEED",
     "DashboardData",
     "DashboardView",
+    "Evidence",
+    "Margin",
     "dashboard_view",
     "load_dashboard",
     "model_available",
     "model_parameters",
     "verdict",
+    "verdict_evidence",
 ]
 
 DRIFT_RECENT_SESSIONS = 100  # the status card's drift signal: over the latest sessions
+VERDICT_BOOTSTRAP_SEED = 0  # fixed, so the same sessions always show the same interval
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,30 +185,120 @@ def dashboard_view(
     )
 
 
-def verdict(view: DashboardView, last: int = 50) -> tuple[str, str]:
-    """The answer to "is the predictor helping?" in one sentence, and its tone (success, warn,
-    neutral), from the latest `last` sessions in view that counted."""
+@dataclass(frozen=True, slots=True)
+class Margin:
+    """The mean per-session NDCG@10 difference (predictor − another ranker) over the sessions
+    that have both, with its 95% paired bootstrap interval."""
+
+    mean: float
+    low: float
+    high: float
+
+    def __str__(self) -> str:
+        return f"{self.mean:+.2f} (95% interval {self.low:+.2f} to {self.high:+.2f})"
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What the judged sessions say about the predictor: its wins with their Wilson 95%
+    interval, and its NDCG@10 against the baseline and (simulated stores) plain cosine."""
+
+    sessions: int
+    wins: int
+    win_low: float
+    win_high: float
+    predictor_ndcg: float
+    baseline_ndcg: float
+    baseline: Margin
+    cosine_ndcg: float | None = None
+    cosine: Margin | None = None
+
+
+def _margin(predictor: pl.Series, other: pl.Series) -> Margin:
+    diff = (predictor - other).to_numpy()
+    low, high = bootstrap_interval(diff, VERDICT_BOOTSTRAP_SEED)
+    return Margin(float(diff.mean()), low, high)
+
+
+def verdict_evidence(counted: pl.DataFrame) -> Evidence:
+    """The evidence of judged sessions (columns predictor_won, predictor_ndcg, baseline_ndcg,
+    optional cosine_ndcg; at least two rows). Deterministic: the bootstrap's seed is fixed."""
+    if counted.height < 2:
+        raise ValueError(f"the evidence needs at least two judged sessions, got {counted.height}")
+    wins = int(counted["predictor_won"].sum())
+    low, high = wilson_interval(wins, counted.height)
+    pred, base = counted["predictor_ndcg"], counted["baseline_ndcg"]
+    evidence = Evidence(
+        counted.height, wins, low, high, float(pred.mean()), float(base.mean()), _margin(pred, base)
+    )
+    paired = (
+        counted.filter(pl.col("cosine_ndcg").is_not_null()) if "cosine_ndcg" in counted else None
+    )
+    if paired is None or paired.height < 2:
+        return evidence
+    return dataclasses.replace(
+        evidence,
+        cosine_ndcg=float(paired["cosine_ndcg"].mean()),
+        cosine=_margin(paired["predictor_ndcg"], paired["cosine_ndcg"]),
+    )
+
+
+def _evidence_text(e: Evidence, share: float) -> str:
+    """The evidence in words: win rate, NDCG@10 and margins with their intervals, weight."""
+    text = (
+        f"Over the last {e.sessions} judged sessions it won {e.wins / e.sessions:.0%} "
+        f"(95% interval {e.win_low:.0%}–{e.win_high:.0%}); NDCG@10 {e.predictor_ndcg:.2f} vs "
+        f"{e.baseline_ndcg:.2f} for the baseline, margin {e.baseline}"
+    )
+    if e.cosine is not None:
+        text += f", and {e.cosine_ndcg:.2f} for plain cosine, margin {e.cosine}"
+    return f"{text}. It carries {share:.0%} of the ranking weight."
+
+
+def _too_early(counted: pl.DataFrame, need: int) -> str:
+    """The verdict while too few sessions were judged to tell a margin from noise."""
+    n = counted.height
+    head = f"Too early to tell ({n} session{'' if n == 1 else 's'}): the verdict needs {need}"
+    if n == 0:
+        return f"{head} judged sessions and none is in view yet."
+    wins = int(counted["predictor_won"].sum())
+    return f"{head} judged sessions; so far the predictor won {wins} of {n}."
+
+
+_TONES = {  # the verdict's first sentence per tone: the rule behind it
+    "success": (
+        "Yes, the predictor is helping: its NDCG@10 margin over the baseline is above zero, "
+        "its whole 95% interval included."
+    ),
+    "warn": (
+        "Not now: the baseline ranks better; the predictor's NDCG@10 margin over it is below "
+        "zero, its whole 95% interval included."
+    ),
+    "neutral": (
+        "No clear difference yet: the 95% interval of the predictor's NDCG@10 margin over the "
+        "baseline holds zero."
+    ),
+}
+
+
+def verdict(
+    view: DashboardView, last: int = 50, cfg: PredictorConfig = DEFAULT_CONFIG
+) -> tuple[str, str]:
+    """The answer to "is the predictor helping?" and its tone (success, warn, neutral), from
+    the latest `last` sessions in view that counted. Below `verdict_min_sessions` judged
+    sessions: too early to tell. From it on, the tone follows the NDCG@10 margin over the
+    baseline: success when its 95% interval lies above zero, warn when below, else neutral."""
     counted = view.sessions.filter(pl.col("counted")).sort("n").tail(last)
     st_ = view.status
     if not st_.cold_start_exited:
-        need = "; ".join(st_.blockers) or "waiting for the next session"
+        blockers = "; ".join(st_.blockers) or "waiting for the next session"
         return (
-            f"Not yet: the predictor is in cold start ({st_.mode}); still needed: {need}.",
+            f"Not yet: the predictor is in cold start ({st_.mode}); still needed: {blockers}.",
             "neutral",
         )
-    if counted.height == 0:
-        return ("No judged comparison in view yet.", "neutral")
-    wins = float(counted["predictor_won"].mean())
-    pred, base = counted["predictor_ndcg"].mean(), counted["baseline_ndcg"].mean()
-    cosine = counted["cosine_ndcg"].drop_nulls().mean() if "cosine_ndcg" in counted else None
-    against = f"{base:.2f} for the baseline"
-    if cosine is not None:
-        against += f" and {cosine:.2f} for plain cosine"
-    share = 1.0 - st_.alpha
-    detail = (
-        f"it won {wins:.0%} of the last {counted.height} judged sessions "
-        f"(NDCG@10 {pred:.2f} vs {against}) and carries {share:.0%} of the ranking weight"
-    )
-    if wins > 0.5 and pred > base:
-        return (f"Yes, the predictor is helping: {detail}.", "success")
-    return (f"Not now: {detail}; the baseline keeps most of the say.", "warn")
+    need = max(2, cfg.verdict_min_sessions)  # an interval needs two sessions at the least
+    if counted.height < need:
+        return (_too_early(counted, need), "neutral")
+    e = verdict_evidence(counted)
+    tone = "success" if e.baseline.low > 0 else "warn" if e.baseline.high < 0 else "neutral"
+    return (f"{_TONES[tone]} {_evidence_text(e, 1.0 - st_.alpha)}", tone)
