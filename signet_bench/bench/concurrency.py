@@ -280,7 +280,7 @@ def sqlite_reader_main(path: str, ready: Any, done: Any, out: Any, deadline_s: f
 
 
 def duckdb_reader_main(path: str, ready: Any, done: Any, out: Any, deadline_s: float) -> None:
-    """The notebooks' read path: DuckDB with the store attached READ_ONLY."""
+    """The notebooks' read path: DuckDB reading the store through its read-only views."""
     from signet_bench.store.duck import connect_duckdb
 
     con = _open_reader("duckdb", connect_duckdb, path, ready, out)

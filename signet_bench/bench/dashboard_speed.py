@@ -6,7 +6,7 @@ a training run every 10 sessions (written before any DuckDB connection opens it,
 so the dashboard is in active mode with every panel populated.
 
 Rows (stable names; times in ms):
-  query_attach        wall  a new DuckDB connection with the store attached (tables listed)
+  query_attach        wall  a new DuckDB connection with the store's views made (tables listed)
   query_sessions      wall  one row per session (session_memories aggregated, scores, comparisons)
   query_judged        wall  the latest 100 sessions' judged memories (judge drift signal)
   query_training      wall  training log + workbench runs

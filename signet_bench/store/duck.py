@@ -1,5 +1,20 @@
-"""DuckDB over a Signet store: the SQLite extension loaded from its pip wheel, the store attached
-read-only as `store`, the workbench file as `wb`, and analytic helpers returning Polars frames.
+"""DuckDB over a Signet store: the SQLite extension loaded from its pip wheel, the store's tables
+as read-only views in the schema `store`, the workbench file attached as `wb`, and analytic
+helpers returning Polars frames.
+
+Why views and not ATTACH: a store left by Signet's daemon carries sqlite-vec's
+`vec_embeddings USING vec0` virtual table, which DuckDB's SQLite cannot describe (`no such
+module: vec0`). An attached SQLite catalog is described whole by every catalog listing
+(`SHOW ALL TABLES`, `duckdb_tables()`, `information_schema.tables`, marimo's data-source panel),
+so one such table broke them all. Instead each table and view listed in `sqlite_master` becomes
+a view `store.<table>` over `sqlite_scan(path, table)` (raw columns; the file opened read-only
+for each scan, with SQLite's busy timeout of 5 s, as `BUSY_TIMEOUT_MS`), and what cannot be
+described is left out: virtual tables whose module DuckDB's SQLite lacks (vec0), virtual tables'
+shadow tables, and whatever else fails to describe. `attach_store` / `attached_tables` say which
+and why (also queryable as the temporary table `store_tables`). Nothing stays attached, so the
+whole DuckDB catalog lists and every view reads, as fast as the attached tables read (both scan
+through the same extension). Queries that need SQLite's own indexes (one session's rows) go
+through `store_sql`, which attaches the file for that query only.
 
 Timestamps: Signet writes them as TEXT in two formats, and one bad value in a column DuckDB maps
 to TIMESTAMP fails a whole scan (DESIGN §9.6). Signet declares them TEXT, so they arrive as
@@ -12,15 +27,10 @@ to return TIMESTAMPTZ values to Python rows. The helpers below return Polars col
 `sqlite_all_varchar` is left off (numbers keep their types); pass `all_varchar=True` to read
 every column as text when a store holds values of the wrong storage class.
 
-Real stores carry sqlite-vec's `vec_embeddings USING vec0` virtual table, which DuckDB's SQLite
-cannot describe (`no such module: vec0`), and listing every attached table would describe it.
-So tables come from `sqlite_master` (through `sqlite_query`); virtual tables' shadow tables and
-whatever fails to describe are skipped, and `attach_store` / `attached_tables` say which and why
-(also queryable as the temporary table `store_tables`). Every DuckDB failure here becomes a
-`DuckDBStoreError` naming the file and the step.
+Every DuckDB failure here becomes a `DuckDBStoreError` naming the file and the step.
 
-Do not open the same store with stdlib `sqlite3` in this process while a DuckDB connection has it
-attached (DESIGN §9.2): each library carries its own SQLite.
+Do not open the same store with stdlib `sqlite3` in this process while a DuckDB connection reads
+it (DESIGN §9.2): each library carries its own SQLite.
 """
 
 from __future__ import annotations
@@ -61,6 +71,7 @@ __all__ = [
     "session_memory_summary",
     "session_overview",
     "sqlite_extension_path",
+    "store_sql",
     "ts_expr",
 ]
 
@@ -121,8 +132,8 @@ def connect_duckdb(
     all_varchar: bool = False,
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB that never downloads: the SQLite extension is LOADed from its file;
-    the store (if given) is attached READ_ONLY as `store`, the workbench file (if given) as `wb`.
-    What the store attach skipped: `attached_tables(con)`.
+    the store (if given) read through views (`attach_store`), the workbench file (if given)
+    attached as `wb`. What the store's views leave out: `attached_tables(con)`.
     """
     label = store_path if store_path is not None else "in-memory DuckDB"
     with _duck_errors(label, "opening a connection"):
@@ -149,30 +160,28 @@ def connect_duckdb(
 def attach_store(
     con: duckdb.DuckDBPyConnection, store_path: str | Path, *, alias: str = "store"
 ) -> StoreTables:
-    """ATTACH IF NOT EXISTS the store (TYPE sqlite, READ_ONLY), (re)create the `main` views and
-    record the table listing in the temporary table `<alias>_tables`. Returns the tables DuckDB
-    can read (with columns) and the ones skipped, with why (e.g. `vec_embeddings`, vec0)."""
+    """(Re)create the schema `alias` with a read-only view per readable table of the store
+    (`sqlite_scan`), the `main` views with UTC timestamps, and the listing in the temporary
+    table `<alias>_tables`. Returns the tables read (with columns) and the ones skipped, with
+    why (e.g. `vec_embeddings`, vec0). Calling it again rebuilds the same views."""
     p = check_sqlite_file(store_path)
-    with _duck_errors(p, "attaching the store read-only"):
-        con.execute(
-            f"ATTACH IF NOT EXISTS {_quote(p.resolve())} AS {alias}"
-            f" (TYPE sqlite, READ_ONLY, BUSY_TIMEOUT {BUSY_TIMEOUT_MS})"
-        )
+    source = p.resolve()
     try:
         with _duck_errors(p, "listing the store's tables"):
-            tables = _list_tables(con, alias, p.resolve())
+            _reset_schema(con, alias, source)
+            tables = _list_tables(con, alias, source)
         present = set(tables.columns) | {s.name for s in tables.skipped}
         missing = [t for t in REQUIRED_TABLES if t not in present]
         if missing:
             raise NotSignetStoreError(p, missing)
         with _duck_errors(p, "reading schema_migrations"):
-            warn_if_newer_schema(p, _schema_version(con, alias))
+            warn_if_newer_schema(p, _schema_version(con, alias, tables))
         _create_views(con, alias, tables)
         with _duck_errors(p, f"recording the table listing in {alias}_tables"):
             _record_tables(con, alias, tables)
     except BaseException:
         with suppress(duckdb.Error):  # the first failure is the one to report
-            con.execute(f"DETACH DATABASE IF EXISTS {alias}")
+            _drop_schema(con, alias)
         raise
     return tables
 
@@ -184,26 +193,48 @@ def attach_workbench(con: duckdb.DuckDBPyConnection, workbench_path: str | Path)
         con.execute(f"ATTACH IF NOT EXISTS {_quote(path)} AS wb")
 
 
-def _sqlite_query(alias: str, sql: str) -> str:
-    """DuckDB SQL running `sql` in the attached SQLite itself (no table is described)."""
-    return f"SELECT * FROM sqlite_query({_quote(alias)}, {_quote(sql)})"
+def _path_variable(alias: str) -> str:
+    """The DuckDB variable holding the file whose views live in schema `alias`."""
+    return f"{alias}_sqlite_path"
 
 
-def _list_tables(con: duckdb.DuckDBPyConnection, alias: str, path: Path) -> StoreTables:
-    """Tables and views from `sqlite_master`, each described on its own (a failure skips it)."""
-    rows = con.execute(_sqlite_query(alias, "SELECT type, name, sql FROM sqlite_master")).fetchall()
+def _reset_schema(con: duckdb.DuckDBPyConnection, alias: str, source: Path) -> None:
+    """An empty schema `alias` (views of an earlier store dropped) and the file noted for it."""
+    _drop_schema(con, alias)
+    con.execute(f"CREATE SCHEMA {quote_ident(alias)}")
+    con.execute(f"SET VARIABLE {quote_ident(_path_variable(alias))} = {_quote(source)}")
+
+
+def _drop_schema(con: duckdb.DuckDBPyConnection, alias: str) -> None:
+    con.execute(f"DROP SCHEMA IF EXISTS {quote_ident(alias)} CASCADE")
+    con.execute(f"RESET VARIABLE {quote_ident(_path_variable(alias))}")
+
+
+def _scan(source: str | Path, table: str) -> str:
+    """DuckDB SQL reading one SQLite table or view (the file opened read-only for the scan)."""
+    return f"SELECT * FROM sqlite_scan({_quote(source)}, {_quote(table)})"
+
+
+def _list_tables(con: duckdb.DuckDBPyConnection, alias: str, source: Path) -> StoreTables:
+    """Tables and views from `sqlite_master`, each made a view `alias.<table>` on its own (one
+    that cannot be described is skipped); the views' columns are the tables'."""
+    rows = con.execute(f"SELECT type, name, sql FROM ({_scan(source, 'sqlite_master')})").fetchall()
     entries, shadows = master_entries(rows)
 
-    def describe(table: str) -> list[str]:
-        con.execute(f"SELECT * FROM {alias}.{quote_ident(table)} LIMIT 0")
-        return [d[0] for d in con.description or ()]
+    def make_view(table: str) -> list[str]:
+        scan = _scan(source, table)
+        columns = [d[0] for d in con.execute(f"{scan} LIMIT 0").description or ()]
+        con.execute(f"CREATE VIEW {quote_ident(alias)}.{quote_ident(table)} AS {scan}")
+        return columns
 
-    return probe_tables(path, entries, shadows, describe, duckdb.Error)
+    return probe_tables(source, entries, shadows, make_view, duckdb.Error)
 
 
-def _schema_version(con: duckdb.DuckDBPyConnection, alias: str) -> int | None:
-    sql = "SELECT MAX(CAST(version AS INTEGER)) AS v FROM schema_migrations"
-    row = con.execute(_sqlite_query(alias, sql)).fetchone()
+def _schema_version(con: duckdb.DuckDBPyConnection, alias: str, tables: StoreTables) -> int | None:
+    if "schema_migrations" not in tables.columns:
+        return None
+    sql = f"SELECT MAX(TRY_CAST(version AS BIGINT)) FROM {quote_ident(alias)}.schema_migrations"
+    row = con.execute(sql).fetchone()
     return None if row is None or row[0] is None else int(row[0])
 
 
@@ -237,15 +268,41 @@ def attached_tables(con: duckdb.DuckDBPyConnection, alias: str = "store") -> Sto
     return StoreTables(path, columns, skipped)
 
 
-def _attached_path(con: duckdb.DuckDBPyConnection, alias: str = "store") -> str:
-    """The file attached as `alias`, for error messages (a placeholder when there is none)."""
+def _store_source(con: duckdb.DuckDBPyConnection, alias: str) -> str | None:
+    """The file whose views are in schema `alias` (None when `attach_store` made none)."""
     try:
-        row = con.execute(
-            "SELECT path FROM duckdb_databases() WHERE database_name = ?", [alias]
-        ).fetchone()
+        row = con.execute("SELECT getvariable(?)", [_path_variable(alias)]).fetchone()
     except duckdb.Error:
-        row = None
-    return row[0] if row and row[0] else f"DuckDB (no database attached as {alias})"
+        return None
+    return row[0] if row else None
+
+
+def _attached_path(con: duckdb.DuckDBPyConnection, alias: str = "store") -> str:
+    """The store read as `alias`, for error messages (a placeholder when there is none)."""
+    return _store_source(con, alias) or f"DuckDB (no database attached as {alias})"
+
+
+def store_sql(
+    con: duckdb.DuckDBPyConnection, sql: str, select: str = "*", *, alias: str = "store"
+) -> pl.DataFrame:
+    """Rows of `sql` run by the store's own SQLite, so its indexes apply (one session's rows in
+    milliseconds, where a view scans the whole table); every column arrives as text, and
+    `select` casts them. The file is attached read-only for this query only and detached
+    again, so catalog listings never meet its vec0 table."""
+    source, step = _store_source(con, alias), "querying the store through SQLite"
+    if source is None:
+        raise DuckDBStoreError(_attached_path(con, alias), step, "no store attached")
+    name = f"{alias}_sqlite"
+    with _duck_errors(source, step):
+        try:
+            con.execute(
+                f"ATTACH {_quote(source)} AS {quote_ident(name)}"
+                f" (TYPE sqlite, READ_ONLY, BUSY_TIMEOUT {BUSY_TIMEOUT_MS})"
+            )
+            return con.execute(f"SELECT {select} FROM sqlite_query({_quote(name)}, ?)", [sql]).pl()
+        finally:
+            with suppress(duckdb.Error):  # a failure above is the one to report
+                con.execute(f"DETACH DATABASE IF EXISTS {quote_ident(name)}")
 
 
 def ts_expr(column: str) -> str:

@@ -4,25 +4,35 @@ and the analytics-scale generator they are benchmarked on."""
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import json
+import os
 import sqlite3
+import subprocess
+import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 
 import duckdb
 import numpy as np
 import polars as pl
 import pytest
 
+import signet_bench
 from signet_bench.errors import UserError
 from signet_bench.store import duck
 from signet_bench.store.duck import (
     DUCKDB_CONFIG,
+    TIMESTAMP_COLUMNS,
     attach_store,
     attached_tables,
     connect_duckdb,
     session_memory_summary,
     session_overview,
     sqlite_extension_path,
+    store_sql,
 )
 from signet_bench.store.errors import (
     DuckDBStoreError,
@@ -32,6 +42,7 @@ from signet_bench.store.errors import (
     StoreTimestampError,
 )
 from signet_bench.store.read import (
+    StoreTables,
     read_memories,
     read_session_memories,
     read_sessions,
@@ -109,23 +120,36 @@ def test_extension_loads_from_the_wheel_file_without_network(sessions_store: Pat
         con.close()
 
 
+def _file_state(path: Path) -> tuple[str, int]:
+    return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns
+
+
+def _views(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    sql = "SELECT schema_name, view_name FROM duckdb_views() WHERE NOT internal ORDER BY ALL"
+    return con.execute(sql).fetchall()
+
+
 def test_attach_is_read_only_and_idempotent(sessions_store: Path) -> None:
-    before = hashlib.sha256(sessions_store.read_bytes()).hexdigest()
+    before = _file_state(sessions_store)
     con = connect_duckdb(sessions_store)
     try:
-        attach_store(con, sessions_store)  # second ATTACH IF NOT EXISTS: no error
-        dbs = [r[0] for r in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()]
-        assert dbs.count("store") == 1
-        with pytest.raises(duckdb.Error, match="read-only"):
+        first, views = attached_tables(con), _views(con)
+        again = attach_store(con, sessions_store)  # rebuilds the same views, no error
+        assert again == first == attached_tables(con) and _views(con) == views
+        assert ("store", "memories") in views and ("main", "memories") in views
+        dbs = {r[0] for r in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+        assert dbs == {"memory", "system", "temp"}  # nothing attached: the store is views
+        with pytest.raises(duckdb.Error):
             con.execute(
                 "INSERT INTO store.memories (id, content, created_at, updated_at)"
                 " VALUES ('x', 'x', 'x', 'x')"
             )
-        with pytest.raises(duckdb.Error, match="read-only"):
+        with pytest.raises(duckdb.Error):
             con.execute("DELETE FROM store.session_memories")
+        assert con.execute("SELECT COUNT(*) FROM store.session_memories").fetchone()[0] == 4
     finally:
         con.close()
-    assert hashlib.sha256(sessions_store.read_bytes()).hexdigest() == before
+    assert _file_state(sessions_store) == before
 
 
 def test_timestamp_views_try_cast_both_formats(sessions_store: Path) -> None:
@@ -282,6 +306,123 @@ def test_an_undescribable_view_is_skipped_and_the_rest_attached(vec_store: Path)
     assert listing.columns["memory_ids"] == ("id",) and n == len(VEC_MEMORY_IDS)
 
 
+# --- the whole DuckDB catalog on a store with a vec0 table -------------------------------------
+
+CATALOG_NOTEBOOK = Path(__file__).with_name("catalog_notebook.py")
+
+
+def _catalog_notebook() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("catalog_notebook", CATALOG_NOTEBOOK)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _assert_whole_catalog(listing: dict[str, list[list]], tables: StoreTables) -> None:
+    """Every listing succeeded and names the store's views (raw in `store`, timestamps in
+    `main`), none of the skipped tables, and every view was selected (row counts)."""
+    views = {("store", t) for t in tables.columns}
+    views |= {("main", t) for t in TIMESTAMP_COLUMNS if t in tables.columns}
+    assert ("store", "memories") in views and ("main", "session_memories") in views
+    listed = {k: {tuple(r[:2]) for r in rows} for k, rows in listing.items()}
+    assert listed["duckdb_views"] == listed["view_rows"] == views
+    for key in ("show_all_tables", "information_schema", "duckdb_columns", "marimo_panel"):
+        assert views <= listed[key], key
+    # duckdb_tables() holds base tables only: the listing `attach_store` records.
+    assert listed["duckdb_tables"] == {("main", "store_tables")}
+    skipped = {s.name for s in tables.skipped}
+    assert "vec_embeddings" in skipped
+    assert not any(name in skipped for rows in listed.values() for _, name in rows)
+    rows = {(s, v): n for s, v, n in listing["view_rows"]}
+    n = len(VEC_MEMORY_IDS)
+    assert rows["store", "memories"] == rows["main", "memories"] == n
+    assert rows["main", "session_memories"] == rows["store", "embeddings"] == n
+
+
+def test_the_whole_catalog_lists_on_a_vec0_store(vec_store: Path) -> None:
+    tables = store_tables(vec_store)  # stdlib read, closed before DuckDB opens the file
+    before = _file_state(vec_store)
+    con = connect_duckdb(vec_store)
+    try:
+        # The fixture does break a catalog that attaches the file.
+        with pytest.raises(duckdb.Error, match="no such module: vec0"):
+            con.execute(f"ATTACH '{vec_store}' AS raw (TYPE sqlite, READ_ONLY)")
+            con.execute("SHOW ALL TABLES")
+        con.execute("DETACH DATABASE IF EXISTS raw")
+        listing = _catalog_notebook().catalog_listing(con)
+    finally:
+        con.close()
+    _assert_whole_catalog(listing, tables)
+    assert _file_state(vec_store) == before
+
+
+def test_the_whole_catalog_lists_in_a_marimo_cell(vec_store: Path) -> None:
+    tables = store_tables(vec_store)
+    root = str(Path(signet_bench.__file__).resolve().parents[1])  # the package these tests import
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+    }
+    done = subprocess.run(
+        [sys.executable, str(CATALOG_NOTEBOOK), "--db", str(vec_store)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    assert len(lines) == 1, done.stdout[-3000:]
+    _assert_whole_catalog(json.loads(lines[0]), tables)
+
+
+def test_store_sql_attaches_the_file_for_its_query_only(vec_store: Path) -> None:
+    con = connect_duckdb(vec_store)
+    try:
+        ids = store_sql(con, "SELECT id FROM memories ORDER BY id", "id::VARCHAR AS id")
+        with pytest.raises(DuckDBStoreError, match="querying the store through SQLite") as info:
+            store_sql(con, "SELECT * FROM vec_embeddings")
+        dbs = {r[0] for r in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+        shown = {r[2] for r in con.execute("SHOW ALL TABLES").fetchall()}
+    finally:
+        con.close()
+    assert ids["id"].to_list() == sorted(VEC_MEMORY_IDS)
+    assert "no such module: vec0" in str(info.value) and info.value.path == str(vec_store.resolve())
+    assert dbs == {"memory", "system", "temp"} and "memories" in shown  # detached after each
+
+
+def test_views_wait_out_a_writer_holding_the_store(builder: StoreBuilder) -> None:
+    """A writer's exclusive lock (a rollback-journal store) is waited for, not an error."""
+    builder.memory("m1")
+    builder.con.execute("PRAGMA journal_mode = DELETE")
+    builder.close()
+    con = connect_duckdb(builder.path)
+    hold = (
+        "import sqlite3, sys, time\n"
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "c.execute('BEGIN EXCLUSIVE')\n"
+        'c.execute("INSERT INTO memories (id, content, created_at, updated_at)'
+        " VALUES ('m2', 'x', 'x', 'x')\")\n"
+        "print('locked', flush=True)\n"
+        "time.sleep(1.0)\n"
+        "c.execute('COMMIT')\n"
+    )
+    writer = subprocess.Popen(
+        [sys.executable, "-c", hold, str(builder.path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "locked"
+        t0 = time.perf_counter()
+        n = con.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+        waited = time.perf_counter() - t0
+    finally:
+        writer.wait(timeout=30)
+        con.close()
+    assert n == 2 and waited > 0.5  # blocked until the writer committed, then read its row
+
+
 def test_newer_schema_attaches_with_a_warning(builder: StoreBuilder) -> None:
     builder.memory("m1")
     builder.insert("schema_migrations", version=31, applied_at="2026-05-01", checksum="x")
@@ -341,6 +482,8 @@ def test_helpers_without_a_store_raise_a_store_error() -> None:
             session_overview(con)
         with pytest.raises(DuckDBStoreError, match="reading store_tables failed"):
             attached_tables(con)
+        with pytest.raises(DuckDBStoreError, match="through SQLite failed.*no store attached"):
+            store_sql(con, "SELECT 1")
     finally:
         con.close()
 
@@ -351,6 +494,10 @@ def test_a_failed_attach_leaves_nothing_attached(plain_sqlite: Path) -> None:
         with pytest.raises(NotSignetStoreError):
             attach_store(con, plain_sqlite)
         dbs = {r[0] for r in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+        schemas = {r[0] for r in con.execute("SELECT schema_name FROM duckdb_schemas()").fetchall()}
+        views = _views(con)
+        listing = con.execute("SHOW ALL TABLES").fetchall()
     finally:
         con.close()
-    assert "store" not in dbs
+    assert "store" not in dbs and "store" not in schemas
+    assert views == [] and listing == []

@@ -1,5 +1,5 @@
-"""The frames the notebooks show, computed from a Signet store (through DuckDB, attached
-read-only) and the workbench file: one module per panel family.
+"""The frames the notebooks show, computed from a Signet store (through DuckDB, read-only
+views) and the workbench file: one module per panel family.
 
 `source` (connections and per-action workbench access), `sessions` (one row per session,
 filters, slices, drift resets), `status` (status card, status line, health), `training`

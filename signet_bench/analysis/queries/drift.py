@@ -2,7 +2,7 @@
 old minus that of memories over 30 days old, at the time they were judged), overall and per
 project, and the success rate per stretch of sessions.
 
-`judged_memories` reads the judged rows (`relevance_score` set) from the raw attached table
+`judged_memories` reads the judged rows (`relevance_score` set) from the raw `store` view
 and parses timestamps once per session and per memory, not per row.
 """
 

@@ -1,8 +1,8 @@
 """The comparison inspector (seed 000 §4.6) and the per-session event timeline (§4.4).
 
-One session's rows are read through SQLite itself (`sqlite_query` on the attached store), so
-its `session_key` index answers in milliseconds even on a year of heavy use; DuckDB's scan of
-the attached table would read every row.
+One session's rows are read through SQLite itself (`store.duck.store_sql`), so its
+`session_key` index answers in milliseconds even on a year of heavy use; DuckDB's scan of the
+store's view would read every row.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import polars as pl
 from signet_bench.analysis.queries.source import store_has
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.ranking.fusion import rrf_fuse
+from signet_bench.store.duck import store_sql
 
 __all__ = [
     "SessionDetail",
@@ -71,7 +72,7 @@ def sqlite_literal(text: str) -> str:
 
 def sqlite_rows(con: duckdb.DuckDBPyConnection, sql: str, select: str = "*") -> pl.DataFrame:
     """Rows of `sql` run by the store's own SQLite (its indexes apply); `select` casts them."""
-    return con.execute(f"SELECT {select} FROM sqlite_query('store', ?)", [sql]).pl()
+    return store_sql(con, sql, select)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,11 +2,10 @@
 success-rate line, drift resets, per-project and per-entity slices, recent sessions.
 
 `session_frame` reads the store through DuckDB in one query: `session_memories` is aggregated
-from the raw attached table, reading only the five columns the panels need and parsing
-timestamps per session, not per row (a year of heavy use, 1.5M rows, takes about half a
+from the raw `store.session_memories` view, reading only the five columns the panels need and
+parsing timestamps per session, not per row (a year of heavy use, 1.5M rows, takes about half a
 second), joined with the judge's `session_scores` and each session's `predictor_comparisons`
-row. Everything else here is a pure function
-of that frame.
+row. Everything else here is a pure function of that frame.
 """
 
 from __future__ import annotations

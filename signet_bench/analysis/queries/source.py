@@ -1,4 +1,4 @@
-"""Where the panels' data comes from: a Signet store through DuckDB (attached read-only) and the
+"""Where the panels' data comes from: a Signet store through DuckDB (read-only views) and the
 workbench file, opened per action.
 
 The store: one DuckDB connection per notebook session (`open_store`), never the stdlib
@@ -46,8 +46,8 @@ class WorkbenchBusy(UserError):
 
 
 def open_store(db: str | Path) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with the Signet store attached read-only as `store` (views with
-    UTC timestamps in `main`)."""
+    """An in-memory DuckDB reading the Signet store through read-only views: raw tables in
+    `store`, UTC timestamps in `main` (`store.duck.attach_store`)."""
     return connect_duckdb(db)
 
 
