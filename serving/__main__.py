@@ -20,8 +20,9 @@ try:
 except ImportError:  # pragma: no cover - not on Windows
     fcntl = None
 
+from serving.library import TrainerOptions
 from serving.rpc import LOG_LEVELS, JsonLog, Server
-from serving.training import ModelFiles, TrainerOptions
+from serving.training import ModelFiles
 
 __all__ = ["build_parser", "main"]
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from serving import contract as c
 from serving import jsonio
+from serving.request import TrainingRequest
 
 __all__ = ["SidecarClient", "sidecar_command"]
 
@@ -348,10 +349,12 @@ class SidecarClient:
         return self.call("status", {})
 
     def train_from_db(
-        self, db_path: str | Path, *, timeout_ms: float | None = None, **params: Any
+        self, request: TrainingRequest, *, timeout_ms: float | None = None
     ) -> dict[str, Any] | None:
-        """Signet's `train_from_db` (checkpoint_path, limit, epochs, ... as keyword arguments)."""
-        return self.call("train_from_db", {"db_path": str(db_path), **params}, timeout_ms)
+        """Signet's `train_from_db` for one training request (the sidecar trains the model it
+        serves in a work folder of its own, so the request's `out_dir` and `base_weights` are
+        not sent)."""
+        return self.call("train_from_db", request.rpc_params(), timeout_ms)
 
     def save_checkpoint(self, path: str | Path, flags: int = 0) -> dict[str, Any] | None:
         return self.call("save_checkpoint", {"path": str(path), "flags": flags})

@@ -32,19 +32,17 @@ import numpy as np
 
 from serving import contract as c
 from serving import jsonio
+from serving.library import TrainerError, TrainerOptions, convert, train_step
+from serving.request import TrainingRequest
 from serving.scorer import OnnxModel, ParamError, Scorer
 from serving.training import (
     ModelFiles,
-    StepTrainer,
-    TrainerError,
-    TrainerOptions,
-    TrainFromDb,
     copy_atomic,
-    load_params,
     parse_train_from_db,
     run_trainer,
+    step_inputs,
     target_format,
-    write_model,
+    write_step_inputs,
 )
 
 __all__ = ["LOG_LEVELS", "JsonLog", "RpcError", "Server", "iso_now"]
@@ -140,7 +138,8 @@ class Server:
         self._state_lock = threading.Lock()
         self._stats_lock = threading.Lock()
         self._latency: dict[str, deque] = {}
-        self._step: StepTrainer | None = None
+        self._step_dir: Path | None = None  # the weights and optimizer state `train` moved
+        self._steps = 0
         self._workdir: Path | None = None
         self._thread: threading.Thread | None = None
         self.source = files.load_path()
@@ -323,22 +322,40 @@ class Server:
         return {"scores": [{"id": i, "score": s} for i, s in ranked]}
 
     def train(self, params: dict) -> dict[str, Any]:
-        """Signet's `train`: one step on the served weights, swapped in at once."""
+        """Signet's `train`: one step on the served weights (by the library's `train-step` in
+        a child process, which keeps the optimizer state between calls), swapped in at once."""
         with self._state_lock:
             if self.training is not None:
                 raise RpcError(c.ErrorCode.SERVER_ERROR, "a train_from_db run is in progress")
             model = self.scorer.model
             if model is None:
                 raise RpcError(c.ErrorCode.SERVER_ERROR, f"no model loaded: {self.scorer.reason}")
-            if self._step is None:
-                self._step = StepTrainer(*load_params(self._params_file()))
-            loss, data = self._step.step(params, model.info)
-            new = OnnxModel.load(self.source, threads=self.threads, data=data)
+            arrays = step_inputs(params, model.info)
+            out = Path(tempfile.mkdtemp(prefix="signet-serving-step-"))
+            try:
+                inputs = write_step_inputs(out / "inputs.npz", arrays)
+                done = train_step(self._params_file(), self._step_dir, inputs, out, self.trainer)
+                data = (out / "model.onnx").read_bytes()
+                new = OnnxModel.load(self.source, threads=self.threads, data=data)
+            except BaseException:
+                shutil.rmtree(out, ignore_errors=True)
+                raise
+            self._set_step_dir(out)
+            self._steps = int(done["steps"])
             self._swap(new, pairs=len(params["labels"]))
-            return {"loss": loss, "step": self._step.steps}
+            return {"loss": float(done["loss"]), "step": self._steps}
+
+    def _set_step_dir(self, step_dir: Path | None) -> None:
+        """Keep the newest step's files (None: forget them, the steps start over)."""
+        old, self._step_dir = self._step_dir, step_dir
+        if step_dir is None:
+            self._steps = 0
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
 
     def save_checkpoint(self, params: dict) -> dict[str, Any]:
-        """Write the model in use to `path`, in the format the path asks for."""
+        """Write the model in use to `path`, in the format the path asks for (converted by
+        the library's `export` in a child process)."""
         path = params.get("path")
         if not isinstance(path, str) or not path or "\x00" in path:
             raise ParamError("path", "must be a file path (a non-empty string)")
@@ -351,17 +368,15 @@ class Server:
         with self._state_lock:
             if self.scorer.model is None:
                 raise RpcError(c.ErrorCode.SERVER_ERROR, f"no model loaded: {self.scorer.reason}")
-            if self._step is not None:
-                write_model(self._step.params, self._step.meta, target, flags)
-            else:
-                write_model(*load_params(self._params_file()), target, flags)
-        self.log("checkpoint_saved", path=str(target), format=target_format(target))
+            fmt = target_format(target)
+            convert(self._params_file(), target, fmt, self.trainer, flags=flags)
+        self.log("checkpoint_saved", path=str(target), format=fmt)
         return {"saved": True}
 
     # --- train_from_db --------------------------------------------------------------------------
 
     def _start_training(self, rid: Any, params: dict, t0: float) -> None:
-        req = parse_train_from_db(params)
+        req = parse_train_from_db(params, tz=self.trainer.tz)
         with self._state_lock:
             if self.training is not None:
                 raise RpcError(c.ErrorCode.SERVER_ERROR, "a training run is already in progress")
@@ -371,7 +386,7 @@ class Server:
         )
         self._thread.start()
 
-    def _training_job(self, rid: Any, req: TrainFromDb, t0: float) -> None:
+    def _training_job(self, rid: Any, req: TrainingRequest, t0: float) -> None:
         try:
             result = self._train_from_db(req)
             self._respond(rid, "train_from_db", t0, result=result)
@@ -385,16 +400,16 @@ class Server:
         if self.training is not None:
             self.training["pid"] = pid
 
-    def _train_from_db(self, req: TrainFromDb) -> dict[str, Any]:
+    def _train_from_db(self, req: TrainingRequest) -> dict[str, Any]:
         workdir = Path(tempfile.mkdtemp(prefix="signet-serving-train-"))
         self.log("training_started", db_path=str(req.db_path), workdir=str(workdir))
         try:
-            base = self._base_weights(workdir)
-            outcome = run_trainer(req, workdir, base, self.trainer, self._set_pid)
+            req = req.replace(out_dir=workdir, base_weights=self._base_weights())
+            outcome = run_trainer(req, self.trainer, self._set_pid)
         except BaseException:
             shutil.rmtree(workdir, ignore_errors=True)
             raise
-        result = {**outcome.summary, "checkpoint_saved": False, "accepted": outcome.accepted}
+        result = {**outcome.summary, "accepted": outcome.accepted}
         if not outcome.accepted:
             shutil.rmtree(workdir, ignore_errors=True)
             self.log("training_rejected", gate=outcome.summary.get("gate_reason"))
@@ -412,36 +427,24 @@ class Server:
             shutil.rmtree(workdir, ignore_errors=True)
             raise
         with self._state_lock:
-            self._step = None
+            self._set_step_dir(None)
             old, self._workdir = self._workdir, workdir
             self.source = self.files.store
             self._swap(new, pairs=result.get("samples_used") or 0)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
-        if req.checkpoint_path is not None:
-            result.update(self._write_checkpoint(req.checkpoint_path, outcome.model_sbm))
         self.log("model_swapped", model_version=self.model_version, path=str(self.files.store))
         return {**result, "model_version": self.model_version}
 
-    def _write_checkpoint(self, path: Path, sbm: Path) -> dict[str, Any]:
-        try:
-            write_model(*load_params(sbm), path, 2)  # flag bit 2: fine-tuned
-        except Exception as exc:  # noqa: BLE001 - the training stands; the save is reported
-            self.log("checkpoint_failed", "warning", path=str(path), error=str(exc)[:300])
-            return {"checkpoint_saved": False, "checkpoint_error": str(exc)[:500]}
-        return {"checkpoint_saved": True, "checkpoint_path": str(path)}
-
-    def _base_weights(self, workdir: Path) -> Path | None:
-        """The model in use as the trainer's base: the file holding its weights (an ONNX file
-        is converted by the trainer's side), or a checkpoint of the weights `train` moved."""
-        if self.scorer.model is None:
-            return None
-        if self._step is not None:
-            return write_model(self._step.params, self._step.meta, workdir / "base.sbm")
-        return self._params_file()
+    def _base_weights(self) -> Path | None:
+        """The file of the model in use (any format; the trainer reads them all), or None."""
+        return None if self.scorer.model is None else self._params_file()
 
     def _params_file(self) -> Path:
-        """The file holding the weights in use: the last trainer's checkpoint if any."""
+        """The file holding the weights in use: the last `train` step's, else the last
+        trainer's checkpoint, else the served file."""
+        if self._step_dir is not None:
+            return self._step_dir / "model.sbm"
         if self._workdir is not None and (self._workdir / "model.sbm").is_file():
             return self._workdir / "model.sbm"
         return self.source
@@ -453,13 +456,18 @@ class Server:
         self.last_trained = iso_now()
 
     def shutdown(self) -> None:
-        """Stop a running trainer and wait briefly for its thread."""
+        """Stop a running trainer, wait briefly for its thread, then remove the work folders
+        (the served model's files are copies kept elsewhere)."""
         training = self.training
         if training and training.get("pid"):
             with contextlib.suppress(OSError):
                 os.kill(training["pid"], signal.SIGTERM)
         if self._thread is not None:
             self._thread.join(timeout=10)
+        if self._thread is None or not self._thread.is_alive():
+            for folder in (self._step_dir, self._workdir):
+                if folder is not None:
+                    shutil.rmtree(folder, ignore_errors=True)
         self.log("stop", requests=self.requests, errors=self.errors)
 
 

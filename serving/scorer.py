@@ -9,12 +9,13 @@ project slot to 0. The session-level features reach the query from the first can
 exactly as the numpy model takes them.
 
 A model file may be an ONNX export, the workbench's own checkpoint or Signet's SGPT `model.bin`;
-the last two are converted at load through `signet_bench.learn.export` (the ONNX path needs only
-onnxruntime and numpy).
+the last two are converted to ONNX at load by the library in a child process
+(`serving.library`); serving an ONNX file needs only onnxruntime and numpy.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ import numpy as np
 import onnxruntime as ort
 
 from serving import contract as c
+from serving.library import TrainerError, TrainerOptions, convert
 from serving.tokenize import token_buckets
 
 __all__ = [
@@ -211,14 +213,16 @@ def _ids(params: Mapping[str, Any]) -> list[str]:
 
 
 def _slot(params: Mapping[str, Any], slots: int) -> int:
+    """The project slot: an unsigned 64-bit number reduced modulo the model's slots, as
+    Signet's sidecar takes it (39 of 32 slots is slot 7); a negative one is refused."""
     slot = params.get("project_slot")
     if slot is None:
         return 0
     if isinstance(slot, bool) or not isinstance(slot, int | np.integer):
         raise ParamError("project_slot", f"must be a whole number, got {slot!r:.40}")
-    if not 0 <= slot < slots:
-        raise ParamError("project_slot", f"{slot} is outside [0, {slots})")
-    return int(slot)
+    if not 0 <= slot < 2**64:
+        raise ParamError("project_slot", f"{slot} is outside [0, 2**64)")
+    return int(slot) % slots
 
 
 def _tokens(
@@ -298,16 +302,17 @@ def model_kind(path: str | Path) -> str:
 
 
 def _onnx_bytes(path: Path) -> tuple[bytes, str]:
-    """The file's ONNX model, converting a checkpoint through signet_bench.learn.export."""
+    """The file's ONNX model; a checkpoint is converted by the library's `export` in a child
+    process."""
     kind = model_kind(path)
     if kind == "onnx":
         return path.read_bytes(), kind
-    try:
-        from signet_bench.learn.export import load_model_file, model_bytes
-    except ImportError as exc:
-        raise ModelLoadError(f"{path}: a {kind} checkpoint needs signet-bench ({exc})") from None
-    params, meta, trained_at = load_model_file(path)
-    return model_bytes(params, meta, trained_at=trained_at), kind
+    with tempfile.TemporaryDirectory(prefix="signet-serving-load-") as tmp:
+        try:
+            out = convert(path, Path(tmp) / "model.onnx", "onnx", TrainerOptions())
+        except (TrainerError, OSError) as exc:
+            raise ModelLoadError(f"{path}: cannot convert the {kind} checkpoint ({exc})") from None
+        return out.read_bytes(), kind
 
 
 def _session(data: bytes, threads: int) -> ort.InferenceSession:

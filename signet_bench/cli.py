@@ -5,11 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from signet_bench.config import DEFAULT_CONFIG, load_config
+from serving.request import FORMATS, MODES, RequestError, TrainingRequest
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig, load_config
 from signet_bench.errors import UserError
 from signet_bench.learn.blas import configure as configure_blas
 from signet_bench.store.timestamps import local_tz
+
+if TYPE_CHECKING:
+    from signet_bench.learn.train import StoreTraining
 
 __all__ = ["main"]
 
@@ -241,28 +247,33 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", default=None, help=_CONFIG_HELP)
 
 
-def _cmd_train(args: argparse.Namespace) -> int:
-    """One gated training on a store; exit 1 when a gate rejects the model."""
-    from signet_bench.learn.train import train_store
+def _training_request(args: argparse.Namespace, cfg: PredictorConfig) -> TrainingRequest:
+    """The request of `train`'s flags: the `--request` file's, or the schedule `cfg` sets for
+    the mode; every flag given on the command line replaces its field."""
+    from signet_bench.learn.train import scheduled_request
 
-    run = train_store(
-        args.db,
-        args.out,
-        base_weights=args.base_weights,
-        incremental=args.incremental,
-        fresh=args.fresh,
-        protect=args.protect,
-        sample_seed=args.sample_seed,
-        epochs=args.epochs,
-        tz=args.tz or local_tz(),
-        limit=args.limit,
-        seed=args.seed,
-        cfg=load_config(args.config),
-        progress=sys.stderr.isatty(),
-    )
+    given = {name: getattr(args, name) for name in _REQUEST_FLAGS}
+    given = {name: value for name, value in given.items() if value is not None}
+    if args.request is not None:
+        try:
+            text = Path(args.request).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"{args.request}: cannot read the request ({exc.strerror})") from None
+        request = TrainingRequest.from_json(text)
+    elif "db_path" in given and "out_dir" in given:
+        request = scheduled_request(
+            given["db_path"], given["out_dir"], cfg, mode=given.get("mode", "finetune")
+        )
+    else:
+        raise UserError("train: give --db PATH and --out DIR, or --request FILE")
+    return request.replace(**given)
+
+
+def _train_summary(run: StoreTraining, request: TrainingRequest) -> str:
+    """What `train` prints (the sidecar reads these lines back)."""
     r = run.result
     curve = ", ".join(f"{x:.4f}" for x in r.loss_curve)
-    print(
+    text = (
         f"samples: {r.sample_count} train + {r.canary_count} canary "
         f"({run.skipped} sessions skipped)\n"
         f"epochs: {r.epochs_run} ({r.steps} steps, {r.duration_ms} ms"
@@ -273,37 +284,113 @@ def _cmd_train(args: argparse.Namespace) -> int:
         f"gates: {r.gates} -> {'accepted' if r.accepted else 'REJECTED: ' + r.gate_reason}\n"
         + (f"model: {run.model_path}" if r.accepted else "model: previous model kept")
     )
-    return 0 if r.accepted else 1
+    if not r.accepted or request.checkpoint_path is None:
+        return text
+    if run.checkpoint is None:
+        return f"{text}\ncheckpoint: not saved: {run.checkpoint_error}"
+    return f"{text}\ncheckpoint: saved {run.checkpoint}"
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    """One gated training on a store; exit 1 when a gate rejects the model."""
+    from signet_bench.learn.train import train_store
+
+    cfg = load_config(args.config)
+    request = _training_request(args, cfg)
+    run = train_store(request, cfg=cfg, progress=sys.stderr.isatty())
+    print(_train_summary(run, request))
+    return 0 if run.result.accepted else 1
+
+
+# `train`'s flags that set a request field (their dest is the field's name).
+_REQUEST_FLAGS = (
+    "db_path", "out_dir", "mode", "base_weights", "protect", "epochs", "lr_scale",
+    "temperature", "min_confidence", "limit", "seed", "sample_seed", "time_cap_s", "tz",
+    "checkpoint_path", "checkpoint_format",
+)  # fmt: skip
+
+
+def _add_train_policy(p: argparse.ArgumentParser) -> None:
+    """`train`'s flags of the training policy (unset: the request file's or the schedule's)."""
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--mode", choices=MODES, default=None,
+        help="finetune: the base (if any) on every session (default); incremental, fresh: below",
+    )  # fmt: skip
+    mode.add_argument(
+        "--incremental", dest="mode", action="store_const", const="incremental",
+        help="fine-tune the base on the sessions newer than it, plus a replay sample of older "
+        "ones, at a tenth of the learning rate",
+    )  # fmt: skip
+    mode.add_argument(
+        "--fresh", dest="mode", action="store_const", const="fresh",
+        help="retrain from fresh weights on every session; the base is only what the gates "
+        "compare with (the loop's default schedule)",
+    )  # fmt: skip
+    p.add_argument(
+        "--protect", action=argparse.BooleanOptionalAction, default=None,
+        help="apply the stability gates to the base (default: when a base is given)",
+    )  # fmt: skip
+    p.add_argument("--epochs", type=int, default=None, help="default: the mode's schedule")
+    p.add_argument("--lr-scale", type=float, default=None, help="times the learning rate")
+    p.add_argument("--temperature", type=float, default=None, help="the loss temperature")
+    p.add_argument(
+        "--min-confidence", type=float, default=None, help="skip sessions judged less sure"
+    )
+    p.add_argument("--limit", type=int, default=None, help="newest N scored sessions (5000)")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--sample-seed", type=int, default=None, help="negatives' seed (default --seed)")
+    p.add_argument(
+        "--time-cap", dest="time_cap_s", metavar="SECONDS", type=float, help="training's cap"
+    )
+    p.add_argument("--tz", default=None, help=_TZ_HELP)
 
 
 def _add_train(sub: argparse._SubParsersAction) -> None:
     help_text = "train the scorer on a store's scored sessions (the store is only read)"
-    p = _command(sub, "train", _cmd_train, help_text, db=_STORE_HELP)
-    p.add_argument("--out", required=True, help="directory for the model and workbench.duckdb")
-    p.add_argument("--base-weights", default=None, help="start from this checkpoint (own or SGPT)")
+    p = _command(sub, "train", _cmd_train, help_text)
+    p.add_argument("--db", dest="db_path", metavar="PATH", type=Path, help=_STORE_HELP)
     p.add_argument(
-        "--incremental",
-        action="store_true",
-        help="fine-tune the base on the sessions newer than it, plus a replay sample of older ones",
-    )
+        "--out", dest="out_dir", metavar="DIR", type=Path,
+        help="directory for the model and workbench.duckdb",
+    )  # fmt: skip
     p.add_argument(
-        "--fresh",
-        action="store_true",
-        help="retrain from fresh weights on every session; the base is only what the gates "
-        "compare with (the loop's default schedule)",
-    )
+        "--request", metavar="FILE",
+        help="a training request as JSON (what the sidecar passes); flags override its fields",
+    )  # fmt: skip
     p.add_argument(
-        "--protect",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="apply the stability gates to the base (default: when a base is given)",
+        "--base-weights", metavar="FILE", type=Path, help="start from this model (any format)"
     )
-    p.add_argument("--sample-seed", type=int, default=None, help="negatives' seed (default --seed)")
-    p.add_argument("--epochs", type=int, default=DEFAULT_CONFIG.full_training_epochs)
-    p.add_argument("--tz", default=None, help=_TZ_HELP)
-    p.add_argument("--limit", type=int, default=5000, help="newest N scored sessions")
-    p.add_argument("--seed", type=int, default=0)
+    _add_train_policy(p)
+    p.add_argument(
+        "--checkpoint", dest="checkpoint_path", metavar="PATH", type=Path,
+        help="also write an accepted model here",
+    )  # fmt: skip
+    p.add_argument(
+        "--checkpoint-format", choices=FORMATS, default=None,
+        help="its format (default: from the suffix: .onnx, .bin SGPT, else own)",
+    )  # fmt: skip
     p.add_argument("--config", default=None, help=_CONFIG_HELP)
+
+
+def _cmd_train_step(args: argparse.Namespace) -> int:
+    """Signet's `train` method for the sidecar: prints {"loss", "steps"} as JSON."""
+    import json
+
+    from signet_bench.learn.step import train_step
+
+    done = train_step(args.model, args.inputs, args.out, args.state)
+    print(json.dumps({"loss": done.loss, "steps": done.steps}))
+    return 0
+
+
+def _add_train_step(sub: argparse._SubParsersAction) -> None:
+    help_text = "one listwise step on a model's weights (the sidecar's `train` method)"
+    p = _command(sub, "train-step", _cmd_train_step, help_text)
+    p.add_argument("--model", required=True, help="the weights (any model format)")
+    p.add_argument("--inputs", required=True, help="the session's arrays (.npz)")
+    p.add_argument("--out", required=True, help="folder for the new weights, state and graph")
+    p.add_argument("--state", default=None, help="the folder of the previous step, if any")
 
 
 def _cmd_skew(args: argparse.Namespace) -> int:
@@ -341,7 +428,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_export(args: argparse.Namespace) -> int:
     from signet_bench.learn.export import convert_model
 
-    out = convert_model(args.model, args.out, flags=args.flags)
+    out = convert_model(args.model, args.out, flags=args.flags, fmt=args.format)
     print(f"wrote {out} ({out.stat().st_size} bytes)")
     return 0
 
@@ -354,6 +441,7 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", required=True, help="model.sbm or its folder, model.bin, or .onnx")
     p.add_argument("--out", required=True, help=".onnx: graph; .bin: SGPT; else own checkpoint")
     p.add_argument("--flags", type=int, default=0, help="SGPT flag bits (1 base, 2 fine-tuned)")
+    p.add_argument("--format", choices=FORMATS, default=None, help="default: from --out's suffix")
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -481,6 +569,7 @@ _ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_synth,
     _add_simulate,
     _add_train,
+    _add_train_step,
     _add_skew,
     _add_export,
     _add_serve,
@@ -513,7 +602,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_blas(all_cores=_trains(args))
     try:
         return int(args.func(args) or 0)
-    except UserError as exc:
+    except (UserError, RequestError) as exc:
         print(f"signet-bench: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

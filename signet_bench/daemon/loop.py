@@ -21,6 +21,7 @@ from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -71,6 +72,9 @@ from signet_bench.world.synth.judge import (
 )
 from signet_bench.world.synth.plans import SessionContext, plan_sessions, prompts_for
 from signet_bench.world.synth.truth import load_truth, read_synth_meta, true_relevance
+
+if TYPE_CHECKING:
+    from serving.request import TrainingRequest
 
 __all__ = [
     "MODES",
@@ -747,21 +751,27 @@ def _run_id(sim: Simulator) -> str:
     return f"train-{sim.state.model_version + 1}-{newest}"
 
 
-def _training_args(sim: Simulator) -> dict:
-    """The loop's training policy as `train_store` arguments: fine-tune the accepted model
-    (incrementally once it has passed the gates since the last drift reset, else on every
-    session), and protect its canary behaviour once cold start has exited (before, the
-    predictor changes no injection, so there is nothing to protect yet)."""
+def _training_request(sim: Simulator) -> TrainingRequest:
+    """The loop's training policy as one request: retrain from fresh weights when the
+    schedule's full retrain is due, else fine-tune the accepted model (incrementally once it
+    has passed the gates since the last drift reset, else on every session), and protect its
+    canary behaviour once cold start has exited (before, the predictor changes no injection,
+    so there is nothing to protect yet)."""
+    from signet_bench.learn.train import scheduled_request
+
     every = sim.cfg.full_retrain_every
-    return {
-        "incremental": sim.state.trained,
-        "fresh": every > 0 and (sim.state.model_version + 1) % every == 0,
-        "protect": sim.model is not None and sim.state.cold_start_exited,
-        "epochs": sim.opts.train_epochs,
-        "tz": sim.tz,
-        "seed": sim.opts.seed + sim.state.model_version,
-        "sample_seed": sim.opts.seed,
-    }
+    fresh = every > 0 and (sim.state.model_version + 1) % every == 0
+    mode = "fresh" if fresh else "incremental" if sim.state.trained else "finetune"
+    request = scheduled_request(
+        sim.path, model_dir(sim.path), sim.cfg, mode=mode, full_epochs=sim.opts.train_epochs
+    )
+    return request.replace(
+        base_weights=model_path(sim.path) if sim.model is not None else None,
+        protect=sim.model is not None and sim.state.cold_start_exited,
+        seed=sim.opts.seed + sim.state.model_version,
+        sample_seed=sim.opts.seed,
+        tz=sim.tz,
+    )
 
 
 def model_trainer(sim: Simulator) -> tuple[bool, dict]:
@@ -771,12 +781,9 @@ def model_trainer(sim: Simulator) -> tuple[bool, dict]:
     from signet_bench.learn.train import NothingToTrain, TooLittleData, train_store
 
     run_id = _run_id(sim)
-    base = model_path(sim.path) if sim.model is not None else None
+    request = _training_request(sim)
     try:
-        run = train_store(
-            sim.con, model_dir(sim.path), base_weights=base, cfg=sim.cfg, corpus=sim.corpus,
-            run_id=run_id, **_training_args(sim),
-        )  # fmt: skip
+        run = train_store(request, cfg=sim.cfg, db=sim.con, corpus=sim.corpus, run_id=run_id)
     except (NothingToTrain, TooLittleData):
         return False, {}
     if run.result.accepted:
@@ -786,11 +793,9 @@ def model_trainer(sim: Simulator) -> tuple[bool, dict]:
 
 def sidecar_trainer(sim: Simulator) -> tuple[bool, dict]:
     """The loop's training through the sidecar's `train_from_db` (the trainer runs in its child
-    process on the committed store; the sidecar swaps the new model in), with the same policy
-    as `model_trainer`."""
-    args = _training_args(sim)
-    del args["tz"]  # the sidecar was started with the user's zone
-    res = sim.sidecar.train_from_db(sim.path, limit=5000, **args)
+    process on the committed store; the sidecar swaps the new model in), with the same request
+    as `model_trainer` (the sidecar trains the model it serves, the same file)."""
+    res = sim.sidecar.train_from_db(_training_request(sim))
     if not res:
         return False, {}
     accepted = bool(res.get("accepted"))

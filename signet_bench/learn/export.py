@@ -16,7 +16,8 @@ the model without being exported fails the export. Opset 17, IR 8, standard ops 
 
 `signet-bench export --model PATH --out OUT` also converts between the model formats: the suffix
 of OUT picks the format (`.onnx` the graph, `.bin` Signet's SGPT, anything else the workbench's own
-checkpoint), and PATH may be any of them (an ONNX file comes back as float32 weights).
+checkpoint) unless `--format` names it, and PATH may be any of them (an ONNX file comes back as
+float32 weights). The sidecar converts through this command, never by importing this module.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from serving import contract as c
 from serving.atomic import atomic_write_bytes
+from serving.request import FORMATS, format_for_suffix
 from signet_bench import __version__
 from signet_bench.config import PredictorConfig
 from signet_bench.errors import UserError
@@ -58,6 +60,7 @@ __all__ = [
     "model_metadata",
     "params_from_onnx",
     "weights_digest",
+    "write_model_file",
 ]
 
 MAX_MODEL_BYTES = 5 * 1024 * 1024
@@ -361,22 +364,42 @@ def load_model_file(path: str | Path) -> tuple[Params, CheckpointMeta, str]:
 
 def export_model(model_path: str | Path, out_path: str | Path) -> Path:
     """Export a checkpoint (own format, its folder, or SGPT) to an ONNX file, atomically."""
-    params, meta, trained_at = load_model_file(model_path)
-    data = model_bytes(params, meta, trained_at=trained_at)
-    if len(data) > MAX_MODEL_BYTES:
-        raise ExportError(f"{out_path}: the model is {len(data)} bytes, over {MAX_MODEL_BYTES}")
-    return atomic_write_bytes(out_path, data)
+    return convert_model(model_path, out_path, fmt="onnx")
 
 
-def convert_model(model_path: str | Path, out_path: str | Path, *, flags: int = 0) -> Path:
-    """Write the model of `model_path` in the format `out_path` asks for: `.onnx` the graph,
-    `.bin` Signet's SGPT (`flags` its flag bits), anything else the workbench checkpoint."""
-    out = Path(out_path)
-    if out.suffix == ".onnx":
-        return export_model(model_path, out)
-    params, meta, _ = load_model_file(model_path)
-    if out.suffix == ".bin":
+def write_model_file(
+    path: str | Path,
+    params: Mapping[str, np.ndarray],
+    meta: CheckpointMeta,
+    *,
+    fmt: str | None = None,
+    flags: int = 0,
+    trained_at: str | None = None,
+) -> Path:
+    """Write weights in `fmt` ("onnx" the graph, "sgpt" Signet's `model.bin` with `flags` as
+    its flag bits, "signet-bench" the workbench checkpoint; default: what the path's suffix
+    asks for), atomically."""
+    out = Path(path)
+    fmt = fmt or format_for_suffix(out)
+    if fmt == "onnx":
+        data = model_bytes(params, meta, trained_at=trained_at)
+        if len(data) > MAX_MODEL_BYTES:
+            raise ExportError(f"{out}: the model is {len(data)} bytes, over {MAX_MODEL_BYTES}")
+        atomic_write_bytes(out, data)
+    elif fmt == "sgpt":
         write_sgpt(out, params, flags=flags)
-    else:
+    elif fmt == "signet-bench":
         save_checkpoint(out, params, meta)
+    else:
+        raise ExportError(f"{out}: unknown model format {fmt!r} (one of {', '.join(FORMATS)})")
     return out
+
+
+def convert_model(
+    model_path: str | Path, out_path: str | Path, *, flags: int = 0, fmt: str | None = None
+) -> Path:
+    """Write the model of `model_path` in `fmt` (default: the format `out_path` asks for:
+    `.onnx` the graph, `.bin` Signet's SGPT with `flags` as its flag bits, anything else the
+    workbench checkpoint)."""
+    params, meta, trained_at = load_model_file(model_path)
+    return write_model_file(out_path, params, meta, fmt=fmt, flags=flags, trained_at=trained_at)

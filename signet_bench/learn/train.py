@@ -20,9 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
+from serving.request import RequestError, TrainingRequest
 from signet_bench.analysis.metrics import ndcg_at_k
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.errors import UserError
+from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
 from signet_bench.learn.model.optim import Adam, copy_params
 from signet_bench.learn.model.params import init_params
 from signet_bench.learn.model.scorer import Batch, batch_from_sessions, forward, loss_and_grads
@@ -32,13 +34,17 @@ from signet_bench.store.corpus import Corpus
 __all__ = [
     "CanaryMetrics",
     "NothingToTrain",
+    "Published",
+    "StoreTraining",
     "TooLittleData",
     "TrainResult",
     "TrainingPlan",
     "canary_metrics",
     "incremental_split",
     "plan_training",
+    "request_config",
     "run_record",
+    "scheduled_request",
     "split_canary",
     "to_batch",
     "train_and_publish",
@@ -445,21 +451,19 @@ MODEL_FILE = "model.sbm"
 WORKBENCH_FILE = "workbench.duckdb"
 
 
-def _save_model(
-    out_dir: Path,
+def _model_meta(
     result: TrainResult,
     samples: Sequence[SessionSample],
     cfg: PredictorConfig,
     *,
     is_finetuned: bool,
-) -> Path:
-    """Write an accepted model to `out_dir/model.sbm` with its training range and metrics."""
+) -> CheckpointMeta:
+    """An accepted model's meta: dims, feature spec, training range and metrics."""
     from signet_bench.daemon.features import FEATURE_SPEC
-    from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
     from signet_bench.learn.model.params import feature_spec_hash
     from signet_bench.store.timestamps import format_iso
 
-    meta = CheckpointMeta.from_config(
+    return CheckpointMeta.from_config(
         cfg,
         int(samples[0].context.shape[0]),
         feature_spec_hash=feature_spec_hash(FEATURE_SPEC),
@@ -468,10 +472,28 @@ def _save_model(
         metrics={"canary_ndcg": result.canary_ndcg, "final_loss": result.loss_curve[-1]},
         is_finetuned=is_finetuned,
     )
-    path = out_dir / MODEL_FILE
-    out_dir.mkdir(parents=True, exist_ok=True)
-    save_checkpoint(path, result.params, meta)
-    return path
+
+
+def _write_checkpoint(
+    request: TrainingRequest, params: Params, meta: CheckpointMeta
+) -> tuple[Path | None, str | None]:
+    """The accepted model also written where the request asks, in its format: (path, None),
+    or (None, why not) when that fails (the training stands; SGPT cannot hold every model)."""
+    from signet_bench.learn.export import write_model_file
+
+    if request.checkpoint_path is None:
+        return None, None
+    try:
+        path = write_model_file(
+            request.checkpoint_path,
+            params,
+            meta,
+            fmt=request.checkpoint_kind,
+            flags=meta.flags,
+        )
+    except (UserError, OSError) as exc:
+        return None, str(exc)
+    return path, None
 
 
 def _record(
@@ -516,55 +538,88 @@ def _record(
             )
 
 
-def train_and_publish(
-    samples: Sequence[SessionSample],
-    current: Params | None,
-    *,
-    out_dir: str | Path,
-    run_id: str,
-    store_path: str | Path,
-    is_finetuned: bool = False,
-    history: Sequence[SessionSample] | None = None,
-    **train_kwargs,
-) -> TrainResult:
-    """Train a copy of `current` on `samples` (`train_model`), gate it, save an accepted model
-    to `out_dir/model.sbm` and record the run and the model in `out_dir/workbench.duckdb`.
+@dataclass(frozen=True, slots=True)
+class Published:
+    """What `train_and_publish` did: the run, the saved model (None when rejected), and the
+    extra checkpoint the request asked for (or why it could not be written)."""
 
-    The one path from samples to a served model: the session loop and `signet-bench train`
-    both call it. A rejected run leaves the saved model untouched and is recorded too.
-    `history` (default `samples`) is every session the model has learned from so far: the
-    saved model's training range."""
-    out = Path(out_dir)
+    result: TrainResult
+    model_path: Path | None
+    checkpoint: Path | None = None
+    checkpoint_error: str | None = None
+
+
+def train_and_publish(
+    plan: TrainingPlan,
+    base: Params | None,
+    request: TrainingRequest,
+    *,
+    run_id: str,
+    history: Sequence[SessionSample] | None = None,
+    progress: bool = False,
+) -> Published:
+    """Train as `plan` and `request` say (`train_model`: from `base` or, for a `fresh` run,
+    from fresh weights with `base` only what the gates compare with), gate, save an accepted
+    model to `out_dir/model.sbm` (and the request's checkpoint) and record the run and the
+    model in `out_dir/workbench.duckdb`.
+
+    The one path from samples to a served model: the session loop, `signet-bench train` and
+    the sidecar all reach it through `train_store`. A rejected run leaves the saved model
+    untouched and is recorded too. `history` (default the plan's samples) is every session
+    the model has learned from so far: the saved model's training range."""
+    if request.out_dir is None:
+        raise RequestError("out_dir", "is required to train (the model and workbench go there)")
+    out = request.out_dir
+    fresh = request.mode == "fresh"
     started = datetime.now(UTC)
-    result = train_model(samples, current, **train_kwargs)
-    cfg = train_kwargs.get("cfg", DEFAULT_CONFIG)
-    saved = None
+    result = train_model(
+        plan.samples,
+        None if fresh else base,
+        reference=base if fresh else None,
+        cfg=plan.cfg,
+        epochs=plan.epochs,
+        seed=request.seed,
+        time_cap_s=request.time_cap_s,
+        previous_is_trained=base is not None if request.protect is None else request.protect,
+        progress=progress,
+        canary=plan.canary,
+        replay=plan.replay,
+    )
+    is_finetuned = base is not None and not fresh
+    published = Published(result, None)
     if result.accepted:
-        seen = samples if history is None else history
-        saved = _save_model(out, result, seen, cfg, is_finetuned=is_finetuned)
+        seen = plan.samples if history is None else history
+        meta = _model_meta(result, seen, plan.cfg, is_finetuned=is_finetuned)
+        out.mkdir(parents=True, exist_ok=True)
+        saved = out / MODEL_FILE
+        save_checkpoint(saved, result.params, meta)
+        published = Published(result, saved, *_write_checkpoint(request, result.params, meta))
     _record(
         out,
         result,
         run_id=run_id,
-        store_path=str(Path(store_path).resolve()),
+        store_path=str(request.db_path.resolve()),
         started_at=started,
-        model_path=saved,
+        model_path=published.model_path,
         is_finetuned=is_finetuned,
     )
-    return result
+    return published
 
 
 @dataclass(frozen=True, slots=True)
 class StoreTraining:
-    """What `train_store` did: the run, the sessions it skipped, where the model went."""
+    """What `train_store` did: the run, the sessions it skipped, where the model went, and
+    the request's checkpoint (or why it was not written)."""
 
     result: TrainResult
     skipped: int
     run_id: str
     model_path: Path
+    checkpoint: Path | None = None
+    checkpoint_error: str | None = None
 
 
-class NothingToTrain(Exception):
+class NothingToTrain(UserError):
     """An incremental run with no session newer than the base model's last one."""
 
 
@@ -583,37 +638,70 @@ class TrainingPlan:
     replay: list[SessionSample] | None = None
 
 
+def scheduled_request(
+    db_path: str | Path,
+    out_dir: str | Path | None,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    *,
+    mode: str = "finetune",
+    full_epochs: int | None = None,
+) -> TrainingRequest:
+    """A request with the schedule `cfg` sets for `mode` (README "Training schedule and
+    gates"): an incremental run fine-tunes for `incremental_epochs` at `incremental_lr_scale`
+    of the learning rate; any other runs `full_epochs` (default `full_training_epochs`) at the
+    full rate; the loss temperature, confidence threshold and time cap are the config's."""
+    incremental = mode == "incremental"
+    full = cfg.full_training_epochs if full_epochs is None else full_epochs
+    return TrainingRequest(
+        db_path=Path(db_path),
+        out_dir=None if out_dir is None else Path(out_dir),
+        mode=mode,  # type: ignore[arg-type]
+        epochs=cfg.incremental_epochs if incremental else full,
+        lr_scale=cfg.incremental_lr_scale if incremental else 1.0,
+        temperature=cfg.loss_temperature,
+        min_confidence=cfg.min_scorer_confidence,
+        time_cap_s=cfg.max_training_seconds,
+    )
+
+
+def request_config(cfg: PredictorConfig, request: TrainingRequest) -> PredictorConfig:
+    """`cfg` with the request's loss temperature, confidence threshold and time cap (the
+    learning-rate scale is applied by `plan_training`)."""
+    return cfg.replace(
+        loss_temperature=request.temperature,
+        min_scorer_confidence=request.min_confidence,
+        max_training_seconds=request.time_cap_s,
+    )
+
+
 def plan_training(
     samples: Sequence[SessionSample],
     trained_through: str | None,
-    *,
+    request: TrainingRequest,
     cfg: PredictorConfig = DEFAULT_CONFIG,
-    epochs: int = DEFAULT_CONFIG.full_training_epochs,
 ) -> TrainingPlan:
-    """Seed 000's schedule: a full run on every sample when there is no `trained_through` (the
-    ISO start of the newest session the base model learned from); otherwise an incremental run
-    on the newer sessions, mixed ~20% with the replay buffer and judged on the canary of the
-    whole history, fine-tuning for `incremental_epochs` at `incremental_lr_scale` of the
-    learning rate (README "Training schedule and gates")."""
+    """Seed 000's schedule: an incremental request with a `trained_through` (the ISO start of
+    the newest session the base learned from) trains on the newer sessions, mixed ~20% with
+    the replay buffer and judged on the canary of the whole history; any other run trains on
+    every sample. Either runs the request's epochs at its scale of the learning rate."""
     from signet_bench.store.timestamps import format_iso
 
-    if trained_through is None:
-        return TrainingPlan(list(samples), cfg, epochs)
+    run_cfg = cfg.replace(learning_rate=cfg.learning_rate * request.lr_scale)
+    if request.mode != "incremental" or trained_through is None:
+        return TrainingPlan(list(samples), run_cfg, request.epochs)
     new_keys = {s.session_key for s in samples if format_iso(s.start) > trained_through}
     train_on, canary, replay = incremental_split(samples, new_keys, cfg)
     if not train_on:
         raise NothingToTrain(f"no trainable session after {trained_through}")
-    lr = cfg.learning_rate * cfg.incremental_lr_scale
-    return TrainingPlan(
-        train_on, cfg.replace(learning_rate=lr), cfg.incremental_epochs, canary, replay
-    )
+    return TrainingPlan(train_on, run_cfg, request.epochs, canary, replay)
 
 
 def _base_model(path: str | Path, dim: int) -> tuple[Params, str | None]:
-    """A base checkpoint's weights (own format or SGPT) and the newest session it learned from."""
-    from signet_bench.learn.model.checkpoint import load_any
+    """A base model's weights (any format: own checkpoint, SGPT or ONNX) and the newest
+    session it learned from."""
+    from signet_bench.learn.export import load_model_file
 
-    base, meta = load_any(path)
+    base, meta, _ = load_model_file(path)
     if meta.native_dim != dim:
         raise UserError(
             f"{path}: native_dim {meta.native_dim} does not match the store's embeddings ({dim})"
@@ -622,71 +710,53 @@ def _base_model(path: str | Path, dim: int) -> tuple[Params, str | None]:
 
 
 def train_store(
-    db: str | Path | sqlite3.Connection,
-    out_dir: str | Path,
+    request: TrainingRequest,
     *,
-    base_weights: str | Path | None = None,
-    incremental: bool = False,
-    fresh: bool = False,
-    protect: bool | None = None,
-    epochs: int = DEFAULT_CONFIG.full_training_epochs,
-    tz: str = "UTC",
-    limit: int = 5000,
-    seed: int = 0,
-    sample_seed: int | None = None,
     cfg: PredictorConfig = DEFAULT_CONFIG,
-    progress: bool = False,
+    db: sqlite3.Connection | None = None,
     corpus: Corpus | None = None,
     run_id: str | None = None,
+    progress: bool = False,
 ) -> StoreTraining:
-    """One gated training on a store's scored sessions (the store is only read), published to
-    `out_dir` (`train_and_publish`). `base_weights` (own or SGPT checkpoint) is fine-tuned: on
-    every session, or with `incremental` on the sessions newer than the base (`plan_training`;
-    raises NothingToTrain when there is none); with `fresh` a full retrain starts from fresh
-    weights and the base is only what the gates compare with. `protect` (default: a base is
-    given) says whether
-    the base is a model with influence whose canary behaviour the stability gates protect.
-    `seed` seeds the training, `sample_seed` (default `seed`) the labels' sampled negatives.
-    Too little data raises before anything is written; `corpus` skips re-reading memories."""
+    """One gated training as `request` asks, on its store's scored sessions (the store is
+    only read), published to its `out_dir` (`train_and_publish`). Every training policy value
+    comes from the request; `cfg` gives the rest (model dims, gates, labels, learning rate).
+    `db` is an open connection to the request's store and `corpus` its memories already read
+    (the session loop holds both). Too little data raises before anything is written; an
+    incremental run with nothing new raises NothingToTrain."""
     import uuid
 
     from signet_bench.learn.samples import load_samples
+    from signet_bench.store.timestamps import local_tz
 
-    sseed = seed if sample_seed is None else sample_seed
-    samples, skipped = load_samples(db, tz=tz, cfg=cfg, limit=limit, seed=sseed, corpus=corpus)
+    if request.out_dir is None:
+        raise RequestError("out_dir", "is required to train (the model and workbench go there)")
+    run_cfg = request_config(cfg, request)
+    samples, skipped = load_samples(
+        request.db_path if db is None else db,
+        tz=request.tz or local_tz(),
+        cfg=run_cfg,
+        limit=request.limit,
+        seed=request.negatives_seed,
+        corpus=corpus,
+    )
     if len(samples) < 2:
         raise TooLittleData(
-            f"{db}: {len(samples)} trainable sessions (confidence >= "
-            f"{cfg.min_scorer_confidence}, candidates with labels); {skipped} skipped — "
+            f"{request.db_path}: {len(samples)} trainable sessions (confidence >= "
+            f"{request.min_confidence}, candidates with labels); {skipped} skipped — "
             "need at least 2"
         )
     base, through = None, None
-    if base_weights:
-        base, through = _base_model(base_weights, int(samples[0].context.shape[0]))
-    plan = plan_training(
-        samples, through if incremental and not fresh else None, cfg=cfg, epochs=epochs
-    )
+    if request.base_weights is not None:
+        base, through = _base_model(request.base_weights, int(samples[0].context.shape[0]))
+    plan = plan_training(samples, through, request, run_cfg)
     run_id = run_id or str(uuid.uuid4())
-    result = train_and_publish(
-        plan.samples,
-        None if fresh else base,
-        reference=base if fresh else None,
-        out_dir=out_dir,
-        run_id=run_id,
-        store_path=db if not isinstance(db, sqlite3.Connection) else _db_file(db),
-        is_finetuned=base is not None and not fresh,
-        history=samples,
-        cfg=plan.cfg,
-        epochs=plan.epochs,
-        canary=plan.canary,
-        replay=plan.replay,
-        seed=seed,
-        previous_is_trained=base is not None if protect is None else protect,
-        progress=progress,
+    done = train_and_publish(plan, base, request, run_id=run_id, history=samples, progress=progress)
+    return StoreTraining(
+        done.result,
+        skipped,
+        run_id,
+        request.out_dir / MODEL_FILE,
+        done.checkpoint,
+        done.checkpoint_error,
     )
-    return StoreTraining(result, skipped, run_id, Path(out_dir) / MODEL_FILE)
-
-
-def _db_file(con: sqlite3.Connection) -> str:
-    """The file behind a connection (its main database)."""
-    return next(f for _, name, f in con.execute("PRAGMA database_list") if name == "main")

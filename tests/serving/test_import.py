@@ -1,11 +1,14 @@
-"""`serving` stays light: importing every module of it loads neither the workbench nor its
-heavy dependencies (the hook path must start fast)."""
+"""`serving` stays light and apart: importing every module of it loads neither the workbench
+nor its heavy dependencies (the hook path must start fast), and no line of it, at any depth,
+imports the workbench library (training and conversion reach it through child processes)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("polars", "duckdb", "marimo", "pyarrow", "signet_bench", "onnx")
 
@@ -13,6 +16,7 @@ PROBE = """
 import json, sys
 import serving, serving.contract, serving.tokenize, serving.scorer, serving.rpc
 import serving.client, serving.training, serving.atomic, serving.jsonio, serving.__main__
+import serving.request, serving.library
 from serving import Scorer
 print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))
 """
@@ -25,3 +29,58 @@ def test_importing_serving_loads_nothing_heavy():
     loaded = set(json.loads(out))
     assert "onnxruntime" in loaded and "numpy" in loaded
     assert not loaded & set(HEAVY), loaded & set(HEAVY)
+
+
+SERVING = Path(__file__).resolve().parents[2] / "serving"
+
+
+def _library_imports(path: Path) -> list[str]:
+    """Every place in one file that imports the workbench library: `import signet_bench...`,
+    `from signet_bench... import`, or `importlib.import_module("signet_bench...")` /
+    `__import__("signet_bench...")`, at any depth (module level, functions, branches)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module or ""]
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            first = node.args[0]
+            if called in ("import_module", "__import__") and isinstance(first, ast.Constant):
+                names = [str(first.value)]
+        hits = [n for n in names if n == "signet_bench" or n.startswith("signet_bench.")]
+        found += [f"{path.name}:{node.lineno}: {n}" for n in hits]
+    return found
+
+
+def test_serving_imports_nothing_from_the_library_anywhere():
+    files = sorted(SERVING.rglob("*.py"))
+    assert len(files) >= 10, files  # the walk found the package
+    found = [hit for f in files for hit in _library_imports(f)]
+    assert found == []
+
+
+def test_the_walk_finds_imports_at_any_depth(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import os\n"
+        "def f():\n"
+        "    from signet_bench.learn.export import model_bytes\n"
+        "    if True:\n"
+        "        import signet_bench.config as cfg\n"
+        "    return importlib.import_module('signet_bench.cli')\n"
+        "class C:\n"
+        "    def g(self):\n"
+        "        __import__('signet_bench')\n"
+        "from serving import contract\n"
+    )
+    assert [h.split(": ")[1] for h in _library_imports(probe)] == [
+        "signet_bench.learn.export",
+        "signet_bench.config",
+        "signet_bench.cli",
+        "signet_bench",
+    ]

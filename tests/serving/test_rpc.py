@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from serving import Scorer, contract
+from serving.training import step_inputs
+from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.learn.model.checkpoint import (
     CheckpointMeta,
     load_any,
@@ -16,12 +18,15 @@ from signet_bench.learn.model.checkpoint import (
     save_checkpoint,
     write_sgpt,
 )
+from signet_bench.learn.model.optim import Adam, copy_params
 from signet_bench.learn.model.params import (
     SIGNET_PARAMS,
     init_params,
     param_shapes,
     signet_init_params,
 )
+from signet_bench.learn.model.scorer import loss_and_grads
+from signet_bench.learn.step import step_batch
 from tests.serving.conftest import DIM, request, scores_of
 
 SIGNET_STATUS = {
@@ -122,13 +127,28 @@ def test_invalid_params_name_the_field(sidecar, golden_onnx):
     s = sidecar("--model", str(golden_onnx), "--native-dim", str(DIM))
     for change, field in [
         ({"context_embedding": [0.1] * 3}, "context_embedding"),
-        ({"project_slot": 99}, "project_slot"),
+        ({"project_slot": -1}, "project_slot"),
         ({"candidate_features": [[0.0] * 17]}, "candidate_features"),
     ]:
         err = s.call("score", {**request(), **change})["error"]
         assert err["code"] == -32602 and err["message"].startswith(field + ":")
     err = s.call("save_checkpoint", {"path": 5})["error"]
     assert err["code"] == -32602 and err["message"].startswith("path:")
+
+
+def test_a_project_slot_past_the_last_is_reduced_modulo_the_slots(sidecar, golden_onnx):
+    """Signet's sidecar answers `project_slot: 39` as slot 39 % 32 = 7 (its slot is an
+    unsigned number reduced modulo the slots); a negative slot is refused by both."""
+    s = sidecar("--model", str(golden_onnx), "--native-dim", str(DIM))
+    req = request(seed=8)
+    by_slot = {
+        k: scores_of(s.call("score", {**req, "project_slot": k})) for k in (7, 39, 2**64 - 25)
+    }
+    assert by_slot[39] == by_slot[7] == by_slot[2**64 - 25]
+    assert by_slot[7] != scores_of(s.call("score", {**req, "project_slot": 8}))
+    for bad in (-1, -33, 2**64):
+        err = s.call("score", {**req, "project_slot": bad})["error"]
+        assert err["code"] == -32602 and err["message"].startswith("project_slot:"), err
 
 
 def test_save_checkpoint_writes_the_format_the_path_asks_for(sidecar, golden_onnx, tmp_path):
@@ -172,6 +192,32 @@ def test_train_step_moves_the_served_model(sidecar, tmp_path):
     assert scores_of(s.call("score", req)) != before
     err = s.call("train", {**train, "labels": ["x"] * len(labels)})["error"]
     assert err["code"] == -32602 and err["message"].startswith("labels")
+
+
+def test_train_steps_continue_one_optimizer(sidecar, tmp_path):
+    """Each `train` call runs in a child process, yet two calls make the two steps of one Adam
+    optimizer (its moments carried between them), and `save_checkpoint` writes the moved
+    weights."""
+    start = init_params()
+    save_checkpoint(tmp_path / "model.sbm", start, CheckpointMeta())
+    s = sidecar("--model", str(tmp_path / "model.sbm"), "--native-dim", str(DIM))
+    req = request(seed=6)
+    labels = np.linspace(1.0, -0.3, len(req["candidate_ids"])).tolist()
+    params = {**{k: v for k, v in req.items() if k != "candidate_ids"}, "labels": labels}
+    got = [s.call("train", params)["result"] for _ in range(2)]
+    assert [g["step"] for g in got] == [1, 2]
+    assert s.call("save_checkpoint", {"path": str(tmp_path / "after.sbm")})["result"]["saved"]
+    after, _ = load_any(tmp_path / "after.sbm")
+
+    batch = step_batch(step_inputs(params, Scorer.open(tmp_path / "model.sbm").info))
+    work, opt, losses = copy_params(start), Adam(start, DEFAULT_CONFIG), []
+    for _ in range(2):
+        loss, grads = loss_and_grads(work, batch, DEFAULT_CONFIG)
+        opt.step(work, grads)
+        losses.append(loss)
+    np.testing.assert_allclose([g["loss"] for g in got], losses, rtol=1e-9)
+    for name, value in work.items():
+        np.testing.assert_allclose(after[name], value, rtol=1e-9, atol=1e-12, err_msg=name)
 
 
 def test_logs_are_json_lines_on_stderr_and_in_the_log_file(sidecar, golden_onnx, tmp_path):

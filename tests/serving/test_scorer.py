@@ -129,7 +129,7 @@ BAD = [
     ({"candidate_texts": [None] * 12}, "candidate_texts[1]"),
     ({"candidate_features": [[0.0] * 16] * 12}, "candidate_features"),
     ({"candidate_features": [[0.0] * 17] * 11}, "candidate_features"),
-    ({"project_slot": 32}, "project_slot"),
+    ({"project_slot": 2**64}, "project_slot"),
     ({"project_slot": -1}, "project_slot"),
     ({"project_slot": True}, "project_slot"),
     ({"project_slot": 1.5}, "project_slot"),

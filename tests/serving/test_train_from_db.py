@@ -129,6 +129,12 @@ def test_bad_train_parameters_name_the_field(sidecar, golden_onnx, store, tmp_pa
             {"db_path": str(store), "checkpoint_path": str(tmp_path / "no" / "m.bin")},
             "checkpoint_path",
         ),
+        ({"db_path": str(store), "temperature": 0}, "temperature"),
+        ({"db_path": str(store), "min_confidence": 1.5}, "min_confidence"),
+        ({"db_path": str(store), "mode": "sideways"}, "mode"),
+        ({"db_path": str(store), "tz": "Mars/Olympus_Mons"}, "tz"),
+        ({"db_path": str(store), "out_dir": str(tmp_path)}, "out_dir"),
+        ({"db_path": str(store), "base_weights": str(golden_onnx)}, "base_weights"),
     ]:
         err = s.call("train_from_db", params)["error"]
         assert err["code"] == -32602 and err["message"].startswith(field + ":"), err
@@ -149,3 +155,30 @@ def test_signets_model_bin_is_kept_beside_the_trained_model(sidecar, store, tmp_
     status = again.call("status")["result"]
     assert status["trained"] is True and status["model_id"] == model_id
     assert status["model_path"] == str(tmp_path / "model.onnx")
+
+
+def test_temperature_and_min_confidence_reach_the_trainer(sidecar, store, tmp_path):
+    """Signet's `temperature` and `min_confidence` change the run the sidecar's trainer makes:
+    each request trains fresh weights (a sidecar without a model) on the same store with the
+    same seed, so only the changed field can make the results differ."""
+
+    def train(name: str, **change) -> dict:
+        (tmp_path / name).mkdir()
+        s = start(sidecar, tmp_path / name / "model.onnx")
+        params = {"db_path": str(store), "epochs": 2, "seed": 3, **change}
+        return s.call("train_from_db", params)["result"]
+
+    base = train("base")
+    hot = train("hot", temperature=2.0)
+    sure = train("sure", min_confidence=0.8)
+    for run in (base, hot, sure):
+        assert run["accepted"] is True, run
+    # the loss temperature: the same sessions, another loss
+    assert (hot["samples_used"], hot["samples_skipped"]) == (
+        base["samples_used"],
+        base["samples_skipped"],
+    )
+    assert hot["loss"] != pytest.approx(base["loss"], rel=1e-3)
+    # the confidence threshold: sessions the judge was less sure of are skipped
+    assert sure["samples_skipped"] > base["samples_skipped"]
+    assert sure["samples_used"] < base["samples_used"]
