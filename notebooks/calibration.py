@@ -15,9 +15,6 @@ with app.setup:
     from signet_bench.app.ui import static, table
     from signet_bench.config import DEFAULT_CONFIG
 
-    SKIP = "skip"
-    LEVEL_TEXTS = [SKIP] + [f"{level:.2f}" for level in cal.LABEL_LEVELS]
-
 
 @app.function
 def mae_chart(mae: pl.DataFrame, threshold: float) -> alt.LayerChart:
@@ -47,9 +44,8 @@ def _():
 def _(db_path, workbench_path):
     con = open_store(db_path)
     sessions = session_frame(con, DEFAULT_CONFIG)
-    labels_at_start = cal.read_labels(workbench_path)
-    sample = cal.calibration_sample(sessions, labels_at_start, DEFAULT_CONFIG)
-    return con, labels_at_start, sample
+    sample = cal.calibration_sample(sessions, cal.read_labels(workbench_path), DEFAULT_CONFIG)
+    return con, sample
 
 
 @app.cell
@@ -59,10 +55,10 @@ def _(db_path, labeler, sample, workbench_path):
         # Judge calibration · `{db_path.name}`
         The continuity judge scores every injected memory; it is the only judge of both the
         predictor and the baseline. Label what **you** think each memory was worth to the
-        session (0 = irrelevant … 1 = exactly what was needed). Labels are stored in
-        `{workbench_path}` as **{labeler}**, are never used for training, and relabelling a
-        memory replaces your earlier label. {sample.height} recent sessions with a confident
-        judge (≥ {DEFAULT_CONFIG.calibration_min_confidence:g}) are waiting for labels.
+        session, one memory at a time, by key. Each label is stored in `{workbench_path}` as
+        **{labeler}** the moment you give it, is never used for training, and labelling a
+        memory again replaces your earlier label. {sample.height} recent sessions with a
+        confident judge (≥ {DEFAULT_CONFIG.calibration_min_confidence:g}) are waiting for labels.
         """
     )
 
@@ -92,43 +88,86 @@ def _(sample):
 
 
 @app.cell
-def _(con, labeler, labels_at_start, session_picker):
+def _(con, labeler, session_picker, workbench_path):
     chosen_key = session_picker.value
-    items = cal.label_items(con, chosen_key, labels_at_start, labeler)
+    try:
+        _labels = cal.read_labels(workbench_path)
+    except WorkbenchBusy as _exc:
+        mo.stop(True, mo.callout(mo.md(f"{_exc}: pick the session again."), kind="warn"))
+    items = cal.label_items(con, chosen_key, _labels, labeler)
     excerpt = cal.transcript_excerpt(con, chosen_key)
     return chosen_key, excerpt, items
 
 
 @app.cell
-def _(excerpt, items):
-    _prefill = cal.levels_for(items["human_label"].to_list())
-    _rows = [
-        f"**{i + 1}.** {content}\n\nyour label: {{m{i}}}"
-        for i, content in enumerate(items["content"].to_list())
-    ]
-    _fields = {
-        f"m{i}": mo.ui.dropdown(options=LEVEL_TEXTS, value=_prefill[i]) for i in range(items.height)
-    }
-    label_form = (
-        mo.md("\n\n---\n\n".join(_rows))
-        .batch(**_fields)
-        .form(submit_button_label="Save labels", bordered=True)
+def _(items):
+    get_cursor, set_cursor = mo.state(
+        cal.start_cursor(items["memory_id"].to_list(), items["human_label"].to_list())
     )
-    mo.vstack(
-        [
-            mo.accordion({"Transcript excerpt": mo.md(f"```\n{excerpt}\n```")}),
-            mo.md(
-                f"### Injected memories ({items.height})\nThe judge's scores stay hidden until "
-                "you save, so they cannot anchor your answer."
-            ),
-            label_form,
-        ]
-    )
-    return (label_form,)
+    return get_cursor, set_cursor
 
 
 @app.cell
-def _(chosen_key, items, label_form, labeler, workbench_path):
+def _(excerpt, get_cursor, items):
+    cursor = get_cursor()
+    if cursor.done:
+        _card = mo.callout(
+            mo.md(
+                f"**{cal.progress_text(cursor)}**. Press **B** (or ←) to go back to a memory, "
+                "or pick another session above."
+            ),
+            kind="success",
+        )
+    else:
+        _row = items.row(cursor.position, named=True)
+        _mine = cursor.labels[cursor.position]
+        _card = mo.vstack(
+            [
+                mo.md(f"**{cal.progress_text(cursor)}** · memory ranked {_row['rank']}"),
+                mo.callout(mo.md(_row["content"]), kind="neutral"),
+                mo.md("_not labelled yet_" if _mine is None else f"your label: **{_mine:.2f}**"),
+            ]
+        )
+    mo.hstack(
+        [_card, mo.md(f"**Transcript excerpt**\n\n```\n{excerpt}\n```")],
+        widths=[3, 2],
+        align="start",
+    )
+    return (cursor,)
+
+
+@app.cell
+def _(set_cursor):
+    def _button(key: str, label: str) -> mo.ui.button:
+        """The button `key` presses: it moves the cursor (the save cell writes any label)."""
+        return mo.ui.button(
+            label=label,
+            keyboard_shortcut=key,
+            on_change=lambda _: set_cursor(lambda cursor: cal.press(cursor, key)),
+        )
+
+    # Shown once per session, never re-rendered while labelling, so every keystroke finds its
+    # button however fast the keys come.
+    key_buttons = [_button(k, f"**{k.upper()}** · {t}") for k, t in cal.KEY_NAMES.items()]
+    alias_buttons = [_button(k, k) for k in cal.KEYS if k not in cal.KEY_NAMES]
+    mo.vstack(
+        [
+            mo.hstack(key_buttons, justify="start", wrap=True),
+            mo.md(
+                "Keys: **1**–**5** give the labels above; **S** or → skips; **B**, Backspace "
+                "or ← goes back. Keys act while no field or button has the focus: after "
+                "picking a session or clicking a button, click an empty spot of the page. "
+                "The judge's score shows only once you have labelled a memory, so it cannot "
+                "anchor your answer."
+            ),
+            mo.hstack(alias_buttons).style(display="none"),
+        ]
+    )
+    return alias_buttons, key_buttons
+
+
+@app.cell
+def _(chosen_key, cursor, items, labeler, set_cursor, workbench_path):
     def _waiting(attempt: int) -> None:
         mo.output.replace(
             mo.callout(
@@ -138,44 +177,33 @@ def _(chosen_key, items, label_form, labeler, workbench_path):
         )
 
     save_status = None
-    if label_form.value is None:
-        _note = mo.md("_Choose a label per memory (or leave “skip”) and press **Save labels**._")
-    else:
-        _chosen = {
-            items["memory_id"][int(name[1:])]: None if text == SKIP else float(text)
-            for name, text in label_form.value.items()
-        }
+    _label = cal.given_label(cursor)
+    _note = mo.md("")
+    if _label:
+        ((_memory, _level),) = _label.items()
         try:
             _written = cal.save_labels(
-                workbench_path, chosen_key, _chosen, items, labeler, on_wait=_waiting
+                workbench_path, chosen_key, _label, items, labeler, on_wait=_waiting
             )
-            save_status = {"session": chosen_key, "written": _written}
-            _compare = items.with_columns(
-                pl.col("memory_id").replace_strict(_chosen, default=None).alias("your label")
-            ).filter(pl.col("your label").is_not_null())
-            _compare = _compare.select(
-                pl.col("content").str.slice(0, 90).alias("memory"),
-                "your label",
-                pl.col("scorer_label").round(3).alias("judge"),
-                (pl.col("your label") - pl.col("scorer_label")).round(3).alias("you − judge"),
-            )
-            _note = mo.vstack(
-                [
-                    mo.callout(
-                        mo.md(f"Saved {_written} label(s) for this session in the workbench."),
-                        kind="success",
-                    ),
-                    table(_compare),
-                ]
-            )
-        except WorkbenchBusy as _exc:
+        except WorkbenchBusy:
+            set_cursor(cal.revert_given)  # this cell runs again and says so
+        else:
+            save_status = {"session": chosen_key, "memory": _memory, "written": _written}
+            _judge = items["scorer_label"][cursor.given.index]
+            _versus = "no judge score" if _judge is None else f"judge {_judge:.2f}"
             _note = mo.callout(
-                mo.md(
-                    f"**Not saved** — {_exc}. Your choices are still in the form: press "
-                    "**Save labels** again."
-                ),
-                kind="danger",
+                mo.md(f"Saved memory {cursor.given.index + 1}: you {_level:.2f} · {_versus}."),
+                kind="success",
             )
+    elif cursor.unsaved is not None:
+        _note = mo.callout(
+            mo.md(
+                f"**Not saved** — the workbench stayed busy (another process is writing it), "
+                f"so your {cursor.unsaved.level:.2f} for memory {cursor.unsaved.index + 1} was "
+                "taken back. It is shown again: press its key once more."
+            ),
+            kind="danger",
+        )
     mo.output.replace(_note)
     return (save_status,)
 
@@ -183,7 +211,12 @@ def _(chosen_key, items, label_form, labeler, workbench_path):
 @app.cell
 def _(save_status, workbench_path):
     _ = save_status  # re-read after every save
-    labels = cal.read_labels(workbench_path)
+    try:
+        labels = cal.read_labels(workbench_path)
+    except WorkbenchBusy as _exc:
+        mo.stop(
+            True, mo.callout(mo.md(f"{_exc}; the labels show after your next one."), kind="warn")
+        )
     mae = cal.mae_over_time(labels, DEFAULT_CONFIG)
     return labels, mae
 

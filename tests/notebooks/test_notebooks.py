@@ -79,7 +79,9 @@ def test_dashboard_on_a_young_store(young):
 def test_calibration_on_the_demo(demo):
     _, d = _run("calibration", db_path=demo.store, workbench_path=demo.workbench, labeler="t")
     assert d["sample"].height > 0 and d["items"].height > 0
-    assert d["label_form"].value is None and d["save_status"] is None
+    cursor = d["cursor"]  # on the first memory, nothing given yet, nothing saved
+    assert cursor.memory_ids == tuple(d["items"]["memory_id"]) and cursor.position == 0
+    assert cursor.given is None and d["save_status"] is None
     assert d["labels"].height == read_labels(demo.workbench).height > 0
     assert d["mae"]["labels"].sum() == d["labels"].height
 

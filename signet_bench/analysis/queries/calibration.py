@@ -1,5 +1,6 @@
 """The human spot-check labeler's data (seed 000 "Judge Calibration"): which sessions to label,
-what to show for one, the labels so far, judge-vs-human MAE over time, saving and exporting.
+what to show for one, the labels so far, judge-vs-human MAE over time, saving and exporting,
+and the keyboard labeler's cursor (one memory at a time, a key per label level, skip, back).
 
 Labels live in `workbench.duckdb`'s `predictor_calibration` (session, memory, human label,
 judge label, delta, labeler, time), keyed by (session, memory, labeler): labelling a memory
@@ -10,6 +11,7 @@ another process holds the workbench, the save retries and says so (`source.write
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
@@ -22,19 +24,45 @@ from signet_bench.analysis.queries.source import read_workbench, write_workbench
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 
 __all__ = [
+    "BACK_KEYS",
+    "KEYS",
+    "KEY_NAMES",
+    "LABEL_KEYS",
     "LABEL_LEVELS",
+    "LEVEL_NAMES",
+    "SKIP_KEYS",
+    "Given",
+    "LabelCursor",
     "calibration_sample",
     "export_labels",
+    "given_label",
     "label_items",
-    "levels_for",
     "mae_over_time",
+    "press",
+    "progress_text",
     "read_labels",
+    "revert_given",
     "save_labels",
+    "start_cursor",
     "transcript_excerpt",
 ]
 
 LABEL_LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 """The relevance a person picks per memory: not, barely, somewhat, mostly, fully relevant."""
+LEVEL_NAMES = ("not relevant", "barely", "somewhat", "mostly", "exactly what was needed")
+LABEL_KEYS = {str(i + 1): level for i, level in enumerate(LABEL_LEVELS)}
+"""Keys 1-5 give the levels in order, as labelling tools number their choices."""
+SKIP_KEYS = ("s", "ArrowRight")
+"""Move on without labelling (an earlier label stays)."""
+BACK_KEYS = ("b", "Backspace", "ArrowLeft")
+"""Show the previous memory again (labelling it again replaces its label)."""
+KEYS = (*LABEL_KEYS, *SKIP_KEYS, *BACK_KEYS)
+KEY_NAMES = {
+    **{k: f"{v:.2f} {name}" for (k, v), name in zip(LABEL_KEYS.items(), LEVEL_NAMES, strict=True)},
+    SKIP_KEYS[0]: "skip",
+    BACK_KEYS[0]: "back",
+}
+"""What the labeler's buttons say, by their key; the other keys do the same as one of them."""
 EXCERPT_CHARS = 1500
 
 _LABELS_SQL = (
@@ -190,12 +218,81 @@ def export_labels(workbench: str | Path | None, out: str | Path) -> Path:
     return path
 
 
-def levels_for(values: Sequence[float | None]) -> list[str]:
-    """The labeler's choice texts for stored labels (nearest level; "skip" for none)."""
-    out = []
-    for v in values:
-        if v is None:
-            out.append("skip")
-        else:
-            out.append(f"{min(LABEL_LEVELS, key=lambda lv: abs(lv - v)):.2f}")
-    return out
+@dataclass(frozen=True)
+class Given:
+    """The label the last key gave: the item, its level and the label it replaced (to undo)."""
+
+    index: int
+    level: float
+    before: float | None
+
+
+@dataclass(frozen=True)
+class LabelCursor:
+    """Where the labeler is in one session: the memories in rank order, each one's label so far
+    (stored earlier or given here; None when none), the item shown (`position` equals the
+    number of items once past the last), the label the last key gave, for the page to save, and
+    the label whose save failed and was taken back, for the page to say so."""
+
+    memory_ids: tuple[str, ...]
+    labels: tuple[float | None, ...]
+    position: int
+    given: Given | None = None
+    unsaved: Given | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether every item has been passed (the page shows the summary)."""
+        return self.position >= len(self.memory_ids)
+
+
+def start_cursor(memory_ids: Sequence[str], labels: Sequence[float | None]) -> LabelCursor:
+    """A cursor on the first memory without a label (past the last when all have one)."""
+    if len(memory_ids) != len(labels):
+        raise ValueError(f"{len(memory_ids)} memories but {len(labels)} labels")
+    first = next((i for i, v in enumerate(labels) if v is None), len(labels))
+    return LabelCursor(tuple(memory_ids), tuple(labels), first)
+
+
+def press(cursor: LabelCursor, key: str) -> LabelCursor:
+    """The cursor after one key: a level key labels the memory shown and moves to the next, a
+    skip key moves on without labelling, a back key shows the previous memory. Keys past the
+    last memory other than back change nothing."""
+    n = len(cursor.memory_ids)
+    if key in LABEL_KEYS:
+        if cursor.done:
+            return replace(cursor, given=None, unsaved=None)
+        i, level = cursor.position, LABEL_KEYS[key]
+        labels = (*cursor.labels[:i], level, *cursor.labels[i + 1 :])
+        return LabelCursor(cursor.memory_ids, labels, i + 1, Given(i, level, cursor.labels[i]))
+    if key in SKIP_KEYS:
+        return replace(cursor, position=min(cursor.position + 1, n), given=None, unsaved=None)
+    if key in BACK_KEYS:
+        back = max(min(cursor.position, n) - 1, 0)
+        return replace(cursor, position=back, given=None, unsaved=None)
+    raise ValueError(f"no labeler action for key {key!r}; the keys are {', '.join(KEYS)}")
+
+
+def given_label(cursor: LabelCursor) -> dict[str, float]:
+    """The label to save after the last key ({memory id: level}; empty when it gave none)."""
+    g = cursor.given
+    return {} if g is None else {cursor.memory_ids[g.index]: g.level}
+
+
+def revert_given(cursor: LabelCursor) -> LabelCursor:
+    """Take back the label the last key gave (its save failed): that memory shows again with
+    its label as before, and `unsaved` holds what was not saved."""
+    g = cursor.given
+    if g is None:
+        return cursor
+    labels = (*cursor.labels[: g.index], g.before, *cursor.labels[g.index + 1 :])
+    return LabelCursor(cursor.memory_ids, labels, g.index, None, g)
+
+
+def progress_text(cursor: LabelCursor) -> str:
+    """'7 of 28 · 6 labelled' while labelling; a summary once past the last memory."""
+    n = len(cursor.memory_ids)
+    labelled = sum(v is not None for v in cursor.labels)
+    if cursor.done:
+        return f"All {n} seen · {labelled} labelled, {n - labelled} without a label"
+    return f"{cursor.position + 1} of {n} · {labelled} labelled"

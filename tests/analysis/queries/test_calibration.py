@@ -141,8 +141,72 @@ def test_export_writes_every_label(demo, tmp_path):
     assert pl.read_parquet(out).equals(cal.read_labels(demo.workbench))
 
 
-def test_levels_for_stored_labels():
-    assert cal.levels_for([None, 0.26, 1.0]) == ["skip", "0.25", "1.00"]
+def test_keys_give_the_levels_in_order_and_name_every_action():
+    assert list(cal.LABEL_KEYS) == ["1", "2", "3", "4", "5"]
+    assert tuple(cal.LABEL_KEYS.values()) == cal.LABEL_LEVELS == (0.0, 0.25, 0.5, 0.75, 1.0)
+    assert len(set(cal.KEYS)) == len(cal.KEYS)  # no key does two things
+    assert cal.KEY_NAMES["3"] == "0.50 somewhat" and set(cal.KEY_NAMES) < set(cal.KEYS)
+    assert {cal.KEY_NAMES["s"], cal.KEY_NAMES["b"]} == {"skip", "back"}
+
+
+def _type(cursor: cal.LabelCursor, keys: str | list[str]) -> cal.LabelCursor:
+    for key in keys:
+        cursor = cal.press(cursor, key)
+    return cursor
+
+
+def test_the_cursor_starts_on_the_first_memory_without_a_label():
+    assert cal.start_cursor(["a", "b", "c"], [None, None, None]).position == 0
+    cursor = cal.start_cursor(["a", "b", "c"], [0.5, None, 1.0])
+    assert cursor.position == 1 and cursor.given is None and not cursor.done
+    assert cal.progress_text(cursor) == "2 of 3 · 2 labelled"
+    assert cal.start_cursor(["a"], [0.25]).done  # all labelled: the summary
+    with pytest.raises(ValueError, match="3 memories but 2 labels"):
+        cal.start_cursor(["a", "b", "c"], [None, None])
+
+
+def test_a_level_key_labels_the_memory_shown_and_moves_on():
+    cursor = cal.press(cal.start_cursor(["a", "b", "c"], [None, 0.5, None]), "4")
+    assert cursor.labels == (0.75, 0.5, None) and cursor.position == 1
+    assert cursor.given == cal.Given(0, 0.75, None)
+    assert cal.given_label(cursor) == {"a": 0.75}
+    relabelled = cal.press(cursor, "1")  # the next memory, labelled before: replaced
+    assert relabelled.labels == (0.75, 0.0, None)
+    assert relabelled.given == cal.Given(1, 0.0, 0.5)
+
+
+def test_skip_and_back_move_without_labelling():
+    start = cal.start_cursor(["a", "b", "c"], [None, None, None])
+    cursor = _type(start, ["5", "s"])
+    assert cursor.position == 2 and cursor.labels == (1.0, None, None)
+    assert cursor.given is None and cal.given_label(cursor) == {}
+    assert cal.progress_text(cursor) == "3 of 3 · 1 labelled"
+    assert _type(cursor, ["b"]).position == 1
+    assert _type(cursor, ["Backspace", "ArrowLeft"]).position == 0
+    assert _type(start, ["ArrowLeft", "b"]).position == 0  # never before the first
+    back_then_relabel = _type(cursor, ["b", "b", "2"])
+    assert back_then_relabel.labels == (0.25, None, None) and back_then_relabel.position == 1
+    assert back_then_relabel.given == cal.Given(0, 0.25, 1.0)
+
+
+def test_past_the_last_memory_only_back_acts():
+    done = _type(cal.start_cursor(["a", "b"], [None, None]), ["3", "ArrowRight"])
+    assert done.done and cal.progress_text(done) == "All 2 seen · 1 labelled, 1 without a label"
+    assert _type(done, ["s", "3", "ArrowRight"]).position == 2
+    assert _type(done, ["3"]).given is None and _type(done, ["3"]).labels == done.labels
+    assert _type(done, ["b"]).position == 1
+    with pytest.raises(ValueError, match="no labeler action for key 'x'"):
+        cal.press(done, "x")
+
+
+def test_a_label_whose_save_failed_is_taken_back():
+    cursor = _type(cal.start_cursor(["a", "b", "c"], [None, 0.5, None]), ["3", "2"])
+    reverted = cal.revert_given(cursor)  # saving b's 0.25 failed
+    assert reverted.labels == (0.5, 0.5, None) and reverted.position == 1
+    assert reverted.given is None and reverted.unsaved == cal.Given(1, 0.25, 0.5)
+    assert cal.revert_given(reverted) == reverted  # nothing left to take back
+    again = cal.press(reverted, "2")
+    assert again.unsaved is None and cal.given_label(again) == {"b": 0.25}
 
 
 def test_reading_never_locks_the_workbench(demo):
