@@ -326,8 +326,14 @@ class SidecarClient:
         candidate_features: Sequence[Sequence[float]] | np.ndarray | None = None,
         project_slot: int = 0,
         timeout_ms: float | None = None,
+        *,
+        query_terms: Sequence[str] | None = None,
+        query_entities: Sequence[str] | None = None,
+        candidate_sources: Sequence[str | None] | None = None,
     ) -> list[tuple[str, float]] | None:
-        """(id, probability) sorted descending, or None: the caller keeps its baseline."""
+        """(id, probability) sorted descending, or None: the caller keeps its baseline.
+        `query_terms`, `query_entities` and `candidate_sources` are our optional parameters
+        (the candidates' signals, `serving.signals`); left out when None."""
         params: dict[str, Any] = {
             "context_embedding": np.asarray(context_embedding, dtype=np.float32),
             "candidate_ids": list(candidate_ids),
@@ -339,6 +345,12 @@ class SidecarClient:
             params["candidate_texts"] = list(candidate_texts)
         if candidate_features is not None:
             params["candidate_features"] = np.asarray(candidate_features, dtype=np.float32)
+        optional = {
+            "query_terms": query_terms,
+            "query_entities": query_entities,
+            "candidate_sources": candidate_sources,
+        }
+        params.update({k: list(v) for k, v in optional.items() if v is not None})
         result = self.call("score", params, timeout_ms)
         try:
             return [(str(s["id"]), float(s["score"])) for s in result["scores"]]

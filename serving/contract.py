@@ -24,22 +24,27 @@ __all__ = [
     "INPUT_FEATURES",
     "INPUT_HAS_EMBEDDING",
     "INPUT_PROJECT_SLOT",
+    "INPUT_SIGNALS",
     "INPUT_TOKEN_BUCKETS",
     "INPUT_TOKEN_MASK",
     "IR_VERSION",
     "MAX_CANDIDATES",
     "MAX_LINE_BYTES",
+    "MAX_QUERY_TERMS",
     "MAX_TOKEN_CELLS",
     "META_KEYS",
     "METHODS",
     "N_FEATURES",
+    "N_SIGNALS",
     "OPSET",
+    "OPTIONAL_GRAPH_INPUTS",
     "OUTPUT_LOGITS",
     "OUTPUT_SCORES",
     "REENABLE_AFTER_S",
     "RESTART_ATTEMPTS",
     "RESTART_DELAY_S",
     "SESSION_FEATURES",
+    "SIGNAL_NAMES",
     "ErrorCode",
     "feature_spec_hash",
 ]
@@ -88,6 +93,13 @@ def feature_spec_hash(spec: str) -> str:
 
 FEATURE_SPEC_HASH = feature_spec_hash(FEATURE_SPEC)
 
+# --- the per-candidate signals beside the features (definitions in serving/signals.py) ---------
+
+# Not Signet features: a graph input of their own with a weight each, so Signet's 17 features,
+# the feature-spec hash and SGPT files stay as they are.
+SIGNAL_NAMES: tuple[str, ...] = ("lexical", "entity_match", "source_neighbourhood")
+N_SIGNALS = len(SIGNAL_NAMES)
+
 # --- the exported graph (signet_bench/learn/export.py builds it; serving/scorer.py feeds it) ---------
 
 OPSET = 17  # onnxruntime 1.31 accepts up to 26; 17 is the oldest with every op used here
@@ -100,6 +112,7 @@ INPUT_TOKEN_BUCKETS = "token_buckets"  # int64 [n_candidates, n_tokens], 0 at pa
 INPUT_TOKEN_MASK = "token_mask"  # float32 [n_candidates, n_tokens]: 1 = a real token
 INPUT_FEATURES = "candidate_features"  # float32 [n_candidates, 17]
 INPUT_PROJECT_SLOT = "project_slot"  # int64 [1]
+INPUT_SIGNALS = "candidate_signals"  # float32 [n_candidates, N_SIGNALS]
 GRAPH_INPUTS = (
     INPUT_CONTEXT,
     INPUT_CANDIDATE_EMBEDDINGS,
@@ -109,6 +122,9 @@ GRAPH_INPUTS = (
     INPUT_FEATURES,
     INPUT_PROJECT_SLOT,
 )
+# Inputs of graphs exported since they existed; the server feeds them when the graph has them
+# (zeros when the request carries no evidence) and a graph exported before them still loads.
+OPTIONAL_GRAPH_INPUTS = (INPUT_SIGNALS,)
 OUTPUT_LOGITS = "logits"  # float32 [n_candidates]
 OUTPUT_SCORES = "scores"  # float32 [n_candidates], softmax over the candidates
 GRAPH_OUTPUTS = (OUTPUT_LOGITS, OUTPUT_SCORES)
@@ -171,3 +187,4 @@ REENABLE_AFTER_S = 7_200.0
 MAX_LINE_BYTES = 32 << 20  # one request line (the daemon's 80 x 768 request is ~1.3 MB)
 MAX_CANDIDATES = 1_024
 MAX_TOKEN_CELLS = 1 << 18  # n_candidates x n_tokens of the text path (64 MiB of hash rows)
+MAX_QUERY_TERMS = 1_024  # query_terms or query_entities of one score request

@@ -8,6 +8,13 @@ has the wrong length takes the text path, and needs a text; features default to 
 project slot to 0. The session-level features reach the query from the first candidate's row,
 exactly as the numpy model takes them.
 
+Three optional parameters are ours (Signet's daemon never sends them, and its requests score
+as before): `query_terms` (the session's keyword query), `query_entities` (the names in it) and
+`candidate_sources` (each candidate's source session, or null). From them and the candidates'
+texts and embeddings the server computes the candidates' signals (`serving.signals`: lexical,
+entity match, source neighbourhood), the same function the trainer's samples use; without them
+the signals are 0.
+
 A model file may be an ONNX export, the workbench's own checkpoint or Signet's SGPT `model.bin`;
 the last two are converted to ONNX at load by the library in a child process
 (`serving.library`); serving an ONNX file needs only onnxruntime and numpy.
@@ -26,6 +33,7 @@ import onnxruntime as ort
 
 from serving import contract as c
 from serving.library import TrainerError, TrainerOptions, convert
+from serving.signals import candidate_signals
 from serving.tokenize import token_buckets
 
 __all__ = [
@@ -67,6 +75,7 @@ class ModelInfo:
     project_slots: int
     n_features: int
     metadata: dict[str, str] = field(default_factory=dict)
+    n_signals: int = 0  # width of the graph's signal input; 0: a graph exported before it
 
     @property
     def model_version(self) -> str:
@@ -108,9 +117,11 @@ def graph_inputs(
     token_lists: Sequence[np.ndarray | Sequence[int] | None],
     features: np.ndarray,
     project_slot: int,
+    signals: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """The graph's float32/int64/bool inputs for one session (token lists padded to at least
-    one column; rows of text-path candidates' embeddings zeroed)."""
+    one column; rows of text-path candidates' embeddings zeroed; signals (n, N_SIGNALS), zeros
+    when None)."""
     n = len(has_embedding)
     has = np.asarray(has_embedding, dtype=bool)
     emb = np.asarray(embeddings, dtype=np.float32)
@@ -134,6 +145,11 @@ def graph_inputs(
         c.INPUT_TOKEN_MASK: mask,
         c.INPUT_FEATURES: np.asarray(features, dtype=np.float32).reshape(n, -1),
         c.INPUT_PROJECT_SLOT: np.array([project_slot], dtype=np.int64),
+        c.INPUT_SIGNALS: (
+            np.zeros((n, c.N_SIGNALS), dtype=np.float32)
+            if signals is None
+            else np.asarray(signals, dtype=np.float32).reshape(n, -1)
+        ),
     }
 
 
@@ -225,17 +241,59 @@ def _slot(params: Mapping[str, Any], slots: int) -> int:
     return int(slot) % slots
 
 
+def _strings_or_null(params: Mapping[str, Any], name: str, n: int) -> list[str | None]:
+    """An optional per-candidate array of strings or nulls, padded with nulls to `n`."""
+    values = _optional_list(params, name, n)
+    values = [] if values is None else list(values)
+    values += [None] * (n - len(values))
+    bad = next((i for i, t in enumerate(values) if t is not None and not isinstance(t, str)), None)
+    if bad is not None:
+        raise ParamError(f"{name}[{bad}]", "must be a string or null")
+    return values
+
+
+def _query_list(params: Mapping[str, Any], name: str) -> list[str] | None:
+    """An optional array of strings (the query's terms or entities), at most MAX_QUERY_TERMS."""
+    value = params.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise ParamError(name, f"must be an array of strings or null, got {type(value).__name__}")
+    if len(value) > c.MAX_QUERY_TERMS:
+        raise ParamError(name, f"has {len(value)} entries, at most {c.MAX_QUERY_TERMS}")
+    bad = next((i for i, t in enumerate(value) if not isinstance(t, str)), None)
+    if bad is not None:
+        raise ParamError(f"{name}[{bad}]", f"must be a string, got {type(value[bad]).__name__}")
+    return value
+
+
+def _signals(
+    params: Mapping[str, Any],
+    texts: list[str | None],
+    ctx: np.ndarray,
+    emb: np.ndarray,
+    has: np.ndarray,
+) -> np.ndarray | None:
+    """The candidates' signals (`serving.signals`) from the request's query terms, entities
+    and candidate sources; None when it carries none of them (all signals 0)."""
+    terms = _query_list(params, "query_terms")
+    entities = _query_list(params, "query_entities")
+    sources = None
+    if params.get("candidate_sources") is not None:
+        sources = _strings_or_null(params, "candidate_sources", len(texts))
+    if terms is None and entities is None and sources is None:
+        return None
+    return candidate_signals(
+        query_terms=terms, query_entities=entities, candidate_texts=texts, context=ctx,
+        embeddings=emb, has_embedding=has, sources=sources,
+    )  # fmt: skip
+
+
 def _tokens(
-    params: Mapping[str, Any], ids: list[str], has: np.ndarray, buckets: int
+    texts: list[str | None], ids: list[str], has: np.ndarray, buckets: int
 ) -> list[np.ndarray | None]:
     """Hash buckets of each text-path candidate's text (None for embedded candidates)."""
     n = len(ids)
-    texts = _optional_list(params, "candidate_texts", n)
-    texts = [] if texts is None else list(texts)
-    texts += [None] * (n - len(texts))
-    bad = next((i for i, t in enumerate(texts) if t is not None and not isinstance(t, str)), None)
-    if bad is not None:
-        raise ParamError(f"candidate_texts[{bad}]", "must be a string or null")
     out: list[np.ndarray | None] = [None] * n
     longest = 0
     for i in np.flatnonzero(~has).tolist():
@@ -272,8 +330,10 @@ def parse_score_params(params: Mapping[str, Any], info: ModelInfo) -> ScoreReque
     emb, has = _embeddings(params, n, info.native_dim)
     feats = _features(params, n, info.n_features)
     slot = _slot(params, info.project_slots)
-    toks = _tokens(params, ids, has, info.hash_buckets)
-    return ScoreRequest(ids, graph_inputs(ctx, emb, has, toks, feats, slot))
+    texts = _strings_or_null(params, "candidate_texts", n)
+    toks = _tokens(texts, ids, has, info.hash_buckets)
+    signals = _signals(params, texts, ctx, emb, has) if info.n_signals else None
+    return ScoreRequest(ids, graph_inputs(ctx, emb, has, toks, feats, slot, signals))
 
 
 def ranked(ids: Sequence[str], scores: np.ndarray) -> list[tuple[str, float]]:
@@ -330,6 +390,7 @@ class OnnxModel:
     def __init__(self, session: ort.InferenceSession, info: ModelInfo) -> None:
         self.session = session
         self.info = info
+        self._names = frozenset(i.name for i in session.get_inputs())
 
     @classmethod
     def load(
@@ -362,8 +423,10 @@ class OnnxModel:
         return model
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """(logits, scores) of one session."""
-        logits, scores = self.session.run(list(c.GRAPH_OUTPUTS), dict(inputs))
+        """(logits, scores) of one session; inputs the graph does not have (an optional one of
+        a graph exported before it) are left out."""
+        feed = {k: v for k, v in inputs.items() if k in self._names}
+        logits, scores = self.session.run(list(c.GRAPH_OUTPUTS), feed)
         return logits, scores
 
     def _warm_up(self) -> None:
@@ -395,7 +458,17 @@ def _info(session: ort.InferenceSession, path: str, kind: str) -> ModelInfo:
         n_features = int(meta.get("extra_features", c.N_FEATURES))
     except (KeyError, ValueError):
         raise ModelLoadError(f"{path}: the model's metadata lacks its dims") from None
-    return ModelInfo(path=path, kind=kind, n_features=n_features, metadata=meta, **dims)
+    n_signals = 0
+    if c.INPUT_SIGNALS in names:
+        n_signals = names[c.INPUT_SIGNALS].shape[-1]
+        if n_signals != c.N_SIGNALS:
+            raise ModelLoadError(
+                f"{path}: the graph takes {n_signals} candidate signals, this server computes "
+                f"{c.N_SIGNALS} ({', '.join(c.SIGNAL_NAMES)})"
+            )
+    return ModelInfo(
+        path=path, kind=kind, n_features=n_features, metadata=meta, n_signals=n_signals, **dims
+    )
 
 
 # --- the fail-open facade -----------------------------------------------------------------------
@@ -450,8 +523,14 @@ class Scorer:
         candidate_texts: Sequence[str | None] | None = None,
         candidate_features: Sequence[Sequence[float]] | np.ndarray | None = None,
         project_slot: int = 0,
+        *,
+        query_terms: Sequence[str] | None = None,
+        query_entities: Sequence[str] | None = None,
+        candidate_sources: Sequence[str | None] | None = None,
     ) -> ScoreResult:
-        """Softmax scores of the candidates, sorted descending, or no scores and the reason."""
+        """Softmax scores of the candidates, sorted descending, or no scores and the reason.
+        `query_terms`, `query_entities` and `candidate_sources` feed the signals (module
+        docstring); a session start's terms come from `serving.signals.store_start_terms`."""
         try:
             params = {
                 "context_embedding": _as_param(context_embedding),
@@ -460,6 +539,9 @@ class Scorer:
                 "candidate_texts": _as_param(candidate_texts),
                 "candidate_features": _as_param(candidate_features),
                 "project_slot": project_slot,
+                "query_terms": _as_param(query_terms),
+                "query_entities": _as_param(query_entities),
+                "candidate_sources": _as_param(candidate_sources),
             }
             return ScoreResult(self.score_request(params))
         except Exception as exc:  # noqa: BLE001 - fail open: never raise into a hook

@@ -33,9 +33,10 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH also writes it as J
            score p99 while train_from_db runs and swaps the model (ms)
   quality --dataset locomo --data PATH [--split chronological|random]
            LoCoMo evidence retrieval on held-out questions per ranker (bm25, cosine,
-           signet_hybrid, effective, cogmem_v9, cascade, learned, learned_base,
-           learned_finetuned, their *_fused with the best heuristic; experiments:
-           learned_oracle, learned_pooled, learned_init): recall@5/10/25/50, ndcg@10, mrr,
+           signet_hybrid, effective, cogmem_v9, cascade, hybrid, lexical, learned,
+           learned_base, learned_finetuned, their *_fused with the best heuristic;
+           experiments: learned_oracle, learned_pooled, learned_init, learned_without_<signal>
+           for each signal): recall@5/10/25/50, ndcg@10, mrr,
            per category (metric[category]), heuristics on every question (*_all), paired
            deltas (a-b, *_delta); rows suffixed _minilm use all-MiniLM-L6-v2 when it is
            installed; held_out_seen_evidence: the held-out questions sharing an evidence turn

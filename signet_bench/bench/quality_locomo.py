@@ -13,7 +13,10 @@ Method:
    (`question_context`): at a LoCoMo question nothing was injected before and no previous
    session used anything, so the daemon's session-start rule (`daemon/context.py`) would fall back to
    the ten most recent memories, which says nothing about the question; the question is what
-   a retrieval by question looks for, the way a prompt drives Signet's recall.
+   a retrieval by question looks for, the way a prompt drives Signet's recall. Its query
+   (`daemon.query.prompt_query`: Signet's prompt terms and the names in the question) gives
+   the candidates' lexical and entity-match signals; the observation's conversation session
+   is its source session (the source-neighbourhood signal).
 3. Questions of a conversation are ordered by when they became answerable (the latest session
    of their evidence, then QA order); the earlier `TRAIN_SHARE` are its training split, the rest
    held out. Every ranker is evaluated on the held-out questions only, all rankers on the same.
@@ -30,7 +33,10 @@ Method:
    context and labels); `learned_pooled` is trained on every question of the *other*
    conversations, embeddings included (what other users' labelled questions would teach if
    their content could be shared, which the pair exports forbid); `learned_init` is the
-   untrained scorer (fresh weights: cosine(context, memory)), the start of every training.
+   untrained scorer (fresh weights: the `hybrid` ranker 0.7·cosine + 0.3·lexical), the start
+   of every training; `learned_without_<signal>` is `learned` trained and evaluated with that
+   signal set to 0 (an ablation). `hybrid` and `lexical` are our free rankers on the same
+   signals (`ranking.ranker`); `signet_hybrid` is Signet's own merge (a peer).
 5. Metrics per held-out question: recall@5/10/25/50 of evidence turns covered by the top-k
    memories (LoCoMo's retrieval recall, `metrics.coverage_recall_at_k`: a memory covers its
    source turns; evidence no memory covers still counts), NDCG@10 and reciprocal rank of the
@@ -42,6 +48,7 @@ Method:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sqlite3
 import tempfile
@@ -51,6 +58,8 @@ from pathlib import Path
 
 import numpy as np
 
+from serving.contract import SIGNAL_NAMES
+from serving.signals import signal_column
 from signet_bench.analysis.metrics import (
     bootstrap_interval,
     coverage_recall_at_k,
@@ -61,7 +70,9 @@ from signet_bench.bench.report import Row
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.candidates import SessionInputs, session_inputs
 from signet_bench.daemon.context import mean_unit
+from signet_bench.daemon.query import prompt_query
 from signet_bench.daemon.ranking.fusion import ranks_from_scores, rrf_fuse
+from signet_bench.daemon.ranking.ranker import HybridRanker, LexicalRanker
 from signet_bench.errors import UserError
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.pairs import base_params, pair_frame, train_base, write_pairs
@@ -72,6 +83,7 @@ from signet_bench.store.read import read_session_memories
 from signet_bench.world.locomo import CATEGORIES, Query, read_queries, relevance
 
 __all__ = [
+    "ABLATIONS",
     "HEURISTICS",
     "SPLITS",
     "ConversationData",
@@ -96,9 +108,13 @@ QUICK_EPOCHS = 3
 ORACLE_EPOCH_FACTOR = 4
 BASE_EPOCHS = 3
 RRF_ALPHA = 0.5
-HEURISTICS = ("bm25", "cosine", "signet_hybrid", "effective", "cogmem_v9", "cascade")
+HEURISTICS = (
+    "bm25", "cosine", "signet_hybrid", "effective", "cogmem_v9", "cascade", "hybrid", "lexical",
+)  # fmt: skip
 LEARNED = ("learned", "learned_base", "learned_finetuned")
-DIAGNOSTIC = ("learned_oracle", "learned_pooled", "learned_init")  # experiments: no deltas
+ABLATIONS = tuple(f"learned_without_{name}" for name in SIGNAL_NAMES)
+# experiments: no deltas
+DIAGNOSTIC = ("learned_oracle", "learned_pooled", "learned_init", *ABLATIONS)
 
 
 @dataclass(frozen=True)
@@ -128,6 +144,7 @@ def question_inputs(
     return session_inputs(
         corpus, rows, session_key=query.key, start=at, tz="UTC", project=None,
         previous_start=None, context=ctx, context_rule="question" if ctx is not None else "none",
+        query=prompt_query(query.question),
     )  # fmt: skip
 
 
@@ -252,6 +269,7 @@ def _heuristic_scores(data: ConversationData) -> dict[str, list[np.ndarray]]:
     # FSRS retention applies only where access data exists.
     tags, accessed = read_tags(data.store), read_last_accessed(data.store)
     peers = peer_rankers(tags=tags or None, last_accessed=accessed or None)
+    peers += (HybridRanker(), LexicalRanker())
     return {
         r.name: [
             for_query(r, q.question).score(inp)
@@ -276,6 +294,15 @@ def _train(samples: list[SessionSample], start, epochs: int, seed: int, cfg: Pre
         return fresh
     res = train_model(samples, start, cfg=cfg, epochs=epochs, seed=seed, previous_is_trained=False)
     return _params_or(res, fresh)
+
+
+def _without(item, signal: str | None):
+    """A sample or session inputs with one signal set to 0 (`signal` None: unchanged)."""
+    if signal is None or item.signals is None:
+        return item
+    signals = np.array(item.signals, copy=True)
+    signals[:, signal_column(signal)] = 0.0
+    return dataclasses.replace(item, signals=signals)
 
 
 def _trainable(data: ConversationData, positions: Sequence[int]) -> list[SessionSample]:
@@ -316,12 +343,15 @@ def _learned_scores(
         ),
         "learned_pooled": _train(others, None, epochs, seed, cfg),
     }
+    ablated = dict(zip(ABLATIONS, SIGNAL_NAMES, strict=True))
+    for name, signal in ablated.items():
+        models[name] = _train([_without(s, signal) for s in own], None, epochs, seed, cfg)
     out: dict[str, list[np.ndarray | None]] = {}
     for name, params in models.items():
         ranker = ModelRanker(params, cfg, name=name)
         scores: list[np.ndarray | None] = [None] * len(data.queries)
         for i in held:
-            scores[i] = ranker.score(data.inputs[i])
+            scores[i] = ranker.score(_without(data.inputs[i], ablated.get(name)))
         out[name] = scores
     return out
 

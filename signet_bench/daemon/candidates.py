@@ -2,9 +2,11 @@
 scores, the trainer learns from and the benchmarks evaluate, built by one function.
 
 `session_inputs` takes the corpus, the candidates' corpus rows in baseline order, the session
-(start, time zone, project, previous session of the project) and its context vector, and
-computes every per-candidate input: embeddings and the text path's tokens, the 17 features
-(`features.candidate_features`), the effective score at the session start and the project slot.
+(start, time zone, project, previous session of the project), its context vector and its query
+(`daemon.query`), and computes every per-candidate input: embeddings and the text path's
+tokens, the 17 features (`features.candidate_features`), the signals (`serving.signals`:
+lexical, entity match and source neighbourhood, over the whole pool), the effective score at
+the session start and the project slot.
 Knowledge-graph columns (entity/aspect slot, structural density, traversal) come from the
 recorded `session_memories` rows when there are any; the simulated daemon has no graph
 traversal, so they are absent there.
@@ -17,8 +19,10 @@ from datetime import datetime
 
 import numpy as np
 
+from serving.signals import candidate_signals
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.features import CandidateInfo, SessionInfo, candidate_features
+from signet_bench.daemon.query import NO_QUERY, SessionQuery
 from signet_bench.daemon.ranking.baseline import age_days, effective_score
 from signet_bench.learn.model.tokenizer import project_slot
 from signet_bench.store.corpus import Corpus
@@ -61,6 +65,9 @@ class SessionInputs:
     importance: np.ndarray  # (n,) float64
     access_count: np.ndarray  # (n,) float64
     is_constraint: np.ndarray  # (n,) bool: a constraint this session must inject
+    query: SessionQuery  # the keyword terms and names the signals were computed from
+    sources: np.ndarray  # (n,) object: each memory's source session, None when unknown
+    signals: np.ndarray  # (n, N_SIGNALS) float32 (`serving.signals`), computed over the pool
 
     def __len__(self) -> int:
         return len(self.memory_ids)
@@ -118,11 +125,21 @@ def session_inputs(
     context_rule: str,
     graph: GraphColumns | None = None,
     cfg: PredictorConfig = DEFAULT_CONFIG,
+    query: SessionQuery = NO_QUERY,
 ) -> SessionInputs:
-    """Every per-candidate input of a session's candidates at corpus `rows` (baseline order)."""
+    """Every per-candidate input of a session's candidates at corpus `rows` (baseline order);
+    `query` feeds the lexical and entity signals (none: both 0)."""
     rows = np.asarray(rows, dtype=np.int64)
     info = candidate_info(corpus, rows, project, graph)
     age = age_days(corpus.created_at[rows], start.timestamp())
+    contents = tuple(corpus.contents[int(r)] for r in rows)
+    sources = corpus.sources(rows)
+    signals = candidate_signals(
+        query_terms=query.terms, query_entities=query.entities, candidate_texts=contents,
+        context=context, embeddings=corpus.embeddings[rows],
+        has_embedding=corpus.has_embedding[rows],
+        sources=None if all(x is None for x in sources) else sources,
+    )  # fmt: skip
     return SessionInputs(
         session_key=session_key,
         start=start,
@@ -138,10 +155,13 @@ def session_inputs(
         embeddings=corpus.embeddings[rows],
         has_embedding=corpus.has_embedding[rows],
         tokens=tuple(corpus.tokens(int(r)) for r in rows),
-        contents=tuple(corpus.contents[int(r)] for r in rows),
+        contents=contents,
         effective_score=effective_score(corpus.importance[rows], age, corpus.pinned[rows], cfg),
         created_at=info.created_at,
         importance=info.importance,
         access_count=info.access_count,
         is_constraint=np.asarray(info.is_constraint, dtype=bool),
+        query=query,
+        sources=sources,
+        signals=signals,
     )

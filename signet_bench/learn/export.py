@@ -6,7 +6,8 @@ node by node with `onnx.helper`, for one session of N candidates (DESIGN §6, an
     q       = (LN_emb(context W_downᵀ) + QProj[slot] + features_0[session] QTimeᵀ) W_qᵀ
     cos_n   = cosine(context, candidate_embeddings_n)   where has_embedding_n and both norms > 0
             = 0                                          elsewhere
-    logits  = w_cos cos + (enc W_kᵀ) qᵀ / sqrt(d) + [enc W_vᵀ, features, ProjEmb[slot], 1] gateᵀ
+    logits  = w_cos cos + candidate_signals w_sig + (enc W_kᵀ) qᵀ / sqrt(d)
+              + [enc W_vᵀ, features, ProjEmb[slot], 1] gateᵀ
     scores  = softmax(logits)
 
 Every parameter of `model/params.py` is one float32 initializer under its own name, and the
@@ -161,8 +162,16 @@ def _cosine(g: _Graph) -> str:
     return g.op("Mul", [cos, "cosine_weight"], "cosine/weighted")
 
 
+def _signals(g: _Graph) -> str:
+    """candidate_signals w_sig [N, 1]: the weighted lexical, entity-match and
+    source-neighbourhood evidence (zeros from a request without it)."""
+    axis1 = g.const("signals_axis1", np.array([1], dtype=np.int64))
+    column = g.op("Unsqueeze", ["signal_weights", axis1], "signals/weight_column")
+    return g.op("MatMul", [c.INPUT_SIGNALS, column], "signals/weighted")
+
+
 def _logits(g: _Graph, q: str, enc: str, d: int) -> str:
-    """logits [N]: the weighted cosine, attention q·k/sqrt(d) and the gate over
+    """logits [N]: the weighted cosine and signals, attention q·k/sqrt(d) and the gate over
     [v, features, project, 1]."""
     k = g.op("Gemm", [enc, "k_proj"], "attention/k_proj", transB=1)
     qk = g.op("Gemm", [k, q], "attention/qk", transB=1)
@@ -176,12 +185,13 @@ def _logits(g: _Graph, q: str, enc: str, d: int) -> str:
     gate_in = g.op("Concat", [v, c.INPUT_FEATURES, proj_n, ones], "gate/input", axis=1)
     gated = g.op("Gemm", [gate_in, "gate_proj"], "gate/gate_proj", transB=1)
     learned = g.op("Add", [attn, gated], "logits/learned")
-    total = g.op("Add", [_cosine(g), learned], "logits/column")
+    evidence = g.op("Add", [_cosine(g), _signals(g)], "logits/evidence")
+    total = g.op("Add", [evidence, learned], "logits/column")
     axis1 = g.const("squeeze_axis", np.array([1], dtype=np.int64))
     return g.op("Squeeze", [total, axis1], c.OUTPUT_LOGITS)
 
 
-def _io(native_dim: int, n_features: int) -> tuple[list, list]:
+def _io(native_dim: int, n_features: int, n_signals: int) -> tuple[list, list]:
     """Graph inputs and outputs with their documentation."""
     n, t = "n_candidates", "n_tokens"
     spec = [
@@ -210,6 +220,12 @@ def _io(native_dim: int, n_features: int) -> tuple[list, list]:
             ),
         ),
         (c.INPUT_PROJECT_SLOT, TensorProto.INT64, [1], "project slot in [0, project_slots)"),
+        (
+            c.INPUT_SIGNALS,
+            TensorProto.FLOAT,
+            [n, n_signals],
+            "per-candidate evidence (serving.contract.SIGNAL_NAMES, serving.signals); zeros: none",
+        ),
     ]
     inputs = [helper.make_tensor_value_info(nm, ty, sh, doc) for nm, ty, sh, doc in spec]
     outputs = [
@@ -271,7 +287,7 @@ def build_model(
     unused = [n for n in shapes if n not in consumed]
     if unused:
         raise ExportError(f"cannot export: the graph does not use parameter(s) {unused}")
-    inputs, outputs = _io(cfg.native_dim, cfg.extra_features)
+    inputs, outputs = _io(cfg.native_dim, cfg.extra_features, shapes["signal_weights"][0])
     graph = helper.make_graph(
         g.nodes, "signet_cross_attention_scorer", inputs, outputs, initializer=g.inits
     )

@@ -43,7 +43,11 @@ from signet_bench.daemon.features import FEATURE_NAMES
 from signet_bench.errors import UserError
 from signet_bench.learn.model.loss import listwise_loss, temperatures
 from signet_bench.learn.model.optim import Adam
-from signet_bench.learn.model.params import COSINE_WEIGHT_INIT, init_params
+from signet_bench.learn.model.params import (
+    COSINE_WEIGHT_INIT,
+    init_params,
+    signal_weights_init,
+)
 from signet_bench.learn.samples import SessionSample
 
 __all__ = [
@@ -238,6 +242,8 @@ def base_params(
     scale = base_scale(base)
     if "cosine_weight" in params:  # the scorer's exact cosine(context, memory) term
         params["cosine_weight"] = np.array([scale * base.similarity_weight])
+        # the lexical signal keeps the hybrid's share of it (pairs carry no signals)
+        params["signal_weights"] = signal_weights_init(max(0.0, params["cosine_weight"][0]))
     else:
         d = cfg.internal_dim
         params["q_proj"] = np.eye(d) * (scale * base.similarity_weight / math.sqrt(d))

@@ -4,9 +4,11 @@ the recorded candidates with the shared context (`daemon/context.py`), candidate
 what serving saw.
 
 The session loop calls `build_sample` at the end of every session on the rows it has just
-recorded; the trainer calls it on every scored session of a store (`load_samples`). The label
-rule's sampled negatives draw from a random stream keyed by the session, so a session's sample
-is the same whichever sessions are loaded with it.
+recorded; the trainer calls it on every scored session of a store (`load_samples`). A
+session's query is its session-start query (`daemon.query`: the terms of the project's last
+transcripts done before it started), so the candidates' signals are the ones served then.
+The label rule's sampled negatives draw from a random stream keyed by the session, so a
+session's sample is the same whichever sessions are loaded with it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from signet_bench.daemon.labels import (
     seed_labels,
     session_trainable,
 )
+from signet_bench.daemon.query import NO_QUERY, SessionQuery, StartQueries
 from signet_bench.store.corpus import Corpus, read_corpus
 from signet_bench.store.read import open_readonly, read_session_memories, read_sessions
 
@@ -61,6 +64,7 @@ class SessionSample:
     project_slot: int
     labels: np.ndarray  # (n,) float64
     baseline_rank: np.ndarray  # (n,) 0-based rank at session start (fts_only rows last)
+    signals: np.ndarray | None = None  # (n, N_SIGNALS) float32 (`serving.signals`); None: 0
 
     def __len__(self) -> int:
         return len(self.memory_ids)
@@ -83,6 +87,7 @@ class SessionSample:
             inputs.memory_ids.astype(object), inputs.context, inputs.embeddings,
             inputs.has_embedding, inputs.tokens, inputs.features, inputs.project_slot,
             np.asarray(labels, dtype=np.float64), np.asarray(baseline_rank, dtype=np.int64),
+            inputs.signals,
         )  # fmt: skip
 
 
@@ -150,11 +155,12 @@ def build_sample(
     tz: str,
     cfg: PredictorConfig = DEFAULT_CONFIG,
     seed: int = 0,
+    query: SessionQuery = NO_QUERY,
 ) -> SessionSample | None:
     """One session's sample (None when no candidate of it is left, no context can be formed,
     or the labels are not trainable). `session` holds session_key, project, start, score,
     confidence, novel_context_count (and end: the score row's time); `cand` its
-    `session_memories` rows."""
+    `session_memories` rows; `query` its session-start query (`daemon.query.start_query`)."""
     cand = cand.filter(pl.col("memory_id").is_in(list(corpus.row_of)))
     if cand.height == 0:
         return None
@@ -184,6 +190,7 @@ def build_sample(
         context_rule=ctx.rule,
         graph=session_graph(cand),
         cfg=cfg,
+        query=query,
     )
     end = session.get("end") or start
     result = seed_labels(
@@ -222,6 +229,7 @@ def load_samples(
         corpus = read_corpus(con) if corpus is None else corpus
         cands = read_session_memories(con)
         sessions = scored_sessions(read_sessions(con), cands)
+        jobs = StartQueries.read(con)
     finally:
         if not isinstance(store, sqlite3.Connection):
             con.close()
@@ -238,8 +246,9 @@ def load_samples(
         if conf is not None and conf >= threshold:
             prev = previous[s["session_key"]]
             sample = build_sample(
-                corpus, s, by_key[s["session_key"]], prev, tz=tz, cfg=cfg, seed=seed
-            )
+                corpus, s, by_key[s["session_key"]], prev, tz=tz, cfg=cfg, seed=seed,
+                query=jobs.query(s.get("project"), s["start"]),
+            )  # fmt: skip
         if sample is None:
             skipped += 1
         else:

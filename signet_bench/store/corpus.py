@@ -21,7 +21,7 @@ from signet_bench.learn.model.tokenizer import token_buckets
 from signet_bench.store.read import MemoryTable, open_readonly, read_memories
 from signet_bench.store.timestamps import format_iso, parse_ts
 
-__all__ = ["Corpus", "corpus_from_memories", "read_corpus"]
+__all__ = ["Corpus", "corpus_from_memories", "memory_source_session", "read_corpus"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,6 +44,8 @@ class Corpus:
     superseded_at: np.ndarray  # (N,) float64 epoch seconds when it became stale, NaN if never
     edited_at: tuple[np.ndarray, ...]  # per row: sorted epoch seconds of in-place updates
     row_of: dict[str, int]
+    source_session: np.ndarray | None = None  # (N,) object: `memory_source_session`, or
+    # None when no memory records one
     _tokens: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     _scope: dict[str | None, np.ndarray] = field(default_factory=dict, repr=False)
 
@@ -66,9 +68,10 @@ class Corpus:
         project: Sequence[str | None] | None = None,
         access_count: np.ndarray | None = None,
         superseded_at: np.ndarray | None = None,
+        source_session: Sequence[str | None] | None = None,
     ) -> Corpus:
-        """A corpus from plain arrays (absent flags false, no project, contents empty;
-        `contents` may also be content lengths, for ranking without text)."""
+        """A corpus from plain arrays (absent flags false, no project, contents empty, no
+        source sessions; `contents` may also be content lengths, for ranking without text)."""
         n = len(ids)
         no = np.zeros(n, dtype=bool)
         emb = np.asarray(embeddings, dtype=np.float32)
@@ -91,6 +94,9 @@ class Corpus:
             superseded_at=np.full(n, np.nan) if superseded_at is None else superseded_at,
             edited_at=tuple(np.zeros(0) for _ in range(n)),
             row_of={m: i for i, m in enumerate(id_arr)},
+            source_session=None
+            if source_session is None
+            else np.asarray(list(source_session), dtype=object),
         )
 
     @property
@@ -107,6 +113,12 @@ class Corpus:
         if t is None:
             t = self._tokens[row] = token_buckets(self.contents[row], DEFAULT_CONFIG.hash_buckets)
         return t
+
+    def sources(self, rows: np.ndarray) -> np.ndarray:
+        """(len(rows),) object: the source session of the memories at `rows` (None: unknown)."""
+        if self.source_session is None:
+            return np.full(len(rows), None, dtype=object)
+        return self.source_session[np.asarray(rows, dtype=np.int64)]
 
     def in_scope(self, project: str | None) -> np.ndarray:
         """Memories of the project or of no project (the constraints a session can see)."""
@@ -172,6 +184,23 @@ def _edits(con: sqlite3.Connection) -> dict[str, list[float]]:
     return out
 
 
+def memory_source_session(source_section: str | None, source_id: str | None) -> str | None:
+    """The session a memory came from, as far as the store records it: `source_section` when
+    set (a LoCoMo observation's conversation session, a document chunk's section), else
+    `source_id` (the session or job a pipeline extracted it from), else unknown (None)."""
+    return (source_section or "").strip() or (source_id or "").strip() or None
+
+
+def _source_sessions(con: sqlite3.Connection, ids: np.ndarray) -> np.ndarray | None:
+    """Each memory's `memory_source_session` (aligned with `ids`); None when none has one."""
+    cols = {r[1] for r in con.execute("PRAGMA table_info(memories)")}
+    picked = [c if c in cols else "NULL" for c in ("source_section", "source_id")]
+    rows = con.execute(f"SELECT id, {', '.join(picked)} FROM memories").fetchall()
+    found = {mid: memory_source_session(sec, src) for mid, sec, src in rows}
+    out = np.asarray([found.get(m) for m in ids], dtype=object)
+    return None if all(x is None for x in out) else out
+
+
 def corpus_from_memories(con: sqlite3.Connection, mem: MemoryTable) -> Corpus:
     """Build the corpus from memories already read through `con` (deleted included)."""
     f = mem.frame
@@ -199,6 +228,7 @@ def corpus_from_memories(con: sqlite3.Connection, mem: MemoryTable) -> Corpus:
         superseded_at=np.fmin(sup, deleted_at),
         edited_at=tuple(np.sort(np.asarray(edits.get(m, ()), dtype=np.float64)) for m in ids),
         row_of={m: i for i, m in enumerate(ids)},
+        source_session=_source_sessions(con, ids),
     )
 
 

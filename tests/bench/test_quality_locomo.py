@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from signet_bench.bench.quality_locomo import (
+    ABLATIONS,
     DIAGNOSTIC,
     evaluate_queries,
     locomo_rows,
@@ -101,12 +102,18 @@ def test_rows_are_reproducible_for_a_seed_and_name_every_ranker(slice_stores):
     names = {r.name for r in rows}
     for n in ("bm25", "cosine", "signet_hybrid", "effective", "cogmem_v9", "cascade"):
         assert n in names
+    assert {"hybrid", "lexical"} <= names  # our free rankers on the candidates' signals
     for n in ("learned", "learned_base", "learned_finetuned", "learned_fused"):
         assert n in names
     assert "learned-cosine" in names
     # the experiments are reported alone, never as a difference from a heuristic
-    assert {"learned_oracle", "learned_pooled", "learned_init"} <= names
+    assert {"learned_oracle", "learned_pooled", "learned_init", *ABLATIONS} <= names
     assert not [n for n in names if n.split("-")[0] in DIAGNOSTIC and "-" in n]
+    # the untrained scorer is the hybrid ranker: the same order, so the same held-out metrics
+    held = {(r.name, r.metric): r.value for r in rows}
+    for metric in ("recall@10", "ndcg@10", "mrr"):
+        assert held[("learned_init", metric)] == pytest.approx(held[("hybrid", metric)], abs=0.01)
+    assert held[("lexical", "recall@50")] > 0.0  # the questions' terms reach the memories
     seen = next(r for r in rows if r.name == "held_out_seen_evidence")
     assert 0.0 <= seen.value <= 1.0 and seen.n == next(r.n for r in rows if r.name == "cosine")
     recall = [r for r in rows if r.metric.startswith("recall@") and "delta" not in r.metric]

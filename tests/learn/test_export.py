@@ -4,6 +4,7 @@ IR-8 model of standard ops with the documented inputs, outputs and metadata."""
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from onnx.reference import ReferenceEvaluator
 
 from serving import contract
 from serving.scorer import graph_inputs
+from serving.signals import HYBRID_VECTOR_WEIGHT, hybrid_scores
 from signet_bench.cli import main
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.features import FEATURE_SPEC
@@ -77,6 +79,7 @@ class Session:
     tokens: list
     features: np.ndarray
     slot: int
+    signals: np.ndarray | None = None  # (n, N_SIGNALS)
 
 
 def make_session(rng: np.random.Generator, n: int, text_share: float, slot: int = 5) -> Session:
@@ -97,19 +100,22 @@ def make_session(rng: np.random.Generator, n: int, text_share: float, slot: int 
     feats[:, 10] = has
     feats[:, 11] = 0.0
     context = (emb[has].mean(axis=0) if has.any() else rng.normal(size=DIM)).astype(np.float32)
-    return Session(context, emb, has, tokens, feats, slot)
+    signals = rng.uniform(0.0, 1.0, size=(n, contract.N_SIGNALS)).astype(np.float32)
+    signals[rng.random(n) < 0.3] = 0.0  # candidates without evidence
+    return Session(context, emb, has, tokens, feats, slot, signals)
 
 
 def numpy_scores(params: dict, s: Session) -> tuple[np.ndarray, np.ndarray]:
     batch = batch_from_sessions(
-        [s.context], [s.emb], [s.has], [s.tokens], [s.features], [s.slot], dtype=np.float32
-    )
+        [s.context], [s.emb], [s.has], [s.tokens], [s.features], [s.slot], dtype=np.float32,
+        signals=[s.signals],
+    )  # fmt: skip
     fwd = forward(params, batch)
     return fwd.logits[0], fwd.probs[0]
 
 
 def onnx_inputs(s: Session) -> dict[str, np.ndarray]:
-    return graph_inputs(s.context, s.emb, s.has, s.tokens, s.features, s.slot)
+    return graph_inputs(s.context, s.emb, s.has, s.tokens, s.features, s.slot, s.signals)
 
 
 def session_of(path: Path) -> ort.InferenceSession:
@@ -135,6 +141,7 @@ def trained_params(steps: int = 40) -> dict[str, np.ndarray]:
         [s.features for s in sessions],
         [s.slot for s in sessions],
         labels=labels,
+        signals=[s.signals for s in sessions],
     )
     params = init_params(cfg)
     opt = Adam(params, cfg)
@@ -190,7 +197,7 @@ def case_session(case: str) -> Session:
     if case == "superseded":
         feats = s.features.copy()
         feats[3, 11] = 1.0
-        return Session(s.context, s.emb, s.has, s.tokens, feats, s.slot)
+        return dataclasses.replace(s, features=feats)
     return s
 
 
@@ -227,7 +234,7 @@ def test_superseded_feature_changes_the_score(models):
     s = case_session("mixed")
     feats = s.features.copy()
     feats[3, 11] = 1.0
-    flagged = Session(s.context, s.emb, s.has, s.tokens, feats, s.slot)
+    flagged = dataclasses.replace(s, features=feats)
     sess = session_of(path)
     before = sess.run(["logits"], onnx_inputs(s))[0]
     after = sess.run(["logits"], onnx_inputs(flagged))[0]
@@ -242,7 +249,7 @@ def test_cosine_weight_moves_the_logits_by_the_cosine(models, tmp_path):
     s = case_session("mixed")
     emb = s.emb.copy()
     emb[int(np.flatnonzero(s.has)[0])] = 0.0  # a zero vector flagged as embedded
-    s = Session(s.context, emb, s.has, s.tokens, s.features, s.slot)
+    s = dataclasses.replace(s, emb=emb)
     moved = {**params, "cosine_weight": params["cosine_weight"] + 0.75}
     logits = []
     for name, weights in (("a", params), ("b", moved)):
@@ -255,17 +262,36 @@ def test_cosine_weight_moves_the_logits_by_the_cosine(models, tmp_path):
     np.testing.assert_allclose(logits[1] - logits[0], expected, rtol=1e-4, atol=1e-5)
 
 
-def test_untrained_graph_ranks_by_cosine(models):
-    """A fresh model's graph ranks every embedded candidate as cosine(context, memory) does."""
+def test_untrained_graph_ranks_by_the_hybrid(models):
+    """A fresh model's graph ranks every candidate as 0.7·cosine(context, memory) +
+    0.3·lexical does (`hybrid_scores`), and as cosine alone without signals."""
     _, path = models["untrained"]
     for case in ("mixed", "all_embedded", "superseded"):
         s = case_session(case)
-        scores = session_of(path).run(["scores"], onnx_inputs(s))[0]
         cos = np.zeros(s.has.size)
         cos[s.has] = cosine_to(s.context, s.emb[s.has])
-        assert ranking(scores[s.has]) == ranking(cos[s.has])
-        z = np.exp(COSINE_WEIGHT_INIT * cos)
-        np.testing.assert_allclose(scores, z / z.sum(), rtol=1e-5)
+        for signals in (s.signals, None):
+            lexical = np.zeros(s.has.size) if signals is None else signals[:, 0]
+            run = dataclasses.replace(s, signals=signals)
+            scores = session_of(path).run(["scores"], onnx_inputs(run))[0]
+            hybrid = hybrid_scores(cos, lexical)
+            assert ranking(scores) == ranking(hybrid)
+            z = np.exp(COSINE_WEIGHT_INIT / HYBRID_VECTOR_WEIGHT * hybrid)
+            np.testing.assert_allclose(scores, z / z.sum(), rtol=1e-5)
+
+
+def test_signal_weights_move_the_logits_by_the_signals(models, tmp_path):
+    """The graph's signal term: candidate_signals · w_sig, on both paths."""
+    params, _ = models["trained"]
+    s = case_session("mixed")
+    delta = np.array([0.5, -0.25, 1.5])
+    moved = {**params, "signal_weights": params["signal_weights"] + delta}
+    logits = []
+    for name, weights in (("a", params), ("b", moved)):
+        path = tmp_path / f"{name}.onnx"
+        path.write_bytes(export.model_bytes(weights, CheckpointMeta()))
+        logits.append(session_of(path).run(["logits"], onnx_inputs(s))[0])
+    np.testing.assert_allclose(logits[1] - logits[0], s.signals @ delta, rtol=1e-4, atol=1e-5)
 
 
 def test_reference_evaluator_agrees_with_onnxruntime(models):
@@ -285,7 +311,8 @@ def test_graph_contract(models):
     assert model.ir_version == contract.IR_VERSION == 8
     assert [(o.domain, o.version) for o in model.opset_import] == [("", 17)]
     assert all(n.domain == "" and onnx.defs.has(n.op_type, "") for n in model.graph.node)
-    assert [i.name for i in model.graph.input] == list(contract.GRAPH_INPUTS)
+    inputs = [i.name for i in model.graph.input]
+    assert inputs == [*contract.GRAPH_INPUTS, *contract.OPTIONAL_GRAPH_INPUTS]
     assert [o.name for o in model.graph.output] == list(contract.GRAPH_OUTPUTS)
     assert all(i.doc_string for i in model.graph.input)
     dims = {
@@ -295,6 +322,7 @@ def test_graph_contract(models):
     assert dims["candidate_embeddings"] == ["n_candidates", DIM]
     assert dims["token_buckets"] == ["n_candidates", "n_tokens"]
     assert dims["candidate_features"] == ["n_candidates", 17]
+    assert dims["candidate_signals"] == ["n_candidates", contract.N_SIGNALS]
 
 
 def test_every_parameter_is_an_initializer_of_its_own_name(models):
@@ -364,18 +392,19 @@ def test_onnx_round_trips_to_checkpoints(models, tmp_path):
         convert_model(path, tmp_path / "model.bin")
 
 
-def test_a_graph_without_the_cosine_weight_reads_it_as_zero(models, tmp_path):
-    """A graph exported before the cosine term existed had no such initializer: its weights
-    come back with the neutral value, the forward pass it computed."""
+@pytest.mark.parametrize("name", ["cosine_weight", "signal_weights"])
+def test_a_graph_without_one_of_our_weights_reads_it_as_zero(models, tmp_path, name):
+    """A graph exported before the cosine or the signal term existed had no such initializer:
+    its weights come back with the neutral value, the forward pass it computed."""
     params, path = models["trained"]
     model = onnx.load(str(path))
-    kept = [t for t in model.graph.initializer if t.name != "cosine_weight"]
+    kept = [t for t in model.graph.initializer if t.name != name]
     del model.graph.initializer[:]
     model.graph.initializer.extend(kept)
     old = tmp_path / "old.onnx"
     onnx.save(model, str(old))
     back, _ = params_from_onnx(old)
-    assert back["cosine_weight"].tolist() == [0.0]
+    assert not back[name].any() and back[name].shape == params[name].shape
     np.testing.assert_array_equal(back["q_proj"], params["q_proj"].astype(np.float32))
 
 

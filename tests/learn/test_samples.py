@@ -9,17 +9,22 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 
+from serving.contract import N_SIGNALS
+from serving.signals import lexical_scores
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.features import N_FEATURES
 from signet_bench.daemon.loop import SimOptions, simulate
+from signet_bench.daemon.query import start_query
 from signet_bench.learn.model.params import signet_init_params
 from signet_bench.learn.model.scorer import forward
 from signet_bench.learn.model.tokenizer import project_slot, token_buckets
 from signet_bench.learn.samples import load_samples
 from signet_bench.learn.train import to_batch
-from signet_bench.store.read import read_memories
+from signet_bench.store.corpus import read_corpus
+from signet_bench.store.read import read_memories, read_session_memories
 from signet_bench.world.synth.build import build_persona_store
 
 TZ = "Europe/Berlin"  # the light persona's zone
@@ -190,3 +195,29 @@ def test_limit_keeps_the_newest_and_seed_is_deterministic(store, loaded):
     for a, b in zip(again, samples, strict=True):
         np.testing.assert_array_equal(a.memory_ids, b.memory_ids)
         np.testing.assert_array_equal(a.labels, b.labels)
+
+
+def test_signals_are_the_session_starts_lexical_evidence(store, loaded):
+    """Each sample's signals are the lexical BM25 of the session-start query (the terms of the
+    project's transcripts done before the session started, asked of the store itself) over
+    the session's whole candidate pool; the light store records no source sessions and the
+    session-start query has no names, so the other two signals are 0."""
+    samples, _ = loaded
+    con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        queries = {s.session_key: start_query(con, s.project, s.start) for s in samples}
+    finally:
+        con.close()
+    corpus = read_corpus(store)
+    pools = {k: g for (k,), g in read_session_memories(store).group_by("session_key")}
+    matched = 0
+    for s in samples:
+        assert s.signals.shape == (len(s), N_SIGNALS) and s.signals.dtype == np.float32
+        pool = pools[s.session_key].sort([pl.col("source") == "fts_only", "rank", "memory_id"])
+        ids = [m for m in pool["memory_id"].to_list() if m in corpus.row_of]
+        texts = [corpus.contents[corpus.row_of[m]] for m in ids]
+        lexical = dict(zip(ids, lexical_scores(queries[s.session_key].terms, texts), strict=True))
+        np.testing.assert_array_equal(s.signals[:, 0], [lexical[m] for m in s.memory_ids])
+        assert not s.signals[:, 1:].any()
+        matched += int(s.signals[:, 0].any())
+    assert matched > len(samples) // 2  # the transcripts name the sessions' topics

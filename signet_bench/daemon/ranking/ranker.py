@@ -1,7 +1,8 @@
 """The ranker contract: one session's inputs in, one score per candidate out.
 
-Every ranker the workbench compares — the seed's baseline, cosine(context, memory), the numpy
-scorer, the ONNX-served scorer and the peer rankers — implements `Ranker`. A ranker returns a
+Every ranker the workbench compares — the seed's baseline, cosine(context, memory), the lexical
+signal and the hybrid of the two, the numpy scorer, the ONNX-served scorer and the peer
+rankers — implements `Ranker`. A ranker returns a
 finite float64 score per candidate (higher = better), depends only on the candidates and the
 session (not on their order in the input), and is deterministic. Orders are derived from the
 scores by one rule, `ranking_order`: score descending, then memory id ascending.
@@ -16,6 +17,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from serving.signals import hybrid_scores, signal_column
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.candidates import SessionInputs
 from signet_bench.daemon.ranking.baseline import rank_order
@@ -27,6 +29,8 @@ __all__ = [
     "CosineRanker",
     "EffectiveScoreRanker",
     "FusedRanker",
+    "HybridRanker",
+    "LexicalRanker",
     "Ranker",
     "SessionInputs",
     "distinct_candidates",
@@ -44,6 +48,7 @@ _FIXED_WIDTH = (
     "importance",
     "access_count",
     "is_constraint",
+    "signals",
 )
 
 
@@ -137,6 +142,33 @@ class CosineRanker:
                 f"embeddings have shape {emb.shape}"
             )
         return per_distinct_candidate(inputs, _embedded_cosine)
+
+
+@dataclass(frozen=True)
+class LexicalRanker:
+    """The lexical signal alone: BM25 of each candidate for the session's query terms over the
+    pool, normalised by its maximum (`serving.signals.lexical_scores`, computed by
+    `session_inputs`); 0 everywhere when the session has no query terms."""
+
+    name: str = "lexical"
+
+    def score(self, inputs: SessionInputs) -> np.ndarray:
+        column = np.asarray(inputs.signals)[:, signal_column("lexical")]
+        return column.astype(np.float64)
+
+
+@dataclass(frozen=True)
+class HybridRanker:
+    """0.7·cosine(context, memory) + 0.3·lexical (`serving.signals.hybrid_scores`): Signet's
+    hybrid weights on every candidate, the order a fresh scorer starts at. Unlike the peer
+    `signet_hybrid` it does not fall back to one leg where the other scores 0, so it is a
+    straight line in the two signals (a candidate without keyword hits is not scored by its
+    cosine alone above one with both). Without query terms it orders as cosine."""
+
+    name: str = "hybrid"
+
+    def score(self, inputs: SessionInputs) -> np.ndarray:
+        return hybrid_scores(CosineRanker().score(inputs), LexicalRanker().score(inputs))
 
 
 def _embedded_cosine(inputs: SessionInputs) -> np.ndarray:

@@ -2,11 +2,12 @@
 
 Own format (version 2): one zip file holding `meta.json` (format, version, model dims, feature-spec
 hash, training range, metrics, flags, parameter shapes) and one `<name>.npy` per parameter
-(float64, written and read without pickle). Version 2 added the cosine weight; a parameter of
-ours that a file lacks (an older version) is read at its neutral value, the forward pass that
-file was trained with. SGPT v1, little-endian: magic `SGPT`, u32 version = 1,
-u32 flags (bit 0 pretrained base, bit 1 fine-tuned), u32 config length + config JSON, u32
-parameter count = 7, then per parameter u32 length + length f64, row-major, in Signet's order.
+(float64, written and read without pickle). Version 2 added the cosine weight (and later the
+signal weights); a parameter of ours that a file lacks (an older file) is read at its neutral
+value, the forward pass that file was trained with. SGPT v1, little-endian: magic `SGPT`, u32
+version = 1, u32 flags (bit 0 pretrained base, bit 1 fine-tuned), u32 config length + config
+JSON, u32 parameter count = 7, then per parameter u32 length + length f64, row-major, in
+Signet's order.
 
 Writes go to a temporary file in the target directory and are renamed over the target, so a crash
 never leaves half a file. Every read problem raises `CheckpointError` naming the file and the fault.
@@ -428,9 +429,10 @@ def write_sgpt(path: str | Path, params: Mapping[str, np.ndarray], flags: int = 
         )
     if not extensions_are_neutral(dict(params)):
         raise CheckpointError(
-            f"{where}: the query-side project/time parameters or the cosine weight are not "
-            "zero (a fresh model ranks by cosine from the start), and SGPT has no place for "
-            "them; save in the signet-bench format or as ONNX instead"
+            f"{where}: the query-side project/time parameters, the cosine weight or the "
+            "signal weights are not zero (a fresh model ranks by cosine and the lexical signal "
+            "from the start), and SGPT has no place for them; save in the signet-bench format "
+            "or as ONNX instead"
         )
     full = {n: np.asarray(params[n], dtype=np.float64) for n in SIGNET_PARAMS}
     full.update(_neutral(cfg))

@@ -1,10 +1,12 @@
 """The cross-attention scorer's parameters: names, shapes, initialisation (DESIGN §6, reference §4).
 
 The first seven are Signet's, in its checkpoint order. The rest are ours (`EXTENSION_PARAMS`):
-the per-path layer-norm affines, the query's project and time terms, and the weight of the
-exact cosine(context, memory) term. At their neutral values (`neutral_extensions`) the model
-computes exactly Signet's forward pass, which is what a Signet `SGPT` import gets; a fresh
-model (`init_params`) instead starts as cosine(context, memory) alone.
+the per-path layer-norm affines, the query's project and time terms, the weight of the exact
+cosine(context, memory) term and the weights of the per-candidate signals (`serving.signals`:
+lexical, entity match, source neighbourhood). At their neutral values (`neutral_extensions`)
+the model computes exactly Signet's forward pass, which is what a Signet `SGPT` import gets; a
+fresh model (`init_params`) instead starts as the hybrid ranker 0.7·cosine + 0.3·lexical (plain
+cosine where a session has no query terms).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import math
 
 import numpy as np
 
-from serving.contract import feature_spec_hash
+from serving.contract import N_SIGNALS, feature_spec_hash
+from serving.signals import HYBRID_VECTOR_WEIGHT, signal_column
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.features import SESSION_FEATURES
 
@@ -24,6 +27,7 @@ __all__ = [
     "EXTENSION_PARAMS",
     "LAYER_NORM_PARAMS",
     "QUERY_PARAMS",
+    "SIGNAL_PARAMS",
     "SIGNET_PARAMS",
     "extensions_are_neutral",
     "feature_spec_hash",
@@ -34,6 +38,7 @@ __all__ = [
     "param_count",
     "param_shapes",
     "shape_problems",
+    "signal_weights_init",
     "signet_init_params",
 ]
 
@@ -56,7 +61,8 @@ LAYER_NORM_PARAMS = (
 )
 QUERY_PARAMS = ("query_project", "query_time")
 COSINE_PARAMS = ("cosine_weight",)
-EXTENSION_PARAMS = LAYER_NORM_PARAMS + QUERY_PARAMS + COSINE_PARAMS
+SIGNAL_PARAMS = ("signal_weights",)
+EXTENSION_PARAMS = LAYER_NORM_PARAMS + QUERY_PARAMS + COSINE_PARAMS + SIGNAL_PARAMS
 # A fresh model's logit is COSINE_WEIGHT_INIT · cosine(context, memory), the order of the
 # strongest simple ranker. 3 makes its spread within a session (cosine's sd ~0.1 with a text
 # embedder) about the labels' (sd ~0.3), so the first steps, which move the zero-initialised
@@ -93,7 +99,18 @@ def param_shapes(
         "query_project": (cfg.project_slots, d),
         "query_time": (d, len(SESSION_FEATURES)),
         "cosine_weight": (1,),
+        "signal_weights": (N_SIGNALS,),
     }
+
+
+def signal_weights_init(cosine_weight: float) -> np.ndarray:
+    """The signal weights that make a model with this cosine weight rank as the hybrid
+    ranker (`serving.signals.hybrid_scores`): lexical `cosine_weight · 0.3 / 0.7`, so the two
+    terms are (cosine_weight / 0.7)·(0.7·cosine + 0.3·lexical); the other signals 0."""
+    out = np.zeros(N_SIGNALS, dtype=np.float64)
+    share = (1.0 - HYBRID_VECTOR_WEIGHT) / HYBRID_VECTOR_WEIGHT
+    out[signal_column("lexical")] = float(cosine_weight) * share
+    return out
 
 
 def _random_matrix(
@@ -107,12 +124,15 @@ def _random_matrix(
 def init_params(
     cfg: PredictorConfig = DEFAULT_CONFIG, native_dim: int | None = None, seed: int = DEFAULT_SEED
 ) -> dict[str, np.ndarray]:
-    """Fresh float64 weights of a model that ranks by cosine(context, memory) until it learns.
+    """Fresh float64 weights of a model that ranks as the hybrid 0.7·cosine(context, memory)
+    + 0.3·lexical until it learns (as cosine alone where the lexical signal is 0).
 
-    The cosine weight is COSINE_WEIGHT_INIT; q_proj and gate_proj, the two weights through which
-    every other term reaches the logit (the attention q·k, and the gate over value, features,
-    project and bias), start at zero, so those terms contribute exactly 0 and grow from their
-    first gradients: learning adds to cosine instead of first unlearning a random ranking.
+    The cosine weight is COSINE_WEIGHT_INIT and the lexical weight keeps Signet's 0.3 : 0.7
+    to it (`signal_weights_init`; the other signals start at 0); q_proj and gate_proj, the two
+    weights through which every other term reaches the logit (the attention q·k, and the gate
+    over value, features, project and bias), start at zero, so those terms contribute exactly
+    0 and grow from their first gradients: learning adds to the hybrid instead of first
+    unlearning a random ranking.
     k_proj is the identity; down_proj, v_proj and the hash and project embeddings are drawn as
     Signet draws them; our other terms are neutral (identity LN affines, zero query terms)."""
     shapes = param_shapes(cfg, native_dim)
@@ -124,6 +144,7 @@ def init_params(
     out["k_proj"] = np.eye(*shapes["k_proj"], dtype=np.float64)
     out["gate_proj"] = np.zeros(shapes["gate_proj"], dtype=np.float64)
     out["cosine_weight"] = np.full(shapes["cosine_weight"], COSINE_WEIGHT_INIT, dtype=np.float64)
+    out["signal_weights"] = signal_weights_init(COSINE_WEIGHT_INIT)
     return {name: out[name] for name in shapes}
 
 
@@ -175,7 +196,7 @@ def layer_norm_is_identity(params: dict[str, np.ndarray]) -> bool:
 
 def neutral_extensions(cfg: PredictorConfig = DEFAULT_CONFIG) -> dict[str, np.ndarray]:
     """Our parameters at their neutral values (identity LN, zero query terms, zero cosine
-    weight): with them the model computes Signet's forward pass."""
+    and signal weights): with them the model computes Signet's forward pass."""
     shapes = param_shapes(cfg)
     return {
         n: (np.ones if n.endswith("_gamma") else np.zeros)(shapes[n], dtype=np.float64)
@@ -185,8 +206,8 @@ def neutral_extensions(cfg: PredictorConfig = DEFAULT_CONFIG) -> dict[str, np.nd
 
 def extensions_are_neutral(params: dict[str, np.ndarray]) -> bool:
     """True when the model computes Signet's forward pass: identity LN affines, zero query
-    terms and a zero cosine weight (absent ones count as neutral)."""
+    terms, zero cosine and signal weights (absent ones count as neutral)."""
     if not layer_norm_is_identity(params):
         return False
-    terms = QUERY_PARAMS + COSINE_PARAMS
+    terms = QUERY_PARAMS + COSINE_PARAMS + SIGNAL_PARAMS
     return all(not np.any(np.asarray(params[n])) for n in terms if n in params)

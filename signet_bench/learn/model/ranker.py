@@ -17,10 +17,11 @@ __all__ = ["ModelRanker"]
 class ModelRanker:
     """Softmax scores of the cross-attention scorer (`model/scorer.py`, DESIGN §6 after seed
     000's architecture) over a session's candidates: the session context is the query, each
-    candidate enters by its embedding (or its hash tokens on the text path), its 17 features
-    and the session's project slot; the scores are positive and sum to 1. Identical candidates
-    are scored once and share the score (`per_distinct_candidate`), renormalised: the softmax
-    over all candidates is the distinct candidates' softmax weighted by their multiplicities.
+    candidate enters by its embedding (or its hash tokens on the text path), its 17 features,
+    its signals (lexical, entity match, source neighbourhood) and the session's project slot;
+    the scores are positive and sum to 1. Identical candidates are scored once and share the
+    score (`per_distinct_candidate`), renormalised: the softmax over all candidates is the
+    distinct candidates' softmax weighted by their multiplicities.
 
     Without a session context Signet skips the predictor; this ranker then returns uniform
     scores 1/n (the softmax of equal logits: no opinion), so `ranking_order` falls back to
@@ -51,5 +52,6 @@ class ModelRanker:
             inputs.features,
             inputs.project_slot,
             self.cfg,
+            signals=inputs.signals,
         )
         return np.asarray(scores, dtype=np.float64)

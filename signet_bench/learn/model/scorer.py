@@ -10,8 +10,10 @@ embedding dim, d internal dim, V value dim, F extra features (DESIGN §6, refere
                QProj and QTime are ours, zero-initialised, absent in Signet)
     cos_n   = cosine(context, e_n) for candidates with an embedding, 0 on the text path
               (and 0 when either vector is zero)
-    logit_n = w_cos·cos_n + q·(W_k enc_n) / sqrt(d) + gate·[W_v enc_n, features_n, ProjEmb[slot], 1]
-              (w_cos is ours, absent or 0 in Signet)
+    logit_n = w_cos·cos_n + w_sig·signals_n + q·(W_k enc_n) / sqrt(d)
+              + gate·[W_v enc_n, features_n, ProjEmb[slot], 1]
+              (w_cos and w_sig are ours, absent or 0 in Signet; signals_n are the candidate's
+               lexical, entity-match and source-neighbourhood evidence, `serving.signals`)
     scores  = softmax of the logits over the session's real candidates
 
 LN(x) = gamma · (x - mean(x)) / sqrt(var(x) + eps) + beta, population variance, eps =
@@ -19,8 +21,9 @@ layer_norm_eps (1e-5, as Signet; Signet has no gamma/beta, i.e. gamma = 1, beta 
 A text-path candidate without tokens has mean 0 and so encodes as LN(0) = beta_text (Signet: 0).
 Padding gets logit -inf and probability 0, and no gradient flows from it. The cosine term is
 computed exactly, in the embeddings' own space: a fresh model (`params.init_params`) has
-w_cos > 0 and every other term at 0, so it ranks by cosine(context, memory) until it learns; a
-text-path candidate's offset from it is the gate's weight of the `has_embedding` feature.
+w_cos > 0, the lexical signal's weight at w_cos·0.3/0.7 and every other term at 0, so it ranks
+by 0.7·cosine(context, memory) + 0.3·lexical until it learns; a text-path candidate's offset
+from it is the gate's weight of the `has_embedding` feature.
 
 The project-embedding and bias terms of the gate (and the gate weights of the session-level
 features) are the same for every candidate of a session, so they shift a session's logits
@@ -77,6 +80,7 @@ class Batch:
     mask: np.ndarray  # (B, N) bool: True = real candidate
     labels: np.ndarray | None = None  # (B, N) float, for training
     temperature: np.ndarray | None = None  # (B,) loss temperature; None = per-session rule
+    signals: np.ndarray | None = None  # (B, N, S) per-candidate signals; None = all zero
     real_emb: np.ndarray | None = None  # (M, D) packed: the rows of the M real candidates in
     # flat (B, N) order, padding left out (rows of text-path candidates are not read); when
     # given, cand_emb is not read, which saves padding and gathering (B, N, D) on every step
@@ -130,6 +134,7 @@ class _Cache:
     u: np.ndarray  # (d,) W_vᵀ·w_v
     enc: np.ndarray  # (B*N, d), zero at padding
     cos: np.ndarray  # (B, N) cosine(context, embedding), zero on the text path and at padding
+    signals: np.ndarray | None  # (B, N, S), None when the batch carries none
     features: np.ndarray  # (B, N, F)
     slot: np.ndarray  # (B,)
     proj_rows: np.ndarray  # (B, d) ProjEmb[slot]
@@ -244,6 +249,10 @@ def _check(params: dict[str, np.ndarray], batch: Batch) -> None:
         raise ValueError("has_emb and features must match mask's (B, N)")
     if np.shape(batch.project_slot) != (b,):
         raise ValueError(f"project_slot has shape {np.shape(batch.project_slot)}, expected {(b,)}")
+    if batch.signals is not None and "signal_weights" in params:
+        want = (b, n, params["signal_weights"].shape[0])
+        if np.shape(batch.signals) != want:
+            raise ValueError(f"signals have shape {np.shape(batch.signals)}, expected {want}")
     if b and not bool(np.all(mask.any(axis=1))):
         raise ValueError("every session needs at least one real candidate")
     slots = params["project_embeddings"].shape[0]
@@ -404,8 +413,11 @@ def forward(
     if "cosine_weight" in params:
         cos = _context_cosine(emb, ctx, flat_mask, n)
         raw += params["cosine_weight"][0] * cos
+    signals = None if batch.signals is None else np.asarray(batch.signals, dtype=dt)
+    if signals is not None and "signal_weights" in params:
+        raw += signals @ params["signal_weights"]
     logits = np.where(mask, raw, -np.inf)
-    cache = _Cache(query, emb, txt, u, enc, cos, features, slot, proj_rows)
+    cache = _Cache(query, emb, txt, u, enc, cos, signals, features, slot, proj_rows)
     return Forward(logits=logits, probs=softmax_masked(raw, mask), mask=mask, cache=cache)
 
 
@@ -497,6 +509,11 @@ def backward(params: dict[str, np.ndarray], fwd: Forward, dlogits: np.ndarray) -
         grads["query_time"] = dq_in.T @ c.query.sess
     if "cosine_weight" in params:
         grads["cosine_weight"] = np.array([np.einsum("bn,bn->", dl, c.cos)])
+    if "signal_weights" in params:
+        w_sig = params["signal_weights"]
+        grads["signal_weights"] = (
+            np.zeros_like(w_sig) if c.signals is None else np.einsum("bn,bns->s", dl, c.signals)
+        )
     return grads
 
 
@@ -526,11 +543,13 @@ def batch_from_sessions(
     temperature: np.ndarray | None = None,
     dtype: type = np.float64,
     packed: bool = False,
+    signals: Sequence[np.ndarray | None] | None = None,
 ) -> Batch:
     """Pad per-session arrays (cand_embs[b] (N_b, D) or None if no candidate has one,
-    has_embs[b] (N_b,), token_lists[b] one bucket list per candidate, features[b] (N_b, F))
-    into one Batch; `dtype` is that of the float arrays (float32 = the fast embedding path).
-    `packed` puts the embeddings in `real_emb` (no padding) instead of `cand_emb`."""
+    has_embs[b] (N_b,), token_lists[b] one bucket list per candidate, features[b] (N_b, F),
+    signals[b] (N_b, S) or None for no evidence) into one Batch; `dtype` is that of the float
+    arrays (float32 = the fast embedding path). `packed` puts the embeddings in `real_emb`
+    (no padding) instead of `cand_emb`."""
     b = len(contexts)
     sizes = [len(h) for h in has_embs]
     n = max(sizes, default=0)
@@ -581,7 +600,26 @@ def batch_from_sessions(
         labels=lab,
         temperature=None if temperature is None else np.asarray(temperature, dtype=np.float64),
         real_emb=real,
+        signals=_padded_signals(signals, mask, dtype),
     )
+
+
+def _padded_signals(
+    signals: Sequence[np.ndarray | None] | None, mask: np.ndarray, dtype: type
+) -> np.ndarray | None:
+    """The sessions' (N_b, S) signals padded to (B, N, S) (zeros for a session without any);
+    None when no session carries any, so such a batch costs nothing."""
+    if signals is None or all(x is None for x in signals):
+        return None
+    width = next(np.shape(x)[-1] for x in signals if x is not None)
+    out = np.zeros((*mask.shape, width), dtype=dtype)
+    sizes = mask.sum(axis=1)
+    parts = [
+        np.zeros((int(k), width)) if x is None else np.asarray(x).reshape(int(k), width)
+        for x, k in zip(signals, sizes, strict=True)
+    ]
+    out[mask] = np.concatenate(parts) if parts else np.zeros((0, width))
+    return out
 
 
 def score_session(
@@ -593,13 +631,15 @@ def score_session(
     features: np.ndarray,
     project_slot: int,
     cfg: PredictorConfig = DEFAULT_CONFIG,
+    signals: np.ndarray | None = None,
 ) -> np.ndarray:
     """Softmax scores (N,) of one session's candidates; rows of cand_emb where has_emb is
-    False are ignored (those candidates use their tokens)."""
+    False are ignored (those candidates use their tokens); `signals` (N, S) or None (none)."""
     has = np.asarray(has_emb, dtype=bool)
     if has.size == 0:
         return np.zeros(0, dtype=np.float64)
     batch = batch_from_sessions(
-        [np.asarray(context)], [cand_emb], [has], [token_lists], [features], [project_slot]
-    )
+        [np.asarray(context)], [cand_emb], [has], [token_lists], [features], [project_slot],
+        signals=[signals],
+    )  # fmt: skip
     return forward(params, batch, cfg).probs[0]

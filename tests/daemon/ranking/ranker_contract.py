@@ -9,8 +9,10 @@ Every ranker passes the same behavioural tests by adding one class::
 `RankerContract` is not named Test*, so pytest collects it only through such subclasses. The
 sessions come from real parts: a small `Corpus` of seeded random memories (embedded, text-only
 with and without tokens, a zero vector, a NULL-importance constraint, exact duplicates under
-other ids) turned into `SessionInputs` by `candidates.session_inputs`, and one session read back
-from a Signet store written with `store.write`.
+other ids, memories of three source sessions and of none) turned into `SessionInputs` by
+`candidates.session_inputs`, and one session read back from a Signet store written with
+`store.write`. A contract class may give its sessions a query (`session_query`), so rankers that
+read the lexical and entity signals are checked on sessions where they are not 0.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 import pytest
 
 from signet_bench.daemon.candidates import SessionInputs, session_inputs
+from signet_bench.daemon.query import NO_QUERY, SessionQuery
 from signet_bench.daemon.ranking.ranker import Ranker, ranking_order
 from signet_bench.store.corpus import Corpus, read_corpus
 from signet_bench.store.schema import connect_writer, create_store
@@ -72,6 +75,8 @@ SESSIONS: dict[str, tuple[str, ...]] = {
     "empty": (),
 }
 MULTI = tuple(k for k, ids in SESSIONS.items() if len(ids) > 1)
+# A query whose terms some contract contents hold (they are drawn from WORDS).
+WORD_QUERY = SessionQuery(terms=("cosine", "index", "onnx"), entities=("Rust",))
 
 
 def _unit(rng: np.random.Generator, dim: int = DIM) -> np.ndarray:
@@ -100,6 +105,9 @@ def build_corpus(seed: int = 0) -> Corpus:
         contents.append("" if kind == "empty" else " ".join(words))
     has = np.array([k in ("emb", "zero") for k in _kinds()], dtype=bool)
     ids = np.array([m[0] for m in _MEMORIES], dtype=object)
+    sources: list[str | None] = []
+    for i, (_mid, kind, *_rest) in enumerate(_MEMORIES):
+        sources.append(sources[-1] if kind == "copy" else (None, "s-a", "s-b", "s-c")[i % 4])
     return Corpus(
         ids=ids,
         created_at=created,
@@ -119,6 +127,7 @@ def build_corpus(seed: int = 0) -> Corpus:
         superseded_at=np.full(n, np.nan),
         edited_at=tuple(np.zeros(0) for _ in range(n)),
         row_of={m: i for i, m in enumerate(ids)},
+        source_session=np.array(sources, dtype=object),
     )
 
 
@@ -137,6 +146,7 @@ def make_session(
     context: np.ndarray | None,
     key: str = "contract",
     project: str | None = PROJECT,
+    query: SessionQuery = NO_QUERY,
 ) -> SessionInputs:
     """The session's inputs for candidates `ids` (in that order) of `corpus`."""
     return session_inputs(
@@ -149,10 +159,11 @@ def make_session(
         previous_start=START - timedelta(days=2, hours=3),
         context=context,
         context_rule="given" if context is not None else "none",
+        query=query,
     )
 
 
-def session(name: str, seed: int = 0) -> SessionInputs:
+def session(name: str, seed: int = 0, query: SessionQuery = NO_QUERY) -> SessionInputs:
     """A named contract session (`SESSIONS`), built afresh from the seeded corpus."""
     corpus = build_corpus(seed)
     if name == "no_context":
@@ -161,11 +172,12 @@ def session(name: str, seed: int = 0) -> SessionInputs:
         context = np.zeros(DIM, dtype=np.float32)
     else:
         context = _unit(np.random.default_rng([seed, 1]))
-    return make_session(corpus, SESSIONS[name], context=context, key=name)
+    return make_session(corpus, SESSIONS[name], context=context, key=name, query=query)
 
 
-def store_session(path: Path, seed: int = 0) -> SessionInputs:
-    """A session over every memory of a Signet store written at `path` and read back."""
+def store_session(path: Path, seed: int = 0, query: SessionQuery = NO_QUERY) -> SessionInputs:
+    """A session over every memory of a Signet store written at `path` and read back (its
+    memories record one of three source sessions in `source_id`)."""
     rng = np.random.default_rng(seed)
     create_store(path, now=START)
     rows = [
@@ -178,6 +190,7 @@ def store_session(path: Path, seed: int = 0) -> SessionInputs:
             "type": "constraint" if i == 4 else "fact",
             "pinned": i == 7,
             "access_count": int(rng.integers(0, 9)),
+            "source_id": f"session-{i % 3}",
         }
         for i in range(12)
     ]
@@ -189,7 +202,7 @@ def store_session(path: Path, seed: int = 0) -> SessionInputs:
     finally:
         con.close()
     corpus = read_corpus(path)
-    return make_session(corpus, list(corpus.ids), context=_unit(rng), key="store")
+    return make_session(corpus, list(corpus.ids), context=_unit(rng), key="store", query=query)
 
 
 def _snapshot(inputs: SessionInputs) -> dict[str, object]:
@@ -219,9 +232,14 @@ class RankerContract:
     A ranker that legitimately looks candidates up by id (e.g. in a graph) may set it False."""
 
     identical_inputs_tie = True
+    session_query: SessionQuery = NO_QUERY
 
     def make_ranker(self) -> Ranker:
         raise NotImplementedError
+
+    def session(self, name: str) -> SessionInputs:
+        """The named contract session with this class's query."""
+        return session(name, query=self.session_query)
 
     def test_implements_the_protocol(self) -> None:
         ranker = self.make_ranker()
@@ -230,30 +248,30 @@ class RankerContract:
 
     @pytest.mark.parametrize("name", list(SESSIONS))
     def test_one_finite_float_score_per_candidate(self, name: str) -> None:
-        inputs = session(name)
+        inputs = self.session(name)
         _assert_valid(self.make_ranker().score(inputs), len(SESSIONS[name]))
 
     def test_empty_session_has_no_scores(self) -> None:
-        inputs = session("empty")
+        inputs = self.session("empty")
         _assert_valid(self.make_ranker().score(inputs), 0)
         assert ranking_order(self.make_ranker(), inputs).shape == (0,)
 
     @pytest.mark.parametrize("name", ["single", "single_text"])
     def test_single_candidate(self, name: str) -> None:
-        inputs = session(name)
+        inputs = self.session(name)
         _assert_valid(self.make_ranker().score(inputs), 1)
         assert ranking_order(self.make_ranker(), inputs).tolist() == [0]
 
     @pytest.mark.parametrize("name", MULTI)
     def test_deterministic(self, name: str) -> None:
-        ranker, inputs = self.make_ranker(), session(name)
+        ranker, inputs = self.make_ranker(), self.session(name)
         first = ranker.score(inputs)
         np.testing.assert_array_equal(ranker.score(inputs), first)
-        np.testing.assert_array_equal(self.make_ranker().score(session(name)), first)
+        np.testing.assert_array_equal(self.make_ranker().score(self.session(name)), first)
 
     @pytest.mark.parametrize("name", MULTI)
     def test_scoring_leaves_inputs_unchanged(self, name: str) -> None:
-        inputs = session(name)
+        inputs = self.session(name)
         before = _snapshot(inputs)
         self.make_ranker().score(inputs)
         for key, value in _snapshot(inputs).items():
@@ -265,7 +283,7 @@ class RankerContract:
     @pytest.mark.parametrize("name", MULTI)
     @pytest.mark.parametrize("seed", [0, 1, 2])
     def test_invariant_to_candidate_order(self, name: str, seed: int) -> None:
-        ranker, inputs = self.make_ranker(), session(name)
+        ranker, inputs = self.make_ranker(), self.session(name)
         perm = np.random.default_rng(seed).permutation(len(inputs))
         scores = ranker.score(inputs)
         permuted = ranker.score(inputs.take(perm))
@@ -279,13 +297,13 @@ class RankerContract:
 
     @pytest.mark.parametrize("name", MULTI)
     def test_order_is_score_desc_then_id_asc(self, name: str) -> None:
-        ranker, inputs = self.make_ranker(), session(name)
+        ranker, inputs = self.make_ranker(), self.session(name)
         scores = ranker.score(inputs)
         expected = _reference_order(scores, inputs.memory_ids)
         assert ranking_order(ranker, inputs).tolist() == expected
 
     def test_ties_between_identical_candidates_break_by_id(self) -> None:
-        ranker, inputs = self.make_ranker(), session("duplicates")
+        ranker, inputs = self.make_ranker(), self.session("duplicates")
         scores = ranker.score(inputs)
         ids = inputs.memory_ids.tolist()
         pos = {m: i for i, m in enumerate(ids)}
@@ -299,7 +317,10 @@ class RankerContract:
                 assert at == sorted(at), ranked
 
     def test_session_read_from_a_store(self, tmp_path: Path) -> None:
-        ranker, inputs = self.make_ranker(), store_session(tmp_path / "memories.db")
+        ranker, inputs = (
+            self.make_ranker(),
+            store_session(tmp_path / "memories.db", query=self.session_query),
+        )
         scores = ranker.score(inputs)
         _assert_valid(scores, len(inputs))
         perm = np.random.default_rng(3).permutation(len(inputs))

@@ -10,9 +10,12 @@ import pytest
 
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.ranking.baseline import baseline_ranking
+from signet_bench.daemon.ranking.peers.bm25 import BM25Ranker
 from signet_bench.daemon.ranking.ranker import (
     CosineRanker,
     EffectiveScoreRanker,
+    HybridRanker,
+    LexicalRanker,
     Ranker,
     SessionInputs,
     distinct_candidates,
@@ -29,6 +32,7 @@ from tests.daemon.ranking.ranker_contract import (
     DIM,
     MULTI,
     START,
+    WORD_QUERY,
     RankerContract,
     build_corpus,
     session,
@@ -57,6 +61,7 @@ def _batch(sessions: list[SessionInputs], labels: list[np.ndarray] | None = None
             project_slot=s.project_slot,
             labels=np.zeros(len(s)) if labels is None else labels[i],
             baseline_rank=np.arange(len(s)),
+            signals=s.signals,
         )
         for i, s in enumerate(sessions)
     ]
@@ -99,6 +104,27 @@ class TestModelRankerUntrained(RankerContract):
 class TestModelRankerTrained(RankerContract):
     def make_ranker(self) -> Ranker:
         return ModelRanker(trained_params(), CFG)
+
+
+class TestModelRankerUntrainedWithAQuery(RankerContract):
+    session_query = WORD_QUERY
+
+    def make_ranker(self) -> Ranker:
+        return ModelRanker(init_params(CFG, DIM), CFG)
+
+
+class TestLexicalRanker(RankerContract):
+    session_query = WORD_QUERY
+
+    def make_ranker(self) -> Ranker:
+        return LexicalRanker()
+
+
+class TestHybridRanker(RankerContract):
+    session_query = WORD_QUERY
+
+    def make_ranker(self) -> Ranker:
+        return HybridRanker()
 
 
 # -- what each ranker computes ------------------------------------------------------------------
@@ -177,6 +203,51 @@ def test_untrained_model_ranks_a_store_session_as_cosine(tmp_path) -> None:
     assert (~inputs.has_embedding).any()
     model = ModelRanker(init_params(CFG, DIM), CFG)
     assert ranking_order(model, inputs).tolist() == ranking_order(CosineRanker(), inputs).tolist()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_untrained_model_ranks_as_the_hybrid(seed: int) -> None:
+    """With query terms a fresh model is 0.7·cosine + 0.3·lexical (`HybridRanker`): the same
+    order on every contract session with a context (without one the model, like Signet's
+    predictor, gives no opinion, while the hybrid still has its keyword leg) and on a session
+    read from a store."""
+    model = ModelRanker(init_params(CFG, DIM, seed=seed), CFG)
+    lexical_seen = False
+    for name in (n for n in MULTI if n != "no_context"):
+        inputs = session(name, seed, query=WORD_QUERY)
+        lexical_seen |= bool(LexicalRanker().score(inputs).any())
+        assert (
+            ranking_order(model, inputs).tolist() == ranking_order(HybridRanker(), inputs).tolist()
+        ), name
+    assert lexical_seen
+
+
+def test_untrained_model_ranks_a_store_session_as_the_hybrid(tmp_path) -> None:
+    inputs = store_session(tmp_path / "memories.db", seed=3, query=WORD_QUERY)
+    assert LexicalRanker().score(inputs).any() and inputs.signals[:, 2].any()
+    model = ModelRanker(init_params(CFG, DIM), CFG)
+    assert ranking_order(model, inputs).tolist() == ranking_order(HybridRanker(), inputs).tolist()
+    cosine = ranking_order(CosineRanker(), inputs).tolist()
+    assert ranking_order(HybridRanker(), inputs).tolist() != cosine
+
+
+@pytest.mark.parametrize("name", MULTI)
+def test_lexical_is_the_fts5_bm25_of_the_query(name: str) -> None:
+    """On plain words the lexical signal is SQLite FTS5's BM25 over the same candidates
+    (the `bm25` peer, Signet's keyword search)."""
+    inputs = session(name, query=WORD_QUERY)
+    fts = BM25Ranker(query=" ".join(WORD_QUERY.terms)).score(inputs)
+    np.testing.assert_allclose(LexicalRanker().score(inputs), fts, rtol=1e-6, atol=1e-7)
+
+
+def test_hybrid_without_query_terms_orders_as_cosine() -> None:
+    for name in MULTI:
+        inputs = session(name)
+        assert not LexicalRanker().score(inputs).any()
+        assert (
+            ranking_order(HybridRanker(), inputs).tolist()
+            == ranking_order(CosineRanker(), inputs).tolist()
+        ), name
 
 
 def test_model_scores_equal_the_trainers_batched_forward() -> None:

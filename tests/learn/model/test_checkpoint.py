@@ -418,13 +418,31 @@ def test_write_sgpt_refuses_learned_layer_norm(tmp_path):
 
 def test_write_sgpt_refuses_a_cosine_weight(tmp_path):
     """A fresh model starts at cosine, which Signet's format cannot hold."""
-    with pytest.raises(CheckpointError, match="cosine weight are not zero"):
+    with pytest.raises(CheckpointError, match="cosine weight or the signal weights are not"):
         write_sgpt(tmp_path / "model.bin", init_params(SMALL, NATIVE))
     params = small_params()
     params["cosine_weight"] = np.array([0.25])
     with pytest.raises(CheckpointError, match="SGPT has no place for them"):
         write_sgpt(tmp_path / "model.bin", params)
     assert os.listdir(tmp_path) == []
+
+
+def test_write_sgpt_refuses_a_signal_weight(tmp_path):
+    """A lexical (or any signal) weight is a term Signet's forward pass does not have."""
+    params = small_params()
+    params["signal_weights"] = np.array([0.0, 0.0, 0.5])
+    with pytest.raises(CheckpointError, match="signal weights are not zero"):
+        write_sgpt(tmp_path / "model.bin", params)
+    assert os.listdir(tmp_path) == []
+
+
+def test_file_without_the_signal_weights_reads_them_as_zero(tmp_path):
+    """A checkpoint written before the signals existed keeps its forward pass."""
+    path = tmp_path / "old.sbm"
+    write_zip(path, own_members(drop="signal_weights"))
+    loaded, _ = load_checkpoint(path)
+    assert loaded["signal_weights"].tolist() == [0.0, 0.0, 0.0]
+    assert list(loaded) == list(param_shapes(SMALL, NATIVE))
 
 
 def test_sgpt_import_has_every_term_of_ours_neutral(tmp_path):
@@ -434,6 +452,7 @@ def test_sgpt_import_has_every_term_of_ours_neutral(tmp_path):
     for name, value in neutral_extensions(SMALL).items():
         assert np.array_equal(loaded[name], value), name
     assert loaded["cosine_weight"].tolist() == [0.0]
+    assert loaded["signal_weights"].tolist() == [0.0, 0.0, 0.0]
 
 
 def test_write_sgpt_refuses_missing_or_inconsistent_params(tmp_path):

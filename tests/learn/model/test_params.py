@@ -24,6 +24,7 @@ from signet_bench.learn.model.params import (
     param_count,
     param_shapes,
     shape_problems,
+    signal_weights_init,
     signet_init_params,
 )
 from signet_bench.learn.model.scorer import score_session
@@ -48,6 +49,7 @@ def test_default_shapes_match_signet():
         "query_project": (32, 64),
         "query_time": (64, 7),
         "cosine_weight": (1,),
+        "signal_weights": (3,),
     }
     assert tuple(shapes)[:7] == SIGNET_PARAMS
     assert tuple(shapes)[7:11] == LAYER_NORM_PARAMS
@@ -73,8 +75,10 @@ def test_init_shapes_dtype_and_identity_layer_norm():
         assert np.all(params[name] == (1.0 if name.endswith("gamma") else 0.0))
     assert layer_norm_is_identity(params)
     assert not params["query_project"].any() and not params["query_time"].any()
-    assert not extensions_are_neutral(params)  # the cosine weight
+    assert not extensions_are_neutral(params)  # the cosine and lexical weights
     params["cosine_weight"][:] = 0.0
+    assert not extensions_are_neutral(params)  # the lexical weight
+    params["signal_weights"][:] = 0.0
     assert extensions_are_neutral(params)
     params["query_time"][0, 0] = 0.1
     assert layer_norm_is_identity(params) and not extensions_are_neutral(params)
@@ -89,6 +93,16 @@ def test_fresh_model_has_the_cosine_term_alone():
     assert not params["q_proj"].any() and not params["gate_proj"].any()
     np.testing.assert_array_equal(params["k_proj"], np.eye(d))
     assert params["v_proj"].std() > 0 and params["down_proj"].std() > 0
+
+
+def test_fresh_model_weighs_lexical_as_signets_hybrid():
+    """The lexical weight is 0.3/0.7 of the cosine weight (Signet's hybrid), the entity and
+    neighbourhood weights 0; the same ratio for any cosine weight."""
+    params = init_params(DEFAULT_CONFIG, 768)
+    lexical, entity, neighbourhood = params["signal_weights"].tolist()
+    assert lexical == pytest.approx(COSINE_WEIGHT_INIT * 0.3 / 0.7, rel=1e-15)
+    assert entity == 0.0 and neighbourhood == 0.0
+    assert signal_weights_init(7.0).tolist() == pytest.approx([3.0, 0.0, 0.0], rel=1e-15)
 
 
 def test_signet_init_is_signets_start_with_neutral_terms():
@@ -120,7 +134,7 @@ def test_init_is_seeded():
 def test_param_count_default_dims():
     params = init_params(DEFAULT_CONFIG, 768)
     signet = 64 * 768 + 2 * 64 * 64 + 32 * 64 + 114 + 16384 * 64 + 32 * 64
-    assert param_count(params) == signet + 4 * 64 + 32 * 64 + 64 * 7 + 1
+    assert param_count(params) == signet + 4 * 64 + 32 * 64 + 64 * 7 + 1 + 3
     assert param_count({n: params[n] for n in SIGNET_PARAMS}) == signet
 
 

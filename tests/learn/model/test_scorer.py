@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from serving.contract import N_SIGNALS
+from serving.signals import HYBRID_VECTOR_WEIGHT
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.ranking.prefilter import cosine_to
 from signet_bench.learn.model.checkpoint import read_sgpt, write_sgpt
@@ -57,6 +59,7 @@ def small_params(seed: int = 0) -> dict[str, np.ndarray]:
         "query_project": 0.5 * rng.normal(size=(SLOTS, D)),
         "query_time": 0.5 * rng.normal(size=(D, 7)),
         "cosine_weight": np.array([0.8]),
+        "signal_weights": 0.7 * rng.normal(size=N_SIGNALS),
     }
 
 
@@ -83,6 +86,7 @@ def sessions(seed: int = 1) -> dict[str, list]:
         "features": [rng.normal(size=(n, F)) for n in sizes],
         "project_slots": [2, 5, 2],  # two sessions share a slot
         "labels": [rng.uniform(-0.5, 1.0, size=n) for n in sizes],
+        "signals": [rng.uniform(0.0, 1.0, size=(n, N_SIGNALS)) for n in sizes],
     }
 
 
@@ -112,6 +116,7 @@ def make_batch(seed: int = 1, pad_to: int | None = None) -> Batch:
         project_slot=batch.project_slot,
         mask=pad(batch.mask, np.zeros((b, extra), dtype=bool)),
         labels=pad(batch.labels, rng.normal(size=(b, extra))),
+        signals=pad(batch.signals, rng.normal(size=(b, extra, N_SIGNALS))),
     )
 
 
@@ -268,6 +273,7 @@ def test_text_only_and_mixed_sessions_score():
             s["features"][b],
             s["project_slots"][b],
             CFG,
+            signals=s["signals"][b],
         )
         assert p.shape == (len(s["has_embs"][b]),)
         assert np.all(np.isfinite(p)) and p.sum() == pytest.approx(1.0)
@@ -278,7 +284,7 @@ def test_text_only_and_mixed_sessions_score():
 def test_text_only_session_needs_no_embedding_array():
     params, s = small_params(), sessions()
     args = (s["contexts"][1], None, s["has_embs"][1], s["token_lists"][1], s["features"][1], 5)
-    with_none = score_session(params, *args, CFG)
+    with_none = score_session(params, *args, CFG, signals=s["signals"][1])
     expected = forward(params, make_batch(), CFG).probs[1, :3]
     np.testing.assert_allclose(with_none, expected, rtol=1e-12)
 
@@ -414,13 +420,14 @@ def test_batch_temperature_overrides_the_rule():
 
 
 def test_neutral_query_and_cosine_terms_compute_signets_forward_pass():
-    """Zero query terms and cosine weight (their neutral values) give exactly the scores
-    without them."""
+    """Zero query terms, cosine and signal weights (their neutral values) give exactly the
+    scores without them."""
     params = small_params()
     params["query_project"][:] = 0.0
     params["query_time"][:] = 0.0
     params["cosine_weight"][:] = 0.0
-    ours = ("query_project", "query_time", "cosine_weight")
+    params["signal_weights"][:] = 0.0
+    ours = ("query_project", "query_time", "cosine_weight", "signal_weights")
     signet = {k: v for k, v in params.items() if k not in ours}
     batch = make_batch()
     np.testing.assert_array_equal(
@@ -506,17 +513,47 @@ def test_cosine_of_a_zero_vector_is_zero():
     np.testing.assert_array_equal(forward(params, zero_ctx, CFG).logits[0], np.zeros(3))
 
 
-def test_untrained_model_scores_are_the_softmax_of_the_cosines():
-    """A fresh model (`init_params`) computes softmax(COSINE_WEIGHT_INIT · cosine) exactly."""
+def test_untrained_model_scores_are_the_softmax_of_the_hybrid():
+    """A fresh model (`init_params`) computes softmax(COSINE_WEIGHT_INIT / 0.7 · (0.7·cosine +
+    0.3·lexical)) exactly, and softmax(COSINE_WEIGHT_INIT · cosine) without signals; the
+    entity and neighbourhood signals start with no weight."""
     params = init_params(CFG, NATIVE)
     s = sessions()
     probs = forward(params, batch_from_sessions(**s), CFG).probs
+    plain = forward(params, batch_from_sessions(**{**s, "signals": None}), CFG).probs
+    a = HYBRID_VECTOR_WEIGHT
     for b in range(3):
         has = s["has_embs"][b]
         cos = np.zeros(has.size)
         cos[has] = cosine_to(s["contexts"][b], s["cand_embs"][b][has])
-        z = np.exp(COSINE_WEIGHT_INIT * cos - (COSINE_WEIGHT_INIT * cos).max())
-        np.testing.assert_allclose(probs[b, : has.size], z / z.sum(), rtol=1e-12)
+        for got, lexical in ((probs, s["signals"][b][:, 0]), (plain, np.zeros(has.size))):
+            logit = COSINE_WEIGHT_INIT / a * (a * cos + (1 - a) * lexical)
+            z = np.exp(logit - logit.max())
+            np.testing.assert_allclose(got[b, : has.size], z / z.sum(), rtol=1e-12)
+
+
+def test_signal_term_is_the_signals_times_their_weights():
+    """The logit moves by signals · w_sig, on both paths; a session without signals is one
+    whose signals are all zero."""
+    params, s = small_params(), sessions()
+    with_sig = forward(params, batch_from_sessions(**s), CFG).logits
+    zeros = [np.zeros_like(x) for x in s["signals"]]
+    without = forward(params, batch_from_sessions(**{**s, "signals": zeros}), CFG).logits
+    none = forward(params, batch_from_sessions(**{**s, "signals": None}), CFG).logits
+    np.testing.assert_array_equal(without, none)
+    mixed = batch_from_sessions(**{**s, "signals": [s["signals"][0], None, None]})
+    np.testing.assert_array_equal(forward(params, mixed, CFG).logits[1:], none[1:])
+    for b in range(3):
+        n = len(s["has_embs"][b])
+        expected = s["signals"][b] @ params["signal_weights"]
+        np.testing.assert_allclose(with_sig[b, :n] - without[b, :n], expected, atol=1e-12)
+
+
+def test_signals_of_the_wrong_width_are_refused():
+    params, s = small_params(), sessions()
+    batch = batch_from_sessions(**{**s, "signals": [x[:, :2] for x in s["signals"]]})
+    with pytest.raises(ValueError, match="signals have shape"):
+        forward(params, batch, CFG)
 
 
 def test_project_and_session_time_can_change_the_ranking():

@@ -1,0 +1,300 @@
+"""Per-candidate signals beside the 17 features: evidence the scorer reads as extra inputs,
+computed by one definition on both sides (the trainer's samples and the server's requests call
+these functions on the same values, so training and serving agree bit for bit).
+
+Columns (`contract.SIGNAL_NAMES`), each in [0, 1], 0 where there is no evidence:
+
+- **lexical**: BM25 (k1 1.2, b 0.75) of each candidate's text for the session's query terms,
+  IDF over the candidate pool (SQLite FTS5's formula: ln((N − n + 0.5)/(n + 0.5)), floored at
+  1e-6), normalised as Signet normalises its keyword leg: score / max in the pool. Text and
+  terms are cut by the scorer's tokenizer (`serving.tokenize`) and lowercased, as FTS5 folds
+  case. The query terms are the prompt's (Signet's query shape) or, at session start, Signet
+  0.58's predicted-context terms (`session_start_terms`).
+- **entity_match**: the share of the query's entities (`query_entities`: capitalised tokens not
+  opening a sentence) that occur as tokens of the candidate's text, case kept.
+- **source_neighbourhood**: the highest cosine(context, m′) over the *other* embedded
+  candidates m′ of the candidate's source session (`source_neighbourhood`): a memory whose
+  session-mates answer the query is likely part of the answer. No source, no mate: 0.
+
+Free rankers on the same evidence: `hybrid_scores` is Signet's hybrid weighting
+(`HYBRID_VECTOR_WEIGHT`·cosine + (1 − it)·lexical) without its both-legs rule; a fresh scorer
+starts exactly at that order. Imports numpy and the standard library only.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import sqlite3
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import numpy as np
+
+from serving.contract import N_SIGNALS, SIGNAL_NAMES
+from serving.tokenize import tokenize
+
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "HYBRID_VECTOR_WEIGHT",
+    "JOB_TIME_SQL",
+    "START_MAX_TERMS",
+    "START_TRANSCRIPTS",
+    "candidate_signals",
+    "entity_match",
+    "hybrid_scores",
+    "lexical_scores",
+    "query_entities",
+    "recent_transcripts",
+    "session_start_terms",
+    "signal_column",
+    "source_neighbourhood",
+    "sqlite_time",
+    "store_start_terms",
+]
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+IDF_FLOOR = 1e-6  # FTS5's floor for a term in more than half the documents
+HYBRID_VECTOR_WEIGHT = 0.7  # Signet's hybrid recall: 0.7 vector + 0.3 keyword
+
+# Signet 0.58's predicted-context query at session start (getPredictedContextMemories): the last
+# 5 completed summary jobs of the project, the first 3000 characters of each transcript, terms of
+# at least 4 characters [a-z0-9] found in at least 2 of them, the 10 most frequent.
+START_TRANSCRIPTS = 5
+START_TRANSCRIPT_CHARS = 3000
+START_MIN_TERM_CHARS = 4
+START_MIN_TRANSCRIPTS = 2
+START_MAX_TERMS = 10
+
+_START_TERM = re.compile(rf"[a-z0-9]{{{START_MIN_TERM_CHARS},}}")
+_SENTENCE_END = re.compile(r"[.!?]+")
+
+
+def signal_column(name: str) -> int:
+    """The column of a signal in the (n, N_SIGNALS) matrix; a clear error for an unknown name."""
+    try:
+        return SIGNAL_NAMES.index(name)
+    except ValueError:
+        raise KeyError(f"no signal {name!r}; the signals are {', '.join(SIGNAL_NAMES)}") from None
+
+
+# --- lexical ------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _lower_terms(text: str) -> tuple[Counter, int]:
+    """Lowercased token counts of a text and its token count (cached: a pool is re-scored for
+    every query of its session)."""
+    tokens = [t.lower() for t in tokenize(text)]
+    return Counter(tokens), len(tokens)
+
+
+def _query_tokens(query_terms: Sequence[str]) -> list[str]:
+    """The distinct lowercased tokens of the query terms, in first-seen order."""
+    return list(dict.fromkeys(t.lower() for term in query_terms for t in tokenize(str(term))))
+
+
+def lexical_scores(
+    query_terms: Sequence[str] | None, candidate_texts: Sequence[str | None]
+) -> np.ndarray:
+    """(n,) float32 BM25 of each text for the query terms over this pool, divided by the
+    pool's maximum; all 0 when no term matches (or there are no terms). A missing text (None)
+    is an empty document."""
+    n = len(candidate_texts)
+    out = np.zeros(n, dtype=np.float32)
+    query = _query_tokens(query_terms or ())
+    if n == 0 or not query:
+        return out
+    docs = [_lower_terms(t or "") for t in candidate_texts]
+    length = np.array([size for _, size in docs], dtype=np.float64)
+    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * length / max(float(length.mean()), 1e-12))
+    score = np.zeros(n, dtype=np.float64)
+    for term in query:
+        tf = np.array([counts.get(term, 0) for counts, _ in docs], dtype=np.float64)
+        hits = int(np.count_nonzero(tf))
+        if hits == 0:
+            continue
+        idf = max(math.log((n - hits + 0.5) / (hits + 0.5)), IDF_FLOOR)
+        score += idf * tf * (BM25_K1 + 1.0) / (tf + norm)
+    top = float(score.max())
+    return (score / top).astype(np.float32) if top > 0 else out
+
+
+def session_start_terms(transcripts: Sequence[str]) -> list[str]:
+    """Signet 0.58's session-start query terms from the last transcripts (newest first):
+    lowercased runs of >= 4 characters [a-z0-9] in the first 3000 characters of each, kept when
+    they occur in >= 2 transcripts, the 10 most frequent over all of them (ties: the term)."""
+    counts: Counter = Counter()
+    spread: Counter = Counter()
+    for text in list(transcripts)[:START_TRANSCRIPTS]:
+        found = _START_TERM.findall(str(text or "")[:START_TRANSCRIPT_CHARS].lower())
+        counts.update(found)
+        spread.update(set(found))
+    kept = [t for t in counts if spread[t] >= START_MIN_TRANSCRIPTS]
+    return sorted(kept, key=lambda t: (-counts[t], t))[:START_MAX_TERMS]
+
+
+# When a summary job was done, as text that orders correctly across Signet's two formats
+# (`2026-03-14T21:40:46.123Z` and `2026-03-14 21:40:46`).
+JOB_TIME_SQL = "REPLACE(REPLACE(COALESCE(completed_at, created_at), 'T', ' '), 'Z', '')"
+
+
+def sqlite_time(at: datetime) -> str:
+    """An aware time as SQLite's text form in UTC, comparable with both of Signet's formats
+    once their `T` and `Z` are normalised away (`recent_transcripts`)."""
+    if at.tzinfo is None:
+        raise ValueError(f"{at!r}: a naive time (give one with a time zone)")
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def recent_transcripts(
+    con: sqlite3.Connection, project: str | None, before: datetime | None = None
+) -> list[str]:
+    """The transcripts (first 3000 characters) of the last 5 completed `summary_jobs` of the
+    project (every project when None), newest first; with `before`, only jobs completed
+    before it (a replayed session start sees what was done by then)."""
+    when = JOB_TIME_SQL
+    where = ["status = 'completed'"]
+    args: list[object] = []
+    if project:
+        where.append("project = ?")
+        args.append(project)
+    if before is not None:
+        where.append(f"{when} < ?")
+        args.append(sqlite_time(before))
+    sql = (
+        f"SELECT SUBSTR(transcript, 1, {START_TRANSCRIPT_CHARS}) FROM summary_jobs "
+        f"WHERE {' AND '.join(where)} ORDER BY {when} DESC, id DESC LIMIT {START_TRANSCRIPTS}"
+    )
+    return [str(r[0] or "") for r in con.execute(sql, args).fetchall()]
+
+
+def store_start_terms(
+    con: sqlite3.Connection, project: str | None, before: datetime | None = None
+) -> list[str]:
+    """A session start's query terms from the store (`recent_transcripts` →
+    `session_start_terms`): what a hook, the session loop and the trainer all send."""
+    return session_start_terms(recent_transcripts(con, project, before))
+
+
+# --- entities -----------------------------------------------------------------------------------
+
+
+def query_entities(text: str | None) -> list[str]:
+    """The names in a query: tokens (`serving.tokenize`) of two or more characters that start
+    with a capital letter and do not open a sentence (a sentence opens the text and follows
+    `.`, `!` or `?`), distinct, case kept ("When did Caroline go to the LGBTQ group?" →
+    Caroline, LGBTQ)."""
+    found: list[str] = []
+    for sentence in _SENTENCE_END.split(text or ""):
+        found += [t for t in tokenize(sentence)[1:] if len(t) >= 2 and t[0].isupper()]
+    return list(dict.fromkeys(found))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _token_set(text: str) -> frozenset[str]:
+    return frozenset(tokenize(text))
+
+
+def entity_match(
+    entities: Sequence[str] | None, candidate_texts: Sequence[str | None]
+) -> np.ndarray:
+    """(n,) float32: the share of `entities` that are tokens of each text (0 without
+    entities; a missing text matches none)."""
+    names = list(dict.fromkeys(entities or ()))
+    n = len(candidate_texts)
+    if not names or n == 0:
+        return np.zeros(n, dtype=np.float32)
+    hits = [sum(name in _token_set(t or "") for name in names) for t in candidate_texts]
+    return (np.asarray(hits, dtype=np.float64) / len(names)).astype(np.float32)
+
+
+# --- source neighbourhood -----------------------------------------------------------------------
+
+
+def _context_cosines(context: np.ndarray, embeddings: np.ndarray, has: np.ndarray) -> np.ndarray:
+    """cosine(context, embedding) in float64 by elementwise sums (no BLAS, so the value does
+    not depend on the arrays' layout or thread count); 0 where either vector is zero."""
+    ctx = np.asarray(context, dtype=np.float64).reshape(-1)
+    emb = np.asarray(embeddings, dtype=np.float64)[has]
+    dots = np.einsum("ij,j->i", emb, ctx)
+    norms = np.sqrt(np.einsum("ij,ij->i", emb, emb)) * math.sqrt(float(np.dot(ctx, ctx)))
+    out = np.zeros(len(has), dtype=np.float64)
+    out[has] = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+    return out
+
+
+def source_neighbourhood(
+    context: np.ndarray | None,
+    embeddings: np.ndarray,
+    has_embedding: np.ndarray,
+    sources: Sequence[str | None],
+) -> np.ndarray:
+    """(n,) float32: for each candidate, the highest cosine(context, m′) over the other
+    embedded candidates m′ with the same source (its memory's source session); 0 without a
+    context, without a source or without such a mate."""
+    n = len(sources)
+    out = np.zeros(n, dtype=np.float32)
+    if context is None or n == 0:
+        return out
+    has = np.asarray(has_embedding, dtype=bool)
+    cos = _context_cosines(context, embeddings, has)
+    codes: dict[str, int] = {}
+    group = np.array([-1 if s is None else codes.setdefault(str(s), len(codes)) for s in sources])
+    mates = np.flatnonzero((group >= 0) & has)
+    if mates.size < 2:
+        return out
+    # per group, the best and second-best embedded member: a member's best mate is the
+    # group's best unless it is that best itself, then the second
+    order = mates[np.lexsort((mates, -cos[mates], group[mates]))]
+    first = np.r_[True, group[order][1:] != group[order][:-1]]
+    best = np.full(len(codes), -1, dtype=np.int64)
+    second = np.full(len(codes), -1, dtype=np.int64)
+    best[group[order[first]]] = order[first]
+    after = np.flatnonzero(first) + 1
+    after = after[after < order.size]
+    after = after[group[order[after]] == group[order[after - 1]]]
+    second[group[order[after]]] = order[after]
+    known = group >= 0
+    g = group[known]
+    pick = np.where(best[g] == np.flatnonzero(known), second[g], best[g])
+    value = np.where(pick >= 0, cos[np.maximum(pick, 0)], 0.0)
+    out[known] = value.astype(np.float32)
+    return out
+
+
+# --- all signals --------------------------------------------------------------------------------
+
+
+def candidate_signals(
+    *,
+    query_terms: Sequence[str] | None,
+    query_entities: Sequence[str] | None,
+    candidate_texts: Sequence[str | None],
+    context: np.ndarray | None,
+    embeddings: np.ndarray,
+    has_embedding: np.ndarray,
+    sources: Sequence[str | None] | None,
+) -> np.ndarray:
+    """(n, N_SIGNALS) float32, columns in `SIGNAL_NAMES` order (module docstring)."""
+    n = len(candidate_texts)
+    out = np.zeros((n, N_SIGNALS), dtype=np.float32)
+    out[:, signal_column("lexical")] = lexical_scores(query_terms, candidate_texts)
+    out[:, signal_column("entity_match")] = entity_match(query_entities, candidate_texts)
+    if sources is not None:
+        out[:, signal_column("source_neighbourhood")] = source_neighbourhood(
+            context, embeddings, has_embedding, sources
+        )
+    return out
+
+
+def hybrid_scores(cosine: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+    """(n,) float64 `HYBRID_VECTOR_WEIGHT`·cosine + (1 − it)·lexical: the free ranker a fresh
+    scorer starts at (Signet's weights, on every candidate rather than only where both legs
+    score)."""
+    a = HYBRID_VECTOR_WEIGHT
+    return a * np.asarray(cosine, dtype=np.float64) + (1.0 - a) * np.asarray(lexical, np.float64)
