@@ -282,7 +282,8 @@ def _train_summary(run: StoreTraining, request: TrainingRequest) -> str:
         f"loss per epoch: {curve}\n"
         f"canary: ndcg@10 {r.canary_ndcg:.4f}, score variance "
         f"{r.canary_score_variance:.3g}, top-5 overlap {r.canary_topk_overlap}\n"
-        f"gates: {r.gates} -> {'accepted' if r.accepted else 'REJECTED: ' + r.gate_reason}\n"
+        + _held_out_line(r)
+        + f"gates: {r.gates} -> {'accepted' if r.accepted else 'REJECTED: ' + r.gate_reason}\n"
         + (f"model: {run.model_path}" if r.accepted else "model: previous model kept")
     )
     if not r.accepted or request.checkpoint_path is None:
@@ -290,6 +291,20 @@ def _train_summary(run: StoreTraining, request: TrainingRequest) -> str:
     if run.checkpoint is None:
         return f"{text}\ncheckpoint: not saved: {run.checkpoint_error}"
     return f"{text}\ncheckpoint: saved {run.checkpoint}"
+
+
+def _held_out_line(r) -> str:
+    """The held-out verdict in one line (empty for a run judged by the canary gates)."""
+    d = r.holdout
+    if d is None:
+        return ""
+    rivals = ", ".join(f"{k} {v:.4f}" for k, v in sorted(d.heuristics.items()))
+    served = "" if d.served is None else f", served model {d.served:.4f}"
+    return (
+        f"held out: {d.sessions} sessions never trained on ({d.method}); ndcg@10 "
+        f"{d.candidate:.4f} vs {rivals}{served}; bar: {d.comparator}; best epoch "
+        f"{r.best_epoch}\n"
+    )
 
 
 def _cmd_train(args: argparse.Namespace) -> int:

@@ -115,8 +115,15 @@ class PredictorConfig:
     # Project decision: a model is judged out of sample (`learn/holdout.py`): the newest
     # `holdout_share` of the sessions (at least `canary_size`) once there are two canaries'
     # worth, else `holdout_folds` contiguous folds in time.
+    # "holdout" (ours) or "canary": the seed's gates alone (Signet 0.58's own rule: a canary of
+    # the most confident sessions, top-5 stability and NDCG drop), for replaying that release.
+    training_judge: str = "holdout"
     holdout_share: float = 0.2
     holdout_folds: int = 5
+    holdout_patience: int = 10  # epochs without a held-out gain before a run stops
+    # Project decision: a Gaussian prior centred on the start weights (the free ranker the
+    # model starts as), `prior_strength / sessions * ||w - w0||^2` (0 switches it off).
+    prior_strength: float = 1.0
     negative_sampling_ratio: int = 3  # 3:1 negative:positive
 
     # --- seed 000 text: label values ----------------------------------------------------------
@@ -235,11 +242,20 @@ _LABELS = {
 }
 
 
-_ZERO_ALLOWED = {"full_retrain_every"}
+_ZERO_ALLOWED = {"full_retrain_every", "prior_strength"}
+
+
+TRAINING_JUDGES = ("holdout", "canary")
 
 
 def _check_range(name: str, value: Any) -> None:
     key = seed_name(name)
+    if name == "training_judge":
+        if value not in TRAINING_JUDGES:
+            raise ConfigError(
+                f"predictor.{key}: expected one of {', '.join(TRAINING_JUDGES)}, got {value!r}"
+            )
+        return
     if name == "enabled" or name == "agent_feedback":
         if not isinstance(value, bool):
             raise ConfigError(f"predictor.{key}: expected true/false, got {value!r}")

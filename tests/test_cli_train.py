@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +61,15 @@ def tiny_lr(tmp_path) -> Path:
     """An agent.yaml whose learning rate is so small that one epoch keeps the weights (and so
     every gate) where they were: isolates the loading/saving of a base from the gates."""
     path = tmp_path / "agent.yaml"
-    path.write_text("predictor:\n  learningRate: 1.0e-9\n")
+    path.write_text("predictor:\n  learningRate: 1.0e-9\n  trainingJudge: canary\n")
+    return path
+
+
+@pytest.fixture
+def canary_judge(tmp_path) -> Path:
+    """An agent.yaml with the seed's canary gates (what Signet 0.58 judges a training by)."""
+    path = tmp_path / "canary.yaml"
+    path.write_text("predictor:\n  trainingJudge: canary\n")
     return path
 
 
@@ -72,7 +81,8 @@ def _runs(out: Path) -> list[dict]:
     with open_workbench(out / "workbench.duckdb") as con:
         cur = con.execute(
             "SELECT gate_passed, gate_reason, model_path, sample_count, epochs, canary_ndcg, "
-            "canary_ndcg_delta, canary_topk_overlap FROM training_runs ORDER BY started_at"
+            "canary_ndcg_delta, canary_topk_overlap, holdout FROM training_runs "
+            "ORDER BY started_at"
         )
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
@@ -121,8 +131,13 @@ def test_train_saves_a_gated_model_and_records_the_run(db, tmp_path, capsys):
     (run,) = _runs(out)
     assert run["gate_passed"] is True and run["gate_reason"] == "passed"
     assert run["model_path"] == str(out / "model.sbm")
-    assert run["epochs"] == 3 and run["sample_count"] > 0
+    # judged on sessions it never trained on; the held-out sessions chose the epoch
+    assert "held out: " in text and "sessions never trained on (kfold)" in text
+    assert run["epochs"] <= 3 and run["sample_count"] > 0
     assert run["canary_ndcg_delta"] is None  # no previous model to compare with
+    holdout = json.loads(run["holdout"])
+    assert holdout["accepted"] is True and holdout["comparator"] == "cosine"
+    assert holdout["candidate"] >= holdout["bar"] == holdout["heuristics"]["cosine"]
     (model,) = _models(out)
     assert model["is_finetuned"] is False
     # the store is only read (see tests/test_samples.py for the WAL files a reader may add)
@@ -175,13 +190,16 @@ def test_too_little_data_exits_2_and_leaves_no_output_folder(tmp_path, capsys):
 
 
 def test_base_weights_own_format_is_the_model_the_gates_protect(
-    db, trained_model, canary, tmp_path
+    db, trained_model, canary, canary_judge, tmp_path
 ):
-    """Default settings: training starts from the base, whose canary NDCG is the reference of
+    """The seed's gates: training starts from the base, whose canary NDCG is the reference of
     the drop gate (the exit code follows the gates either way)."""
     base, _ = load_any(trained_model)
     out = tmp_path / "out"
-    code = _train(db, out, "--epochs", "1", "--base-weights", str(trained_model))
+    code = _train(
+        db, out, "--epochs", "1", "--base-weights", str(trained_model),
+        "--config", str(canary_judge),
+    )  # fmt: skip
     (run,) = _runs(out)
     assert code == (0 if run["gate_passed"] else 1)
     assert run["canary_ndcg_delta"] is not None and run["canary_topk_overlap"] is not None

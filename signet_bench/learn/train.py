@@ -24,6 +24,14 @@ from serving.request import RequestError, TrainingRequest
 from signet_bench.analysis.metrics import ndcg_at_k
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.errors import UserError
+from signet_bench.learn.holdout import (
+    HoldoutDecision,
+    HoldoutPlan,
+    decide,
+    heuristic_scores,
+    holdout_plan,
+    session_ndcgs,
+)
 from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
 from signet_bench.learn.model.optim import Adam, copy_params
 from signet_bench.learn.model.params import init_params
@@ -82,8 +90,10 @@ class TrainResult:
     canary_ndcg_delta: float | None
     canary_score_variance: float
     canary_topk_overlap: float | None
-    stopped_early: str | None = None  # "time-cap" | "converged" | None
+    stopped_early: str | None = None  # "time-cap" | "converged" | "held-out" | None
     gates: dict[str, bool] = field(default_factory=dict)
+    holdout: HoldoutDecision | None = None  # the out-of-sample verdict (full runs)
+    best_epoch: int | None = None  # the epoch the held-out sessions chose (0: the start)
 
 
 def run_record(
@@ -110,7 +120,19 @@ def run_record(
         "gate_passed": result.accepted,
         "gate_reason": result.gate_reason,
         "model_path": model_path if result.accepted else None,
+        "holdout": None if result.holdout is None else json.dumps(holdout_record(result)),
     }
+
+
+def holdout_record(result: TrainResult) -> dict[str, object]:
+    """The held-out verdict of a run as plain data (the workbench keeps it as JSON)."""
+    d = result.holdout
+    assert d is not None
+    return {
+        "method": d.method, "sessions": d.sessions, "candidate": d.candidate,
+        "served": d.served, "heuristics": d.heuristics, "comparator": d.comparator,
+        "bar": d.bar, "accepted": d.accepted, "best_epoch": result.best_epoch,
+    }  # fmt: skip
 
 
 def to_batch(
@@ -224,6 +246,41 @@ class _Gates:
     delta: float | None
 
 
+# The weights through which anything but cosine(context, memory) reaches the logit (and the
+# cosine weight itself): at their start the model ranks as its free ranker, so pulling them
+# back towards it is a prior centred on that ranker.
+PRIOR_PARAMS = (
+    "q_proj", "gate_proj", "query_project", "query_time", "cosine_weight", "signal_weights",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class _Prior:
+    """A Gaussian prior centred on the start weights: `strength / n_sessions * ||w - w0||^2`
+    over PRIOR_PARAMS is added to each step's loss, so the data's pull grows with the number
+    of sessions trained on while the prior's stays fixed (10 sessions move the model a
+    little, 300 a lot)."""
+
+    start: Params
+    weight: float  # strength / n_sessions
+
+    @classmethod
+    def for_run(cls, start: Params, n_sessions: int, cfg: PredictorConfig) -> _Prior | None:
+        if cfg.prior_strength <= 0:
+            return None
+        kept = {k: np.array(start[k], copy=True) for k in PRIOR_PARAMS if k in start}
+        return cls(kept, cfg.prior_strength / max(1, n_sessions))
+
+    def add_to(self, work: Params, grads: dict[str, np.ndarray]) -> float:
+        """Add the prior's gradient to `grads` (in place); its loss term."""
+        loss = 0.0
+        for name, w0 in self.start.items():
+            diff = work[name] - w0
+            grads[name] = grads[name] + 2.0 * self.weight * diff
+            loss += self.weight * float(np.sum(diff * diff))
+        return loss
+
+
 def _train_and_canary(
     samples: Sequence[SessionSample], canary: Sequence[SessionSample] | None, cfg: PredictorConfig
 ) -> tuple[list[SessionSample], Sequence[SessionSample]]:
@@ -246,6 +303,7 @@ def _epoch(
     time_up: Callable[[], bool],
     cfg: PredictorConfig,
     frozen: Mapping[str, np.ndarray],
+    prior: _Prior | None = None,
 ) -> tuple[list[float], int, bool]:
     """One shuffled pass over `train` in steps of `n_recent` sessions plus `n_replay` drawn
     from the replay buffer, updating `work` in place; stops at a non-finite loss or once
@@ -258,6 +316,8 @@ def _epoch(
         if n_replay and replay:
             chunk += [replay[j] for j in rng.integers(0, len(replay), n_replay)]
         loss, grads = loss_and_grads(work, to_batch(chunk), cfg)
+        if prior is not None:
+            loss += prior.add_to(work, grads)
         for name, mask in frozen.items():
             grads[name] = np.where(mask, 0.0, grads[name])
         losses.append(loss)
@@ -282,9 +342,12 @@ def _run_epochs(
     time_up: Callable[[], bool],
     progress: bool,
     frozen: Mapping[str, np.ndarray],
+    prior: _Prior | None = None,
+    watch: _Watch | None = None,
 ) -> _Epochs:
     """Up to `epochs` epochs of Adam on `work` (in place); stops after a non-finite epoch
-    loss, at the time cap, or once the loss has converged (< 1e-6)."""
+    loss, at the time cap, once the loss has converged (< 1e-6), or when `watch` (the
+    held-out sessions) has seen no gain for `holdout_patience` epochs."""
     opt = Adam(work, cfg)
     n_replay = round(batch_size * cfg.replay_share) if replay else 0
     n_recent = batch_size - n_replay
@@ -297,7 +360,7 @@ def _run_epochs(
         bar = tqdm(total=epochs, desc="training", unit="epoch", leave=False)
     for _ in range(epochs):
         losses, taken, capped = _epoch(
-            work, opt, train, replay, rng, n_recent, n_replay, time_up, cfg, frozen
+            work, opt, train, replay, rng, n_recent, n_replay, time_up, cfg, frozen, prior
         )
         steps += taken
         stopped = "time-cap" if capped else None
@@ -308,12 +371,39 @@ def _run_epochs(
             bar.set_postfix(loss=f"{mean:.4f}")
         if stopped or not math.isfinite(mean):
             break
+        if watch is not None and not watch(len(curve), work):
+            stopped = "held-out"
+            break
         if mean < 1e-6:
             stopped = "converged"
             break
     if bar is not None:
         bar.close()
     return _Epochs(tuple(curve), steps, stopped)
+
+
+class _Watch:
+    """Held-out NDCG@10 of the weights after every epoch (epoch 0: the start): each epoch's
+    per-session values, and the best epoch's weights (the earliest on ties, the one closest
+    to the start). Called with `patience`, it says when to stop."""
+
+    def __init__(
+        self, held: Sequence[SessionSample], cfg: PredictorConfig, patience: int | None
+    ) -> None:
+        self.held, self.cfg, self.patience = list(held), cfg, patience
+        self.per_epoch: list[np.ndarray] = []
+        self.best_epoch, self.best_params = 0, None
+        self.best_mean = -math.inf
+
+    def __call__(self, epoch: int, params: Params) -> bool:
+        """Record `params` at `epoch`; False once `patience` epochs brought no gain."""
+        values = session_ndcgs(self.held, _predict(params, self.held, self.cfg), self.cfg)
+        self.per_epoch.append(values)
+        mean = float(np.mean(values)) if _finite(params) else -math.inf
+        if mean > self.best_mean:
+            self.best_mean, self.best_epoch = mean, epoch
+            self.best_params = copy_params(params)
+        return self.patience is None or epoch - self.best_epoch < self.patience
 
 
 def _gate(
@@ -380,6 +470,121 @@ def _result(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Fit:
+    """How every fit of one run trains (the run's settings, shared by its folds)."""
+
+    cfg: PredictorConfig
+    epochs: int
+    batch_size: int
+    rng: np.random.Generator
+    time_up: Callable[[], bool]
+    progress: bool
+    frozen: Mapping[str, np.ndarray]
+
+
+def _fit(
+    start: Params, train: Sequence[SessionSample], held: Sequence[SessionSample], how: _Fit,
+    epochs: int, patience: int | None,
+) -> tuple[Params, _Epochs, _Watch | None]:  # fmt: skip
+    """A copy of `start` trained on `train` under the prior, watched on `held` (if any)."""
+    work = copy_params(start)
+    watch = _Watch(held, how.cfg, patience) if held else None
+    if watch is not None:
+        watch(0, work)
+    run = _run_epochs(
+        work, train, replay_buffer(train, how.cfg), cfg=how.cfg, epochs=epochs,
+        batch_size=how.batch_size, rng=how.rng, time_up=how.time_up, progress=how.progress,
+        frozen=how.frozen, prior=_Prior.for_run(start, len(train), how.cfg), watch=watch,
+    )  # fmt: skip
+    return work, run, watch
+
+
+@dataclass(frozen=True, slots=True)
+class _HeldOutFit:
+    """The candidate of a held-out run and what judged it."""
+
+    params: Params
+    run: _Epochs
+    plan: HoldoutPlan
+    held: list[SessionSample]  # the judged sessions, in the order of `ndcgs`
+    ndcgs: np.ndarray  # the candidate's per-session held-out NDCG@10
+    best_epoch: int
+    trained_on: int
+    losses_finite: bool  # every fit's losses (each fold's too) were finite
+
+
+def _held_out_fit(samples: Sequence[SessionSample], start: Params, how: _Fit) -> _HeldOutFit:
+    """Train and choose the epoch on sessions the model does not train on (`holdout_plan`):
+    with a time hold-out the candidate is the best epoch of the model trained on the older
+    sessions; with k-fold the epoch that is best over every fold, then one model trained on
+    every session for that many epochs."""
+    cfg = how.cfg
+    plan = holdout_plan(samples, cfg)
+    if plan.method == "time":
+        fold = plan.folds[0]
+        train, held = [samples[i] for i in fold.train], [samples[i] for i in fold.held]
+        work, run, watch = _fit(start, train, held, how, how.epochs, cfg.holdout_patience)
+        assert watch is not None and watch.best_params is not None
+        best = watch.best_epoch
+        return _HeldOutFit(watch.best_params, run, plan, held, watch.per_epoch[best], best,
+                           len(train), _finite_fit(work, run))  # fmt: skip
+    watches, finite = [], True
+    for fold in plan.folds:
+        train, held = [samples[i] for i in fold.train], [samples[i] for i in fold.held]
+        work, run, watch = _fit(start, train, held, how, how.epochs, None)
+        watches.append(watch)
+        finite = finite and _finite_fit(work, run)
+    reached = min(len(w.per_epoch) for w in watches)
+    pooled = [np.concatenate([w.per_epoch[e] for w in watches]) for e in range(reached)]
+    means = np.asarray([v.mean() for v in pooled])
+    # the first maximum (the earliest epoch); the start when no epoch has a finite value
+    best = int(np.nanargmax(means)) if np.isfinite(means).any() else 0
+    work, run, _ = _fit(start, samples, (), how, best, None)
+    held = [samples[i] for i in plan.held]
+    return _HeldOutFit(work, run, plan, held, pooled[best], best, len(samples),
+                       finite and _finite_fit(work, run))  # fmt: skip
+
+
+def _finite_fit(work: Params, run: _Epochs) -> bool:
+    """Whether a fit stayed finite: every epoch's loss and the weights it ended with (a run
+    that diverges fails the finite gate even when the held-out sessions chose an earlier
+    epoch)."""
+    return _finite(work) and all(math.isfinite(x) for x in run.curve)
+
+
+def _held_out_result(
+    fitted: _HeldOutFit, served: Params | None, cfg: PredictorConfig, t0: float
+) -> TrainResult:
+    """Gate the candidate (finite, score variance, and the held-out verdict against the
+    served model and the strongest free ranker) into a TrainResult."""
+    held, work = fitted.held, fitted.params
+    finite = _finite(work) and fitted.losses_finite
+    probs = _predict(work, held, cfg) if finite else []
+    served_ndcgs = session_ndcgs(held, _predict(served, held, cfg), cfg) if served else None
+    per_session = [heuristic_scores(s) for s in held]
+    heuristics = {
+        name: session_ndcgs(held, [h[name] for h in per_session], cfg) for name in per_session[0]
+    }
+    decision = decide(fitted.plan.method, fitted.ndcgs, served_ndcgs, heuristics)
+    variance = float(np.var(np.concatenate(probs))) if probs else 0.0
+    gates = {"finite_losses": finite, "canary_variance": variance > 0.0,
+             "holdout": finite and decision.accepted}  # fmt: skip
+    failed = [k for k, ok in gates.items() if not ok]
+    return TrainResult(
+        accepted=not failed, gate_reason=failed[0] if failed else "passed",
+        params=None if failed else work, loss_curve=fitted.run.curve,
+        sample_count=fitted.trained_on, canary_count=len(held),
+        epochs_run=len(fitted.run.curve), steps=fitted.run.steps,
+        duration_ms=int((time.perf_counter() - t0) * 1000), canary_ndcg=decision.candidate,
+        canary_ndcg_before=decision.served,
+        canary_ndcg_delta=None if decision.served is None else decision.candidate - decision.served,
+        canary_score_variance=variance, canary_topk_overlap=None,
+        stopped_early=fitted.run.stopped, gates=gates, holdout=decision,
+        best_epoch=fitted.best_epoch,
+    )  # fmt: skip
+
+
 def train_model(
     samples: Sequence[SessionSample],
     current: Params | None,
@@ -417,6 +622,11 @@ def train_model(
     had_model = previous_is_trained
     if had_model is None:
         had_model = current is not None or reference is not None
+    if canary is None and cfg.training_judge == "holdout" and len(samples) >= 2:
+        how = _Fit(cfg, epochs, batch_size, rng, lambda: time.perf_counter() - t0 > cap,
+                   progress, frozen or {})  # fmt: skip
+        fitted = _held_out_fit(samples, base, how)
+        return _held_out_result(fitted, served if had_model else None, cfg, t0)
     work = copy_params(base)
     train, canary = _train_and_canary(samples, canary, cfg)
     replay = list(replay_buffer(train, cfg) if replay is None else replay)
@@ -469,7 +679,10 @@ def _model_meta(
         feature_spec_hash=feature_spec_hash(FEATURE_SPEC),
         first_session_at=format_iso(min(s.start for s in samples)),
         last_session_at=format_iso(max(s.start for s in samples)),
-        metrics={"canary_ndcg": result.canary_ndcg, "final_loss": result.loss_curve[-1]},
+        metrics={
+            "canary_ndcg": result.canary_ndcg,
+            "final_loss": result.loss_curve[-1] if result.loss_curve else float("nan"),
+        },
         is_finetuned=is_finetuned,
     )
 

@@ -57,7 +57,8 @@ WORKBENCH_DDL: dict[str, str] = {
             canary_topk_overlap DOUBLE,
             gate_passed BOOLEAN,
             gate_reason TEXT,
-            model_path TEXT
+            model_path TEXT,
+            holdout TEXT
         )""",
     "models": """
         CREATE TABLE IF NOT EXISTS models (
@@ -93,7 +94,10 @@ _TRAINING_FIELDS = (
     "gate_passed",
     "gate_reason",
     "model_path",
+    "holdout",  # the held-out verdict as JSON (learn.train.holdout_record); NULL before it
 )
+# Columns added after a table was first written: a workbench made before gets them on open.
+_ADDED_COLUMNS = ("ALTER TABLE training_runs ADD COLUMN IF NOT EXISTS holdout TEXT",)
 _MODEL_FIELDS = (
     "model_id",
     "path",
@@ -125,7 +129,7 @@ def open_workbench(path: str | Path) -> duckdb.DuckDBPyConnection:
     )
     con.execute("SET TimeZone = 'UTC'")
     with _transaction(con):
-        for ddl in WORKBENCH_DDL.values():
+        for ddl in (*WORKBENCH_DDL.values(), *_ADDED_COLUMNS):
             con.execute(ddl)
     return con
 

@@ -7,6 +7,8 @@ import dataclasses
 import numpy as np
 import pytest
 
+from serving.contract import N_SIGNALS
+from serving.signals import signal_column
 from signet_bench.analysis.metrics import ndcg_at_k
 from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
@@ -51,10 +53,19 @@ def test_few_sessions_are_judged_by_contiguous_k_fold():
         holdout_plan(_samples(1), DEFAULT_CONFIG)
 
 
-def test_heuristics_are_the_baseline_order_and_cosine():
+def test_the_heuristics_are_cosine_lexical_and_hybrid_never_the_baseline_order():
     s = _samples(1)[0]
     h = heuristic_scores(s)
-    assert np.array_equal(np.argsort(-h["baseline"], kind="stable"), np.argsort(s.baseline_rank))
+    assert set(h) == {"cosine", "lexical", "hybrid"}  # no baseline: see the module doc
+    # no query terms: no lexical evidence, and both lexical rankers order as cosine
+    assert np.array_equal(np.argsort(-h["hybrid"]), np.argsort(-h["cosine"]))
+    assert np.array_equal(np.argsort(-h["lexical"]), np.argsort(-h["cosine"]))
+    lexical = np.linspace(0.0, 1.0, len(s))
+    signals = np.zeros((len(s), N_SIGNALS), dtype=np.float32)
+    signals[:, signal_column("lexical")] = lexical
+    h = heuristic_scores(dataclasses.replace(s, signals=signals))
+    assert np.array_equal(np.argsort(-h["lexical"], kind="stable"), np.argsort(-lexical))
+    assert np.allclose(h["hybrid"], 0.7 * h["cosine"] + 0.3 * lexical)
     emb = s.cand_emb.astype(np.float64)
     norms = np.linalg.norm(emb, axis=1) * np.linalg.norm(s.context)
     expected = np.where(s.has_emb & (norms > 0), emb @ s.context / np.where(norms > 0, norms, 1), 0)

@@ -69,7 +69,7 @@ def base(stores, tmp_path_factory) -> Path:
     """A trained model whose training range ends at the store's middle session, so an
     incremental run has newer sessions to train on."""
     out = tmp_path_factory.mktemp("base")
-    run = train_store(TrainingRequest(stores["main"], out, epochs=2, tz=TZ))
+    run = train_store(TrainingRequest(stores["main"], out, epochs=2, tz=TZ), cfg=CANARY_JUDGE)
     assert run.result.accepted
     params, meta = load_any(run.model_path)
     samples, _ = load_samples(stores["main"], tz=TZ)
@@ -95,9 +95,14 @@ class Outcome:
         return self.run.result
 
 
+# The seed's canary gates, so each field's effect is seen without the held-out epoch choice
+# (tests/learn/test_train_holdout.py covers that judge).
+CANARY_JUDGE = DEFAULT_CONFIG.replace(training_judge="canary")
+
+
 def _train(request: TrainingRequest) -> Outcome:
     try:
-        run = train_store(request)
+        run = train_store(request, cfg=CANARY_JUDGE)
     except NothingToTrain as exc:
         return Outcome(request, None, exc, None)
     params = load_any(run.model_path)[0] if run.result.accepted else None

@@ -34,9 +34,18 @@ def start(sidecar, path: Path, *extra: str):
     return sidecar("--model", str(path), "--native-dim", str(DIM), "--tz", "UTC", *extra)
 
 
-def test_a_training_is_swapped_in_and_kept(sidecar, store, tmp_path):
+@pytest.fixture
+def canary_judge(tmp_path) -> Path:
+    """The seed's canary gates, so a run trains for the epochs it is given (the held-out
+    judge may choose the start, which has no loss to report)."""
+    path = tmp_path / "canary.yaml"
+    path.write_text("predictor:\n  trainingJudge: canary\n")
+    return path
+
+
+def test_a_training_is_swapped_in_and_kept(sidecar, store, canary_judge, tmp_path):
     served = tmp_path / "model.onnx"  # does not exist yet: the server starts untrained
-    s = start(sidecar, served)
+    s = start(sidecar, served, "--train-config", str(canary_judge))
     assert s.call("status")["result"]["trained"] is False
     ckpt = tmp_path / "kept.sbm"
     train = s.call("train_from_db", {"db_path": str(store), "checkpoint_path": str(ckpt)})

@@ -1,0 +1,136 @@
+"""A full training run is judged on sessions it never trained on, against the served model and
+the strongest free ranker, and moves from its start only as far as those sessions support."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import duckdb
+import numpy as np
+import pytest
+
+from signet_bench.bench.train_speed import synthetic_samples
+from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.learn.holdout import heuristic_scores, holdout_plan, session_ndcgs
+from signet_bench.learn.model.params import init_params
+from signet_bench.learn.train import (
+    PRIOR_PARAMS,
+    _Fit,
+    _fit,
+    _Prior,
+    run_record,
+    train_model,
+)
+from signet_bench.store.workbench import open_workbench, record_training_run
+
+DIM = 16
+
+
+def _samples(n: int, seed: int = 0):
+    return synthetic_samples(n, dim=DIM, mean_candidates=12, seed=seed)
+
+
+def test_enough_sessions_are_judged_on_the_newest_ones_against_cosine():
+    data = _samples(60)
+    res = train_model(data, None, epochs=3, seed=0)
+    d = res.holdout
+    assert d is not None and d.method == "time" and d.sessions == 25
+    assert (res.sample_count, res.canary_count) == (35, 25)
+    held = [data[i] for i in holdout_plan(data).folds[0].held]
+    cosine = session_ndcgs(held, [heuristic_scores(s)["cosine"] for s in held]).mean()
+    assert d.heuristics["cosine"] == pytest.approx(cosine)
+    # no query terms in these sessions: the lexical rankers order as cosine
+    assert d.heuristics == {name: pytest.approx(cosine) for name in ("cosine", "lexical", "hybrid")}
+    assert d.served is None  # nothing served yet: the bar is the free ranker
+    assert d.accepted == (d.candidate >= cosine) == res.accepted
+
+
+def test_when_nothing_beats_the_free_ranker_the_start_is_what_is_served():
+    """Labels that are cosine itself: cosine is perfect on every held-out session, so no epoch
+    can gain on the start, and the model served is exactly the start (it ranks as cosine)."""
+    data = [
+        dataclasses.replace(s, labels=heuristic_scores(s)["cosine"]) for s in _samples(60, seed=1)
+    ]
+    res = train_model(data, None, epochs=5, seed=0)
+    assert res.best_epoch == 0 and res.accepted
+    assert res.holdout.candidate == pytest.approx(1.0) and res.holdout.bar == pytest.approx(1.0)
+    start = init_params(DEFAULT_CONFIG, DIM)
+    for name, value in start.items():
+        assert np.array_equal(res.params[name], value), name
+
+
+def test_few_sessions_are_judged_by_k_fold_and_the_served_model_learns_from_all():
+    data = _samples(12, seed=2)
+    res = train_model(data, None, epochs=4, seed=0)
+    d = res.holdout
+    assert d.method == "kfold" and d.sessions == 12 and res.sample_count == 12
+    assert 0 <= res.best_epoch <= 4 and res.epochs_run == res.best_epoch
+
+
+def test_a_worse_candidate_keeps_the_served_model():
+    """The sessions it trains on teach the candidate the opposite of what the (clean) newest
+    sessions show, so it stays below the served model there and is rejected."""
+    data = _samples(60, seed=3)
+    train = set(holdout_plan(data).folds[0].train.tolist())
+    taught = [dataclasses.replace(s, labels=-s.labels) if i in train else s
+              for i, s in enumerate(data)]  # fmt: skip
+    served = train_model(data, None, epochs=5, seed=0, canary=data).params
+    res = train_model(taught, None, epochs=5, seed=0, reference=served)
+    d = res.holdout
+    assert d.served is not None and not res.accepted and res.gate_reason == "holdout"
+    assert res.params is None and d.candidate < d.bar
+
+
+def test_the_prior_pulls_towards_the_start_in_proportion_to_the_sessions():
+    start = init_params(DEFAULT_CONFIG, DIM)
+    prior = _Prior.for_run(start, 10, DEFAULT_CONFIG.replace(prior_strength=2.0))
+    assert prior is not None and prior.weight == pytest.approx(0.2)
+    assert set(prior.start) == set(PRIOR_PARAMS) & set(start)
+    work = {k: v.copy() for k, v in start.items()}
+    work["q_proj"] = work["q_proj"] + 0.5
+    grads = {k: np.zeros_like(v) for k, v in work.items()}
+    loss = prior.add_to(work, grads)
+    assert loss == pytest.approx(0.2 * 0.25 * work["q_proj"].size)
+    assert np.allclose(grads["q_proj"], 2 * 0.2 * 0.5)
+    assert not grads["down_proj"].any()  # only the weights through which learning reaches
+    assert _Prior.for_run(start, 10, DEFAULT_CONFIG.replace(prior_strength=0.0)) is None
+
+
+def test_a_strong_prior_keeps_the_weights_near_the_start():
+    data = _samples(40, 4)
+    start = init_params(DEFAULT_CONFIG, DIM)
+
+    def distance(strength: float) -> float:
+        cfg = DEFAULT_CONFIG.replace(prior_strength=strength)
+        how = _Fit(cfg, 3, 16, np.random.default_rng(0), lambda: False, False, {})
+        work, _, _ = _fit(start, data, (), how, 3, None)
+        return sum(float(np.sum((work[k] - start[k]) ** 2)) for k in PRIOR_PARAMS)
+
+    free, held = distance(0.0), distance(1e4)
+    assert free > 0 and held < 0.5 * free
+
+
+def test_the_verdict_is_recorded_with_the_run(tmp_path):
+    res = train_model(_samples(60, 5), None, epochs=2, seed=0)
+    row = run_record(res, run_id="r1", store_path="s.db", started_at=None, model_path=None)
+    with open_workbench(tmp_path / "wb.duckdb") as wb:
+        record_training_run(wb, row)
+        stored = wb.execute("SELECT holdout FROM training_runs WHERE run_id = 'r1'").fetchone()
+    got = json.loads(stored[0])
+    assert got["method"] == "time" and got["sessions"] == 25
+    assert got["comparator"] in {"cosine", "lexical", "hybrid"}
+    assert got["best_epoch"] == res.best_epoch
+    assert got["accepted"] == res.accepted
+
+
+def test_a_workbench_made_before_the_verdict_column_gets_it(tmp_path):
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE training_runs (run_id TEXT PRIMARY KEY, store_path TEXT)")
+    con.execute("INSERT INTO training_runs VALUES ('old', 's.db')")
+    con.close()
+    with open_workbench(path) as wb:
+        cols = [r[0] for r in wb.execute("DESCRIBE training_runs").fetchall()]
+        old = wb.execute("SELECT holdout FROM training_runs WHERE run_id = 'old'").fetchone()
+    assert "holdout" in cols and old == (None,)
