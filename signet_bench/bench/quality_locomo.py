@@ -35,8 +35,9 @@ Method:
    their content could be shared, which the pair exports forbid); `learned_init` is the
    untrained scorer (fresh weights: the `hybrid` ranker 0.7·cosine + 0.3·lexical), the start
    of every training; `learned_without_<signal>` is `learned` trained and evaluated with that
-   signal set to 0 (an ablation). `hybrid` and `lexical` are our free rankers on the same
-   signals (`ranking.ranker`); `signet_hybrid` is Signet's own merge (a peer).
+   signal set to 0, `learned_without_signals` with all of them (ablations). `hybrid` and
+   `lexical` are our free rankers on the same signals (`ranking.ranker`); `signet_hybrid` is
+   Signet's own merge (a peer).
 5. Metrics per held-out question: recall@5/10/25/50 of evidence turns covered by the top-k
    memories (LoCoMo's retrieval recall, `metrics.coverage_recall_at_k`: a memory covers its
    source turns; evidence no memory covers still counts), NDCG@10 and reciprocal rank of the
@@ -112,7 +113,10 @@ HEURISTICS = (
     "bm25", "cosine", "signet_hybrid", "effective", "cogmem_v9", "cascade", "hybrid", "lexical",
 )  # fmt: skip
 LEARNED = ("learned", "learned_base", "learned_finetuned")
-ABLATIONS = tuple(f"learned_without_{name}" for name in SIGNAL_NAMES)
+# ablations: `learned` trained and evaluated with these signals at 0
+_ABLATED = {f"learned_without_{name}": (name,) for name in SIGNAL_NAMES}
+_ABLATED["learned_without_signals"] = SIGNAL_NAMES
+ABLATIONS = tuple(_ABLATED)
 # experiments: no deltas
 DIAGNOSTIC = ("learned_oracle", "learned_pooled", "learned_init", *ABLATIONS)
 
@@ -296,13 +300,13 @@ def _train(samples: list[SessionSample], start, epochs: int, seed: int, cfg: Pre
     return _params_or(res, fresh)
 
 
-def _without(item, signal: str | None):
-    """A sample or session inputs with one signal set to 0 (`signal` None: unchanged)."""
-    if signal is None or item.signals is None:
+def _without(item, signals: Sequence[str] = ()):
+    """A sample or session inputs with these signals set to 0 (none: unchanged)."""
+    if not signals or item.signals is None:
         return item
-    signals = np.array(item.signals, copy=True)
-    signals[:, signal_column(signal)] = 0.0
-    return dataclasses.replace(item, signals=signals)
+    values = np.array(item.signals, copy=True)
+    values[:, [signal_column(name) for name in signals]] = 0.0
+    return dataclasses.replace(item, signals=values)
 
 
 def _trainable(data: ConversationData, positions: Sequence[int]) -> list[SessionSample]:
@@ -343,15 +347,14 @@ def _learned_scores(
         ),
         "learned_pooled": _train(others, None, epochs, seed, cfg),
     }
-    ablated = dict(zip(ABLATIONS, SIGNAL_NAMES, strict=True))
-    for name, signal in ablated.items():
-        models[name] = _train([_without(s, signal) for s in own], None, epochs, seed, cfg)
+    for name, signals in _ABLATED.items():
+        models[name] = _train([_without(s, signals) for s in own], None, epochs, seed, cfg)
     out: dict[str, list[np.ndarray | None]] = {}
     for name, params in models.items():
         ranker = ModelRanker(params, cfg, name=name)
         scores: list[np.ndarray | None] = [None] * len(data.queries)
         for i in held:
-            scores[i] = ranker.score(_without(data.inputs[i], ablated.get(name)))
+            scores[i] = ranker.score(_without(data.inputs[i], _ABLATED.get(name, ())))
         out[name] = scores
     return out
 
