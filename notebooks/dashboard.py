@@ -571,12 +571,16 @@ def _(view):
         "run",
         "model_version",
         "accepted",
+        "heldout_comparator",
+        "heldout_ndcg",
+        "heldout_bar",
+        "heldout_served_ndcg",
+        "heldout_sessions",
+        "heldout_method",
         "loss",
         "sample_count",
         "canary_ndcg",
-        "canary_ndcg_delta",
         "canary_topk_churn",
-        "canary_score_variance",
         "created_at",
     )
     _curve = (
@@ -589,8 +593,12 @@ def _(view):
             mo.md(
                 "## Training\nLoss per epoch over every run; dots end each run (blue "
                 "accepted, red rejected by the gates), labels are model versions, dashed red "
-                "lines are drift resets. The canary figures judge each run on the 25 most "
-                "confident sessions."
+                "lines are drift resets. A run is served only if, on sessions it never "
+                "trained on (the newest ones, or k-fold while there are few), its NDCG@10 "
+                "(`heldout_ndcg`) reaches the bar (`heldout_bar`): the best of the model "
+                "served now and the free rankers (cosine, lexical, hybrid), named in "
+                "`heldout_comparator`. Runs judged by Signet's own canary gates show the "
+                "canary figures instead."
             ),
             _curve,
             table(_runs, page_size=5, label="Runs and canary figures"),

@@ -8,63 +8,18 @@ import re
 import shutil
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
 
 from signet_bench.analysis.queries import calibration as cal
 from signet_bench.analysis.queries.source import open_store
-from signet_bench.app.launch import notebook_path
 from tests.notebooks import test_browser
-from tests.notebooks.test_browser import (
-    INTERNAL_ERROR,
-    TOKEN,
-    _free_port,
-    _open,
-    _our_tracebacks,
-    _screenshot,
-)
+from tests.notebooks.test_browser import INTERNAL_ERROR, _open, _screenshot, _served
 
 pytestmark = test_browser.pytestmark
 browser = test_browser.browser  # the shared Chromium fixture
 WAIT_MS = 60_000
-
-
-@contextmanager
-def _served(notebook: str, log: Path, *args: str) -> Iterator[str]:
-    """`marimo run` on the notebook with a token password, its output going to `log`; yields the
-    base URL once healthy. A file, not a pipe: every label redraws the labels table and chart,
-    and marimo logs a long traceback whenever the page asks for a replaced table's data, so an
-    unread pipe fills up within a session and blocks the server."""
-    port = _free_port()
-    cmd = [
-        sys.executable, "-m", "marimo", "run", str(notebook_path(notebook)), "--headless",
-        "--host", "127.0.0.1", "--port", str(port), "--token", "--token-password", TOKEN,
-        "--", *args,
-    ]  # fmt: skip
-    with log.open("w") as out:
-        server = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    try:
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/health", timeout=2)
-                break
-            except (urllib.error.URLError, ConnectionError) as exc:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"marimo run did not start: {log.read_text()}") from exc
-                time.sleep(0.2)
-        yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        assert not _our_tracebacks(log.read_text()), log.read_text()[-3000:]
 
 
 def _demo_copy(demo, tmp_path: Path) -> tuple[Path, Path]:
@@ -97,7 +52,7 @@ def _rows(workbench: Path, labeler: str) -> pl.DataFrame:
 def test_a_whole_session_labelled_by_keys(browser, demo, tmp_path):
     store, workbench = _demo_copy(demo, tmp_path)
     args = ("--db", str(store), "--workbench", str(workbench), "--labeler", "keys")
-    with _served("calibration", tmp_path / "server.log", *args) as url:
+    with _served("calibration", *args, log=tmp_path / "server.log") as url:
         page, n = _open_labeler(browser, url)
         assert n >= 3
         _press(page, "2", f"2 of {n} · 1 labelled")
@@ -145,7 +100,7 @@ time.sleep(120)
 def test_a_label_the_busy_workbench_refused_is_taken_back(browser, demo, tmp_path):
     store, workbench = _demo_copy(demo, tmp_path)
     args = ("--db", str(store), "--workbench", str(workbench), "--labeler", "busy")
-    with _served("calibration", tmp_path / "server.log", *args) as url:
+    with _served("calibration", *args, log=tmp_path / "server.log") as url:
         page, n = _open_labeler(browser, url)
         holder = subprocess.Popen(
             [sys.executable, "-c", _HOLD, str(workbench)], stdout=subprocess.PIPE, text=True

@@ -21,6 +21,7 @@ from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.store.duck import ts_expr
 
 __all__ = [
+    "HOLDOUT_COLUMNS",
     "bench_rows",
     "error_feed",
     "latency_series",
@@ -37,7 +38,24 @@ SELECT id, model_version::BIGINT AS model_version, loss::DOUBLE AS loss,
        canary_topk_churn::DOUBLE AS canary_topk_churn, {created} AS created_at
 FROM store.predictor_training_log
 """
-_RUNS_SQL = "SELECT run_id AS id, loss_curve, gate_passed, gate_reason, epochs FROM training_runs"
+_RUNS_SQL = "SELECT * FROM training_runs"  # by name below: older files lack `holdout`
+_RUNS_SCHEMA = {
+    "id": pl.String,
+    "loss_curve": pl.String,
+    "gate_passed": pl.Boolean,
+    "gate_reason": pl.String,
+    "epochs": pl.Int64,
+    "holdout": pl.String,
+}
+# The held-out verdict of a run (`learn.train.holdout_record`), one column per figure.
+HOLDOUT_COLUMNS = {
+    "heldout_method": ("method", pl.String),
+    "heldout_sessions": ("sessions", pl.Int64),
+    "heldout_ndcg": ("candidate", pl.Float64),
+    "heldout_served_ndcg": ("served", pl.Float64),
+    "heldout_comparator": ("comparator", pl.String),
+    "heldout_bar": ("bar", pl.Float64),
+}
 
 _LOG_SCHEMA = {
     "id": pl.String,
@@ -62,17 +80,7 @@ def training_runs(con: duckdb.DuckDBPyConnection, workbench: str | Path | None) 
         log = con.sql(_LOG_SQL.format(created=ts_expr("created_at"))).pl()
     else:
         log = pl.DataFrame(schema=_LOG_SCHEMA)
-    runs = read_workbench(workbench, _RUNS_SQL)
-    if runs.height == 0:
-        runs = pl.DataFrame(
-            schema={
-                "id": pl.String,
-                "loss_curve": pl.String,
-                "gate_passed": pl.Boolean,
-                "gate_reason": pl.String,
-                "epochs": pl.Int64,
-            }
-        )
+    runs = _workbench_runs(workbench)
     frame = (
         log.join(runs, on="id", how="left")
         .with_columns(pl.col("created_at").dt.replace_time_zone("UTC"))
@@ -84,7 +92,35 @@ def training_runs(con: duckdb.DuckDBPyConnection, workbench: str | Path | None) 
     return frame.with_columns(
         pl.Series("loss_curve", curves, dtype=pl.List(pl.Float64)),
         pl.coalesce(pl.col("gate_passed"), new_version).alias("accepted"),
+        *_holdout_series(frame["holdout"].to_list()),
+    ).drop("holdout")
+
+
+def _workbench_runs(workbench: str | Path | None) -> pl.DataFrame:
+    """The workbench's training runs with the columns the curve and the verdicts need (NULL
+    where an older workbench file lacks one)."""
+    runs = read_workbench(workbench, _RUNS_SQL)
+    if runs.height == 0:
+        return pl.DataFrame(schema=_RUNS_SCHEMA)
+    runs = runs.rename({"run_id": "id"})
+    return runs.select(
+        pl.col(c).cast(t) if c in runs.columns else pl.lit(None, dtype=t).alias(c)
+        for c, t in _RUNS_SCHEMA.items()
     )
+
+
+def _holdout_series(texts: list[str | None]) -> list[pl.Series]:
+    """The held-out verdicts as columns (`HOLDOUT_COLUMNS`), NULL for a run without one."""
+    parsed = []
+    for text in texts:
+        try:
+            parsed.append(json.loads(text) if text else {})
+        except ValueError:
+            parsed.append({})
+    return [
+        pl.Series(name, [d.get(key) for d in parsed], dtype=dtype)
+        for name, (key, dtype) in HOLDOUT_COLUMNS.items()
+    ]
 
 
 def _curve(text: str | None) -> list[float]:
