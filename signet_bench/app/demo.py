@@ -31,13 +31,14 @@ import numpy as np
 import polars as pl
 
 from signet_bench.bench.report import Row, machine_info, percentiles
-from signet_bench.daemon.loop import (
-    SimOptions,
-    SimReport,
-    Simulator,
+from signet_bench.daemon.lifecycle import SimReport
+from signet_bench.daemon.loop import SimOptions, Simulator
+from signet_bench.daemon.trainers import (
+    InProcessTrainer,
+    TrainingJob,
+    TrainOutcome,
     model_dir,
     model_path,
-    model_trainer,
 )
 from signet_bench.store import sim as sim_tables
 from signet_bench.store.read import read_comparisons
@@ -144,23 +145,25 @@ def comparison_blocks(comparisons: pl.DataFrame, size: int = 20) -> pl.DataFrame
     )
 
 
-def _demo_trainer(sim: Simulator) -> tuple[bool, dict]:
-    """The loop's trainer, with the demo's incident: from the model's breakage until drift
-    detection fires, training is paused (the run is not accepted and nothing is logged); the
-    drift reset's retrain starts from fresh weights."""
-    mark = sim_tables.get_sim_meta(sim.con, _BREAK_MARK)
-    if mark is not None:
-        resets_at_break = json.loads(mark)["drift_resets"]
-        if sim.state.drift_resets <= resets_at_break:
-            return False, {}
-        if not sim.state.trained:
-            sim.model = None  # the drift reset's retrain: start again from fresh weights
-    return model_trainer(sim)
+class _IncidentTrainer(InProcessTrainer):
+    """The loop's in-process trainer, with the demo's incident: from the model's breakage until
+    drift detection fires, training is paused (the run is not accepted and nothing is logged);
+    the drift reset's retrain starts from fresh weights."""
+
+    def train(self, job: TrainingJob) -> TrainOutcome | None:
+        mark = sim_tables.get_sim_meta(self.store.con, _BREAK_MARK)
+        if mark is not None:
+            resets_at_break = json.loads(mark)["drift_resets"]
+            if job.state.drift_resets <= resets_at_break:
+                return TrainOutcome(accepted=False)
+            if not job.state.trained:
+                self.model = None  # the drift reset's retrain: start again from fresh weights
+        return super().train(job)
 
 
 def _simulator(store: Path, progress: bool) -> Simulator:
     opts = SimOptions(scorer="model", seed=DEMO_SEED, progress=progress)
-    return Simulator(store, opts, trainer=_demo_trainer)
+    return Simulator(store, opts, trainer=_IncidentTrainer)
 
 
 def _horizon(store: Path, requested: int | None) -> int:

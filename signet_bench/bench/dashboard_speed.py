@@ -26,7 +26,6 @@ from __future__ import annotations
 import importlib.util
 import logging
 import math
-import sqlite3
 import tempfile
 import time
 from collections.abc import Callable
@@ -38,6 +37,7 @@ import numpy as np
 
 from signet_bench.bench.report import Row, percentiles
 from signet_bench.store.scale import write_session_memories_scale
+from signet_bench.store.schema import connect_writer
 
 __all__ = ["add_comparisons", "dashboard_rows", "dashboard_timings"]
 _log = logging.getLogger(__name__)
@@ -50,8 +50,8 @@ RENDER_REPEATS, FILTER_REPEATS, INSPECT_REPEATS = 3, 10, 20
 def add_comparisons(path: Path, seed: int = 0) -> int:
     """A `predictor_comparisons` row per session and a training log row every TRAIN_EVERY
     sessions, with plausible values (a predictor improving over the year); returns the number
-    of comparisons. Uses the stdlib writer; call it before DuckDB opens the store."""
-    con = sqlite3.connect(str(path))
+    of comparisons. Uses the store's writer connection; call it before DuckDB opens the store."""
+    con = connect_writer(path)
     try:
         rows = con.execute(
             "SELECT session_key, project, created_at, confidence FROM session_scores"

@@ -76,7 +76,7 @@ from signet_bench.bench.report import Row
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.candidates import SessionInputs
 from signet_bench.daemon.features import SESSION_FEATURES, feature_index, feature_indices
-from signet_bench.daemon.loop import SimOptions, Simulator, model_trainer
+from signet_bench.daemon.loop import SimOptions, Simulator
 from signet_bench.daemon.predictor_state import effective_alpha, on_session_start
 from signet_bench.daemon.ranking.ranker import (
     CosineRanker,
@@ -312,7 +312,7 @@ def simulate_run(
     t0 = time.perf_counter()
     build_persona_store(persona, path, seed=seed, embedder=embedder)
     _log.info(f"  [{label} seed {seed}] store built in {time.perf_counter() - t0:.1f} s")
-    sim = Simulator(path, SimOptions(scorer="model", seed=seed), cfg, trainer=model_trainer)
+    sim = Simulator(path, SimOptions(scorer="model", seed=seed), cfg)
     last = max(checkpoints)
     horizon = len(sim.plan(last + held_out))
     kept: dict[int, Checkpoint] = {}

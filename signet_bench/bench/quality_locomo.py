@@ -80,7 +80,7 @@ from signet_bench.learn.pairs import base_params, pair_frame, train_base, write_
 from signet_bench.learn.samples import SessionSample
 from signet_bench.learn.train import train_model
 from signet_bench.store.corpus import Corpus, read_corpus
-from signet_bench.store.read import read_session_memories
+from signet_bench.store.read import open_readonly, read_session_memories
 from signet_bench.world.locomo import CATEGORIES, Query, read_queries, relevance
 
 __all__ = [
@@ -176,7 +176,7 @@ def _sources(con: sqlite3.Connection, corpus: Corpus) -> list[frozenset[str]]:
 def read_conversation(store: Path, cfg: PredictorConfig, seed: int) -> ConversationData:
     """A converted store with every question's inputs and training sample."""
     corpus = read_corpus(store)
-    con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    con = open_readonly(store)
     try:
         queries = read_queries(con)
         covers = _sources(con, corpus)

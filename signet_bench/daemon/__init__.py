@@ -1,1 +1,3 @@
-"""The replayed Signet daemon: context, candidates, features, labels, feedback, ranking, comparison, predictor state and the session loop."""
+"""The replayed Signet daemon: context, candidates, features, labels, feedback, ranking,
+comparison, predictor state, the session lifecycle, its trainer strategies and the simulator
+that runs it on a synthetic store."""

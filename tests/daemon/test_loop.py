@@ -374,7 +374,7 @@ def test_each_session_is_one_transaction(traced):
     try:
         plan = sim.plan(25)
         start = len(tracer.statements)
-        from signet_bench.daemon.loop import SimReport
+        from signet_bench.daemon.lifecycle import SimReport
 
         report = SimReport()
         trainings = 0

@@ -5,7 +5,7 @@ the session start and the memories its prompts recalled (FTS hits, recorded in
 `session_memories.fts_hit_count`), and nothing else of the store.
 
 - **Per-memory relevance** (`judge_ratings`): the judge rates the injected and the recalled
-  memories, `clip(truth + N(0, sd), 0, 1)`, sd = the loop's `judge_noise` (0.1) for a memory
+  memories, `clip(truth + N(0, sd), 0, 1)`, sd = the world's `judge_noise` (0.1) for a memory
   the prompts recalled (the transcript shows it in use) and `SILENT_NOISE_FACTOR` times that
   for one they did not (an injected memory no prompt touched: the transcript shows it was
   there, not whether it helped). Seed 000's second, lightweight pass rates the rest of the

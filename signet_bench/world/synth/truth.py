@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from signet_bench.errors import UserError
+from signet_bench.store.read import open_readonly
 from signet_bench.store.timestamps import format_iso, parse_ts
 from signet_bench.world.synth.persona import Persona
 
@@ -377,12 +378,10 @@ def save_truth(
 
 
 def _open(path_or_con: str | Path | sqlite3.Connection) -> tuple[sqlite3.Connection, bool]:
+    """The connection given, or the store at the path opened read-only (True: close it after)."""
     if isinstance(path_or_con, sqlite3.Connection):
         return path_or_con, False
-    p = Path(path_or_con)
-    if not p.exists():
-        raise UserError(f"{p}: no such store")
-    return sqlite3.connect(f"file:{p}?mode=ro", uri=True), True
+    return open_readonly(path_or_con), True
 
 
 def read_synth_meta(path_or_con: str | Path | sqlite3.Connection) -> dict[str, str]:

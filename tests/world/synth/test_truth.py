@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 
 from signet_bench.errors import UserError
+from signet_bench.store.schema import connect_writer, create_store
 from signet_bench.world.synth.persona import TIME_PATTERNS, get_persona
 from signet_bench.world.synth.plans import make_context
 from signet_bench.world.synth.truth import (
@@ -26,6 +26,20 @@ from signet_bench.world.synth.truth import (
 
 NOW = datetime(2026, 3, 20, 12, 0, tzinfo=UTC)  # a Friday
 INF = float("inf")
+
+
+def _store_with(path, truth: MemoryTruth, meta: dict[str, str] | None = None, after: str = ""):
+    """A Signet store holding `truth` (the truth is read like any store, read-only through
+    `store.read.open_readonly`), with the `after` statement run on it."""
+    create_store(path)
+    con = connect_writer(path)
+    try:
+        save_truth(con, get_persona("light"), truth, meta or {})
+        if after:
+            con.execute(after)
+    finally:
+        con.close()
+    return path
 
 
 def _truth(rows: list[dict]) -> MemoryTruth:
@@ -178,11 +192,7 @@ def test_save_and_load_round_trip(tmp_path):
             {"type": "decision", "deleted_at": NOW - timedelta(days=1), "useful": 0.7},
         ]
     )
-    path = tmp_path / "truth.db"
-    con = sqlite3.connect(path)
-    save_truth(con, persona, t, {"seed": "3", "embedder": "synth-topic"})
-    con.commit()
-    con.close()
+    path = _store_with(tmp_path / "truth.db", t, {"seed": "3", "embedder": "synth-topic"})
     p2, t2 = load_truth(path)
     assert p2 == persona
     assert t2.now == NOW
@@ -204,22 +214,21 @@ def test_save_and_load_round_trip(tmp_path):
 
 
 def test_load_truth_refuses_a_store_without_truth(tmp_path):
-    path = tmp_path / "plain.db"
-    sqlite3.connect(path).close()
+    path = create_store(tmp_path / "plain.db")
     with pytest.raises(UserError, match="synth_persona"):
         load_truth(path)
-    with pytest.raises(UserError, match="no such store"):
+    with pytest.raises(UserError, match="no such file"):
         load_truth(tmp_path / "missing.db")
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    with pytest.raises(UserError, match="not an SQLite database file"):
+        load_truth(empty)
 
 
 def test_a_store_written_before_usefulness_reads_fully_useful(tmp_path):
-    path = tmp_path / "old.db"
-    con = sqlite3.connect(path)
-    save_truth(con, get_persona("light"), _truth([{}, {"useful": 0.6}]), {})
     # the table as it was before the column existed
-    con.execute("ALTER TABLE synth_memory_truth DROP COLUMN usefulness")
-    con.commit()
-    con.close()
+    drop = "ALTER TABLE synth_memory_truth DROP COLUMN usefulness"
+    path = _store_with(tmp_path / "old.db", _truth([{}, {"useful": 0.6}]), after=drop)
     _, t = load_truth(path)
     assert list(t.usefulness) == [1.0, 1.0]
 

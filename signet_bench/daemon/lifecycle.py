@@ -1,0 +1,663 @@
+"""The daemon's session lifecycle over one store, step by step as Signet runs it:
+
+start (pre-filter -> baseline -> scorer -> RRF(alpha) -> diversity -> exploration -> inject; every
+candidate recorded) -> the prompts (real FTS5 queries, `fts_only` upserts, agent feedback) ->
+end (the continuity judge's ratings, session score, summary job) -> labels (the trainer's own
+sample assembly on the rows just recorded) -> comparison row -> EMA, alpha, drift -> training
+every `trainIntervalSessions`.
+
+It does only what the daemon does. Two collaborators do the rest: a `World` says what happens
+outside the daemon (the session plan, the user's prompts, the agent's and the judge's ratings;
+`world.synth.world.SyntheticWorld` is the synthetic one), and a `Trainer`
+(`daemon.trainers`) serves the scores and runs a due training.
+
+Each session is one transaction (recorded entirely or not at all) and is keyed by its index in
+the store's session plan, so running the same sessions twice changes nothing. The corpus, the
+context rule, the candidate inputs, the labels and the training are the same functions the
+trainer (`learn/samples.py`, `learn/train.py`) uses.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Container, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import polars as pl
+
+from signet_bench.analysis.metrics import ranked_ids
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.daemon.candidates import SessionInputs, session_inputs
+from signet_bench.daemon.comparison import (
+    Comparison,
+    ComparisonInput,
+    compare_session,
+    evaluation_pool,
+    judged_ndcg,
+)
+from signet_bench.daemon.context import PreviousSession, PreviousSessions, SessionContextVector
+from signet_bench.daemon.feedback import parse_feedback
+from signet_bench.daemon.predictor_state import (
+    PredictorState,
+    effective_alpha,
+    initial_state,
+    on_comparison,
+    on_session_labelled,
+    on_session_start,
+    on_training,
+    state_from_json,
+    state_to_json,
+    training_due,
+)
+from signet_bench.daemon.ranking.baseline import rank_order
+from signet_bench.daemon.ranking.compat import signet058_session_start
+from signet_bench.daemon.ranking.fts import fts_search, recall_terms
+from signet_bench.daemon.ranking.ranker import CosineRanker
+from signet_bench.daemon.ranking.session_start import SessionStartResult, session_start
+from signet_bench.daemon.trainers import Trainer, TrainingJob
+from signet_bench.errors import UserError
+from signet_bench.learn.samples import SessionSample, build_sample, scored_sessions
+from signet_bench.store import sim as sim_tables
+from signet_bench.store import write as w
+from signet_bench.store.corpus import Corpus
+from signet_bench.store.read import read_session_memories, read_sessions
+from signet_bench.store.timestamps import format_iso
+
+if TYPE_CHECKING:
+    from signet_bench.world.synth.plans import SessionContext
+
+__all__ = [
+    "COMPARE_DELAY",
+    "MODES",
+    "Judgement",
+    "Lifecycle",
+    "LoopOptions",
+    "LoopStore",
+    "Prompt",
+    "SessionRecord",
+    "SessionView",
+    "SimReport",
+    "World",
+    "check_mode",
+]
+
+MODES = ("ours", "signet-0.58")
+HARNESS = "simulated"
+COMPARE_DELAY = timedelta(minutes=2)
+"""How long after a session's end the summary worker compares it (and a training it makes due
+starts)."""
+
+
+def check_mode(mode: str) -> None:
+    """A `--mode` value the loop knows (else a clear error naming the choices)."""
+    if mode not in MODES:
+        raise UserError(f"--mode: {mode!r} is not one of {', '.join(MODES)}")
+
+
+# -- what the world tells the daemon ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A user prompt of a session, when it was sent, and the agent's feedback after it (memory
+    id -> rating in [-1, 1], of memories injected at the start; empty: no feedback)."""
+
+    text: str
+    at: datetime
+    feedback: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    """What the continuity judge is shown of a finished session: its candidates (parallel
+    arrays) and, per candidate, whether it was injected, whether a prompt recalled it, whether
+    the judge's second pass rates it (the comparison's evaluation pool) and when it was created
+    (UTC epoch seconds)."""
+
+    memory_ids: np.ndarray
+    injected: np.ndarray
+    recalled: np.ndarray
+    pool: np.ndarray
+    created_s: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """The judge's verdict on a session: a relevance per `SessionView` candidate (NaN: unrated)
+    and Signet's `session_scores` row; `transcript` is what the summary job held."""
+
+    relevance: np.ndarray
+    score: float
+    confidence: float
+    novel_context_count: int
+    memories_used: int
+    end: datetime
+    reasoning: str
+    continuity_reasoning: str
+    transcript: str
+
+
+class World(Protocol):
+    """What happens outside the daemon: who starts which session when, what the user types, how
+    the agent and the continuity judge rate. Its random draws come from the session's stream
+    (`rng`), so a session replays identically."""
+
+    tz: str  # the user's time zone
+    now: datetime  # when the store was made (the plan starts there)
+
+    def plan(self, n: int, seed: int) -> list[SessionContext]:
+        """The first `n` sessions of the plan drawn with `seed`."""
+        ...
+
+    def prompts(
+        self, plan: SessionContext, injected: Sequence[str], rng: np.random.Generator
+    ) -> list[Prompt]:
+        """The session's prompts, given the memories injected at its start (sorted ids)."""
+        ...
+
+    def judge(self, plan: SessionContext, view: SessionView, rng: np.random.Generator) -> Judgement:
+        """The continuity judge's verdict on the finished session."""
+        ...
+
+
+# -- what the loop runs on and reports -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LoopStore:
+    """The store the loop runs on: its path, its only writer connection, its memories."""
+
+    path: Path
+    con: sqlite3.Connection
+    corpus: Corpus
+
+
+@dataclass(frozen=True, slots=True)
+class LoopOptions:
+    """How the daemon itself runs: the session start's mode, the seed of every session's random
+    stream (and of the plan and the trainings), the epochs of a full training."""
+
+    mode: str = "ours"  # ours | signet-0.58 (the real daemon's pool, for rank replay)
+    seed: int = 0
+    train_epochs: int = DEFAULT_CONFIG.full_training_epochs
+    progress: bool = False
+
+
+@dataclass(slots=True)
+class SimReport:
+    """What a run did, for the CLI summary."""
+
+    sessions_run: int = 0
+    sessions_skipped: int = 0
+    comparisons: int = 0
+    exploration_rows: int = 0
+    trainings: int = 0
+    trainings_accepted: int = 0
+    drift_resets: int = 0
+    cold_start_exit_session: int | None = None
+    seconds: float = 0.0
+    final_state: PredictorState | None = None
+    events: list[tuple[int, str]] = field(default_factory=list)
+
+    def summary(self) -> str:
+        st = self.final_state
+        lines = [
+            (
+                f"sessions simulated: {self.sessions_run} (already recorded, skipped: "
+                f"{self.sessions_skipped}) in {self.seconds:.1f} s"
+            ),
+            f"comparisons: {self.comparisons}; exploration rows: {self.exploration_rows}",
+            (
+                f"trainings: {self.trainings} ({self.trainings_accepted} accepted); "
+                f"drift resets: {self.drift_resets}"
+            ),
+            f"cold start exited at session: {self.cold_start_exit_session}",
+        ]
+        if st is not None:
+            lines.append(
+                f"state: success_rate={st.success_rate:.3f} alpha={st.alpha:.3f} "
+                f"cold_start_exited={st.cold_start_exited} model_version={st.model_version}"
+            )
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """What the loop computed for one session: its inputs at the start (the candidate pool as
+    every ranker sees it), the session start's result, and its training sample at the end."""
+
+    plan: SessionContext
+    inputs: SessionInputs
+    start: SessionStartResult
+    sample: SessionSample | None
+
+
+# -- the loop ---------------------------------------------------------------------------------
+
+
+class Lifecycle:
+    """The daemon's session loop over one store, in a `World`, scoring and training through a
+    `Trainer`. It writes through the store's connection (the only writer) and resumes from what
+    the store already holds: the predictor state, the plan, the previous session per project."""
+
+    def __init__(
+        self,
+        store: LoopStore,
+        world: World,
+        trainer: Trainer,
+        opts: LoopOptions = LoopOptions(),
+        cfg: PredictorConfig = DEFAULT_CONFIG,
+    ) -> None:
+        check_mode(opts.mode)
+        self.store, self.world, self.trainer, self.opts, self.cfg = store, world, trainer, opts, cfg
+        self.con, self.corpus = store.con, store.corpus
+        sim_tables.ensure_sim_tables(self.con)
+        raw = sim_tables.load_sim_state(self.con)
+        self.state = initial_state(cfg) if raw is None else state_from_json(raw)
+        self.previous = self._replay_previous()
+        self.records: dict[int, SessionRecord] = {}
+        self.keep: Container[int] = ()
+
+    def _replay_previous(self) -> PreviousSessions:
+        """The latest scored session per project, from what the store already holds."""
+        tracker = PreviousSessions()
+        cands = read_session_memories(self.con)
+        if cands.height:
+            by_key = {k[0]: g for k, g in cands.group_by("session_key")}
+            for s in scored_sessions(read_sessions(self.con), cands).iter_rows(named=True):
+                tracker.record(s["session_key"], s["project"], s["start"], by_key[s["session_key"]])
+        return tracker
+
+    # -- plan -------------------------------------------------------------------------------
+    def plan(self, n: int) -> list[SessionContext]:
+        """The store's session plan; its length is fixed by the first run (drift depends on it)."""
+        if n < 1:
+            raise UserError(f"--sessions: expected a whole number >= 1, got {n}")
+        saved = sim_tables.get_sim_meta(self.con, "plan")
+        if saved is not None:
+            horizon, seed = json.loads(saved)
+            if n > horizon:
+                raise UserError(
+                    f"{self.store.path}: its session plan has {horizon} sessions (fixed by the "
+                    f"first simulate run); ask for at most {horizon} or start from a fresh store"
+                )
+        else:
+            horizon, seed = n, self.opts.seed
+            sim_tables.set_sim_meta(self.con, "plan", json.dumps([n, seed]))
+        return self.world.plan(horizon, seed)[:n]
+
+    def done(self) -> set[int]:
+        """The plan indices of the sessions the store already holds."""
+        return sim_tables.done_sessions(self.con)
+
+    # -- session start ------------------------------------------------------------------------
+    def _inputs(
+        self,
+        plan: SessionContext,
+        prev: PreviousSession | None,
+        rows: np.ndarray,
+        context: SessionContextVector,
+    ) -> SessionInputs:
+        return session_inputs(
+            self.corpus,
+            rows,
+            session_key=plan.session_key,
+            start=plan.start,
+            tz=self.world.tz,
+            project=plan.project,
+            previous_start=prev.start if prev else None,
+            context=context.vector,
+            context_rule=context.rule,
+            cfg=self.cfg,
+        )
+
+    def _start(
+        self, plan: SessionContext, prev: PreviousSession | None, rng, alpha: float
+    ) -> tuple[SessionStartResult, SessionInputs]:
+        """Session start in the chosen mode, and the pool's inputs as the scorer saw them."""
+        start_s = plan.start.timestamp()
+        seen: list[SessionInputs] = []
+        scorer = self.trainer.scorer(rng)
+
+        def predictor(rows: np.ndarray, context: SessionContextVector) -> np.ndarray | None:
+            seen.append(self._inputs(plan, prev, rows, context))
+            return None if scorer is None else scorer(seen[-1])
+
+        if self.opts.mode == "ours":
+            res = session_start(
+                self.corpus,
+                start_s,
+                project=plan.project,
+                previous_used=prev.used if prev else (),
+                predictor=predictor,
+                alpha=alpha,
+                cold_start_exited=self.state.cold_start_exited,
+                rng=rng,
+                cfg=self.cfg,
+            )
+        else:  # Signet 0.58's cold start never exits by default: its pool is replayed unfused.
+            c = self.corpus
+            res = signet058_session_start(
+                c.ids,
+                c.created_at,
+                c.importance,
+                c.pinned,
+                c.project,
+                c.contents,
+                c.embeddings,
+                c.has_embedding,
+                plan.project,
+                start_s,
+                self.cfg,
+                is_deleted=c.absent_at(start_s),
+                created_at_text=c.created_text,
+            )
+        if not seen:
+            seen.append(self._inputs(plan, prev, np.asarray(res.index), res.context_vector))
+        return res, seen[0]
+
+    # -- one session --------------------------------------------------------------------------
+    def run_session(self, idx: int, plan: SessionContext, report: SimReport) -> None:
+        """Plan session `idx`, start to end, in one transaction; then a training it made due."""
+        cfg = self.cfg
+        rng = np.random.default_rng([self.opts.seed, idx])
+        step = on_session_start(self.state, cfg)
+        self.state = step.state
+        for ev in step.events:
+            report.events.append((idx, ev.kind))
+            if ev.kind == "cold_start_exit" and report.cold_start_exit_session is None:
+                report.cold_start_exit_session = idx
+        alpha = effective_alpha(self.state, cfg)
+        prev = self.previous.before(plan.project)
+        res, inputs = self._start(plan, prev, rng, alpha)
+        at = format_iso(plan.start)
+        self.con.execute("BEGIN IMMEDIATE")
+        try:
+            rows = _candidate_rows(res, inputs)
+            w.record_session_candidates(self.con, plan.session_key, rows, at)
+            injected = set(res.injected_ids)
+            self._prompts(plan, rng, injected)
+            cosine = CosineRanker().score(inputs)
+            cos_top = inputs.memory_ids[rank_order(cosine, inputs.memory_ids)][: cfg.comparison_k]
+            judged = self._judge(plan, rng, injected, cos_top.tolist())
+            cand = read_session_memories(self.con, [plan.session_key])
+            sample = self._sample(plan, prev, cand, judged)
+            comp, due = self._compare(idx, plan, cand, judged, alpha, sample is not None, report)
+            rated = cand.filter(pl.col("relevance_score").is_not_null())
+            ratings = dict(zip(rated["memory_id"], rated["relevance_score"], strict=True))
+            cos_ndcg = judged_ndcg(comp, cosine, inputs.memory_ids, cfg, ratings)
+            self._record(idx, plan, res, inputs, alpha, judged.end, cos_ndcg)
+            if due:
+                sim_tables.set_sim_meta(self.con, "train_pending", "1")
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.previous.record(plan.session_key, plan.project, plan.start, cand)
+        if idx in self.keep:
+            self.records[idx] = SessionRecord(plan, inputs, res, sample)
+        report.sessions_run += 1
+        report.exploration_rows += int(res.explored_id is not None)
+        if due:  # on the committed store, as the daemon's trainer reads it
+            self._train(report, judged.end + COMPARE_DELAY)
+
+    def _prompts(self, plan: SessionContext, rng: np.random.Generator, injected: set[str]) -> None:
+        """The world's prompts as the daemon's hooks record them: each one's FTS hits, and the
+        agent's feedback on the injected memories where it gave any."""
+        for prompt in self.world.prompts(plan, sorted(injected), rng):
+            hits = fts_search(self.con, recall_terms(prompt.text), limit=20)[:10]
+            if hits:
+                at = format_iso(prompt.at)
+                w.track_fts_hits(self.con, plan.session_key, [m for m, _ in hits], at)
+            if prompt.feedback:
+                block = json.dumps({"memory_feedback": dict(prompt.feedback)})
+                fb = parse_feedback(block, injected)
+                w.record_agent_feedback(self.con, plan.session_key, fb.scores)
+
+    def _judge(
+        self, plan: SessionContext, rng, injected: set[str], also: Sequence[str] = ()
+    ) -> Judgement:
+        """The continuity judge's verdict and its rows. The judge is shown what the transcript
+        shows (the injected memories and those the prompts recalled) and, in its second pass,
+        the rest of the comparison's evaluation pool (the top 10 of the baseline's and the
+        predictor's rankings, from the recorded rows as `compare_session` ranks them). Without
+        the second pass, the ranking that decides the injection would be judged and the other
+        would not, and its unrated picks would count as 0. `also` are more memories the second
+        pass rates: the cosine ranking's top 10, so that the recorded `sim_sessions.cosine_ndcg`
+        judges the obvious alternative as fairly as the two."""
+        rows_df = read_session_memories(self.con, [plan.session_key])
+        ids = np.asarray(rows_df["memory_id"].to_list(), dtype=str)
+        inj = np.isin(ids, sorted(injected))
+        pool = evaluation_pool(
+            ranked_ids(rows_df["effective_score"].fill_null(np.nan).to_numpy(), ids),
+            ranked_ids(rows_df["predictor_score"].fill_null(np.nan).to_numpy(), ids),
+            [*ids[inj].tolist(), *also],
+            self.cfg.comparison_k,
+        )
+        view = SessionView(
+            memory_ids=ids,
+            injected=inj,
+            recalled=rows_df["fts_hit_count"].to_numpy() > 0,
+            pool=np.isin(ids, pool),
+            created_s=self.corpus.created_at[self.corpus.rows(ids)],
+        )
+        judged = self.world.judge(plan, view, rng)
+        rel = np.asarray(judged.relevance, dtype=np.float64)
+        rated = ~np.isnan(rel)
+        w.write_relevance_scores(
+            self.con, plan.session_key, dict(zip(ids[rated], rel[rated].tolist(), strict=True))
+        )
+        self._end_rows(plan, judged, int(inj.sum()))
+        return judged
+
+    def _end_rows(self, plan: SessionContext, judged: Judgement, n_injected: int) -> None:
+        """session_scores, summary_jobs and session_checkpoints rows of a finished session."""
+        end_at = format_iso(judged.end)
+        w.insert_session_score(
+            self.con,
+            plan.session_key,
+            project=plan.project,
+            harness=HARNESS,
+            score=judged.score,
+            memories_recalled=n_injected,
+            memories_used=judged.memories_used,
+            novel_context_count=judged.novel_context_count,
+            reasoning=judged.reasoning,
+            created_at=end_at,
+            confidence=judged.confidence,
+            continuity_reasoning=judged.continuity_reasoning,
+        )
+        w.insert_summary_job(
+            self.con,
+            plan.session_key,
+            harness=HARNESS,
+            project=plan.project,
+            transcript=judged.transcript,
+            status="completed",
+            attempts=1,
+            created_at=end_at,
+            completed_at=end_at,
+        )
+        w.insert_session_checkpoint(
+            self.con, plan.session_key, "session_end", project=plan.project, created_at=end_at
+        )
+
+    def _sample(
+        self, plan: SessionContext, prev: PreviousSession | None, cand: pl.DataFrame, j: Judgement
+    ) -> SessionSample | None:
+        """The session's training sample, by the trainer's own assembly (None: not trainable)."""
+        if j.confidence < self.cfg.min_scorer_confidence:
+            return None
+        session = {
+            "session_key": plan.session_key,
+            "project": plan.project,
+            "start": plan.start,
+            "end": j.end,
+            "score": j.score,
+            "confidence": j.confidence,
+            "novel_context_count": j.novel_context_count,
+        }
+        return build_sample(
+            self.corpus, session, cand, prev, tz=self.world.tz, cfg=self.cfg, seed=self.opts.seed
+        )
+
+    def _compare(
+        self,
+        idx: int,
+        plan: SessionContext,
+        cand: pl.DataFrame,
+        judged: Judgement,
+        alpha: float,
+        trainable: bool,
+        report: SimReport,
+    ) -> tuple[Comparison, bool]:
+        """The comparison row and the state's update; True when a training is due."""
+        cfg = self.cfg
+        inp = ComparisonInput.build(
+            plan.session_key,
+            np.asarray(cand["memory_id"].to_list(), dtype=str),
+            effective_score=cand["effective_score"].fill_null(np.nan).to_numpy(),
+            predictor_score=cand["predictor_score"].fill_null(np.nan).to_numpy(),
+            was_injected=cand["was_injected"].to_numpy(),
+            fts_hit_count=cand["fts_hit_count"].to_numpy(),
+            relevance=cand["relevance_score"].fill_null(np.nan).to_numpy(),
+            has_entity_slot=cand["entity_slot"].is_not_null().to_numpy(),
+            is_constraint=cand["is_constraint"].to_numpy(),
+            is_fts_only=(cand["source"] == "fts_only").to_numpy(),
+            scorer_confidence=judged.confidence,
+            project=plan.project,
+        )
+        comp = compare_session(inp, alpha=alpha, success_rate=self.state.success_rate, cfg=cfg)
+        row = comp.to_row()
+        row["created_at"] = format_iso(judged.end + COMPARE_DELAY)
+        w.insert_comparison(self.con, plan.session_key, row)
+        report.comparisons += 1
+        self.state = on_session_labelled(self.state, trainable=trainable).state
+        rule = "signet-0.58" if self.opts.mode == "signet-0.58" else "seed"
+        step = on_comparison(self.state, comp, cfg, drift_rule=rule)
+        self.state = step.state
+        for ev in step.events:
+            report.events.append((idx, ev.kind))
+            if ev.kind == "drift_reset":
+                report.drift_resets += 1
+        return comp, training_due(self.state, cfg) or step.retrain_with_replay
+
+    def _record(
+        self,
+        idx: int,
+        plan: SessionContext,
+        res: SessionStartResult,
+        inputs: SessionInputs,
+        alpha: float,
+        end: datetime,
+        cosine_ndcg: float,
+    ) -> None:
+        """The simulator's row of a finished session (with the NDCG@10 the plain
+        cosine(context, memory) ranking gets on the session's judged labels: the obvious
+        alternative to the predictor) and the predictor state."""
+        sim_tables.insert_sim_session(
+            self.con,
+            session_key=plan.session_key,
+            idx=idx,
+            project=plan.project,
+            focus_topic=plan.focus_topic,
+            tz=self.world.tz,
+            started_at=format_iso(plan.start),
+            ended_at=format_iso(end),
+            scorer=self.trainer.name,
+            alpha=alpha,
+            context_rule=inputs.context_rule,
+            explored_memory_id=res.explored_id,
+            cosine_ndcg=cosine_ndcg,
+        )
+        sim_tables.save_sim_state(self.con, state_to_json(self.state), format_iso(end))
+
+    # -- training -----------------------------------------------------------------------------
+    def _job(self) -> TrainingJob:
+        """The due training as the trainer gets it; its run id names the model version it would
+        become and the newest session."""
+        newest = sim_tables.newest_session_key(self.con) or "none"
+        return TrainingJob(
+            store=self.store.path,
+            run_id=f"train-{self.state.model_version + 1}-{newest}",
+            state=self.state,
+            cfg=self.cfg,
+            seed=self.opts.seed,
+            epochs=self.opts.train_epochs,
+            tz=self.world.tz,
+        )
+
+    def _train(self, report: SimReport, at: datetime) -> None:
+        """A training the last session made due, then its log row, the state and the cleared
+        `train_pending` mark in one transaction (a run resumed after a crash in between
+        trains first)."""
+        outcome = self.trainer.train(self._job())
+        with w.transaction(self.con):
+            if outcome is not None:
+                report.trainings += 1
+                report.trainings_accepted += int(outcome.accepted)
+                self.state = on_training(self.state, outcome.accepted).state
+            if outcome is not None and outcome.log:
+                log = dict(outcome.log)
+                log.setdefault("created_at", format_iso(at))  # the session's simulated time
+                w.insert_training_log(
+                    self.con, log.pop("id"), model_version=self.state.model_version, **log
+                )
+            sim_tables.save_sim_state(self.con, state_to_json(self.state), format_iso(at))
+            sim_tables.set_sim_meta(self.con, "train_pending", "0")
+
+    # -- the run ------------------------------------------------------------------------------
+    def run(self, n: int, *, keep: Container[int] = ()) -> SimReport:
+        """Run (or resume) the first `n` sessions of the plan; the `SessionRecord`s of the
+        plan indices in `keep` stay in `records` (for benches and tests)."""
+        t0 = time.perf_counter()
+        self.keep = keep
+        report = SimReport()
+        plan = self.plan(n)
+        done = self.done()
+        todo = [(i, c) for i, c in enumerate(plan) if i not in done]
+        report.sessions_skipped = len(plan) - len(todo)
+        if sim_tables.get_sim_meta(self.con, "train_pending") == "1":
+            self._train(report, self.world.now)
+        bar = None
+        if self.opts.progress and todo:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(todo), desc="sessions", unit="session", leave=False)
+        for i, plan_i in todo:
+            self.run_session(i, plan_i, report)
+            if bar is not None:
+                bar.update(1)
+        if bar is not None:
+            bar.close()
+        report.seconds = time.perf_counter() - t0
+        report.final_state = self.state
+        return report
+
+
+def _candidate_rows(res: SessionStartResult, inputs: SessionInputs) -> list[w.CandidateRow]:
+    """The session start's candidates as `session_memories` rows (ranks: `rank` 0-based
+    baseline position, `predictor_rank` 1-based, NULL when the predictor did not score;
+    `is_constraint`: a constraint of the session's scope, the ones that are forced in)."""
+    return [
+        w.CandidateRow(
+            memory_id=str(res.memory_id[i]),
+            source=str(res.source[i]),
+            effective_score=float(res.effective_score[i]),
+            predictor_score=None
+            if not np.isfinite(res.predictor_score[i])
+            else float(res.predictor_score[i]),
+            final_score=float(res.final_score[i]),
+            rank=int(res.rank[i]),
+            was_injected=bool(res.was_injected[i]),
+            predictor_rank=None if res.predictor_rank[i] < 0 else int(res.predictor_rank[i]),
+            is_constraint=bool(inputs.is_constraint[i]),
+        )
+        for i in range(len(res.index))
+    ]
