@@ -1,21 +1,25 @@
 """Serving Signet's predictive memory scorer: the exported ONNX model behind an in-process API
-(`serving.Scorer`) and a drop-in JSON-RPC sidecar (`python -m serving`).
+(`serving.Scorer`, scoring a `serving.ScoreQuery`) and a drop-in JSON-RPC sidecar
+(`python -m serving`).
 
 Imports only onnxruntime and numpy (and orjson when installed). Importing the package itself
 loads neither: `serving.tokenize` and `serving.contract` stay cheap for the trainer, which
-imports them, and `Scorer` is loaded on first use.
+imports them, and `Scorer` and `ScoreQuery` are loaded on first use.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ScoreResult", "Scorer"]
+__all__ = ["ScoreQuery", "ScoreResult", "Scorer"]
+
+# Where each name lives: the query is plain data (numpy only); the scorer loads onnxruntime.
+_HOMES = {"ScoreQuery": "query", "ScoreResult": "scorer", "Scorer": "scorer"}
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from serving import scorer
+    if name in _HOMES:
+        import importlib
 
-        return getattr(scorer, name)
+        return getattr(importlib.import_module(f"serving.{_HOMES[name]}"), name)
     raise AttributeError(f"module 'serving' has no attribute {name!r}")

@@ -23,10 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-import numpy as np
-
 from serving import contract as c
 from serving import jsonio
+from serving.query import ScoreQuery
 from serving.request import TrainingRequest
 
 __all__ = ["SidecarClient", "sidecar_command"]
@@ -318,40 +317,10 @@ class SidecarClient:
         return pending.result
 
     def score(
-        self,
-        context_embedding: Sequence[float] | np.ndarray,
-        candidate_ids: Sequence[str],
-        candidate_embeddings: Sequence[Sequence[float] | None] | np.ndarray | None = None,
-        candidate_texts: Sequence[str | None] | None = None,
-        candidate_features: Sequence[Sequence[float]] | np.ndarray | None = None,
-        project_slot: int = 0,
-        timeout_ms: float | None = None,
-        *,
-        query_terms: Sequence[str] | None = None,
-        query_entities: Sequence[str] | None = None,
-        candidate_sources: Sequence[str | None] | None = None,
+        self, query: ScoreQuery, *, timeout_ms: float | None = None
     ) -> list[tuple[str, float]] | None:
-        """(id, probability) sorted descending, or None: the caller keeps its baseline.
-        `query_terms`, `query_entities` and `candidate_sources` are our optional parameters
-        (the candidates' signals, `serving.signals`); left out when None."""
-        params: dict[str, Any] = {
-            "context_embedding": np.asarray(context_embedding, dtype=np.float32),
-            "candidate_ids": list(candidate_ids),
-            "project_slot": int(project_slot),
-        }
-        if candidate_embeddings is not None:
-            params["candidate_embeddings"] = _rows(candidate_embeddings)
-        if candidate_texts is not None:
-            params["candidate_texts"] = list(candidate_texts)
-        if candidate_features is not None:
-            params["candidate_features"] = np.asarray(candidate_features, dtype=np.float32)
-        optional = {
-            "query_terms": query_terms,
-            "query_entities": query_entities,
-            "candidate_sources": candidate_sources,
-        }
-        params.update({k: list(v) for k, v in optional.items() if v is not None})
-        result = self.call("score", params, timeout_ms)
+        """(id, probability) sorted descending, or None: the caller keeps its baseline."""
+        result = self.call("score", query.rpc_params(), timeout_ms)
         try:
             return [(str(s["id"]), float(s["score"])) for s in result["scores"]]
         except (TypeError, KeyError, ValueError):
@@ -389,10 +358,3 @@ class SidecarClient:
                 "last_error": self.last_error,
                 "stderr_tail": list(self.stderr_tail)[-10:],
             }
-
-
-def _rows(embeddings: Any) -> Any:
-    """Embeddings as one float32 array, or a list of float32 rows and None."""
-    if isinstance(embeddings, np.ndarray):
-        return embeddings.astype(np.float32, copy=False)
-    return [None if e is None else np.asarray(e, dtype=np.float32) for e in embeddings]

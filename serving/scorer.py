@@ -33,6 +33,7 @@ import onnxruntime as ort
 
 from serving import contract as c
 from serving.library import TrainerError, TrainerOptions, convert
+from serving.query import ScoreQuery
 from serving.signals import candidate_signals
 from serving.tokenize import token_buckets
 
@@ -40,6 +41,7 @@ __all__ = [
     "ModelInfo",
     "OnnxModel",
     "ParamError",
+    "ScoreQuery",
     "ScoreRequest",
     "ScoreResult",
     "Scorer",
@@ -515,45 +517,12 @@ class Scorer:
             raise RuntimeError("the model gave non-finite scores")
         return ranked(req.ids, scores)
 
-    def score(
-        self,
-        context_embedding: Sequence[float] | np.ndarray,
-        candidate_ids: Sequence[str],
-        candidate_embeddings: Sequence[Sequence[float] | None] | np.ndarray | None = None,
-        candidate_texts: Sequence[str | None] | None = None,
-        candidate_features: Sequence[Sequence[float]] | np.ndarray | None = None,
-        project_slot: int = 0,
-        *,
-        query_terms: Sequence[str] | None = None,
-        query_entities: Sequence[str] | None = None,
-        candidate_sources: Sequence[str | None] | None = None,
-    ) -> ScoreResult:
-        """Softmax scores of the candidates, sorted descending, or no scores and the reason.
-        `query_terms`, `query_entities` and `candidate_sources` feed the signals (module
-        docstring); a session start's terms come from `serving.signals.store_start_terms`."""
+    def score(self, query: ScoreQuery) -> ScoreResult:
+        """Softmax scores of the query's candidates, sorted descending, or no scores and the
+        reason. Its `query_terms`, `query_entities` and `candidate_sources` feed the signals
+        (module docstring); a session start's terms come from
+        `serving.signals.store_start_terms`."""
         try:
-            params = {
-                "context_embedding": _as_param(context_embedding),
-                "candidate_ids": _as_param(candidate_ids),
-                "candidate_embeddings": _as_param(candidate_embeddings),
-                "candidate_texts": _as_param(candidate_texts),
-                "candidate_features": _as_param(candidate_features),
-                "project_slot": project_slot,
-                "query_terms": _as_param(query_terms),
-                "query_entities": _as_param(query_entities),
-                "candidate_sources": _as_param(candidate_sources),
-            }
-            return ScoreResult(self.score_request(params))
+            return ScoreResult(self.score_request(query.rpc_params()))
         except Exception as exc:  # noqa: BLE001 - fail open: never raise into a hook
             return ScoreResult(None, _short(exc))
-
-
-def _as_param(value: Any) -> Any:
-    """Arrays stay arrays (the fast path); tuples and other iterables become lists; anything
-    else is passed on for the parameter checks to name."""
-    if value is None or isinstance(value, np.ndarray | list | str | bytes | Mapping):
-        return value
-    try:
-        return list(value)
-    except TypeError:
-        return value

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,6 +48,7 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH also writes it as J
 
 
 _STORE_HELP = "a Signet memories.db (read-only)"
+_STORE = {"--db": _STORE_HELP}  # a subcommand's required store
 _TZ_HELP = "the user's IANA time zone (default: local)"
 _CONFIG_HELP = "Signet agent.yaml with a predictor: block"
 _SIM_OPTIONS = ("scorer", "mode", "seed", "feedback_share", "judge_noise", "judge_recency_bias")
@@ -59,13 +60,14 @@ def _command(
     func: Callable[[argparse.Namespace], int],
     help_text: str,
     *,
-    db: str | None = None,
+    required: Mapping[str, str] | None = None,
     **parser_kw,
 ) -> argparse.ArgumentParser:
-    """A subcommand running `func`, with a required `--db` when `db` (its help) is given."""
+    """A subcommand running `func`, with its required options first (`required`: each flag
+    and its help)."""
     p = sub.add_parser(name, help=help_text, **parser_kw)
-    if db is not None:
-        p.add_argument("--db", required=True, help=db)
+    for flag, flag_help in (required or {}).items():
+        p.add_argument(flag, required=True, help=flag_help)
     p.set_defaults(func=func)
     return p
 
@@ -225,7 +227,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 def _add_simulate(sub: argparse._SubParsersAction) -> None:
     help_text = "run the daemon's session loop on a synthetic store (resumable, idempotent)"
-    p = _command(sub, "simulate", _cmd_simulate, help_text, db="a store made by `synth`")
+    required = {"--db": "a store made by `synth`"}
+    p = _command(sub, "simulate", _cmd_simulate, help_text, required=required)
     p.add_argument("--sessions", type=int, required=True, help="run sessions 0..N-1 of the plan")
     p.add_argument("--scorer", default="random", choices=["none", "random", "model", "sidecar"])
     p.add_argument(
@@ -272,7 +275,7 @@ def _training_request(args: argparse.Namespace, cfg: PredictorConfig) -> Trainin
 
 def _train_summary(run: StoreTraining, request: TrainingRequest) -> str:
     """What `train` prints (the sidecar reads these lines back)."""
-    r = run.result
+    r, saved = run.result, run.published
     curve = ", ".join(f"{x:.4f}" for x in r.loss_curve)
     text = (
         f"samples: {r.sample_count} train + {r.canary_count} canary "
@@ -284,13 +287,13 @@ def _train_summary(run: StoreTraining, request: TrainingRequest) -> str:
         f"{r.canary_score_variance:.3g}, top-5 overlap {r.canary_topk_overlap}\n"
         + _held_out_line(r)
         + f"gates: {r.gates} -> {'accepted' if r.accepted else 'REJECTED: ' + r.gate_reason}\n"
-        + (f"model: {run.model_path}" if r.accepted else "model: previous model kept")
+        + (f"model: {saved.model_path}" if r.accepted else "model: previous model kept")
     )
     if not r.accepted or request.checkpoint_path is None:
         return text
-    if run.checkpoint is None:
-        return f"{text}\ncheckpoint: not saved: {run.checkpoint_error}"
-    return f"{text}\ncheckpoint: saved {run.checkpoint}"
+    if saved.checkpoint is None:
+        return f"{text}\ncheckpoint: not saved: {saved.checkpoint_error}"
+    return f"{text}\ncheckpoint: saved {saved.checkpoint}"
 
 
 def _held_out_line(r) -> str:
@@ -401,11 +404,15 @@ def _cmd_train_step(args: argparse.Namespace) -> int:
 
 
 def _add_train_step(sub: argparse._SubParsersAction) -> None:
+    """The sidecar's command, not a person's: `serving.library.train_step` runs it for
+    Signet's one-step `train` method, with the state folder of the previous step if any."""
     help_text = "one listwise step on a model's weights (the sidecar's `train` method)"
-    p = _command(sub, "train-step", _cmd_train_step, help_text)
-    p.add_argument("--model", required=True, help="the weights (any model format)")
-    p.add_argument("--inputs", required=True, help="the session's arrays (.npz)")
-    p.add_argument("--out", required=True, help="folder for the new weights, state and graph")
+    required = {
+        "--model": "the weights (any model format)",
+        "--inputs": "the session's arrays (.npz)",
+        "--out": "folder for the new weights, state and graph",
+    }
+    p = _command(sub, "train-step", _cmd_train_step, help_text, required=required)
     p.add_argument("--state", default=None, help="the folder of the previous step, if any")
 
 
@@ -422,7 +429,7 @@ def _cmd_skew(args: argparse.Namespace) -> int:
 
 def _add_skew(sub: argparse._SubParsersAction) -> None:
     help_text = "feature skew: our features vs Signet 0.58's training and inference conventions"
-    p = _command(sub, "skew", _cmd_skew, help_text, db=_STORE_HELP)
+    p = _command(sub, "skew", _cmd_skew, help_text, required=_STORE)
     p.add_argument("--tz", default=None, help=_TZ_HELP)
 
 
@@ -453,9 +460,11 @@ _EXPORT_HELP = "export a model to ONNX (or convert between .onnx, .sbm and Signe
 
 
 def _add_export(sub: argparse._SubParsersAction) -> None:
-    p = _command(sub, "export", _cmd_export, _EXPORT_HELP)
-    p.add_argument("--model", required=True, help="model.sbm or its folder, model.bin, or .onnx")
-    p.add_argument("--out", required=True, help=".onnx: graph; .bin: SGPT; else own checkpoint")
+    required = {
+        "--model": "model.sbm or its folder, model.bin, or .onnx",
+        "--out": ".onnx: graph; .bin: SGPT; else own checkpoint",
+    }
+    p = _command(sub, "export", _cmd_export, _EXPORT_HELP, required=required)
     p.add_argument("--flags", type=int, default=0, help="SGPT flag bits (1 base, 2 fine-tuned)")
     p.add_argument("--format", choices=FORMATS, default=None, help="default: from --out's suffix")
 
@@ -494,9 +503,11 @@ def _cmd_locomo(args: argparse.Namespace) -> int:
 
 def _add_locomo(sub: argparse._SubParsersAction) -> None:
     help_text = "LoCoMo conversations as Signet stores, one per conversation, questions as sessions"
-    p = _command(sub, "locomo", _cmd_locomo, help_text)
-    p.add_argument("--data", required=True, help="the LoCoMo JSON (read in place)")
-    p.add_argument("--out", required=True, help="folder for <sample_id>.db (must not exist)")
+    required = {
+        "--data": "the LoCoMo JSON (read in place)",
+        "--out": "folder for <sample_id>.db (must not exist)",
+    }
+    p = _command(sub, "locomo", _cmd_locomo, help_text, required=required)
     p.add_argument("--embedder", default="wordllama", help="wordllama (default) or minilm")
     p.add_argument(
         "--kinds", nargs="+", default=["observation"], choices=["observation", "turn", "summary"]
@@ -513,8 +524,8 @@ def _cmd_export_pairs(args: argparse.Namespace) -> int:
 
 def _add_export_pairs(sub: argparse._SubParsersAction) -> None:
     help_text = "anonymized training pairs (features and labels only) of a store, as Parquet"
-    p = _command(sub, "export-pairs", _cmd_export_pairs, help_text, db=_STORE_HELP)
-    p.add_argument("--out", required=True, help="pairs.parquet")
+    required = {**_STORE, "--out": "pairs.parquet"}
+    p = _command(sub, "export-pairs", _cmd_export_pairs, help_text, required=required)
     p.add_argument("--tz", default=None, help=_TZ_HELP)
 
 

@@ -1,4 +1,5 @@
-"""Ranking metrics: NDCG (bounded and Signet's), recall@k, reciprocal rank.
+"""Ranking metrics: NDCG (bounded and Signet's), recall@k, reciprocal rank; and the confidence
+intervals the benches and the dashboard put around them (bootstrap, Wilson).
 
 Conventions (all metrics):
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from statistics import NormalDist
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -28,6 +29,7 @@ from signet_bench.daemon.ranking.baseline import rank_order
 
 __all__ = [
     "RANKING_METRICS",
+    "Interval",
     "NdcgVariant",
     "bootstrap_interval",
     "coverage_recall_at_k",
@@ -42,6 +44,14 @@ __all__ = [
 ]
 
 NdcgVariant = Literal["signet", "bounded"]
+
+
+class Interval(NamedTuple):
+    """A confidence interval's bounds, NaN where too little data gives none (a tuple, so
+    `low, high = interval` reads it too)."""
+
+    low: float
+    high: float
 
 
 def _discounts(n: int) -> np.ndarray:
@@ -230,21 +240,21 @@ def coverage_recall_at_k(
 
 def bootstrap_interval(
     values: ArrayLike, seed: int, *, draws: int = 2000, level: float = 0.95
-) -> tuple[float, float]:
+) -> Interval:
     """Percentile bootstrap interval of the mean of per-query `values` (per-query differences
     of two rankers make it the paired interval); NaN with fewer than two values. The draws come
     from `default_rng([seed, 0xB007])`, so a seed reproduces the interval exactly."""
     v = np.asarray(values, dtype=np.float64)
     if len(v) < 2:
-        return float("nan"), float("nan")
+        return Interval(float("nan"), float("nan"))
     rng = np.random.default_rng([seed, 0xB007])
     means = v[rng.integers(0, len(v), size=(draws, len(v)))].mean(axis=1)
     tail = (1.0 - level) / 2.0 * 100.0
     lo, hi = np.percentile(means, [tail, 100.0 - tail])
-    return float(lo), float(hi)
+    return Interval(float(lo), float(hi))
 
 
-def wilson_interval(successes: int, n: int, *, level: float = 0.95) -> tuple[float, float]:
+def wilson_interval(successes: int, n: int, *, level: float = 0.95) -> Interval:
     """Wilson score interval of a success share (`successes` of `n` trials): unlike the normal
     approximation it stays inside [0, 1] and is honest at 0 or n successes and small `n`.
     NaN with no trials."""
@@ -253,13 +263,13 @@ def wilson_interval(successes: int, n: int, *, level: float = 0.95) -> tuple[flo
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must lie in (0, 1), got {level}")
     if n == 0:
-        return float("nan"), float("nan")
+        return Interval(float("nan"), float("nan"))
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     p, z2 = successes / n, z * z
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = z / (1 + z2 / n) * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
     low = 0.0 if successes == 0 else max(0.0, float(centre - half))  # exact at the edges
-    return low, 1.0 if successes == n else min(1.0, float(centre + half))
+    return Interval(low, 1.0 if successes == n else min(1.0, float(centre + half)))
 
 
 mrr = reciprocal_rank

@@ -70,7 +70,8 @@ DEFAULT_DEMO_DIR = Path("out")
 DEMO_BENCH = "demo"
 DEMO_LABELER = "demo-human"
 _BREAK_MARK = "demo_model_broken"
-_INVERTED = ("q_proj", "gate_proj", "cosine_weight")  # every logit term changes sign
+# every logit term changes sign
+_INVERTED = ("q_proj", "gate_proj", "cosine_weight", "signal_weights")
 _LABEL_SESSIONS = 3
 _LATENCY_SESSIONS = 20
 _LATENCY_REPEATS = 5
@@ -244,23 +245,23 @@ def _scoring_latencies(onnx: Path, sim: Simulator) -> list[float]:
     """Milliseconds per `serving.Scorer.score` call of the exported model on the candidate
     pools of the sessions this stage ran and kept (after one warm-up call); calls that gave no
     scores are not counted."""
-    from serving import Scorer
+    from serving import ScoreQuery, Scorer
 
     scorer = Scorer.open(onnx)
     pools = [
-        (x.context, [str(m) for m in x.memory_ids], x.embeddings, list(x.contents), x.features,
-         x.project_slot)
+        ScoreQuery(x.context, [str(m) for m in x.memory_ids], x.embeddings, list(x.contents),
+                   x.features, x.project_slot)
         for x in (sim.records[i].inputs for i in sorted(sim.records))
         if x.context is not None
     ]  # fmt: skip
     if not scorer.ready or not pools:
         return []
-    scorer.score(*pools[0])
+    scorer.score(pools[0])
     out = []
     for _ in range(_LATENCY_REPEATS):
-        for args in pools:
+        for query in pools:
             t0 = time.perf_counter()
-            ok = scorer.score(*args).ok
+            ok = scorer.score(query).ok
             if ok:
                 out.append((time.perf_counter() - t0) * 1000.0)
     return out

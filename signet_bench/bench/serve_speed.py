@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from serving import Scorer, jsonio
+from serving import ScoreQuery, Scorer, jsonio
 from signet_bench.bench.report import Row, percentiles
 from signet_bench.learn.export import model_bytes
 from signet_bench.learn.model.checkpoint import CheckpointMeta
@@ -135,11 +135,11 @@ def _inprocess_rows(model: Path, n: int) -> list[Row]:
     emb = rng.normal(size=(100, DIM)).astype(np.float32)
     ctx = emb[:10].mean(axis=0)
     feats = rng.uniform(0, 1, size=(100, 17)).astype(np.float32)
-    ids = [f"m{i}" for i in range(100)]
+    query = ScoreQuery(ctx, [f"m{i}" for i in range(100)], emb, None, feats)
     times = []
     for i in range(WARMUP + n):
         t = time.perf_counter()
-        scorer.score(ctx, ids, emb, None, feats)
+        scorer.score(query)
         if i >= WARMUP:
             times.append((time.perf_counter() - t) * 1000.0)
     p = percentiles(times, (50, 99))

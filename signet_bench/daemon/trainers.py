@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from serving.query import ScoreQuery
 from signet_bench.config import PredictorConfig
 from signet_bench.daemon.candidates import SessionInputs
 from signet_bench.daemon.predictor_state import PredictorState
@@ -276,12 +277,14 @@ class SidecarTrainer:
         has = inputs.has_embedding
         emb = [row if h else None for row, h in zip(inputs.embeddings, has, strict=True)]
         got = self.client.score(
-            inputs.context,
-            inputs.memory_ids.tolist(),
-            candidate_embeddings=emb,
-            candidate_texts=list(inputs.contents),
-            candidate_features=inputs.features,
-            project_slot=inputs.project_slot,
+            ScoreQuery(
+                inputs.context,
+                inputs.memory_ids.tolist(),
+                candidate_embeddings=emb,
+                candidate_texts=list(inputs.contents),
+                candidate_features=inputs.features,
+                project_slot=inputs.project_slot,
+            )
         )
         if got is None:
             return None

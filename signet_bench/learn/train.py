@@ -150,6 +150,7 @@ def to_batch(
         labels=[s.labels for s in samples] if with_labels else None,
         dtype=dtype,
         packed=True,
+        signals=[s.signals for s in samples],
     )
 
 
@@ -821,15 +822,16 @@ def train_and_publish(
 
 @dataclass(frozen=True, slots=True)
 class StoreTraining:
-    """What `train_store` did: the run, the sessions it skipped, where the model went, and
-    the request's checkpoint (or why it was not written)."""
+    """What `train_store` did: the run's id, the store's sessions it skipped, and what
+    `train_and_publish` made of the run (the result, the saved model, the checkpoint)."""
 
-    result: TrainResult
-    skipped: int
     run_id: str
-    model_path: Path
-    checkpoint: Path | None = None
-    checkpoint_error: str | None = None
+    skipped: int
+    published: Published
+
+    @property
+    def result(self) -> TrainResult:
+        return self.published.result
 
 
 class NothingToTrain(UserError):
@@ -965,11 +967,4 @@ def train_store(
     plan = plan_training(samples, through, request, run_cfg)
     run_id = run_id or str(uuid.uuid4())
     done = train_and_publish(plan, base, request, run_id=run_id, history=samples, progress=progress)
-    return StoreTraining(
-        done.result,
-        skipped,
-        run_id,
-        request.out_dir / MODEL_FILE,
-        done.checkpoint,
-        done.checkpoint_error,
-    )
+    return StoreTraining(run_id, skipped, done)

@@ -71,7 +71,7 @@ def base(stores, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("base")
     run = train_store(TrainingRequest(stores["main"], out, epochs=2, tz=TZ), cfg=CANARY_JUDGE)
     assert run.result.accepted
-    params, meta = load_any(run.model_path)
+    params, meta = load_any(run.published.model_path)
     samples, _ = load_samples(stores["main"], tz=TZ)
     middle = format_iso(samples[len(samples) // 2].start)
     path = out / "base.sbm"
@@ -105,7 +105,7 @@ def _train(request: TrainingRequest) -> Outcome:
         run = train_store(request, cfg=CANARY_JUDGE)
     except NothingToTrain as exc:
         return Outcome(request, None, exc, None)
-    params = load_any(run.model_path)[0] if run.result.accepted else None
+    params = load_any(run.published.model_path)[0] if run.result.accepted else None
     return Outcome(request, run, None, params)
 
 
@@ -140,9 +140,10 @@ def _other_store(a: Outcome, b: Outcome) -> None:
 
 def _own_folder(a: Outcome, b: Outcome) -> None:
     for o in (a, b):
-        assert o.run.model_path == o.request.out_dir / "model.sbm"
-        assert o.run.model_path.is_file() and (o.request.out_dir / "workbench.duckdb").is_file()
-    assert a.run.model_path != b.run.model_path
+        saved = o.run.published.model_path
+        assert saved == o.request.out_dir / "model.sbm"
+        assert saved.is_file() and (o.request.out_dir / "workbench.duckdb").is_file()
+    assert a.run.published.model_path != b.run.published.model_path
 
 
 def _incremental_trains_the_newer_sessions(a: Outcome, b: Outcome) -> None:
@@ -152,8 +153,8 @@ def _incremental_trains_the_newer_sessions(a: Outcome, b: Outcome) -> None:
 
 def _fresh_starts_from_fresh_weights(a: Outcome, b: Outcome) -> None:
     assert b.result.loss_curve[0] > a.result.loss_curve[0]  # an untrained start
-    assert load_any(a.run.model_path)[1].is_finetuned
-    assert not load_any(b.run.model_path)[1].is_finetuned
+    assert load_any(a.run.published.model_path)[1].is_finetuned
+    assert not load_any(b.run.published.model_path)[1].is_finetuned
 
 
 def _base_is_the_start_and_the_reference(a: Outcome, b: Outcome) -> None:
@@ -191,16 +192,17 @@ def _time_cap(a: Outcome, b: Outcome) -> None:
 
 
 def _checkpoint_written(a: Outcome, b: Outcome) -> None:
-    assert a.run.checkpoint is None
-    assert b.run.checkpoint == b.request.checkpoint_path and b.run.checkpoint.is_file()
-    back, _ = load_any(b.run.checkpoint)
+    assert a.run.published.checkpoint is None
+    written = b.run.published.checkpoint
+    assert written == b.request.checkpoint_path and written.is_file()
+    back, _ = load_any(written)
     assert all(np.array_equal(back[k], b.params[k]) for k in back)
 
 
 def _checkpoint_format(a: Outcome, b: Outcome) -> None:
-    assert zipfile.is_zipfile(a.run.checkpoint)  # by suffix: the workbench's own format
-    assert not zipfile.is_zipfile(b.run.checkpoint)
-    assert b.run.checkpoint.read_bytes()[:1] == b"\x08"  # an ONNX protobuf
+    assert zipfile.is_zipfile(a.run.published.checkpoint)  # by suffix: the workbench's own format
+    assert not zipfile.is_zipfile(b.run.published.checkpoint)
+    assert b.run.published.checkpoint.read_bytes()[:1] == b"\x08"  # an ONNX protobuf
 
 
 Check = Callable[[Outcome, Outcome], None]

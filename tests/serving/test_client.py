@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from serving import Scorer
+from serving import ScoreQuery, Scorer
 from serving.client import SidecarClient, sidecar_command
 from tests.serving.conftest import DIM, request
 
@@ -35,16 +35,8 @@ def test_scores_through_the_sidecar(golden_onnx):
     req = request(seed=21)
     with SidecarClient.for_model(golden_onnx, DIM) as client:
         assert client.state()["state"] == "running"
-        got = client.score(
-            req["context_embedding"],
-            req["candidate_ids"],
-            req["candidate_embeddings"],
-            req["candidate_texts"],
-            req["candidate_features"],
-            req["project_slot"],
-            timeout_ms=10_000,
-        )
-        assert got == Scorer.open(golden_onnx).score(**req).scores
+        got = client.score(ScoreQuery(**req), timeout_ms=10_000)
+        assert got == Scorer.open(golden_onnx).score(ScoreQuery(**req)).scores
         assert client.status()["trained"] is True
         state = client.state()
         assert state["ok"] == 3 and state["fail_open"] == 0  # the start's status, score, status
@@ -54,7 +46,8 @@ def test_scores_through_the_sidecar(golden_onnx):
 def test_a_timeout_fails_open_and_the_late_answer_is_dropped(golden_onnx):
     req = request(seed=22)
     with SidecarClient.for_model(golden_onnx, DIM) as client:
-        assert client.score(req["context_embedding"], req["candidate_ids"], timeout_ms=0) is None
+        query = ScoreQuery(req["context_embedding"], req["candidate_ids"])
+        assert client.score(query, timeout_ms=0) is None
         state = client.state()
         assert state["timeouts"] == 1 and state["fail_open"] == 1
         assert "no answer within" in state["last_error"]
@@ -63,7 +56,7 @@ def test_a_timeout_fails_open_and_the_late_answer_is_dropped(golden_onnx):
 
 def test_an_error_answer_fails_open(golden_onnx):
     with SidecarClient.for_model(golden_onnx, DIM) as client:
-        assert client.score([0.0] * 3, ["a"], timeout_ms=10_000) is None
+        assert client.score(ScoreQuery([0.0] * 3, ["a"]), timeout_ms=10_000) is None
         assert "-32602" in client.state()["last_error"]
         assert client.state()["errors"] == 1
 
@@ -73,7 +66,7 @@ def test_a_sidecar_that_never_answers_fails_open():
     client = SidecarClient(silent, timeouts_ms={"status": 300})
     try:
         assert client.state()["state"] == "failed"
-        assert client.score([0.0] * DIM, ["a"]) is None
+        assert client.score(ScoreQuery([0.0] * DIM, ["a"])) is None
         assert client.state()["fail_open"] == 1
     finally:
         client.close()
@@ -96,10 +89,12 @@ def test_a_crash_is_followed_by_a_restart(golden_onnx):
         assert state["restarts"] == 1 and state["pid"] != first_pid
         assert (
             client.score(
-                req["context_embedding"],
-                req["candidate_ids"],
-                req["candidate_embeddings"],
-                req["candidate_texts"],
+                ScoreQuery(
+                    req["context_embedding"],
+                    req["candidate_ids"],
+                    req["candidate_embeddings"],
+                    req["candidate_texts"],
+                ),
                 timeout_ms=10_000,
             )
             is not None

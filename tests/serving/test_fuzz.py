@@ -12,7 +12,7 @@ import threading
 
 import numpy as np
 
-from serving import Scorer, contract
+from serving import ScoreQuery, Scorer, contract
 from tests.serving.conftest import DIM, Sidecar, request
 
 COUNT = 5_200
@@ -152,7 +152,7 @@ def test_hostile_requests_never_stop_the_server(golden_onnx, tmp_path):
         assert status["trained"] is True and status["errors"] > 4_000
         req = request(seed=11)
         got = side.call("score", req)["result"]["scores"]
-        want = Scorer.open(golden_onnx).score(**req).scores
+        want = Scorer.open(golden_onnx).score(ScoreQuery(**req)).scores
         assert [(s["id"], s["score"]) for s in got] == want
         assert side.proc.poll() is None
     finally:

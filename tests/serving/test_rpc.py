@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from serving import Scorer, contract
+from serving import ScoreQuery, Scorer, contract
 from serving.training import step_inputs
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.learn.model.checkpoint import (
@@ -58,7 +58,7 @@ def test_scores_are_the_in_process_scores(sidecar, golden_onnx):
     s = sidecar("--model", str(golden_onnx), "--native-dim", str(DIM))
     req = request(seed=9)
     got = scores_of(s.call("score", {**req, "agent_id": "default"}))
-    want = Scorer.open(golden_onnx).score(**req).scores
+    want = Scorer.open(golden_onnx).score(ScoreQuery(**req)).scores
     assert got == want
 
 
@@ -70,7 +70,8 @@ def test_signets_own_flags_with_an_sgpt_checkpoint(sidecar, tmp_path):
     assert status["trained"] is True and status["model_format"] == "sgpt"
     req = request(seed=2)
     assert (
-        scores_of(s.call("score", req)) == Scorer.open(tmp_path / "model.bin").score(**req).scores
+        scores_of(s.call("score", req))
+        == Scorer.open(tmp_path / "model.bin").score(ScoreQuery(**req)).scores
     )
 
 
@@ -157,8 +158,8 @@ def test_save_checkpoint_writes_the_format_the_path_asks_for(sidecar, golden_onn
     own, _ = load_any(tmp_path / "m.sbm")
     assert set(own) == set(param_shapes())
     assert s.call("save_checkpoint", {"path": str(tmp_path / "m.onnx")})["result"]["saved"]
-    req = request(seed=4)
-    assert Scorer.open(tmp_path / "m.onnx").score(**req) == Scorer.open(golden_onnx).score(**req)
+    query = ScoreQuery(**request(seed=4))
+    assert Scorer.open(tmp_path / "m.onnx").score(query) == Scorer.open(golden_onnx).score(query)
     err = s.call("save_checkpoint", {"path": str(tmp_path / "model.bin")})["error"]
     assert err["code"] == -32000 and "SGPT has no place" in err["message"]
     assert not (tmp_path / "model.bin").exists()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from serving import Scorer, ScoreResult
+from serving import ScoreQuery, Scorer, ScoreResult
 from serving.scorer import ParamError, parse_score_params
 from signet_bench.learn.export import export_model
 from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint, write_sgpt
@@ -24,7 +24,7 @@ def golden(golden_onnx) -> Scorer:
 
 def test_scores_match_the_numpy_model(golden):
     req = request()
-    got = golden.score(**req)
+    got = golden.score(ScoreQuery(**req))
     assert got.ok, got.reason
     want = numpy_scores(generator().golden_params(), req)
     ids = [i for i, _ in got.scores]
@@ -37,14 +37,16 @@ def test_scores_match_the_numpy_model(golden):
 
 def test_arrays_and_lists_give_the_same_scores(golden):
     req = request(mode="embedded")
-    as_lists = golden.score(**req)
+    as_lists = golden.score(ScoreQuery(**req))
     as_arrays = golden.score(
-        np.asarray(req["context_embedding"], np.float32),
-        req["candidate_ids"],
-        np.asarray(req["candidate_embeddings"], np.float32),
-        None,
-        np.asarray(req["candidate_features"], np.float32),
-        4,
+        ScoreQuery(
+            np.asarray(req["context_embedding"], np.float32),
+            req["candidate_ids"],
+            np.asarray(req["candidate_embeddings"], np.float32),
+            None,
+            np.asarray(req["candidate_features"], np.float32),
+            4,
+        )
     )
     assert as_lists.scores == as_arrays.scores
 
@@ -54,7 +56,7 @@ def test_equal_candidates_rank_by_id(golden):
     req["candidate_texts"] = ["same text"] * 3
     req["candidate_features"] = [req["candidate_features"][0]] * 3
     req["candidate_ids"] = ["c", "a", "b"]
-    got = golden.score(**req)
+    got = golden.score(ScoreQuery(**req))
     assert [i for i, _ in got.scores] == ["a", "b", "c"]
     assert got.scores[0][1] == got.scores[2][1]
 
@@ -79,13 +81,13 @@ def test_checkpoints_are_converted_at_load(tmp_path, fmt):
     assert direct.info.kind == fmt
     exported = Scorer.open(export_model(path, tmp_path / "m.onnx"), native_dim=DIM)
     req = request(seed=5)
-    assert direct.score(**req).scores == exported.score(**req).scores
+    assert direct.score(ScoreQuery(**req)).scores == exported.score(ScoreQuery(**req)).scores
 
 
 def test_missing_model_fails_open(tmp_path):
     scorer = Scorer.open(tmp_path / "model.onnx")
     assert not scorer.ready and "no model at" in scorer.reason
-    got = scorer.score(**request())
+    got = scorer.score(ScoreQuery(**request()))
     assert got == ScoreResult(None, f"no model loaded: {scorer.reason}")
 
 
@@ -104,7 +106,7 @@ def test_broken_model_files_fail_open(tmp_path, golden_onnx, damage):
     scorer = Scorer.open(path, native_dim=DIM)
     assert not scorer.ready
     assert str(path) in scorer.reason
-    assert not scorer.score(**request()).ok
+    assert not scorer.score(ScoreQuery(**request())).ok
 
 
 def test_native_dim_mismatch_is_a_reason(golden_onnx):
@@ -144,7 +146,7 @@ def test_bad_parameters_name_the_field(golden, change, field):
         parse_score_params(req, golden.info)
     assert err.value.field == field
     got = (
-        golden.score(**req)
+        golden.score(ScoreQuery(**req))
         if "candidate_ids" in req and isinstance(req["candidate_ids"], list)
         else None
     )
@@ -154,12 +156,13 @@ def test_bad_parameters_name_the_field(golden, change, field):
 
 def test_never_raises_into_the_caller(golden):
     for ctx in (object(), {"a": 1}, 5, b"xx"):
-        assert not golden.score(ctx, ["a"]).ok
-    assert not golden.score([0.0] * DIM, [object()]).ok
+        assert not golden.score(ScoreQuery(ctx, ["a"])).ok
+    assert not golden.score(ScoreQuery([0.0] * DIM, [object()])).ok
+    assert not golden.score({"context_embedding": [0.0] * DIM, "candidate_ids": []}).ok
 
 
 def test_no_candidates_is_an_empty_ranking(golden):
-    assert golden.score([0.0] * DIM, []).scores == []
+    assert golden.score(ScoreQuery([0.0] * DIM, [])).scores == []
 
 
 def test_extra_keys_are_ignored(golden):

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from serving import contract
+from serving import ScoreQuery, contract
 from serving.scorer import ParamError, Scorer, parse_score_params
 from serving.signals import (
     candidate_signals,
@@ -284,12 +284,7 @@ def test_a_request_without_query_parameters_has_zero_signals(golden):
 
 def test_in_process_keywords_reach_the_signals(golden):
     req = with_query(request(n=6, seed=1))
-    via_api = golden.score(
-        req["context_embedding"], req["candidate_ids"], req["candidate_embeddings"],
-        req["candidate_texts"], req["candidate_features"], req["project_slot"],
-        query_terms=tuple(req["query_terms"]), query_entities=req["query_entities"],
-        candidate_sources=req["candidate_sources"],
-    )  # fmt: skip
+    via_api = golden.score(ScoreQuery(**{**req, "query_terms": tuple(req["query_terms"])}))
     assert via_api.ok and via_api.scores == golden.score_request(req)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from serving import Scorer
+from serving import ScoreQuery, Scorer
 from signet_bench.daemon.loop import SimOptions, simulate
 from signet_bench.world.synth.build import build_persona_store
 from tests.serving.conftest import DIM, request, scores_of
@@ -60,7 +60,7 @@ def test_a_training_is_swapped_in_and_kept(sidecar, store, canary_judge, tmp_pat
     assert status["last_trained"] is not None
     assert served.is_file() and ckpt.is_file()
     req = request(seed=1)
-    assert scores_of(s.call("score", req)) == Scorer.open(served).score(**req).scores
+    assert scores_of(s.call("score", req)) == Scorer.open(served).score(ScoreQuery(**req)).scores
     s.close()
     again = start(sidecar, served)  # a restart serves the trained model: `trained` stays true
     assert again.call("status")["result"]["model_id"] == status["model_id"]
@@ -79,7 +79,7 @@ def test_scores_are_answered_from_the_old_model_while_a_training_runs(
     assert answers[5]["id"] == train_id
     old = Scorer.open(golden_onnx)
     for i, a in enumerate(answers[:5]):
-        assert scores_of(a) == old.score(**request(seed=i)).scores
+        assert scores_of(a) == old.score(ScoreQuery(**request(seed=i))).scores
 
 
 def test_a_gate_rejection_leaves_the_served_model_byte_identical(

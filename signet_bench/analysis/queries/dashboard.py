@@ -16,7 +16,7 @@ import duckdb
 import polars as pl
 
 from signet_bench.analysis.judge_monitor import drift_signal
-from signet_bench.analysis.metrics import bootstrap_interval, wilson_interval
+from signet_bench.analysis.metrics import Interval, bootstrap_interval, wilson_interval
 from signet_bench.analysis.queries import drift as d
 from signet_bench.analysis.queries import sessions as s
 from signet_bench.analysis.queries import status as st
@@ -27,10 +27,10 @@ from signet_bench.daemon.predictor_state import PredictorState
 __all__ = [
     "DRIFT_RECENT_SESSIONS",
     "VERDICT_BOOTSTRAP_SEED",
+    "Comparison",
     "DashboardData",
     "DashboardView",
     "Evidence",
-    "Margin",
     "dashboard_view",
     "load_dashboard",
     "model_available",
@@ -186,38 +186,38 @@ def dashboard_view(
 
 
 @dataclass(frozen=True, slots=True)
-class Margin:
-    """The mean per-session NDCG@10 difference (predictor − another ranker) over the sessions
-    that have both, with its 95% paired bootstrap interval."""
+class Comparison:
+    """The predictor against another ranker over the sessions that have both: that ranker's
+    mean NDCG@10, and the margin (the mean per-session NDCG@10 difference, predictor − it)
+    with its 95% paired bootstrap interval."""
 
-    mean: float
-    low: float
-    high: float
+    ndcg: float
+    margin: float
+    interval: Interval
 
     def __str__(self) -> str:
-        return f"{self.mean:+.2f} (95% interval {self.low:+.2f} to {self.high:+.2f})"
+        low, high = self.interval
+        return f"{self.margin:+.2f} (95% interval {low:+.2f} to {high:+.2f})"
 
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    """What the judged sessions say about the predictor: its wins with their Wilson 95%
-    interval, and its NDCG@10 against the baseline and (simulated stores) plain cosine."""
+    """What the judged sessions say about the predictor: its wins with the Wilson 95% interval
+    of their share, its NDCG@10, and how it compares with the baseline and (on simulated
+    stores) plain cosine."""
 
     sessions: int
     wins: int
-    win_low: float
-    win_high: float
+    win_share: Interval
     predictor_ndcg: float
-    baseline_ndcg: float
-    baseline: Margin
-    cosine_ndcg: float | None = None
-    cosine: Margin | None = None
+    baseline: Comparison
+    cosine: Comparison | None = None
 
 
-def _margin(predictor: pl.Series, other: pl.Series) -> Margin:
+def _comparison(predictor: pl.Series, other: pl.Series) -> Comparison:
     diff = (predictor - other).to_numpy()
-    low, high = bootstrap_interval(diff, VERDICT_BOOTSTRAP_SEED)
-    return Margin(float(diff.mean()), low, high)
+    interval = bootstrap_interval(diff, VERDICT_BOOTSTRAP_SEED)
+    return Comparison(float(other.mean()), float(diff.mean()), interval)
 
 
 def verdict_evidence(counted: pl.DataFrame) -> Evidence:
@@ -226,32 +226,32 @@ def verdict_evidence(counted: pl.DataFrame) -> Evidence:
     if counted.height < 2:
         raise ValueError(f"the evidence needs at least two judged sessions, got {counted.height}")
     wins = int(counted["predictor_won"].sum())
-    low, high = wilson_interval(wins, counted.height)
-    pred, base = counted["predictor_ndcg"], counted["baseline_ndcg"]
+    pred = counted["predictor_ndcg"]
     evidence = Evidence(
-        counted.height, wins, low, high, float(pred.mean()), float(base.mean()), _margin(pred, base)
+        counted.height,
+        wins,
+        wilson_interval(wins, counted.height),
+        float(pred.mean()),
+        _comparison(pred, counted["baseline_ndcg"]),
     )
     paired = (
         counted.filter(pl.col("cosine_ndcg").is_not_null()) if "cosine_ndcg" in counted else None
     )
     if paired is None or paired.height < 2:
         return evidence
-    return dataclasses.replace(
-        evidence,
-        cosine_ndcg=float(paired["cosine_ndcg"].mean()),
-        cosine=_margin(paired["predictor_ndcg"], paired["cosine_ndcg"]),
-    )
+    cosine = _comparison(paired["predictor_ndcg"], paired["cosine_ndcg"])
+    return dataclasses.replace(evidence, cosine=cosine)
 
 
 def _evidence_text(e: Evidence, share: float) -> str:
     """The evidence in words: win rate, NDCG@10 and margins with their intervals, weight."""
     text = (
         f"Over the last {e.sessions} judged sessions it won {e.wins / e.sessions:.0%} "
-        f"(95% interval {e.win_low:.0%}–{e.win_high:.0%}); NDCG@10 {e.predictor_ndcg:.2f} vs "
-        f"{e.baseline_ndcg:.2f} for the baseline, margin {e.baseline}"
+        f"(95% interval {e.win_share.low:.0%}–{e.win_share.high:.0%}); NDCG@10 "
+        f"{e.predictor_ndcg:.2f} vs {e.baseline.ndcg:.2f} for the baseline, margin {e.baseline}"
     )
     if e.cosine is not None:
-        text += f", and {e.cosine_ndcg:.2f} for plain cosine, margin {e.cosine}"
+        text += f", and {e.cosine.ndcg:.2f} for plain cosine, margin {e.cosine}"
     return f"{text}. It carries {share:.0%} of the ranking weight."
 
 
@@ -300,5 +300,6 @@ def verdict(
     if counted.height < need:
         return (_too_early(counted, need), "neutral")
     e = verdict_evidence(counted)
-    tone = "success" if e.baseline.low > 0 else "warn" if e.baseline.high < 0 else "neutral"
+    low, high = e.baseline.interval
+    tone = "success" if low > 0 else "warn" if high < 0 else "neutral"
     return (f"{_TONES[tone]} {_evidence_text(e, 1.0 - st_.alpha)}", tone)

@@ -46,8 +46,8 @@ def test_verdict_answers_whether_the_predictor_helps(con, demo):
     cosine = counted["cosine_ndcg"].drop_nulls()
     assert cosine.len() > 0  # the simulator records the cosine ranking on the same ratings
     assert f"and {cosine.mean():.2f} for plain cosine, margin {e.cosine}" in text
-    margin = e.baseline
-    assert tone == ("success" if margin.low > 0 else "warn" if margin.high < 0 else "neutral")
+    low, high = e.baseline.interval
+    assert tone == ("success" if low > 0 else "warn" if high < 0 else "neutral")
     assert data.model_available is True and data.parameters and data.parameters > 0
 
 
@@ -102,9 +102,12 @@ def test_a_clear_win_is_a_success_with_its_intervals(active):
     assert tone == "success" and text.startswith("Yes, the predictor is helping")
     assert "won 100% (95% interval 89%–100%)" in text  # Wilson: 30 / (30 + 1.96^2) = 0.886
     e = dash.verdict_evidence(_judged(active, margins).sessions)
-    assert e.baseline.mean == pytest.approx(margins.mean())
-    assert 0 < e.baseline.low < e.baseline.mean < e.baseline.high
-    assert f"margin {e.baseline.mean:+.2f} (95% interval {e.baseline.low:+.2f} to " in text
+    low, high = e.baseline.interval
+    assert e.baseline.ndcg == pytest.approx(0.5 + 0.05 * np.sin(np.arange(30)).mean())
+    assert e.predictor_ndcg == pytest.approx(e.baseline.ndcg + margins.mean())
+    assert e.baseline.margin == pytest.approx(margins.mean())
+    assert 0 < low < e.baseline.margin < high
+    assert f"margin {e.baseline.margin:+.2f} (95% interval {low:+.2f} to " in text
     assert "plain cosine" not in text  # a real store has no cosine column values
     share = 1.0 - active.status.alpha
     assert text.endswith(f"It carries {share:.0%} of the ranking weight.")
@@ -116,7 +119,7 @@ def test_a_noisy_tie_is_no_clear_difference(active):
     assert tone == "neutral" and text.startswith("No clear difference yet")
     assert "won 50% (95% interval 35%–65%)" in text
     e = dash.verdict_evidence(_judged(active, margins).sessions)
-    assert e.baseline.low < 0 < e.baseline.high
+    assert e.baseline.interval.low < 0 < e.baseline.interval.high
 
 
 def test_a_clear_loss_warns(active):
@@ -131,12 +134,12 @@ def test_the_margin_interval_is_the_normal_interval_of_the_mean_for_many_session
     margins = rng.normal(0.03, 0.1, size=400)
     e = dash.verdict_evidence(_judged(active, margins).sessions)
     half = 1.959964 * margins.std(ddof=1) / np.sqrt(len(margins))  # the reference interval
-    assert e.baseline.mean == pytest.approx(margins.mean())
-    assert e.baseline.low == pytest.approx(margins.mean() - half, abs=0.15 * half)
-    assert e.baseline.high == pytest.approx(margins.mean() + half, abs=0.15 * half)
+    assert e.baseline.margin == pytest.approx(margins.mean())
+    assert e.baseline.interval.low == pytest.approx(margins.mean() - half, abs=0.15 * half)
+    assert e.baseline.interval.high == pytest.approx(margins.mean() + half, abs=0.15 * half)
     assert dash.verdict_evidence(_judged(active, margins).sessions) == e  # fixed bootstrap seed
     same = dash.verdict_evidence(_judged(active, [0.05] * 20).sessions).baseline
-    assert (same.low, same.high) == pytest.approx((0.05, 0.05))
+    assert same.interval == pytest.approx((0.05, 0.05))
 
 
 def test_the_cosine_margin_pairs_only_sessions_with_a_cosine_ranking(active):
@@ -145,8 +148,8 @@ def test_the_cosine_margin_pairs_only_sessions_with_a_cosine_ranking(active):
     view = _judged(active, margins, base=0.5, cosine=cosine)
     e = dash.verdict_evidence(view.sessions)
     paired = view.sessions.filter(pl.col("cosine_ndcg").is_not_null())
-    assert e.cosine_ndcg == pytest.approx(0.4)
-    assert e.cosine.mean == pytest.approx((paired["predictor_ndcg"] - 0.4).mean())
+    assert e.cosine.ndcg == pytest.approx(0.4)
+    assert e.cosine.margin == pytest.approx((paired["predictor_ndcg"] - 0.4).mean())
     assert f"and 0.40 for plain cosine, margin {e.cosine}" in dash.verdict(view)[0]
     with pytest.raises(ValueError, match="at least two judged sessions"):
         dash.verdict_evidence(view.sessions.head(1))
