@@ -90,6 +90,8 @@ def test_candidate_features_are_equal(run):
         np.testing.assert_array_equal(rec.inputs.features[at_start], s.features[common])
         np.testing.assert_array_equal(rec.inputs.embeddings[at_start], s.cand_emb[common])
         np.testing.assert_array_equal(rec.inputs.has_embedding[at_start], s.has_emb[common])
+        # the signals too (lexical from the session-start query, entities, neighbourhood)
+        np.testing.assert_array_equal(rec.inputs.signals[at_start], s.signals[common])
         assert rec.inputs.project_slot == s.project_slot
         rows += len(common)
     assert rows > 500

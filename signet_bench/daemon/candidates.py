@@ -14,6 +14,7 @@ traversal, so they are absent there.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 
@@ -112,6 +113,23 @@ def candidate_info(
     )
 
 
+def _signals(
+    corpus: Corpus,
+    rows: np.ndarray,
+    contents: Sequence[str],
+    sources: Sequence[str | None],
+    context: np.ndarray | None,
+    query: SessionQuery,
+) -> np.ndarray:
+    """The candidates' signals over the pool `rows` (`serving.signals.candidate_signals`)."""
+    return candidate_signals(
+        query_terms=query.terms, query_entities=query.entities, candidate_texts=contents,
+        context=context, embeddings=corpus.embeddings[rows],
+        has_embedding=corpus.has_embedding[rows],
+        sources=None if all(x is None for x in sources) else list(sources),
+    )  # fmt: skip
+
+
 def session_inputs(
     corpus: Corpus,
     rows: np.ndarray,
@@ -126,20 +144,23 @@ def session_inputs(
     graph: GraphColumns | None = None,
     cfg: PredictorConfig = DEFAULT_CONFIG,
     query: SessionQuery = NO_QUERY,
+    signal_pool: int | None = None,
 ) -> SessionInputs:
     """Every per-candidate input of a session's candidates at corpus `rows` (baseline order);
-    `query` feeds the lexical and entity signals (none: both 0)."""
+    `query` feeds the lexical and entity signals (none: both 0). The signals of a candidate
+    depend on the pool it is scored with (BM25's IDF and maximum, the source neighbours): with
+    `signal_pool` k, the first k rows are the session-start pool and their signals are
+    computed over those k alone, exactly as session start scored them; the rows after them
+    (candidates recorded later, e.g. prompt recalls) over every row."""
     rows = np.asarray(rows, dtype=np.int64)
     info = candidate_info(corpus, rows, project, graph)
     age = age_days(corpus.created_at[rows], start.timestamp())
     contents = tuple(corpus.contents[int(r)] for r in rows)
     sources = corpus.sources(rows)
-    signals = candidate_signals(
-        query_terms=query.terms, query_entities=query.entities, candidate_texts=contents,
-        context=context, embeddings=corpus.embeddings[rows],
-        has_embedding=corpus.has_embedding[rows],
-        sources=None if all(x is None for x in sources) else sources,
-    )  # fmt: skip
+    signals = _signals(corpus, rows, contents, sources, context, query)
+    if signal_pool is not None and signal_pool < len(rows):
+        k = signal_pool
+        signals[:k] = _signals(corpus, rows[:k], contents[:k], sources[:k], context, query)
     return SessionInputs(
         session_key=session_key,
         start=start,

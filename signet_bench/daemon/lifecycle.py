@@ -55,6 +55,7 @@ from signet_bench.daemon.predictor_state import (
     state_to_json,
     training_due,
 )
+from signet_bench.daemon.query import start_query
 from signet_bench.daemon.ranking.baseline import rank_order
 from signet_bench.daemon.ranking.compat import signet058_session_start
 from signet_bench.daemon.ranking.fts import fts_search, recall_terms
@@ -315,6 +316,7 @@ class Lifecycle:
             context=context.vector,
             context_rule=context.rule,
             cfg=self.cfg,
+            query=start_query(self.con, plan.project, plan.start),
         )
 
     def _start(
@@ -503,9 +505,12 @@ class Lifecycle:
             "confidence": j.confidence,
             "novel_context_count": j.novel_context_count,
         }
+        # the session-start query again: the transcripts done before the start are unchanged
+        query = start_query(self.con, plan.project, plan.start)
         return build_sample(
-            self.corpus, session, cand, prev, tz=self.world.tz, cfg=self.cfg, seed=self.opts.seed
-        )
+            self.corpus, session, cand, prev, tz=self.world.tz, cfg=self.cfg,
+            seed=self.opts.seed, query=query,
+        )  # fmt: skip
 
     def _compare(
         self,

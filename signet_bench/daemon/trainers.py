@@ -284,6 +284,10 @@ class SidecarTrainer:
                 candidate_texts=list(inputs.contents),
                 candidate_features=inputs.features,
                 project_slot=inputs.project_slot,
+                # the signals' inputs, so the sidecar scores with the session-start query
+                query_terms=list(inputs.query.terms),
+                query_entities=list(inputs.query.entities),
+                candidate_sources=inputs.sources.tolist(),
             )
         )
         if got is None:

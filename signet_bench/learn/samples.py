@@ -191,6 +191,7 @@ def build_sample(
         graph=session_graph(cand),
         cfg=cfg,
         query=query,
+        signal_pool=len(baseline),  # fts_only rows sort last: the first rows are the start pool
     )
     end = session.get("end") or start
     result = seed_labels(

@@ -12,7 +12,14 @@ from serving.signals import signal_column
 from signet_bench.analysis.metrics import ndcg_at_k
 from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.learn.holdout import decide, heuristic_scores, holdout_plan, session_ndcgs
+from signet_bench.learn.holdout import (
+    decide,
+    heuristic_scores,
+    holdout_plan,
+    session_ndcgs,
+    start_at_best_free_ranker,
+)
+from signet_bench.learn.model.params import init_params
 
 
 def _samples(n: int, seed: int = 0):
@@ -53,24 +60,38 @@ def test_few_sessions_are_judged_by_contiguous_k_fold():
         holdout_plan(_samples(1), DEFAULT_CONFIG)
 
 
-def test_the_heuristics_are_cosine_lexical_and_hybrid_never_the_baseline_order():
+def test_the_heuristics_are_cosine_and_hybrid_never_the_baseline_order():
     s = _samples(1)[0]
     h = heuristic_scores(s)
-    assert set(h) == {"cosine", "lexical", "hybrid"}  # no baseline: see the module doc
-    # no query terms: no lexical evidence, and both lexical rankers order as cosine
+    assert set(h) == {"cosine", "hybrid"}  # no baseline, no BM25 alone: see the docstrings
+    # no query terms: no lexical evidence, and the hybrid orders as cosine
     assert np.array_equal(np.argsort(-h["hybrid"]), np.argsort(-h["cosine"]))
-    assert np.array_equal(np.argsort(-h["lexical"]), np.argsort(-h["cosine"]))
     lexical = np.linspace(0.0, 1.0, len(s))
     signals = np.zeros((len(s), N_SIGNALS), dtype=np.float32)
     signals[:, signal_column("lexical")] = lexical
     h = heuristic_scores(dataclasses.replace(s, signals=signals))
-    assert np.array_equal(np.argsort(-h["lexical"], kind="stable"), np.argsort(-lexical))
     assert np.allclose(h["hybrid"], 0.7 * h["cosine"] + 0.3 * lexical)
-    emb = s.cand_emb.astype(np.float64)
-    norms = np.linalg.norm(emb, axis=1) * np.linalg.norm(s.context)
-    expected = np.where(s.has_emb & (norms > 0), emb @ s.context / np.where(norms > 0, norms, 1), 0)
-    assert np.allclose(h["cosine"], expected, atol=1e-6)
-    assert np.all(h["cosine"][~s.has_emb] == 0.0)
+
+
+def test_fresh_weights_start_at_the_better_free_ranker():
+    samples = _samples(8)
+    start = init_params(DEFAULT_CONFIG, 16)
+    lex = signal_column("lexical")
+    assert start["signal_weights"][lex] > 0  # the hybrid ratio
+    # no query terms: cosine and the hybrid tie, and the start is kept
+    assert start_at_best_free_ranker(start, samples, DEFAULT_CONFIG) is start
+    # a lexical signal that is anti-relevant: cosine wins, the lexical weight goes to 0
+    bad = []
+    for s in samples:
+        signals = np.zeros((len(s), N_SIGNALS), dtype=np.float32)
+        signals[:, lex] = (s.labels.max() - s.labels) / max(np.ptp(s.labels), 1e-9)
+        bad.append(dataclasses.replace(s, signals=signals))
+    moved = start_at_best_free_ranker(start, bad, DEFAULT_CONFIG)
+    assert moved["signal_weights"][lex] == 0.0
+    assert start["signal_weights"][lex] > 0  # the caller's weights are untouched
+    for name in start:
+        if name != "signal_weights":
+            assert moved[name] is start[name]
 
 
 def test_session_ndcgs_score_each_session_against_its_labels():

@@ -199,9 +199,10 @@ def test_limit_keeps_the_newest_and_seed_is_deterministic(store, loaded):
 
 def test_signals_are_the_session_starts_lexical_evidence(store, loaded):
     """Each sample's signals are the lexical BM25 of the session-start query (the terms of the
-    project's transcripts done before the session started, asked of the store itself) over
-    the session's whole candidate pool; the light store records no source sessions and the
-    session-start query has no names, so the other two signals are 0."""
+    project's transcripts done before the session started, asked of the store itself): over
+    the session-start pool for its candidates, as session start scored them, and over every
+    recorded candidate for those recorded later (prompt recalls); the light store records no
+    source sessions and the session-start query has no names, so the other two signals are 0."""
     samples, _ = loaded
     con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
     try:
@@ -214,9 +215,13 @@ def test_signals_are_the_session_starts_lexical_evidence(store, loaded):
     for s in samples:
         assert s.signals.shape == (len(s), N_SIGNALS) and s.signals.dtype == np.float32
         pool = pools[s.session_key].sort([pl.col("source") == "fts_only", "rank", "memory_id"])
-        ids = [m for m in pool["memory_id"].to_list() if m in corpus.row_of]
-        texts = [corpus.contents[corpus.row_of[m]] for m in ids]
-        lexical = dict(zip(ids, lexical_scores(queries[s.session_key].terms, texts), strict=True))
+        pool = pool.filter(pl.col("memory_id").is_in(list(corpus.row_of)))
+        at_start = pool.filter(pl.col("source") != "fts_only")["memory_id"].to_list()
+        lexical = {}
+        for ids in (pool["memory_id"].to_list(), at_start):  # the start pool's values win
+            texts = [corpus.contents[corpus.row_of[m]] for m in ids]
+            got = lexical_scores(queries[s.session_key].terms, texts)
+            lexical.update(zip(ids, got, strict=True))
         np.testing.assert_array_equal(s.signals[:, 0], [lexical[m] for m in s.memory_ids])
         assert not s.signals[:, 1:].any()
         matched += int(s.signals[:, 0].any())

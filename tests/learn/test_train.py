@@ -379,11 +379,12 @@ def test_model_learns_to_prefer_the_sessions_project(two_projects):
     for p in names:  # for sessions of project p: p's memories vs the other project's
         own_a, other_a, _ = after[p]
         assert own_a > 1.3 * other_a, (p, own_a, other_a)
-    # the untrained model ranks by cosine(context, memory), which already leans to the
-    # context's project; training at least halves the pairs it orders wrongly
+    # the untrained model ranks by the hybrid of cosine(context, memory) and the session-start
+    # query's keywords, which already leans to the context's project (~88% of the pairs);
+    # training still removes a clear share of the pairs it orders wrongly
     assert pairs_before > 0.5
     assert pairs_after > 0.8
-    assert 1 - pairs_after < 0.5 * (1 - pairs_before)
+    assert 1 - pairs_after < 0.85 * (1 - pairs_before)
 
 
 def test_a_fresh_retrain_is_not_held_to_the_served_models_top5(samples, trained):
@@ -407,13 +408,19 @@ def test_a_fresh_retrain_is_not_held_to_the_served_models_top5(samples, trained)
     ]
 
 
-def test_a_full_retrain_through_train_model_is_judged_against_the_reference(samples, trained):
-    """Without a canary a full retrain is judged on sessions it did not train on (k-fold
-    here), against the served model and cosine, not by the canary gates."""
+def test_a_full_retrain_through_train_model_is_judged_out_of_sample(samples, trained):
+    """Without a canary a full retrain is judged on sessions it did not train on, not by the
+    canary gates. With few sessions (k-fold) the served model learned from most of the judged
+    sessions, so only the free rankers set the bar; with a time hold-out the served model is
+    held to it as well."""
     res = train_model(samples, None, epochs=2, seed=3, reference=trained, previous_is_trained=True)
     assert set(res.gates) == {"finite_losses", "canary_variance", "holdout"}
     d = res.holdout
     assert d is not None and d.method == "kfold" and d.sessions == len(samples)
-    assert res.canary_ndcg_before == d.served and d.served is not None
-    assert res.canary_topk_overlap is None
-    assert res.accepted == (d.candidate >= max(d.served, d.heuristics["cosine"]))
+    assert d.served is None and res.canary_topk_overlap is None
+    assert res.accepted == (d.candidate >= max(d.heuristics.values()))
+    many = _fake(60, dim=16)
+    served = train_model(many, None, epochs=1, seed=0, canary=many).params
+    timed = train_model(many, None, epochs=2, seed=3, reference=served, previous_is_trained=True)
+    assert timed.holdout.method == "time" and timed.holdout.served is not None
+    assert timed.canary_ndcg_before == timed.holdout.served
