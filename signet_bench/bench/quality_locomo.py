@@ -14,7 +14,7 @@ Method:
    session used anything, so the daemon's session-start rule (`daemon/context.py`) would fall back to
    the ten most recent memories, which says nothing about the question; the question is what
    a retrieval by question looks for, the way a prompt drives Signet's recall. Its query
-   (`daemon.query.prompt_query`: Signet's prompt terms and the names in the question) gives
+   (`daemon.session_query.prompt_query`: Signet's prompt terms and the names in the question) gives
    the candidates' lexical and entity-match signals; the observation's conversation session
    is its source session (the source-neighbourhood signal).
 3. Questions of a conversation are ordered by when they became answerable (the latest session
@@ -71,9 +71,9 @@ from signet_bench.bench.report import Row
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.candidates import SessionInputs, session_inputs
 from signet_bench.daemon.context import mean_unit
-from signet_bench.daemon.query import prompt_query
 from signet_bench.daemon.ranking.fusion import ranks_from_scores, rrf_fuse
 from signet_bench.daemon.ranking.ranker import HybridRanker, LexicalRanker
+from signet_bench.daemon.session_query import prompt_query
 from signet_bench.errors import UserError
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.pairs import base_params, pair_frame, train_base, write_pairs

@@ -3,7 +3,7 @@ scores, the trainer learns from and the benchmarks evaluate, built by one functi
 
 `session_inputs` takes the corpus, the candidates' corpus rows in baseline order, the session
 (start, time zone, project, previous session of the project), its context vector and its query
-(`daemon.query`), and computes every per-candidate input: embeddings and the text path's
+(`daemon.session_query`), and computes every per-candidate input: embeddings and the text path's
 tokens, the 17 features (`features.candidate_features`), the signals (`serving.signals`:
 lexical, entity match and source neighbourhood, over the whole pool), the effective score at
 the session start and the project slot.
@@ -23,8 +23,8 @@ import numpy as np
 from serving.signals import candidate_signals
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.features import CandidateInfo, SessionInfo, candidate_features
-from signet_bench.daemon.query import NO_QUERY, SessionQuery
 from signet_bench.daemon.ranking.baseline import age_days, effective_score
+from signet_bench.daemon.session_query import NO_QUERY, SessionQuery
 from signet_bench.learn.model.tokenizer import project_slot
 from signet_bench.store.corpus import Corpus
 

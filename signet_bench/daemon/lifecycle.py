@@ -55,12 +55,12 @@ from signet_bench.daemon.predictor_state import (
     state_to_json,
     training_due,
 )
-from signet_bench.daemon.query import start_query
 from signet_bench.daemon.ranking.baseline import rank_order
 from signet_bench.daemon.ranking.compat import signet058_session_start
 from signet_bench.daemon.ranking.fts import fts_search, recall_terms
 from signet_bench.daemon.ranking.ranker import CosineRanker
 from signet_bench.daemon.ranking.session_start import SessionStartResult, session_start
+from signet_bench.daemon.session_query import start_query
 from signet_bench.daemon.trainers import Trainer, TrainingJob
 from signet_bench.errors import UserError
 from signet_bench.learn.samples import SessionSample, build_sample, scored_sessions

@@ -5,7 +5,7 @@ what serving saw.
 
 The session loop calls `build_sample` at the end of every session on the rows it has just
 recorded; the trainer calls it on every scored session of a store (`load_samples`). A
-session's query is its session-start query (`daemon.query`: the terms of the project's last
+session's query is its session-start query (`daemon.session_query`: the terms of the project's last
 transcripts done before it started), so the candidates' signals are the ones served then.
 The label rule's sampled negatives draw from a random stream keyed by the session, so a
 session's sample is the same whichever sessions are loaded with it.
@@ -31,7 +31,7 @@ from signet_bench.daemon.labels import (
     seed_labels,
     session_trainable,
 )
-from signet_bench.daemon.query import NO_QUERY, SessionQuery, StartQueries
+from signet_bench.daemon.session_query import NO_QUERY, SessionQuery, StartQueries
 from signet_bench.store.corpus import Corpus, read_corpus
 from signet_bench.store.read import open_readonly, read_session_memories, read_sessions
 
@@ -160,7 +160,7 @@ def build_sample(
     """One session's sample (None when no candidate of it is left, no context can be formed,
     or the labels are not trainable). `session` holds session_key, project, start, score,
     confidence, novel_context_count (and end: the score row's time); `cand` its
-    `session_memories` rows; `query` its session-start query (`daemon.query.start_query`)."""
+    `session_memories` rows; `query` its session-start query (`daemon.session_query.start_query`)."""
     cand = cand.filter(pl.col("memory_id").is_in(list(corpus.row_of)))
     if cand.height == 0:
         return None

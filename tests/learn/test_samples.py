@@ -17,7 +17,7 @@ from serving.signals import lexical_scores
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.features import N_FEATURES
 from signet_bench.daemon.loop import SimOptions, simulate
-from signet_bench.daemon.query import start_query
+from signet_bench.daemon.session_query import start_query
 from signet_bench.learn.model.params import signet_init_params
 from signet_bench.learn.model.scorer import forward
 from signet_bench.learn.model.tokenizer import project_slot, token_buckets

@@ -110,9 +110,7 @@ def test_nan_label_fails_from_fresh_weights_too(samples):
 
 def test_accepted_training_returns_a_new_copy(samples, trained):
     before = _snapshot(trained)
-    res = train_model(
-        samples, trained, epochs=1, seed=0, previous_is_trained=False, canary=samples
-    )
+    res = train_model(samples, trained, epochs=1, seed=0, previous_is_trained=False, canary=samples)
     assert res.accepted
     assert all(res.params[k] is not trained[k] for k in trained)
     assert any(not np.array_equal(res.params[k], trained[k]) for k in trained)

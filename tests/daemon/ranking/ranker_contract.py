@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 
 from signet_bench.daemon.candidates import SessionInputs, session_inputs
-from signet_bench.daemon.query import NO_QUERY, SessionQuery
 from signet_bench.daemon.ranking.ranker import Ranker, ranking_order
+from signet_bench.daemon.session_query import NO_QUERY, SessionQuery
 from signet_bench.store.corpus import Corpus, read_corpus
 from signet_bench.store.schema import connect_writer, create_store
 from signet_bench.store.timestamps import format_iso

@@ -1,4 +1,4 @@
-"""A session's query side (`daemon.query`) and the memories' source sessions (`store.corpus`):
+"""A session's query side (`daemon.session_query`) and the memories' source sessions (`store.corpus`):
 the trainer's one read of the summary jobs picks, for every session start, the transcripts the
 store's own query picks; a prompt's query is Signet's terms and the names in it."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from signet_bench.daemon.candidates import session_inputs
-from signet_bench.daemon.query import (
+from signet_bench.daemon.session_query import (
     NO_QUERY,
     SessionQuery,
     StartQueries,
