@@ -11,13 +11,17 @@ from signet_bench.analysis.queries.training import training_runs
 from signet_bench.config import DEFAULT_CONFIG
 
 
-def _session(con, outcome: str) -> dict:
-    frame = s.session_frame(con)
-    return frame.filter(pl.col("outcome") == outcome).row(-1, named=True)
+def _session(con, outcome: str, *, counted: bool | None = None) -> dict:
+    """The latest session with that outcome (and that EMA status, when given): a session the
+    judge was unsure of still records its comparison, but it does not count."""
+    frame = s.session_frame(con).filter(pl.col("outcome") == outcome)
+    if counted is not None:
+        frame = frame.filter(pl.col("counted") == counted)
+    return frame.row(-1, named=True)
 
 
 def test_detail_holds_both_rankings_and_the_recorded_rows(con):
-    row = _session(con, "predictor won")
+    row = _session(con, "predictor won", counted=True)
     d = ins.session_detail(con, row)
     raw = con.execute(
         "SELECT COUNT(*) FILTER (WHERE source <> 'fts_only'), COUNT(*) FILTER (WHERE source ="
