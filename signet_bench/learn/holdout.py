@@ -13,7 +13,9 @@ training set (a canary drawn from the training data judges what the model memori
 
 The comparators are the model served now and the free rankers a fresh model can start at
 (`heuristic_scores`: cosine(context, memory) and its hybrid with the lexical signal); the
-strongest of them on the held-out sessions is the bar. Scores are NDCG@10 against the sessions' labels.
+strongest of them on the held-out sessions is the bar. Scores are NDCG@10 against the
+sessions' labels. With k-fold the served model learned from most of the judged sessions and
+would win in-sample, so there only the free rankers are the bar (`learn.train`).
 
 The baseline order is not a comparator: a store's labels exist mostly for what session start
 injected, and in cold start that is the baseline's own top, so on the store's labels the
