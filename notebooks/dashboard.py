@@ -596,7 +596,7 @@ def _(view):
                 "lines are drift resets. A run is served only if, on sessions it never "
                 "trained on (the newest ones, or k-fold while there are few), its NDCG@10 "
                 "(`heldout_ndcg`) reaches the bar (`heldout_bar`): the best of the model "
-                "served now and the free rankers (cosine, lexical, hybrid), named in "
+                "served now and the free rankers (cosine, and its hybrid with BM25), named in "
                 "`heldout_comparator`. Runs judged by Signet's own canary gates show the "
                 "canary figures instead."
             ),

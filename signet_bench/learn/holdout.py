@@ -33,7 +33,7 @@ import numpy as np
 from serving.signals import hybrid_scores, signal_column
 from signet_bench.analysis.metrics import ndcg_at_k
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.ranking.prefilter import cosine_to
+from signet_bench.daemon.ranking.ranker import embedded_cosine
 from signet_bench.learn.samples import SessionSample
 
 __all__ = [
@@ -104,10 +104,7 @@ def heuristic_scores(sample: SessionSample) -> dict[str, np.ndarray]:
     model cannot start there, and on real text it trails both (LoCoMo recall@10: BM25 52.2,
     cosine 54.9, hybrid 56.5)."""
     n = len(sample)
-    cosine = np.zeros(n, dtype=np.float64)
-    has = np.asarray(sample.has_emb, dtype=bool)
-    if has.any():
-        cosine[has] = cosine_to(sample.context, np.asarray(sample.cand_emb)[has])
+    cosine = embedded_cosine(sample.context, sample.cand_emb, sample.has_emb)
     lexical = np.zeros(n, dtype=np.float64)
     if sample.signals is not None:
         lexical = np.asarray(sample.signals)[:, signal_column("lexical")].astype(np.float64)

@@ -34,6 +34,7 @@ __all__ = [
     "Ranker",
     "SessionInputs",
     "distinct_candidates",
+    "embedded_cosine",
     "per_distinct_candidate",
     "ranking_order",
 ]
@@ -171,12 +172,20 @@ class HybridRanker:
         return hybrid_scores(CosineRanker().score(inputs), LexicalRanker().score(inputs))
 
 
-def _embedded_cosine(inputs: SessionInputs) -> np.ndarray:
-    """cosine(context, embedding) of the embedded candidates, 0.0 for the others."""
-    has = np.asarray(inputs.has_embedding, dtype=bool)
-    out = np.zeros(len(inputs), dtype=np.float64)
-    out[has] = cosine_to(inputs.context, np.asarray(inputs.embeddings)[has])
+def embedded_cosine(
+    context: np.ndarray, embeddings: np.ndarray, has_embedding: np.ndarray
+) -> np.ndarray:
+    """cosine(context, embedding) of the embedded candidates, 0.0 for the others (the rule
+    `CosineRanker` scores by, and the free ranker a training run is judged against)."""
+    has = np.asarray(has_embedding, dtype=bool)
+    out = np.zeros(len(has), dtype=np.float64)
+    if has.any():
+        out[has] = cosine_to(context, np.asarray(embeddings)[has])
     return out
+
+
+def _embedded_cosine(inputs: SessionInputs) -> np.ndarray:
+    return embedded_cosine(inputs.context, inputs.embeddings, inputs.has_embedding)
 
 
 @dataclass(frozen=True)
