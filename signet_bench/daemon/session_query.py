@@ -28,6 +28,7 @@ from serving.signals import (
     store_start_terms,
 )
 from signet_bench.daemon.ranking.fts import recall_terms
+from signet_bench.store.read import table_names
 
 __all__ = ["NO_QUERY", "SessionQuery", "StartQueries", "prompt_query", "start_query"]
 
@@ -71,8 +72,7 @@ class StartQueries:
     @classmethod
     def read(cls, con: sqlite3.Connection) -> StartQueries:
         """The completed jobs' times, ids and the first characters of their transcripts."""
-        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if "summary_jobs" not in tables:
+        if "summary_jobs" not in table_names(con):
             return cls()
         rows = con.execute(
             f"SELECT {JOB_TIME_SQL}, id, project, SUBSTR(transcript, 1, {START_TRANSCRIPT_CHARS})"

@@ -65,6 +65,7 @@ __all__ = [
     "read_training_log",
     "schema_version",
     "store_tables",
+    "table_names",
     "warn_if_newer_schema",
 ]
 
@@ -278,7 +279,7 @@ _NO_VERSION = "schema_migrations has no rows (no version recorded)"
 def schema_version(con: sqlite3.Connection) -> int:
     """The highest version recorded in `schema_migrations` (errors if absent or empty)."""
     label = _label(con)
-    if "schema_migrations" not in _tables(con):
+    if "schema_migrations" not in table_names(con):
         raise SchemaVersionError(label, "table schema_migrations is missing")
     version = _max_version(con)
     if version is None:
@@ -322,7 +323,7 @@ def _caller_stacklevel() -> int:
 def _validate(con: sqlite3.Connection, label: str | Path) -> None:
     """A Signet store: the required tables and a recorded version. A newer version than 0.58's
     is read (with a warning) when every table and column the workbench reads is there."""
-    tables = _tables(con)
+    tables = table_names(con)
     missing = [t for t in REQUIRED_TABLES if t not in tables]
     version = _max_version(con) if "schema_migrations" in tables else None
     if version is not None and version > SCHEMA_VERSION:
@@ -389,7 +390,8 @@ def _label(con: sqlite3.Connection) -> str:
     return "<sqlite connection>"
 
 
-def _tables(con: sqlite3.Connection) -> set[str]:
+def table_names(con: sqlite3.Connection) -> set[str]:
+    """The names of the store's tables and views (from `sqlite_master`; nothing described)."""
     rows = con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
     return {r[0] for r in rows}
 
@@ -576,7 +578,7 @@ def _read_table(
     params: Sequence[object] = (),
 ) -> pl.DataFrame:
     with _using(store) as (con, label):
-        if table not in _tables(con):  # an optional table an older store lacks
+        if table not in table_names(con):  # an optional table an older store lacks
             return pl.DataFrame(schema=_schema(spec))
         sql = _select_sql(table, spec, _columns(con, table), label) + where
         rows = con.execute(sql, tuple(params)).fetchall()
@@ -649,7 +651,7 @@ def _str_series(values: set[str]) -> pl.Series:
 
 def _flag_sets(con: sqlite3.Connection) -> tuple[set[str], set[str]]:
     """Ids with a superseded knowledge-graph attribute, and ids with active constraints."""
-    tables = _tables(con)
+    tables = table_names(con)
     superseded: set[str] = set()
     constraints: set[str] = set()
     if "entity_attributes" in tables:
