@@ -85,7 +85,12 @@ def signal_column(name: str) -> int:
 # --- lexical ------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=1 << 16)
+# Caches sized for a store's memories (2,000-4,000 texts), so a long-running sidecar's memory
+# stays bounded whatever texts it is sent.
+_TEXT_CACHE = 1 << 13
+
+
+@functools.lru_cache(maxsize=_TEXT_CACHE)
 def _lower_terms(text: str) -> tuple[Counter, int]:
     """Lowercased token counts of a text and its token count (cached: a pool is re-scored for
     every query of its session)."""
@@ -195,7 +200,7 @@ def query_entities(text: str | None) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=_TEXT_CACHE)
 def _token_set(text: str) -> frozenset[str]:
     return frozenset(tokenize(text))
 
