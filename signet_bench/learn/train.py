@@ -483,18 +483,13 @@ class _Fit:
     time_up: Callable[[], bool]
     progress: bool
     frozen: Mapping[str, np.ndarray]
-    fresh: bool  # fresh weights: each fit starts at the better free ranker on its sessions
 
 
 def _fit(
     start: Params, train: Sequence[SessionSample], held: Sequence[SessionSample], how: _Fit,
     epochs: int, patience: int | None,
 ) -> tuple[Params, _Epochs, _Watch | None]:  # fmt: skip
-    """A copy of `start` trained on `train` under the prior, watched on `held` (if any).
-    Fresh weights first start at the better free ranker on `train` alone, so the sessions
-    that judge the fit have no say in where it starts."""
-    if how.fresh:
-        start = start_at_best_free_ranker(start, train, how.cfg)
+    """A copy of `start` trained on `train` under the prior, watched on `held` (if any)."""
     work = copy_params(start)
     watch = _Watch(held, how.cfg, patience) if held else None
     if watch is not None:
@@ -635,7 +630,9 @@ def train_model(
         had_model = current is not None or reference is not None
     if canary is None and cfg.training_judge == "holdout" and len(samples) >= 2:
         how = _Fit(cfg, epochs, batch_size, rng, lambda: time.perf_counter() - t0 > cap,
-                   progress, frozen or {}, fresh=current is None)  # fmt: skip
+                   progress, frozen or {})  # fmt: skip
+        if current is None:  # fresh weights start at the better free ranker
+            base = start_at_best_free_ranker(base, samples, cfg)
         fitted = _held_out_fit(samples, base, how)
         return _held_out_result(fitted, served if had_model else None, cfg, t0)
     work = copy_params(base)

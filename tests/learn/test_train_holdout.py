@@ -103,7 +103,7 @@ def test_a_strong_prior_keeps_the_weights_near_the_start():
 
     def distance(strength: float) -> float:
         cfg = DEFAULT_CONFIG.replace(prior_strength=strength)
-        how = _Fit(cfg, 3, 16, np.random.default_rng(0), lambda: False, False, {}, False)
+        how = _Fit(cfg, 3, 16, np.random.default_rng(0), lambda: False, False, {})
         work, _, _ = _fit(start, data, (), how, 3, None)
         return sum(float(np.sum((work[k] - start[k]) ** 2)) for k in PRIOR_PARAMS)
 
