@@ -130,9 +130,11 @@ def session_ndcgs(
 def start_at_best_free_ranker(
     start: dict[str, np.ndarray], samples: Sequence[SessionSample], cfg: PredictorConfig
 ) -> dict[str, np.ndarray]:
-    """Fresh weights ranking as the better of cosine and the hybrid on `samples` (the
-    sessions the run trains on): the lexical weight is zeroed when cosine wins, and kept at
-    the hybrid ratio otherwise (ties keep the hybrid, which is cosine without query terms)."""
+    """Fresh weights ranking as the better of cosine and the hybrid on `samples` (every
+    session of the run, the held-out ones included: a choice between two fixed rankers that
+    are both comparators anyway, not a fit): the lexical weight is zeroed when cosine wins,
+    and kept at the hybrid ratio otherwise (ties keep the hybrid, which is cosine without
+    query terms)."""
     if "signal_weights" not in start or not samples:
         return start
     per_session = [heuristic_scores(s) for s in samples]
