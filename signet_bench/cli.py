@@ -116,6 +116,8 @@ def _bench_rows(args: argparse.Namespace) -> list:
 
     personas = args.personas or [args.persona]
     seeds = args.seeds or [args.seed]
+    if args.checkpoints is not None and (not args.checkpoints or min(args.checkpoints) < 1):
+        raise UserError(f"--checkpoints: positive session counts, got {args.checkpoints}")
     return quality_rows(
         personas,
         seeds=seeds,
@@ -123,6 +125,7 @@ def _bench_rows(args: argparse.Namespace) -> list:
         embedder=args.embedder,
         ablations=args.ablations,
         cfg=load_config(args.config),
+        checkpoints=args.checkpoints,
     )
 
 
@@ -202,6 +205,12 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
         "--personas", type=_names, default=None, help="quality: several, e.g. heavy,drifting"
     )
     p.add_argument("--seeds", type=_ints, default=None, help="quality: several, e.g. 11,12,13")
+    p.add_argument(
+        "--checkpoints",
+        type=_ints,
+        default=None,
+        help="quality: session counts to judge at (default 10,25,50,100,300)",
+    )
     p.add_argument(
         "--embedder",
         default="wordllama",

@@ -470,11 +470,17 @@ def quality_rows(
     embedder: str = "wordllama",
     ablations: bool = True,
     cfg: PredictorConfig = DEFAULT_CONFIG,
+    checkpoints: Sequence[int] | None = None,
 ) -> list[Row]:
     """Simulate every persona on every seed, evaluate each checkpoint's rankers on the
     held-out sessions (pooled per persona), ablate; the rows. `cfg` is the predictor's
-    configuration (a training schedule to try, say)."""
-    checkpoints = QUICK_CHECKPOINTS if quick else CHECKPOINTS
+    configuration (a training schedule to try, say); `checkpoints` replaces the default
+    session counts (a shorter horizon for many seeds)."""
+    if checkpoints is None:
+        checkpoints = QUICK_CHECKPOINTS if quick else CHECKPOINTS
+    if not checkpoints or min(checkpoints) < 1:
+        raise ValueError(f"checkpoints must be positive session counts, got {list(checkpoints)}")
+    checkpoints = tuple(sorted(set(checkpoints)))
     held_out = QUICK_HELD_OUT if quick else HELD_OUT
     t_all = time.perf_counter()
     _log.info(

@@ -629,7 +629,9 @@ def train_model(
     if had_model is None:
         had_model = current is not None or reference is not None
     if canary is None and cfg.training_judge == "holdout" and len(samples) >= 2:
-        how = _Fit(cfg, epochs, batch_size, rng, lambda: time.perf_counter() - t0 > cap,
+        # too few sessions to learn from: the start is judged and served unchanged
+        moves = epochs if len(samples) >= cfg.holdout_min_sessions else 0
+        how = _Fit(cfg, moves, batch_size, rng, lambda: time.perf_counter() - t0 > cap,
                    progress, frozen or {})  # fmt: skip
         if current is None:  # fresh weights start at the better free ranker
             base = start_at_best_free_ranker(base, samples, cfg)

@@ -123,3 +123,15 @@ def test_worst_seed_rows_name_the_lowest_seed_and_the_share_below_tolerance():
     assert by["heavy/fused_served-cosine", "ndcg@10_delta_worst_seed"].value == pytest.approx(
         -0.015
     )
+
+
+def test_quality_rows_judge_at_the_checkpoints_asked_for():
+    rows = quality_rows(
+        ("light",), seeds=(3,), quick=True, embedder="topic", ablations=False,
+        checkpoints=(20, 5, 20),
+    )  # fmt: skip
+    served = {r.n for r in rows if r.name == "predictor_served" and r.metric == "ndcg@10"}
+    assert served == {5, 20}
+    assert not any(r.name.startswith("ablation_") for r in rows)
+    with pytest.raises(ValueError, match="positive session counts"):
+        quality_rows(("light",), seeds=(3,), quick=True, checkpoints=(0, 10))

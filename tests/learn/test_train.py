@@ -131,7 +131,9 @@ def test_loop_logs_a_rejected_training_and_keeps_no_model(tmp_path, monkeypatch)
     monkeypatch.setattr(samples_mod, "load_samples", poisoned)
     path = tmp_path / "memories.db"
     build_persona_store("light", path, seed=1, n_memories=120)
-    report = simulate(path, 30, SimOptions(scorer="model", seed=1, train_epochs=2))
+    # every training learns (none is held at its start for want of sessions)
+    cfg = DEFAULT_CONFIG.replace(holdout_min_sessions=0)
+    report = simulate(path, 30, SimOptions(scorer="model", seed=1, train_epochs=2), cfg)
     assert report.trainings >= 2
     assert report.trainings_accepted == 0
     assert report.final_state.model_version == 0
