@@ -105,3 +105,39 @@ def test_synthetic_quality_gets_checkpoint_columns_per_persona_and_a_curve(tmp_p
 )
 def test_locomo_rows_are_coloured_by_kind(name, kind):
     assert ranker_kind(name) == kind
+
+
+def test_the_worst_seed_is_named_per_checkpoint_and_drawn_per_seed(tmp_path):
+    """A one-persona run over three seeds: the pooled difference keeps its own line, the worst
+    case table names the worst seed and the share below −0.01 at each checkpoint, and a
+    per-seed chart is drawn."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from signet_bench.bench.quality import worst_seed_rows
+
+    results = tmp_path / "results"
+    results.mkdir()
+    base = np.random.default_rng(0).uniform(0.3, 0.7, size=30)
+    rows = []
+    for n, shifts in (
+        (10, {101: 0.0, 102: -0.02, 103: 0.01}),
+        (50, {101: 0.05, 102: 0.04, 103: 0.03}),
+    ):
+        runs = [SimpleNamespace(seed=s) for s in shifts]
+        per_run = [{"cosine": base, "predictor_served": base + d, "fused_served": base}
+                   for d in shifts.values()]  # fmt: skip
+        mean = float(np.mean(list(shifts.values())))
+        rows.append(Row("predictor_served-cosine", "ndcg@10_delta", mean, "ndcg", mean - 0.01,
+                        mean + 0.01, n=n))  # fmt: skip
+        rows += worst_seed_rows(runs, per_run, n, "")  # type: ignore[arg-type]
+    write_report(results / "quality-unseen.json", "quality", rows)
+    text = write_benchmarks_doc(results, tmp_path / "b.md").read_text()
+    assert "#### Persona\n" in text and "Persona: seed_" not in text
+    assert "| predictor_served-cosine | -0.003333 (-0.01333–0.006667) | 0.04 (0.03–0.05) |" in text
+    assert "Worst case of `predictor_served-cosine` over 3 seeds:" in text
+    assert "| worst seed | seed 102: -0.02 (-0.02–-0.02) | seed 103: 0.03 (0.03–0.03) |" in text
+    assert "| share of seeds below −0.01 | 33% | 0% |" in text
+    png = tmp_path / "b" / "quality-unseen-worst.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "(b/quality-unseen-worst.png)" in text
