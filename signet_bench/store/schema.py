@@ -1,29 +1,43 @@
-"""Signet 0.58's SQLite schema (migrations 001-030) for the tables the workbench reads.
+"""Signet's SQLite schema for the tables the workbench reads, in its two release lines: Signet
+0.58 (migrations 001-030, here) and current Signet (0.145.7, migrations 001-080,
+`store.schema_current`).
 
-`create_store` makes an empty, Signet-compatible `memories.db`: the columns of
-`reference/signet-v0.58.md` §1, the `memories_fts` external-content FTS5 table keyed on rowid
-with its three triggers, WAL mode, and `schema_migrations` rows 1..30.
+`create_store` makes an empty, Signet-compatible `memories.db` of either line: for 0.58 the
+columns of `reference/signet-v0.58.md` §1, the `memories_fts` external-content FTS5 table keyed
+on rowid with its three triggers, and `schema_migrations` rows 1..30; for the current line the
+tables `schema_current` holds and rows 1..80. Both in WAL mode.
 """
 
 from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
+from signet_bench.store import schema_current
 from signet_bench.store.timestamps import format_iso
 
 __all__ = [
+    "KNOWN_TABLES",
+    "RELEASE_LINES",
     "REQUIRED_TABLES",
     "SCHEMA_VERSION",
     "TABLES_DDL",
+    "ReleaseLine",
+    "check_release_line",
     "connect_writer",
     "create_store",
+    "indexes_ddl",
     "new_store",
 ]
+
+ReleaseLine = Literal["0.58", "current"]
+RELEASE_LINES: tuple[ReleaseLine, ...] = ("0.58", "current")
 
 SCHEMA_VERSION = 30
 
@@ -374,6 +388,43 @@ REQUIRED_TABLES: tuple[str, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class _LineSchema:
+    """What `create_store` writes for one release line: tables, then the other statements
+    (indexes, FTS tables and triggers), and the highest migration it records."""
+
+    tables: Mapping[str, str]
+    indexes: tuple[str, ...]
+    others: tuple[str, ...]
+    version: int
+
+
+_SCHEMAS: dict[str, _LineSchema] = {
+    "0.58": _LineSchema(TABLES_DDL, INDEXES_DDL, FTS_DDL, SCHEMA_VERSION),
+    "current": _LineSchema(
+        schema_current.TABLES_DDL,
+        schema_current.INDEXES_DDL,
+        (*schema_current.FTS_DDL, *schema_current.TRIGGERS_DDL),
+        schema_current.CURRENT_SCHEMA_VERSION,
+    ),
+}
+
+KNOWN_TABLES: frozenset[str] = frozenset(TABLES_DDL) | frozenset(schema_current.TABLES_DDL)
+"""Every ordinary table either release line's DDL here defines."""
+
+
+def check_release_line(schema: str) -> ReleaseLine:
+    """`schema` when it names a release line ("0.58" or "current"), else a ValueError."""
+    if schema not in _SCHEMAS:
+        raise ValueError(f"schema: {schema!r} is not one of {', '.join(RELEASE_LINES)}")
+    return schema  # type: ignore[return-value]
+
+
+def indexes_ddl(schema: str = "0.58") -> tuple[str, ...]:
+    """The `CREATE INDEX` statements of a release line's store."""
+    return _SCHEMAS[check_release_line(schema)].indexes
+
+
 def connect_writer(path: str | Path, *, busy_timeout_ms: int = 10_000) -> sqlite3.Connection:
     """A read-write stdlib connection in WAL mode, as the (simulated) daemon holds one."""
     con = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None)
@@ -383,8 +434,10 @@ def connect_writer(path: str | Path, *, busy_timeout_ms: int = 10_000) -> sqlite
     return con
 
 
-def create_store(path: str | Path, *, now: datetime | None = None) -> Path:
-    """Create an empty Signet 0.58 store at `path` (which must not exist yet)."""
+def create_store(path: str | Path, *, now: datetime | None = None, schema: str = "0.58") -> Path:
+    """Create an empty store of release line `schema` ("0.58", the default, or "current") at
+    `path` (which must not exist yet)."""
+    line = _SCHEMAS[check_release_line(schema)]
     p = Path(path)
     if p.exists():
         raise FileExistsError(f"{p}: already exists; refusing to overwrite a store")
@@ -393,17 +446,13 @@ def create_store(path: str | Path, *, now: datetime | None = None) -> Path:
     con = connect_writer(p)
     try:
         con.execute("BEGIN")
-        for ddl in TABLES_DDL.values():
-            con.execute(ddl)
-        for ddl in INDEXES_DDL:
-            con.execute(ddl)
-        for ddl in FTS_DDL:
+        for ddl in (*line.tables.values(), *line.indexes, *line.others):
             con.execute(ddl)
         con.executemany(
             "INSERT INTO schema_migrations(version, applied_at, checksum) VALUES (?, ?, ?)",
             [
                 (v, stamp, hashlib.sha256(f"signet-migration-{v:03d}".encode()).hexdigest())
-                for v in range(1, SCHEMA_VERSION + 1)
+                for v in range(1, line.version + 1)
             ],
         )
         con.execute("COMMIT")
@@ -417,15 +466,18 @@ def create_store(path: str | Path, *, now: datetime | None = None) -> Path:
 
 
 @contextmanager
-def new_store(path: str | Path, *, now: datetime | None = None) -> Iterator[sqlite3.Connection]:
-    """A new store at `path` and its writer connection: the caller fills it; on success the
-    WAL is checkpointed into the file, on any failure the half-written store is removed, so a
-    failed build leaves nothing behind. An existing file is refused, never overwritten."""
+def new_store(
+    path: str | Path, *, now: datetime | None = None, schema: str = "0.58"
+) -> Iterator[sqlite3.Connection]:
+    """A new store of release line `schema` at `path` and its writer connection: the caller
+    fills it; on success the WAL is checkpointed into the file, on any failure the half-written
+    store is removed, so a failed build leaves nothing behind. An existing file is refused,
+    never overwritten."""
     from signet_bench.errors import UserError
 
     p = Path(path)
     try:
-        create_store(p, now=now)
+        create_store(p, now=now, schema=schema)
     except FileExistsError:
         raise UserError(f"{p}: already exists; refusing to overwrite a store") from None
     con = connect_writer(p)
