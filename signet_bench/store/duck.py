@@ -58,7 +58,7 @@ from signet_bench.store.read import (
     quote_ident,
     warn_if_newer_schema,
 )
-from signet_bench.store.schema import REQUIRED_TABLES
+from signet_bench.store.schema import REQUIRED_TABLES, release_line_of
 
 __all__ = [
     "SESSION_MEMORY_SUMMARY_SQL",
@@ -83,18 +83,21 @@ TIMESTAMP_COLUMNS: dict[str, tuple[str, ...]] = {
     "embeddings": ("created_at",),
     "session_memories": ("created_at",),
     "session_scores": ("created_at",),
-    "summary_jobs": ("created_at", "completed_at"),
+    "summary_jobs": ("created_at", "completed_at", "captured_at", "started_at", "ended_at"),
     "memory_history": ("created_at",),
     "memories_cold": ("original_created_at", "archived_at"),
     "predictor_comparisons": ("created_at",),
     "predictor_training_log": ("created_at",),
     "predictor_training_pairs": ("created_at",),
     "session_checkpoints": ("created_at",),
-    "entities": ("created_at", "updated_at", "pinned_at"),
-    "entity_attributes": ("created_at", "updated_at"),
-    "entity_aspects": ("created_at", "updated_at"),
+    "entities": ("created_at", "updated_at", "pinned_at", "archived_at"),
+    "entity_attributes": ("created_at", "updated_at", "archived_at"),
+    "entity_aspects": ("created_at", "updated_at", "archived_at"),
+    "entity_dependencies": ("created_at", "updated_at", "archived_at"),
     "relations": ("created_at", "updated_at"),
     "memory_entity_mentions": ("created_at",),
+    "path_feedback_events": ("created_at",),
+    "session_recall_events": ("created_at",),
 }
 
 
@@ -175,7 +178,8 @@ def attach_store(
         if missing:
             raise NotSignetStoreError(p, missing)
         with _duck_errors(p, "reading schema_migrations"):
-            warn_if_newer_schema(p, _schema_version(con, alias, tables))
+            version = _schema_version(con, alias, tables)
+            warn_if_newer_schema(p, version, release_line_of(tables.columns))
         _create_views(con, alias, tables)
         with _duck_errors(p, f"recording the table listing in {alias}_tables"):
             _record_tables(con, alias, tables)

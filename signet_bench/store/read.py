@@ -5,9 +5,14 @@ never write to a store or hold a write lock. Columns are read by name (their ord
 store's upgrade history); a missing optional column reads as its Signet default; both timestamp
 formats (`...T...Z` and `YYYY-MM-DD HH:MM:SS`) become Polars `Datetime("us", "UTC")`.
 
+Both release lines are read: Signet 0.58 (migrations to 030) and current Signet (0.145.7,
+migrations to 080), told apart by what a store holds, not by its version number
+(`release_line`, `store_shape`). On a current store the session readers return one agent's rows
+(`agent_id`, default 'default'); the predictor tables it lacks read as empty frames.
+
 Stores are tolerated as real installs leave them: tables the reader never reads, sqlite-vec's
 `vec_embeddings USING vec0` virtual table (unreadable without its module; `store_tables` names it
-as skipped), and schema versions newer than 0.58's, read by column name with a
+as skipped), and schema versions newer than their line's, read by column name with a
 `SchemaVersionWarning` as long as every table and column the workbench reads is there.
 """
 
@@ -43,14 +48,24 @@ from signet_bench.store.errors import (
     StoreTimestampError,
     error_text,
 )
-from signet_bench.store.schema import REQUIRED_TABLES, SCHEMA_VERSION, TABLES_DDL
+from signet_bench.store.schema import (
+    KNOWN_TABLES,
+    LINE_RELEASES,
+    LINE_VERSIONS,
+    REQUIRED_TABLES,
+    ReleaseLine,
+    release_line_of,
+)
 from signet_bench.store.timestamps import TimestampError, parse_ts
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
+    "DEFAULT_AGENT",
+    "PREDICTOR_TABLES",
     "MemoryTable",
     "SkippedTable",
     "StoreLike",
+    "StoreShape",
     "StoreTables",
     "check_sqlite_file",
     "master_entries",
@@ -63,13 +78,19 @@ __all__ = [
     "read_sessions",
     "read_summary_jobs",
     "read_training_log",
+    "release_line",
     "schema_version",
+    "store_shape",
     "store_tables",
     "table_names",
     "warn_if_newer_schema",
 ]
 
 StoreLike = str | Path | sqlite3.Connection
+
+DEFAULT_AGENT = "default"
+"""The agent whose sessions a current store's readers return unless told otherwise (Signet's
+default agent id; a 0.58 store has no agents)."""
 
 # Wait this long for the daemon's write lock instead of failing at once (stdlib and DuckDB).
 BUSY_TIMEOUT_MS = 5_000
@@ -292,19 +313,23 @@ def _max_version(con: sqlite3.Connection) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
-def _newer_than_known(version: int) -> str:
+def _newer_than_known(version: int, line: ReleaseLine = "0.58") -> str:
+    known = LINE_VERSIONS[line]
     return (
         f"schema_migrations records version {version}, newer than the versions this reader "
-        f"knows (1..{SCHEMA_VERSION}, Signet 0.58; migrations {SCHEMA_VERSION + 1:03d}.."
+        f"knows (1..{known}, {LINE_RELEASES[line]}; migrations {known + 1:03d}.."
         f"{version:03d} are unknown)"
     )
 
 
-def warn_if_newer_schema(label: str | Path, version: int | None) -> None:
-    """Warn (`SchemaVersionWarning`) that a store newer than Signet 0.58 is read by column name."""
-    if version is not None and version > SCHEMA_VERSION:
+def warn_if_newer_schema(
+    label: str | Path, version: int | None, line: ReleaseLine = "0.58"
+) -> None:
+    """Warn (`SchemaVersionWarning`) that a store newer than its release line's schema here
+    (0.58: 30, current: 80) is read by column name."""
+    if version is not None and version > LINE_VERSIONS[line]:
         warnings.warn(
-            f"{label}: {_newer_than_known(version)}; reading it by column name",
+            f"{label}: {_newer_than_known(version, line)}; reading it by column name",
             SchemaVersionWarning,
             stacklevel=_caller_stacklevel(),
         )
@@ -321,28 +346,50 @@ def _caller_stacklevel() -> int:
 
 
 def _validate(con: sqlite3.Connection, label: str | Path) -> None:
-    """A Signet store: the required tables and a recorded version. A newer version than 0.58's
-    is read (with a warning) when every table and column the workbench reads is there."""
+    """A Signet store: the required tables and a recorded version. A newer version than its
+    release line's is read (with a warning) when every table and column the workbench reads is
+    there."""
     tables = table_names(con)
     missing = [t for t in REQUIRED_TABLES if t not in tables]
     version = _max_version(con) if "schema_migrations" in tables else None
-    if version is not None and version > SCHEMA_VERSION:
+    line = _line(con, tables)
+    if version is not None and version > LINE_VERSIONS[line]:
         columns = _missing_columns(con, tables)
         if missing or columns:
             parts = [f"missing table(s): {', '.join(missing)}"] if missing else []
             parts += [f"missing column(s): {', '.join(columns)}"] if columns else []
             raise SchemaVersionError(
                 label,
-                f"{_newer_than_known(version)}, and it lacks what the workbench reads: "
+                f"{_newer_than_known(version, line)}, and it lacks what the workbench reads: "
                 + "; ".join(parts),
                 missing=[*missing, *columns],
             )
-        warn_if_newer_schema(label, version)
+        warn_if_newer_schema(label, version, line)
         return
     if missing:
         raise NotSignetStoreError(label, missing)
     if version is None:
         raise SchemaVersionError(label, _NO_VERSION)
+
+
+def _line(con: sqlite3.Connection, tables: set[str]) -> ReleaseLine:
+    """The store's release line (`schema.release_line_of`) from its `session_memories`."""
+    present = (
+        {"session_memories": _columns(con, "session_memories")}
+        if ("session_memories" in tables)
+        else {}
+    )
+    return release_line_of(present)
+
+
+def release_line(store: StoreLike) -> ReleaseLine:
+    """ "current" or "0.58": the release line of a store by what it holds, not by its version
+    number (`schema.release_line_of`). A connection (a reader's, or the simulated daemon's
+    writer) is asked as it is; a path is opened read-only and validated."""
+    if isinstance(store, sqlite3.Connection):
+        return _line(store, table_names(store))
+    with _using(store) as (con, _):
+        return _line(con, table_names(con))
 
 
 def _missing_columns(con: sqlite3.Connection, tables: set[str]) -> list[str]:
@@ -456,7 +503,7 @@ def master_entries(
     shadows = []
     for name in sorted(entries):
         owner = max((v for v in virtual if name.startswith(v + "_")), key=len, default=None)
-        if owner is not None and entries[name] is None and name not in TABLES_DDL:
+        if owner is not None and entries[name] is None and name not in KNOWN_TABLES:
             reason = f"shadow table of virtual table {owner} (USING {virtual[owner]})"
             shadows.append(SkippedTable(name, reason))
     for shadow in shadows:
@@ -491,6 +538,54 @@ def store_tables(store: StoreLike) -> StoreTables:
         rows = con.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
         entries, shadows = master_entries(rows)
         return probe_tables(label, entries, shadows, lambda t: _column_list(con, t), sqlite3.Error)
+
+
+PREDICTOR_TABLES: tuple[str, ...] = (
+    "predictor_comparisons",
+    "predictor_training_log",
+    "predictor_training_pairs",
+)
+"""Signet 0.58's predictor tables: current Signet creates none of them."""
+
+
+@dataclass(frozen=True)
+class StoreShape:
+    """What a store is, by what it holds: its release line ("0.58" or "current", from its
+    tables, `schema.release_line_of`), the version `schema_migrations` records, the predictor
+    tables it has (0.58's; a store upgraded to the current line may keep them, a new one has
+    none) and the tables the reader cannot describe, skipped with why (sqlite-vec's
+    `vec_embeddings`, virtual tables' shadow tables)."""
+
+    path: str
+    line: ReleaseLine
+    version: int
+    predictor_tables: tuple[str, ...]
+    skipped: tuple[SkippedTable, ...]
+
+    def summary(self) -> str:
+        """One line: the release line and version, the predictor tables, what was skipped."""
+        predictor = ", ".join(self.predictor_tables) or "none"
+        text = (
+            f"{self.path}: release line {self.line} (schema version {self.version});"
+            f" predictor tables: {predictor}"
+        )
+        skipped = "; ".join(f"{s.name} ({s.reason})" for s in self.skipped)
+        return f"{text}; skipped: {skipped}" if skipped else text
+
+
+def store_shape(store: StoreLike) -> StoreShape:
+    """The store's `StoreShape`: one look at its tables (never a traceback for a table the
+    reader cannot describe: it is named in `skipped`)."""
+    with _using(store) as (con, label):
+        tables = store_tables(con)
+        version = schema_version(con)
+    return StoreShape(
+        path=str(label),
+        line=release_line_of(tables.columns),
+        version=version,
+        predictor_tables=tuple(t for t in PREDICTOR_TABLES if t in tables.columns),
+        skipped=tables.skipped,
+    )
 
 
 # --- generic tolerant select ---------------------------------------------------------------
@@ -576,11 +671,18 @@ def _read_table(
     sort: Sequence[str],
     where: str = "",
     params: Sequence[object] = (),
+    agent_id: str | None = None,
 ) -> pl.DataFrame:
+    """The table's rows by `spec`; with `agent_id`, only that agent's rows when the table has
+    an `agent_id` column (current Signet keys sessions per agent; a 0.58 table has none)."""
     with _using(store) as (con, label):
         if table not in table_names(con):  # an optional table an older store lacks
             return pl.DataFrame(schema=_schema(spec))
-        sql = _select_sql(table, spec, _columns(con, table), label) + where
+        present = _columns(con, table)
+        if agent_id is not None and "agent_id" in present:
+            where = f"{where} AND agent_id = ?" if where else " WHERE agent_id = ?"
+            params = (*params, agent_id)
+        sql = _select_sql(table, spec, present, label) + where
         rows = con.execute(sql, tuple(params)).fetchall()
     frame = _parse_timestamps(_frame(rows, spec), spec, label, table)
     return frame.sort(list(sort), nulls_last=True, maintain_order=True)
@@ -739,15 +841,22 @@ def _align_embeddings(
 # --- sessions, comparisons, jobs, training log ---------------------------------------------
 
 
-def read_sessions(store: StoreLike) -> pl.DataFrame:
-    """`session_scores` rows (continuity score per session), ordered by created_at, id."""
-    return _read_table(store, "session_scores", _SESSION_SPEC, ["created_at", "id"])
+def read_sessions(store: StoreLike, *, agent_id: str = DEFAULT_AGENT) -> pl.DataFrame:
+    """`session_scores` rows (continuity score per session), ordered by created_at, id; on a
+    current store only `agent_id`'s (a 0.58 store has one agent)."""
+    return _read_table(
+        store, "session_scores", _SESSION_SPEC, ["created_at", "id"], agent_id=agent_id
+    )
 
 
 def read_session_memories(
-    store: StoreLike, session_keys: Iterable[str] | None = None
+    store: StoreLike,
+    session_keys: Iterable[str] | None = None,
+    *,
+    agent_id: str = DEFAULT_AGENT,
 ) -> pl.DataFrame:
-    """`session_memories` candidates (all, or only `session_keys`), by session then rank."""
+    """`session_memories` candidates (all, or only `session_keys`), by session then rank; on a
+    current store only `agent_id`'s (its key is per agent: 042)."""
     where, params = "", ()
     if session_keys is not None:
         where = " WHERE session_key IN (SELECT value FROM json_each(?))"
@@ -759,6 +868,7 @@ def read_session_memories(
         ["created_at", "session_key", "rank", "memory_id"],
         where,
         params,
+        agent_id,
     )
 
 
@@ -767,9 +877,12 @@ def read_comparisons(store: StoreLike) -> pl.DataFrame:
     return _read_table(store, "predictor_comparisons", _COMPARISON_SPEC, ["created_at", "id"])
 
 
-def read_summary_jobs(store: StoreLike) -> pl.DataFrame:
-    """`summary_jobs` rows, transcripts included (Signet keeps them there)."""
-    return _read_table(store, "summary_jobs", _SUMMARY_JOB_SPEC, ["created_at", "id"])
+def read_summary_jobs(store: StoreLike, *, agent_id: str = DEFAULT_AGENT) -> pl.DataFrame:
+    """`summary_jobs` rows, transcripts included (Signet keeps them there); on a current store
+    only `agent_id`'s."""
+    return _read_table(
+        store, "summary_jobs", _SUMMARY_JOB_SPEC, ["created_at", "id"], agent_id=agent_id
+    )
 
 
 def read_training_log(store: StoreLike) -> pl.DataFrame:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,6 +24,8 @@ from signet_bench.store.timestamps import format_iso
 
 __all__ = [
     "KNOWN_TABLES",
+    "LINE_RELEASES",
+    "LINE_VERSIONS",
     "RELEASE_LINES",
     "REQUIRED_TABLES",
     "SCHEMA_VERSION",
@@ -34,6 +36,7 @@ __all__ = [
     "create_store",
     "indexes_ddl",
     "new_store",
+    "release_line_of",
 ]
 
 ReleaseLine = Literal["0.58", "current"]
@@ -408,6 +411,25 @@ _SCHEMAS: dict[str, _LineSchema] = {
         schema_current.CURRENT_SCHEMA_VERSION,
     ),
 }
+
+LINE_VERSIONS: dict[ReleaseLine, int] = {
+    "0.58": SCHEMA_VERSION,
+    "current": schema_current.CURRENT_SCHEMA_VERSION,
+}
+"""The highest migration each release line's schema here is known to (0.58: 30; current: 80)."""
+
+LINE_RELEASES: dict[ReleaseLine, str] = {"0.58": "Signet 0.58", "current": "Signet 0.145.7"}
+"""The release each line's schema here was taken from."""
+
+
+def release_line_of(columns: Mapping[str, Collection[str]]) -> ReleaseLine:
+    """The release line of a store from its tables (name -> column names): "current" when
+    `session_memories` has `agent_id`, else "0.58". Migration 042 rebuilt `session_memories`
+    with `agent_id` (its key is per agent since), so every current store has it, new or upgraded
+    from 0.58, and no 0.58 store does. The predictor tables tell nothing on their own: a store
+    upgraded from 0.58 keeps them, and a new current store has none."""
+    return "current" if "agent_id" in columns.get("session_memories", ()) else "0.58"
+
 
 KNOWN_TABLES: frozenset[str] = frozenset(TABLES_DDL) | frozenset(schema_current.TABLES_DDL)
 """Every ordinary table either release line's DDL here defines."""
