@@ -49,7 +49,7 @@ __all__ = [
     "feature_spec_hash",
 ]
 
-# --- the 17 candidate features (DESIGN §6, reference §4; definitions in signet_bench/daemon/features.py)
+# --- the 17 candidate features (DESIGN §6, reference §4; definitions in serving/features.py) ---
 
 FEATURE_NAMES: tuple[str, ...] = (
     "recency",

@@ -15,7 +15,8 @@ candidates' embeddings, inference the mean of the top-10 baseline candidates'). 
 a session without a project follows the previous session without a project. It only looks
 backwards (the previous session ended before this one starts), so replaying it from a store
 gives exactly what the daemon had at session start. The session loop, the trainer's sample
-assembly and the benchmarks all call these functions; nothing else computes a context.
+assembly and the benchmarks all call these functions; the rule itself (`context_embedding`,
+`mean_unit`) is defined once in `serving.context`, which the session-start hook also uses.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from datetime import datetime
 import numpy as np
 import polars as pl
 
+from serving.context import CONTEXT_RULES, SessionContextVector, context_embedding, mean_unit
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 
 __all__ = [
@@ -41,8 +43,6 @@ __all__ = [
     "used_memory_ids",
 ]
 
-CONTEXT_RULES = ("previous-session", "baseline-top10", "none")
-
 
 @dataclass(frozen=True, slots=True)
 class PreviousSession:
@@ -51,28 +51,6 @@ class PreviousSession:
     session_key: str
     start: datetime
     used: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class SessionContextVector:
-    """A session's context vector (None when no memory has an embedding) and its rule."""
-
-    vector: np.ndarray | None
-    rule: str  # one of CONTEXT_RULES
-
-
-def mean_unit(vectors: np.ndarray) -> np.ndarray | None:
-    """Unit-length mean of the non-zero rows, or None when there are none."""
-    v = np.asarray(vectors, dtype=np.float32)
-    if v.ndim != 2 or len(v) == 0:
-        return None
-    norms = np.linalg.norm(v, axis=1)
-    v = v[norms > 0]
-    if len(v) == 0:
-        return None
-    m = v.mean(axis=0)
-    n = float(np.linalg.norm(m))
-    return (m / n).astype(np.float32) if n > 0 else None
 
 
 def used_memory_ids(candidates: pl.DataFrame | None) -> tuple[str, ...]:
@@ -121,18 +99,6 @@ def previous_sessions(
         out[s["session_key"]] = tracker.before(s["project"])
         tracker.record(s["session_key"], s["project"], s["start"], candidates.get(s["session_key"]))
     return out
-
-
-def context_embedding(previous_used: np.ndarray, baseline_top: np.ndarray) -> SessionContextVector:
-    """The rule on embeddings already gathered: the unit mean of `previous_used`, else of
-    `baseline_top`, else none."""
-    ctx = mean_unit(previous_used)
-    if ctx is not None:
-        return SessionContextVector(ctx, "previous-session")
-    ctx = mean_unit(np.asarray(baseline_top))
-    if ctx is not None:
-        return SessionContextVector(ctx, "baseline-top10")
-    return SessionContextVector(None, "none")
 
 
 def session_context(

@@ -21,6 +21,7 @@ from typing import TypeVar
 import duckdb
 import polars as pl
 
+from serving.workbench import default_workbench
 from signet_bench.errors import UserError
 from signet_bench.store.duck import attached_tables, connect_duckdb
 
@@ -54,14 +55,6 @@ def open_store(db: str | Path) -> duckdb.DuckDBPyConnection:
 def store_has(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     """Whether the attached store has `table` readable (e.g. the simulator's `sim_sessions`)."""
     return table in attached_tables(con).columns
-
-
-def default_workbench(db: str | Path) -> Path:
-    """The workbench of a store: the simulated daemon's (`<db>.predictor/workbench.duckdb`) when
-    it exists, else `workbench.duckdb` beside the store."""
-    p = Path(db)
-    sim = p.with_name(p.name + ".predictor") / "workbench.duckdb"
-    return sim if sim.exists() else p.with_name("workbench.duckdb")
 
 
 def _is_lock_error(exc: duckdb.Error) -> bool:
