@@ -13,6 +13,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import numpy as np
+import polars as pl
 from numpy.typing import ArrayLike
 
 from signet_bench.analysis.metrics import NdcgVariant, ndcg_of_ranking, ranked_ids, signet_ndcg_at_k
@@ -99,6 +100,36 @@ class ComparisonInput:
     def build(cls, session_key: str, memory_ids: ArrayLike, **columns: Any) -> ComparisonInput:
         """The constructor under its older name (same arguments)."""
         return cls(session_key, memory_ids, **columns)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_candidates(
+        cls,
+        session_key: str,
+        cand: pl.DataFrame,
+        *,
+        scorer_confidence: float,
+        project: str | None,
+    ) -> ComparisonInput:
+        """One session's input from its `session_memories` rows as `store.read` returns them,
+        judged by their `relevance_score` (what the daemon compares once the judge has run)."""
+
+        def floats(name: str) -> np.ndarray:
+            return cand[name].cast(pl.Float64).fill_null(np.nan).to_numpy()
+
+        return cls(
+            session_key,
+            np.asarray(cand["memory_id"].to_list(), dtype=str),
+            effective_score=floats("effective_score"),
+            predictor_score=floats("predictor_score"),
+            was_injected=cand["was_injected"].to_numpy(),
+            fts_hit_count=cand["fts_hit_count"].to_numpy(),
+            relevance=floats("relevance_score"),
+            has_entity_slot=cand["entity_slot"].is_not_null().to_numpy(),
+            is_constraint=cand["is_constraint"].to_numpy(),
+            is_fts_only=(cand["source"] == "fts_only").to_numpy(),
+            scorer_confidence=scorer_confidence,
+            project=project,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,11 @@ outside the daemon (the session plan, the user's prompts, the agent's and the ju
 (`daemon.trainers`) serves the scores and runs a due training.
 
 Each session is one transaction (recorded entirely or not at all) and is keyed by its index in
-the store's session plan, so running the same sessions twice changes nothing. The corpus, the
+the store's session plan, so running the same sessions twice changes nothing. Rows are written
+in the store's own shape (`store.read.release_line`): on a current store (release 0.145.7) the
+session rows carry the agent, and the comparison and training log, which current Signet has no
+tables for, stay in the loop's state (`daemon.comparison_log` recomputes the comparisons from
+the store). The corpus, the
 context rule, the candidate inputs, the labels and the training are the same functions the
 trainer (`learn/samples.py`, `learn/train.py`) uses.
 """
@@ -67,7 +71,7 @@ from signet_bench.learn.samples import SessionSample, build_sample, scored_sessi
 from signet_bench.store import sim as sim_tables
 from signet_bench.store import write as w
 from signet_bench.store.corpus import Corpus
-from signet_bench.store.read import read_session_memories, read_sessions
+from signet_bench.store.read import read_session_memories, read_sessions, release_line
 from signet_bench.store.timestamps import format_iso
 
 if TYPE_CHECKING:
@@ -258,6 +262,7 @@ class Lifecycle:
         check_mode(opts.mode)
         self.store, self.world, self.trainer, self.opts, self.cfg = store, world, trainer, opts, cfg
         self.con, self.corpus = store.con, store.corpus
+        self.line = release_line(self.con)  # the shape the loop's rows take
         sim_tables.ensure_sim_tables(self.con)
         raw = sim_tables.load_sim_state(self.con)
         self.state = initial_state(cfg) if raw is None else state_from_json(raw)
@@ -384,10 +389,10 @@ class Lifecycle:
             rows = _candidate_rows(res, inputs)
             w.record_session_candidates(self.con, plan.session_key, rows, at)
             injected = set(res.injected_ids)
-            self._prompts(plan, rng, injected)
+            n_prompts = self._prompts(plan, rng, injected)
             cosine = CosineRanker().score(inputs)
             cos_top = inputs.memory_ids[rank_order(cosine, inputs.memory_ids)][: cfg.comparison_k]
-            judged = self._judge(plan, rng, injected, cos_top.tolist())
+            judged = self._judge(plan, rng, injected, cos_top.tolist(), n_prompts)
             cand = read_session_memories(self.con, [plan.session_key])
             sample = self._sample(plan, prev, cand, judged)
             comp, due = self._compare(idx, plan, cand, judged, alpha, sample is not None, report)
@@ -409,10 +414,11 @@ class Lifecycle:
         if due:  # on the committed store, as the daemon's trainer reads it
             self._train(report, judged.end + COMPARE_DELAY)
 
-    def _prompts(self, plan: SessionContext, rng: np.random.Generator, injected: set[str]) -> None:
+    def _prompts(self, plan: SessionContext, rng: np.random.Generator, injected: set[str]) -> int:
         """The world's prompts as the daemon's hooks record them: each one's FTS hits, and the
-        agent's feedback on the injected memories where it gave any."""
-        for prompt in self.world.prompts(plan, sorted(injected), rng):
+        agent's feedback on the injected memories where it gave any. Returns their number."""
+        prompts = self.world.prompts(plan, sorted(injected), rng)
+        for prompt in prompts:
             hits = fts_search(self.con, recall_terms(prompt.text), limit=20)[:10]
             if hits:
                 at = format_iso(prompt.at)
@@ -421,9 +427,15 @@ class Lifecycle:
                 block = json.dumps({"memory_feedback": dict(prompt.feedback)})
                 fb = parse_feedback(block, injected)
                 w.record_agent_feedback(self.con, plan.session_key, fb.scores)
+        return len(prompts)
 
     def _judge(
-        self, plan: SessionContext, rng, injected: set[str], also: Sequence[str] = ()
+        self,
+        plan: SessionContext,
+        rng,
+        injected: set[str],
+        also: Sequence[str] = (),
+        n_prompts: int = 0,
     ) -> Judgement:
         """The continuity judge's verdict and its rows. The judge is shown what the transcript
         shows (the injected memories and those the prompts recalled) and, in its second pass,
@@ -455,11 +467,14 @@ class Lifecycle:
         w.write_relevance_scores(
             self.con, plan.session_key, dict(zip(ids[rated], rel[rated].tolist(), strict=True))
         )
-        self._end_rows(plan, judged, int(inj.sum()))
+        self._end_rows(plan, judged, int(inj.sum()), n_prompts)
         return judged
 
-    def _end_rows(self, plan: SessionContext, judged: Judgement, n_injected: int) -> None:
-        """session_scores, summary_jobs and session_checkpoints rows of a finished session."""
+    def _end_rows(
+        self, plan: SessionContext, judged: Judgement, n_injected: int, n_prompts: int
+    ) -> None:
+        """session_scores, summary_jobs and session_checkpoints rows of a finished session (a
+        current store's checkpoint requires its harness, digest and prompt count)."""
         end_at = format_iso(judged.end)
         w.insert_session_score(
             self.con,
@@ -486,8 +501,18 @@ class Lifecycle:
             created_at=end_at,
             completed_at=end_at,
         )
+        required = (
+            {"harness": HARNESS, "digest": judged.reasoning, "prompt_count": n_prompts}
+            if self.line == "current"
+            else {}
+        )
         w.insert_session_checkpoint(
-            self.con, plan.session_key, "session_end", project=plan.project, created_at=end_at
+            self.con,
+            plan.session_key,
+            "session_end",
+            project=plan.project,
+            created_at=end_at,
+            **required,
         )
 
     def _sample(
@@ -524,24 +549,14 @@ class Lifecycle:
     ) -> tuple[Comparison, bool]:
         """The comparison row and the state's update; True when a training is due."""
         cfg = self.cfg
-        inp = ComparisonInput.build(
-            plan.session_key,
-            np.asarray(cand["memory_id"].to_list(), dtype=str),
-            effective_score=cand["effective_score"].fill_null(np.nan).to_numpy(),
-            predictor_score=cand["predictor_score"].fill_null(np.nan).to_numpy(),
-            was_injected=cand["was_injected"].to_numpy(),
-            fts_hit_count=cand["fts_hit_count"].to_numpy(),
-            relevance=cand["relevance_score"].fill_null(np.nan).to_numpy(),
-            has_entity_slot=cand["entity_slot"].is_not_null().to_numpy(),
-            is_constraint=cand["is_constraint"].to_numpy(),
-            is_fts_only=(cand["source"] == "fts_only").to_numpy(),
-            scorer_confidence=judged.confidence,
-            project=plan.project,
+        inp = ComparisonInput.from_candidates(
+            plan.session_key, cand, scorer_confidence=judged.confidence, project=plan.project
         )
         comp = compare_session(inp, alpha=alpha, success_rate=self.state.success_rate, cfg=cfg)
-        row = comp.to_row()
-        row["created_at"] = format_iso(judged.end + COMPARE_DELAY)
-        w.insert_comparison(self.con, plan.session_key, row)
+        if self.line == "0.58":  # current Signet has no predictor_comparisons
+            row = comp.to_row()
+            row["created_at"] = format_iso(judged.end + COMPARE_DELAY)
+            w.insert_comparison(self.con, plan.session_key, row)
         report.comparisons += 1
         self.state = on_session_labelled(self.state, trainable=trainable).state
         rule = "signet-0.58" if self.opts.mode == "signet-0.58" else "seed"
@@ -608,7 +623,7 @@ class Lifecycle:
                 report.trainings += 1
                 report.trainings_accepted += int(outcome.accepted)
                 self.state = on_training(self.state, outcome.accepted).state
-            if outcome is not None and outcome.log:
+            if outcome is not None and outcome.log and self.line == "0.58":
                 log = dict(outcome.log)
                 log.setdefault("created_at", format_iso(at))  # the session's simulated time
                 w.insert_training_log(

@@ -31,8 +31,8 @@ from signet_bench.daemon.predictor_state import PredictorState
 from signet_bench.daemon.trainers import TrainerFactory, check_scorer, make_trainer
 from signet_bench.errors import UserError
 from signet_bench.store.corpus import Corpus, read_corpus
-from signet_bench.store.read import open_readonly
-from signet_bench.store.schema import connect_writer
+from signet_bench.store.read import open_readonly, release_line
+from signet_bench.store.schema import check_release_line, connect_writer
 from signet_bench.world.synth.plans import SessionContext
 from signet_bench.world.synth.truth import read_synth_meta
 from signet_bench.world.synth.world import SyntheticWorld, WorldOptions
@@ -54,6 +54,7 @@ class SimOptions:
     prompts: tuple[int, int] = (10, 20)
     train_epochs: int = DEFAULT_CONFIG.full_training_epochs
     progress: bool = False
+    schema: str | None = None  # the release line the store must be (None: whichever it is)
 
     def loop(self) -> LoopOptions:
         """The daemon's own options."""
@@ -90,7 +91,7 @@ class Simulator:
         if not self.path.exists():
             raise UserError(f"{self.path}: no such store")
         self.opts, self.cfg = opts, cfg
-        _check_synthetic(self.path)
+        _check_synthetic(self.path, opts.schema)
         con = connect_writer(self.path)
         self.world = SyntheticWorld.load(con, opts.world(cfg))
         store = LoopStore(self.path, con, read_corpus(con))
@@ -159,11 +160,13 @@ class Simulator:
         self.loop.con.close()
 
 
-def _check_synthetic(path: Path) -> None:
-    """A file that is not a synthetic store is reported (missing tables named) and never opened
-    for writing (the writer would switch it to WAL, or write a header into an empty file)."""
+def _check_synthetic(path: Path, schema: str | None = None) -> None:
+    """A file that is not a synthetic store, or not of the release line `schema` asks for, is
+    reported (missing tables named) and never opened for writing (the writer would switch it to
+    WAL, or write a header into an empty file)."""
     ro = open_readonly(path)
     try:
+        line = release_line(ro)
         meta = read_synth_meta(ro)
     except UserError:
         meta = {}
@@ -173,6 +176,12 @@ def _check_synthetic(path: Path) -> None:
         raise UserError(
             f"{path}: not a synthetic store (no synth_persona table); "
             "create one with `signet-bench synth`"
+        )
+    if schema is not None and line != check_release_line(schema):
+        raise UserError(
+            f"{path}: a store of release line {line}, not {schema} (--schema); the loop writes "
+            f"rows in the store's own shape, so leave --schema out or make a {schema} store "
+            f"with `signet-bench synth --schema {schema}`"
         )
 
 

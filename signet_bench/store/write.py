@@ -1,5 +1,11 @@
-"""The writers of the simulated daemon, following Signet 0.58's write paths: memories
-(insert, supersede, delete) and sessions (candidates, FTS hits, feedback, scores, comparisons).
+"""The writers of the simulated daemon, following Signet's write paths: memories (insert,
+supersede, delete) and sessions (candidates, FTS hits, feedback, scores, comparisons).
+
+Each writer writes rows in the shape of the store it is given (`store.read.release_line`): on a
+0.58 store as Signet 0.58 did; on a current store (release 0.145.7) the session rows carry the
+agent (`DEFAULT_AGENT`, 'default') as current Signet's `session-memories.ts` writes them, keyed
+on (session_key, agent_id, memory_id). Current Signet has no predictor tables: the comparison
+and training-log writers are for 0.58 stores only.
 
 Plain functions over an open `sqlite3` connection (from `schema.connect_writer`). Each one runs
 inside `transaction(con)`: its own BEGIN/COMMIT, or a SAVEPOINT when the caller already holds a
@@ -22,11 +28,13 @@ from typing import Any
 import numpy as np
 
 from signet_bench.store.content import content_hash, normalized_content, storage_content
+from signet_bench.store.read import DEFAULT_AGENT, release_line
 from signet_bench.store.timestamps import format_iso
 
 __all__ = [
     "MEMORY_COLUMNS",
     "CandidateRow",
+    "comparison_id",
     "insert_comparison",
     "insert_embeddings",
     "insert_memories",
@@ -509,17 +517,26 @@ class CandidateRow:
     structural_density: int | None = None
 
 
+def _agent(con: sqlite3.Connection) -> tuple[str, str, tuple[str, ...]]:
+    """How a session row names its agent in this store: (extra column, extra condition,
+    extra value) — `agent_id` 'default' on a current store, nothing on a 0.58 store."""
+    if release_line(con) == "current":
+        return ", agent_id", " AND agent_id = ?", (DEFAULT_AGENT,)
+    return "", "", ()
+
+
 def record_session_candidates(
     con: sqlite3.Connection, session_key: str, rows: Sequence[CandidateRow], created_at: str
 ) -> int:
     """Signet recordSessionCandidates: `INSERT OR IGNORE`, fts_hit_count 0. Returns rows added."""
     before = con.total_changes
+    column, _, agent = _agent(con)
     con.executemany(
-        """INSERT OR IGNORE INTO session_memories (
+        f"""INSERT OR IGNORE INTO session_memories (
             id, session_key, memory_id, source, effective_score, predictor_score, final_score,
             rank, was_injected, fts_hit_count, created_at, entity_slot, aspect_slot,
-            is_constraint, structural_density, predictor_rank, agent_feedback_count)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, 0)""",
+            is_constraint, structural_density, predictor_rank, agent_feedback_count{column})
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, 0{", ?" * len(agent)})""",
         [
             (
                 _uid(session_key, r.memory_id),
@@ -537,6 +554,7 @@ def record_session_candidates(
                 int(r.is_constraint),
                 r.structural_density,
                 r.predictor_rank,
+                *agent,
             )
             for r in rows
         ],
@@ -548,13 +566,18 @@ def track_fts_hits(
     con: sqlite3.Connection, session_key: str, memory_ids: Iterable[str], created_at: str
 ) -> None:
     """Signet trackFtsHits: new ids get an 'fts_only' row, existing rows count one more hit."""
+    column, _, agent = _agent(con)
     con.executemany(
-        """INSERT INTO session_memories (
+        f"""INSERT INTO session_memories (
             id, session_key, memory_id, source, effective_score, final_score, rank,
-            was_injected, fts_hit_count, created_at)
-        VALUES (?, ?, ?, 'fts_only', 0, 0, 0, 0, 1, ?)
-        ON CONFLICT(session_key, memory_id) DO UPDATE SET fts_hit_count = fts_hit_count + 1""",
-        [(_uid(session_key, m), session_key, m, created_at) for m in dict.fromkeys(memory_ids)],
+            was_injected, fts_hit_count, created_at{column})
+        VALUES (?, ?, ?, 'fts_only', 0, 0, 0, 0, 1, ?{", ?" * len(agent)})
+        ON CONFLICT(session_key{column}, memory_id)
+        DO UPDATE SET fts_hit_count = fts_hit_count + 1""",
+        [
+            (_uid(session_key, m), session_key, m, created_at, *agent)
+            for m in dict.fromkeys(memory_ids)
+        ],
     )
 
 
@@ -562,14 +585,15 @@ def record_agent_feedback(
     con: sqlite3.Connection, session_key: str, scores: Mapping[str, float]
 ) -> None:
     """Running mean of the agent's ratings: new = (old*count + s)/(count+1), or s if none."""
+    _, condition, agent = _agent(con)
     con.executemany(
-        """UPDATE session_memories SET
+        f"""UPDATE session_memories SET
             agent_relevance_score = CASE WHEN agent_relevance_score IS NULL THEN ?
                 ELSE (agent_relevance_score * agent_feedback_count + ?)
                      / (agent_feedback_count + 1) END,
             agent_feedback_count = COALESCE(agent_feedback_count, 0) + 1
-        WHERE session_key = ? AND memory_id = ?""",
-        [(s, s, session_key, m) for m, s in scores.items()],
+        WHERE session_key = ? AND memory_id = ?{condition}""",
+        [(s, s, session_key, m, *agent) for m, s in scores.items()],
     )
 
 
@@ -577,9 +601,11 @@ def write_relevance_scores(
     con: sqlite3.Connection, session_key: str, relevance: Mapping[str, float]
 ) -> None:
     """The continuity judge's per-memory relevance, clamped to [0, 1]."""
+    _, condition, agent = _agent(con)
     con.executemany(
-        "UPDATE session_memories SET relevance_score = ? WHERE session_key = ? AND memory_id = ?",
-        [(min(1.0, max(0.0, float(v))), session_key, m) for m, v in relevance.items()],
+        "UPDATE session_memories SET relevance_score = ?"
+        f" WHERE session_key = ? AND memory_id = ?{condition}",
+        [(min(1.0, max(0.0, float(v))), session_key, m, *agent) for m, v in relevance.items()],
     )
 
 
@@ -619,16 +645,22 @@ def insert_session_checkpoint(
     replace_row(con, "session_checkpoints", row)
 
 
+def comparison_id(session_key: str) -> str:
+    """The id of a session's comparison row (the same however often it is written)."""
+    return _uid("comparison", session_key)
+
+
 def insert_comparison(con: sqlite3.Connection, session_key: str, row: Mapping[str, Any]) -> None:
-    """One `predictor_comparisons` row; JSON-valued columns are serialised here."""
+    """One `predictor_comparisons` row (a 0.58 store's); JSON-valued columns are serialised
+    here."""
     cols = {k: v for k, v in row.items() if k not in ("id", "session_key")}
     for k in ("predictor_top_ids", "baseline_top_ids", "relevance_scores"):
         if k in cols and not isinstance(cols[k], str):
             cols[k] = json.dumps(cols[k])
-    full = {"id": _uid("comparison", session_key), "session_key": session_key, **cols}
+    full = {"id": comparison_id(session_key), "session_key": session_key, **cols}
     replace_row(con, "predictor_comparisons", full)
 
 
 def insert_training_log(con: sqlite3.Connection, run_id: str, **cols: Any) -> None:
-    """One `predictor_training_log` row per training run."""
+    """One `predictor_training_log` row per training run (a 0.58 store's)."""
     replace_row(con, "predictor_training_log", {"id": run_id, **cols})

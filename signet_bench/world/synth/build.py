@@ -26,7 +26,7 @@ import numpy as np
 from tqdm import tqdm
 
 from signet_bench.errors import UserError
-from signet_bench.store.schema import new_store
+from signet_bench.store.schema import check_release_line, new_store
 from signet_bench.store.timestamps import format_iso, format_sqlite
 from signet_bench.store.write import (
     insert_embeddings,
@@ -593,10 +593,13 @@ def build_persona_store(
     seed: int = 0,
     n_memories: int | None = None,
     embedder: str | Embedder | None = None,
+    schema: str = "0.58",
 ) -> str:
     """Write a new synthetic store at `out` (never overwrites) and return a one-paragraph
     summary of what it holds. `embedder` (default: the persona's own, `Persona.embedder`):
-    "topic", a registered embedder name such as "wordllama", or an `Embedder`."""
+    "topic", a registered embedder name such as "wordllama", or an `Embedder`. `schema`: the
+    store's release line, "0.58" (default) or "current" (Signet 0.145.7's tables)."""
+    check_release_line(schema)
     if isinstance(persona, str):
         persona = get_persona(persona, n_memories)
     elif n_memories is not None:
@@ -613,7 +616,7 @@ def build_persona_store(
         embedded = [s for s in plan.specs if s.id not in plan.no_embedding]
         vectors = emb.embed([s.final_content for s in embedded])
         bar.update()
-        with new_store(path, now=plan.now) as con, transaction(con):
+        with new_store(path, now=plan.now, schema=schema) as con, transaction(con):
             insert_memories(con, _memory_rows(plan))
             bar.update()
             _apply(con, plan, {s.id: s for s in plan.specs})
