@@ -12,6 +12,7 @@ from serving.request import FORMATS, MODES, RequestError, TrainingRequest
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig, load_config
 from signet_bench.errors import UserError
 from signet_bench.learn.blas import configure as configure_blas
+from signet_bench.store.schema import RELEASE_LINES
 from signet_bench.store.timestamps import local_tz
 
 if TYPE_CHECKING:
@@ -21,7 +22,8 @@ __all__ = ["main"]
 
 BENCH_HELP = """benchmarks (each prints a table; --json PATH also writes it as JSON):
   store    synth heavy-persona generation time (s); load 4,000 memories + 768-d
-           embeddings (ms, p50/p95); DuckDB aggregate over 1.5M session_memories rows (ms)
+           embeddings (ms, p50/p95); DuckDB aggregate over 1.5M session_memories rows (ms);
+           --schema current: on current Signet's tables
   loop     session-start latency on the heavy persona (ms, p50/p95 over 200 starts);
            time to simulate 1,000 sessions (s)
   quality  NDCG@10 against the planted truth on held-out sessions: baseline, cosine, the
@@ -51,7 +53,13 @@ _STORE_HELP = "a Signet memories.db (read-only)"
 _STORE = {"--db": _STORE_HELP}  # a subcommand's required store
 _TZ_HELP = "the user's IANA time zone (default: local)"
 _CONFIG_HELP = "Signet agent.yaml with a predictor: block"
-_SIM_OPTIONS = ("scorer", "mode", "seed", "feedback_share", "judge_noise", "judge_recency_bias")
+_SIM_OPTIONS = (
+    "scorer", "mode", "seed", "feedback_share", "judge_noise", "judge_recency_bias", "schema",
+)  # fmt: skip
+_SCHEMA_HELP = (
+    "the store's release line: 0.58 (Signet 0.58's tables, with the predictor's) or current "
+    "(Signet 0.145.7's: agent-scoped sessions, no predictor tables)"
+)
 
 
 def _command(
@@ -76,7 +84,12 @@ def _cmd_synth(args: argparse.Namespace) -> int:
     from signet_bench.world.synth.build import build_persona_store
 
     summary = build_persona_store(
-        args.persona, args.out, seed=args.seed, n_memories=args.memories, embedder=args.embedder
+        args.persona,
+        args.out,
+        seed=args.seed,
+        n_memories=args.memories,
+        embedder=args.embedder,
+        schema=args.schema,
     )
     print(summary)
     return 0
@@ -87,7 +100,7 @@ def _bench_rows(args: argparse.Namespace) -> list:
     if args.name == "store":
         from signet_bench.bench.store_speed import store_rows
 
-        return store_rows(quick=args.quick, seed=args.seed)
+        return store_rows(quick=args.quick, seed=args.seed, schema=args.schema)
     if args.name == "loop":
         from signet_bench.bench.loop_speed import loop_rows
 
@@ -176,6 +189,7 @@ def _add_synth(sub: argparse._SubParsersAction) -> None:
         choices=["topic", "wordllama"],
         help="topic: fast 768-d topic-vector generator (default); wordllama: 256-d offline model",
     )
+    p.add_argument("--schema", default="0.58", choices=RELEASE_LINES, help=_SCHEMA_HELP)
 
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:
@@ -222,6 +236,9 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
         "--ablations", action=argparse.BooleanOptionalAction, default=True, help="quality"
     )
     p.add_argument("--config", default=None, help="quality: agent.yaml with a predictor: block")
+    p.add_argument(
+        "--schema", default="0.58", choices=RELEASE_LINES, help="store: the stores' release line"
+    )
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
@@ -256,6 +273,13 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=DEFAULT_CONFIG.full_training_epochs,
         help="epochs per full training (scorer=model)",
+    )
+    p.add_argument(
+        "--schema",
+        default=None,
+        choices=RELEASE_LINES,
+        help="the release line the store must be (default: whichever it is; the loop writes "
+        "rows in the store's own shape, and no predictor tables on a current store)",
     )
     p.add_argument("--config", default=None, help=_CONFIG_HELP)
 

@@ -19,7 +19,12 @@ from signet_bench.daemon.features import (
 )
 from signet_bench.learn.samples import scored_sessions, session_graph
 from signet_bench.store.corpus import read_corpus
-from signet_bench.store.read import open_readonly, read_session_memories, read_sessions
+from signet_bench.store.read import (
+    open_readonly,
+    read_session_memories,
+    read_sessions,
+    table_names,
+)
 from signet_bench.store.timestamps import parse_ts
 
 __all__ = ["feature_triples", "skew_report"]
@@ -28,6 +33,9 @@ _TOL = 1e-6
 
 
 def _session_end_checkpoints(con: sqlite3.Connection) -> list[float]:
+    """The session-end checkpoints' times (none when the store keeps no checkpoints)."""
+    if "session_checkpoints" not in table_names(con):
+        return []
     rows = con.execute(
         "SELECT created_at FROM session_checkpoints WHERE trigger = 'session_end'"
     ).fetchall()

@@ -6,7 +6,8 @@ Rows (stable names):
   scale_store_<n>           wall  s   write the analytics-scale store (setup, for reference)
   duckdb_aggregate_<n>      p50/p95 ms  per-session summary over <n> session_memories rows,
                                       then summarised over sessions (goal <= 1000 ms at 1.5m)
-`<n>` is `1.5m`, or `150k` with --quick.
+`<n>` is `1.5m`, or `150k` with --quick. Every store is of the release line `--schema` names
+(0.58 by default, or current).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import polars as pl
 from signet_bench.bench.report import Row, percentiles
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.store.duck import connect_duckdb, session_memory_summary
-from signet_bench.store.read import read_memories
+from signet_bench.store.read import read_memories, release_line
 from signet_bench.store.scale import write_memories_scale, write_session_memories_scale
 
 __all__ = ["store_rows"]
@@ -48,17 +49,17 @@ def _size_label(n: int) -> str:
     return f"{n / 1e6:g}m" if n >= 1_000_000 else f"{n // 1000}k"
 
 
-def _synth_heavy(out: Path, seed: int) -> tuple[Row, Path]:
+def _synth_heavy(out: Path, seed: int, schema: str) -> tuple[Row, Path]:
     """Time generating the heavy persona's store."""
     from signet_bench.world.synth.build import build_persona_store
 
     t0 = time.perf_counter()
-    build_persona_store("heavy", out, seed=seed)
+    build_persona_store("heavy", out, seed=seed, schema=schema)
     wall = time.perf_counter() - t0
     return Row("synth_heavy", "wall", wall, "s", n=1, goal="<= 20 s"), out
 
 
-def _load_store(tmp: Path, heavy: Path, seed: int) -> Path:
+def _load_store(tmp: Path, heavy: Path, seed: int, schema: str) -> Path:
     """The heavy persona store if it holds 4,000 memories (soft-deleted included) with 768-d
     embeddings, else a generated one."""
     dim = DEFAULT_CONFIG.native_dim
@@ -70,20 +71,21 @@ def _load_store(tmp: Path, heavy: Path, seed: int) -> Path:
         f"timing load on a generated {LOAD_MEMORIES} x {dim} store instead"
     )
     path = tmp / "load.db"
-    write_memories_scale(path, LOAD_MEMORIES, dim=dim, seed=seed)
+    write_memories_scale(path, LOAD_MEMORIES, dim=dim, seed=seed, schema=schema)
     return path
 
 
-def store_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
-    """Run the three measurements (see the module docstring) and return their rows."""
+def store_rows(*, quick: bool = False, seed: int = 0, schema: str = "0.58") -> list[Row]:
+    """Run the three measurements (see the module docstring) on stores of release line
+    `schema` and return their rows."""
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="signet-bench-store-") as tmp_name:
         tmp = Path(tmp_name)
 
-        synth_row, heavy = _synth_heavy(tmp / "heavy.db", seed)
+        synth_row, heavy = _synth_heavy(tmp / "heavy.db", seed, schema)
         rows.append(synth_row)
 
-        load_path = _load_store(tmp, heavy, seed)
+        load_path = _load_store(tmp, heavy, seed, schema)
         repeats = 10 if quick else 30
         ms = _timed(
             lambda: read_memories(load_path, include_deleted=True), warmup=2, repeats=repeats
@@ -96,9 +98,13 @@ def store_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
         label = _size_label(n_rows)
         scale_path = tmp / "scale.db"
         t0 = time.perf_counter()
-        write_session_memories_scale(scale_path, n_rows, n_memories=LOAD_MEMORIES, seed=seed)
+        write_session_memories_scale(
+            scale_path, n_rows, n_memories=LOAD_MEMORIES, seed=seed, schema=schema
+        )
         rows.append(Row(f"scale_store_{label}", "wall", time.perf_counter() - t0, "s", n=1))
 
+        lines = sorted({release_line(p) for p in (heavy, load_path, scale_path)})
+        _log.info(f"the stores' release line (by their tables): {', '.join(lines)}")
         con = connect_duckdb(scale_path)
         try:
 

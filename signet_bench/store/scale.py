@@ -16,7 +16,7 @@ import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.store.content import content_hash, normalized_content
-from signet_bench.store.schema import INDEXES_DDL, connect_writer, create_store
+from signet_bench.store.schema import connect_writer, create_store, indexes_ddl
 from signet_bench.store.timestamps import format_iso, format_sqlite
 
 __all__ = ["ScaleSummary", "write_memories_scale", "write_session_memories_scale"]
@@ -35,7 +35,11 @@ _WORDS = tuple(_WORDS_TEXT.split(" "))
 _TYPES = ("fact", "preference", "decision", "rationale", "procedural", "episodic", "constraint")
 _TYPE_P = (0.35, 0.15, 0.15, 0.1, 0.1, 0.1, 0.05)
 _PROJECTS = ("signet", "webapp", "infra", None)
-_BULK_INDEXES = ("idx_session_memories_session", "idx_session_memories_memory")
+_BULK_INDEXES = (
+    "idx_session_memories_session",
+    "idx_session_memories_memory",
+    "idx_session_memories_agent_session",  # the current line's
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +131,11 @@ def write_memories_scale(
     dim: int = DEFAULT_CONFIG.native_dim,
     seed: int = 0,
     now: datetime = DEFAULT_NOW,
+    schema: str = "0.58",
 ) -> ScaleSummary:
-    """A new store with `n_memories` memories and one unit-norm `dim`-d embedding each."""
-    create_store(path, now=now)
+    """A new store of release line `schema` with `n_memories` memories and one unit-norm
+    `dim`-d embedding each."""
+    create_store(path, now=now, schema=schema)
     rng = np.random.default_rng(seed)
     con = connect_writer(path)
     try:
@@ -154,12 +160,14 @@ def write_session_memories_scale(
     seed: int = 0,
     now: datetime = DEFAULT_NOW,
     per_session: int = CANDIDATES_PER_SESSION,
+    schema: str = "0.58",
 ) -> ScaleSummary:
-    """A new store with `n_memories` memories (no embeddings) and `n_rows` session_memories
-    rows, `per_session` distinct candidates per session, plus one session_scores row each."""
+    """A new store of release line `schema` with `n_memories` memories (no embeddings) and
+    `n_rows` session_memories rows, `per_session` distinct candidates per session, plus one
+    session_scores row each (a current store's rows are the default agent's)."""
     if per_session > n_memories:
         raise ValueError(f"per_session={per_session} exceeds n_memories={n_memories}")
-    create_store(path, now=now)
+    create_store(path, now=now, schema=schema)
     rng = np.random.default_rng(seed)
     n_sessions = math.ceil(n_rows / per_session)
     con = connect_writer(path)
@@ -176,7 +184,7 @@ def write_session_memories_scale(
         for name in _BULK_INDEXES:
             con.execute(f"DROP INDEX IF EXISTS {name}")
         _insert_candidates(con, rng, n_rows, per_session, keys, times, mem_ids)
-        for ddl in INDEXES_DDL:
+        for ddl in indexes_ddl(schema):
             if any(f" {name} " in ddl for name in _BULK_INDEXES):
                 con.execute(ddl)
         con.execute("COMMIT")
