@@ -84,3 +84,23 @@ def test_the_walk_finds_imports_at_any_depth(tmp_path):
         "signet_bench.cli",
         "signet_bench",
     ]
+
+
+HOOK_PROBE = """
+import json, sys
+import serving.hook, serving.hook.cli, serving.hook.harness, serving.hook.js
+import serving.hook.inject, serving.hook.log, serving.hook.signet, serving.workbench
+before = sorted({m.split('.')[0] for m in sys.modules})
+import serving.hook.rank, serving.hook.store, serving.features, serving.context
+after = sorted({m.split('.')[0] for m in sys.modules})
+print(json.dumps([before, after]))
+"""
+
+
+def test_the_session_start_hook_loads_numpy_and_onnxruntime_only_for_a_model():
+    out = subprocess.run(
+        [sys.executable, "-c", HOOK_PROBE], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    before, after = (set(x) for x in json.loads(out))
+    assert not before & {"numpy", "onnxruntime", *HEAVY}, before
+    assert "numpy" in after and not after & {"onnxruntime", *HEAVY}, after

@@ -1,0 +1,10 @@
+"""Signet's session-start hook with the scorer's order: `signet-bench-hook session-start ...`
+(`python -m serving.hook`) wraps `signet hook session-start ...` and fails open to exactly what
+Signet prints (`serving.hook.cli`). Importing this package loads neither numpy nor
+onnxruntime: they are imported when a model is there to load."""
+
+from __future__ import annotations
+
+from serving.hook.cli import main
+
+__all__ = ["main"]

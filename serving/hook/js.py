@@ -1,0 +1,87 @@
+"""JSON and strings as Signet's command line (JavaScript) writes them, so what the hook prints
+matches it byte for byte: `JSON.parse` keeping each number's text, `JSON.stringify` compact and
+with a two-space indent, `String.prototype.trim`, and UTF-8 as Node writes a string (a lone
+surrogate becomes U+FFFD). Standard library only."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["JsNumber", "js_trim", "parse_json", "stringify", "utf8"]
+
+# ECMAScript WhiteSpace and LineTerminator: what `trim` removes (Python's `strip` differs: it
+# keeps U+FEFF and removes U+001C..U+001F and U+0085).
+_JS_SPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+    "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class JsNumber(str):
+    """A JSON number kept as the text it was written with, so it is written back unchanged."""
+
+    __slots__ = ()
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json(text: str) -> Any:
+    """`JSON.parse`: objects, arrays, strings, booleans and null as Python values, numbers as
+    `JsNumber`; NaN and Infinity are refused (ValueError), as JavaScript refuses them."""
+    return json.loads(text, parse_int=JsNumber, parse_float=JsNumber, parse_constant=_constant)
+
+
+def _string(s: str) -> str:
+    """A string literal as `JSON.stringify` writes it (lone surrogates as lower-case escapes)."""
+    out = json.dumps(s, ensure_ascii=False)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", out)
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, JsNumber):
+        return str(value)
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return _string(value)
+    raise TypeError(f"cannot write a {type(value).__name__} as Signet does")
+
+
+def stringify(value: Any, indent: int = 0, _depth: int = 0) -> str:
+    """`JSON.stringify(value)` (indent 0) or `JSON.stringify(value, null, indent)`; keys in
+    their order. Floats are refused: only numbers read by `parse_json` are written."""
+    if isinstance(value, dict):
+        items = [(_string(str(k)), v) for k, v in value.items()]
+        sep = ": " if indent else ":"
+        parts = [f"{k}{sep}{stringify(v, indent, _depth + 1)}" for k, v in items]
+        return _container(parts, "{", "}", indent, _depth)
+    if isinstance(value, list | tuple):
+        parts = [stringify(v, indent, _depth + 1) for v in value]
+        return _container(parts, "[", "]", indent, _depth)
+    return _scalar(value)
+
+
+def _container(parts: list[str], open_: str, close: str, indent: int, depth: int) -> str:
+    if not parts:
+        return open_ + close
+    if not indent:
+        return open_ + ",".join(parts) + close
+    inner = "\n" + " " * (indent * (depth + 1))
+    return open_ + inner + ("," + inner).join(parts) + "\n" + " " * (indent * depth) + close
+
+
+def js_trim(s: str) -> str:
+    """`s.trim()`."""
+    return s.strip(_JS_SPACE)
+
+
+def utf8(s: str) -> bytes:
+    """The bytes Node writes for a string: UTF-8, a lone surrogate as U+FFFD."""
+    return _SURROGATE.sub("\ufffd", s).encode("utf-8")

@@ -1,0 +1,178 @@
+"""Re-rank a session start's memories with the scorer, from the store, as the trainer saw its
+sessions: the same pool, context, features, query terms and signals (`serving.features`,
+`serving.context`, `serving.signals`), computed from what the store holds now.
+
+- **Pool**: the candidates the daemon recorded for this session (`session_memories`, in the
+  trainer's order), plus any memory of Signet's answer not among them; without recorded rows
+  (no session key, or a store whose daemon records none) the answer's memories in its order.
+  The softmax runs over the whole pool; the memories injected are chosen among the answer's,
+  the ones Signet's token budget already admitted.
+- **Context**: the unit mean of the embeddings of the memories the previous scored session of
+  the project used, else of the first 10 memories of the pool's order that have an embedding.
+- **Features**: the session starts now, in the user's time zone; the gap is since the previous
+  session's start; knowledge-graph columns come from the recorded rows.
+- **Query**: Signet 0.58's predicted-context terms of the project's last transcripts.
+
+Imports numpy and the serving modules; the scorer (onnxruntime) is given by the caller.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from serving.context import context_embedding
+from serving.features import CandidateInfo, SessionInfo, candidate_features
+from serving.hook.store import (
+    PoolRow,
+    previous_session,
+    read_embeddings,
+    read_memories,
+    recorded_pool,
+    used_memories,
+)
+from serving.query import ScoreQuery
+from serving.signals import store_start_terms
+from serving.tokenize import project_slot
+
+if TYPE_CHECKING:
+    from serving.scorer import Scorer
+
+__all__ = ["CONTEXT_TOP", "HookSession", "RankError", "Ranking", "rerank", "session_query"]
+
+CONTEXT_TOP = 10  # the context's fallback: the first memories of the pool's order
+
+
+class RankError(RuntimeError):
+    """The session cannot be scored; the message says why (the hook then keeps Signet's)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HookSession:
+    """The session starting: when, where and whose."""
+
+    now: datetime  # aware
+    tz: str  # the user's IANA time zone
+    project: str | None
+    session_key: str
+    agent_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """The answer's memories to inject, best first: their positions in the answer and their
+    probabilities over the pool; how many candidates were scored and the context's rule."""
+
+    order: tuple[int, ...]
+    scores: tuple[float, ...]
+    pool: int
+    context_rule: str
+
+
+def _pool(recorded: Sequence[PoolRow], answer_ids: Sequence[str]) -> list[str]:
+    """The recorded candidates in their order, then the answer's memories not among them."""
+    ids = list(dict.fromkeys(r.memory_id for r in recorded))
+    seen = set(ids)
+    return ids + [m for m in answer_ids if m not in seen]
+
+
+def _graph(ids: Sequence[str], recorded: Sequence[PoolRow]) -> dict[str, np.ndarray]:
+    """The recorded knowledge-graph columns of `ids` (none recorded: -1, 0, false)."""
+    by_id = {r.memory_id: r for r in recorded}
+    none = PoolRow("", "", -1.0, -1.0, 0.0, False)
+    rows = [by_id.get(m, none) for m in ids]
+    return {
+        "entity_slot": np.array([r.entity_slot for r in rows]),
+        "aspect_slot": np.array([r.aspect_slot for r in rows]),
+        "structural_density": np.array([r.structural_density for r in rows]),
+        "is_traversal": np.array([r.source == "ka_traversal" for r in rows], dtype=float),
+        "is_constraint": np.array([r.is_constraint for r in rows], dtype=bool),
+    }
+
+
+def session_query(
+    con: sqlite3.Connection,
+    session: HookSession,
+    answer_ids: Sequence[str],
+    *,
+    dim: int,
+    slots: int,
+) -> tuple[ScoreQuery, str]:
+    """The score query of the session's pool (module docstring) and the context's rule."""
+    project = session.project or None
+    recorded = recorded_pool(con, session.session_key, session.agent_id)
+    ids = _pool(recorded, answer_ids)
+    mem = read_memories(con, ids, project)
+    prev = previous_session(con, project, session.session_key)
+    used = used_memories(con, prev[0]) if prev else []
+    vectors = read_embeddings(con, [*ids, *used], dim)
+    emb = [vectors.get(m) for m in ids]
+    top = [v for v in emb[:CONTEXT_TOP] if v is not None]
+    ctx = context_embedding(
+        np.array([vectors[m] for m in used if m in vectors]).reshape(-1, dim),
+        np.array(top).reshape(-1, dim),
+    )
+    if ctx.vector is None:
+        raise RankError("no context: no memory of the pool or the previous session is embedded")
+    graph = _graph(ids, recorded)
+    info = CandidateInfo(
+        created_at=mem.created_at,
+        importance=mem.importance,
+        access_count=mem.access_count,
+        has_embedding=np.array([v is not None for v in emb]),
+        superseded_at=np.where(mem.superseded, 0.0, np.nan),  # recorded by now: before start
+        entity_slot=graph["entity_slot"],
+        aspect_slot=graph["aspect_slot"],
+        is_constraint=mem.is_constraint | graph["is_constraint"],
+        structural_density=graph["structural_density"],
+        is_traversal=graph["is_traversal"],
+    )
+    prev_start = None if prev is None else datetime.fromtimestamp(prev[1], UTC)
+    feats = candidate_features(info, SessionInfo(session.now, session.tz, project, prev_start))
+    query = ScoreQuery(
+        context_embedding=ctx.vector,
+        candidate_ids=ids,
+        candidate_embeddings=emb,
+        candidate_texts=mem.contents,
+        candidate_features=feats,
+        project_slot=project_slot(project, slots),
+        query_terms=store_start_terms(con, project, session.now),
+        candidate_sources=None if all(s is None for s in mem.sources) else mem.sources,
+    )
+    return query, ctx.rule
+
+
+def rerank(
+    con: sqlite3.Connection,
+    scorer: Scorer,
+    session: HookSession,
+    answer_ids: Sequence[str],
+    limit: int,
+) -> Ranking:
+    """The answer's memories the scorer ranks highest over the session's pool, at most
+    `limit`, best first (ties: memory id). Raises RankError (or a store error) when the
+    session cannot be scored."""
+    info = scorer.info
+    if info is None:
+        raise RankError(scorer.reason or "no model")
+    if len(set(answer_ids)) != len(answer_ids):
+        raise RankError("Signet's answer lists a memory twice")
+    query, rule = session_query(
+        con, session, answer_ids, dim=info.native_dim, slots=info.project_slots
+    )
+    result = scorer.score(query)
+    if result.scores is None:
+        raise RankError(f"the scorer failed: {result.reason}")
+    position = {m: i for i, m in enumerate(answer_ids)}
+    chosen = [(position[m], s) for m, s in result.scores if m in position][:limit]
+    return Ranking(
+        order=tuple(i for i, _ in chosen),
+        scores=tuple(s for _, s in chosen),
+        pool=len(query.candidate_ids),
+        context_rule=rule,
+    )

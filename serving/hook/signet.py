@@ -1,0 +1,95 @@
+"""Signet's own command as a child process: started at once, so the wrapper loads its model
+while Signet works, and collected by a thread (both pipes drained, no deadlock). Standard
+library only."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = ["SignetCall", "SignetResult", "SignetRunner", "finished", "start_signet"]
+
+SUBCOMMAND = ("hook", "session-start")
+NOT_FOUND = 127  # what a shell exits with for a command it cannot find
+NOT_RUNNABLE = 126  # ... and for one it cannot run
+
+
+@dataclass(frozen=True, slots=True)
+class SignetResult:
+    """What the command wrote and how it ended (a negative code: killed by that signal)."""
+
+    stdout: bytes
+    stderr: bytes
+    code: int
+
+
+class SignetCall:
+    """A started command; `result()` waits for it."""
+
+    def __init__(self, run: Callable[[], SignetResult]) -> None:
+        self._result: SignetResult | None = None
+        self._thread = threading.Thread(target=self._collect, args=(run,), daemon=True)
+        self._thread.start()
+
+    def _collect(self, run: Callable[[], SignetResult]) -> None:
+        self._result = run()
+
+    def result(self) -> SignetResult:
+        self._thread.join()
+        assert self._result is not None
+        return self._result
+
+
+# How the wrapper reaches Signet: (Signet's arguments after `hook session-start`, stdin) -> a
+# started call. `start_signet` runs the binary; an in-process caller may give its own.
+SignetRunner = Callable[[Sequence[str], bytes], SignetCall]
+
+
+def finished(result: SignetResult) -> SignetCall:
+    """A call that has already ended with `result`."""
+    return SignetCall(lambda: result)
+
+
+def start_signet(
+    binary: str, env: Mapping[str, str] | None = None
+) -> Callable[[Sequence[str], bytes], SignetCall]:
+    """A runner of `<binary> hook session-start ARGS` with the given stdin (environment: ours,
+    unless `env`). A binary that cannot be started ends as a shell would have it end: 127 (not
+    found) or 126, with the reason on stderr."""
+
+    def runner(args: Sequence[str], stdin: bytes) -> SignetCall:
+        argv = [binary, *SUBCOMMAND, *args]
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=None if env is None else dict(env),
+            )
+        except OSError as exc:
+            code = NOT_FOUND if isinstance(exc, FileNotFoundError) else NOT_RUNNABLE
+            why = f"signet-bench-hook: cannot run {binary}: {exc.strerror or exc}\n"
+            return finished(SignetResult(b"", why.encode(), code))
+
+        def run() -> SignetResult:
+            out, err = proc.communicate(stdin)
+            return SignetResult(out, err, proc.returncode)
+
+        return SignetCall(run)
+
+    return runner
+
+
+def exit_like(code: int) -> int:
+    """Exit as the child did: a code as it is; killed by a signal, by the same signal."""
+    if code >= 0:
+        return code
+    import signal
+
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+    return 128 - code  # not reached when the signal ends the process

@@ -1,0 +1,175 @@
+"""`signet-bench bench hook`: what the session-start hook (`signet-bench-hook`) adds to Signet's
+own `signet hook session-start`, process start included, with a trained model on a
+4,000-memory store.
+
+Signet's command is played by the stand-in (`bench.signet_standin`), answering a daemon answer
+built from the store (Signet's baseline: project first, then importance x recency, a raised
+`recallLimit` of 100); the hook re-ranks it and keeps 50. Each run is a fresh process with a
+new session key, so every run writes its record; the two commands alternate, run after run.
+
+Rows (stable names):
+  signet_standin     p50/p95  ms  the stand-in alone (Python start, print the answer)
+  hook_rerank        p50/p95  ms  the hook around it: start, Signet's call, model load, store
+                                  reads, scoring, output, record
+  hook_overhead      p50/p95  ms  per pair of runs, the hook's time minus the stand-in's;
+                                  goal p95 <= 50 ms
+  hook_failopen      p50/p95  ms  per pair, the hook's time minus the stand-in's with no model
+                                  (it prints Signet's output)
+  hook_reordered     share    -   runs whose printed order differs from Signet's (1 = all)
+With --quick: 30 runs of each instead of 200, a model trained on fewer sessions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from signet_bench.bench.report import Row, percentiles
+from signet_bench.bench.signet_standin import signet_answer, write_standin
+from signet_bench.daemon.ranking.baseline import age_days, effective_score
+from signet_bench.store.read import open_readonly
+from signet_bench.store.timestamps import parse_ts
+
+__all__ = ["hook_rows", "memory_date", "store_answer", "store_memories"]
+
+_log = logging.getLogger(__name__)
+
+FULL = {"runs": 200, "sessions": 40}
+QUICK = {"runs": 30, "sessions": 30}
+WARMUP = 5
+POOL = 100  # the answer's memories: Signet's recallLimit raised
+LIMIT = 50  # what the hook injects: Signet's default recallLimit
+MEMORIES = 4_000  # the heavy persona's
+PROJECT = "signetai"  # the heavy persona's largest project
+
+
+def memory_date(created_at: str) -> str:
+    """Signet's date of a memory line (`toLocaleDateString("en-US", {month: "short", day:
+    "numeric", year: "numeric"})`, in UTC)."""
+    dt = parse_ts(created_at)
+    return f"{dt:%b} {dt.day}, {dt.year}"
+
+
+def store_memories(
+    db: str | Path, project: str | None, now: datetime, limit: int
+) -> list[dict[str, Any]]:
+    """Signet's session-start memories on a store at `now`: live memories created by then,
+    those of the project first, then by effective score (importance x 0.95^age, pinned 1),
+    the first `limit`, each with its answer fields and its line's date and tags."""
+    con = open_readonly(db)
+    try:
+        rows = con.execute(
+            "SELECT id, content, type, COALESCE(importance, 0.5), created_at, COALESCE(pinned, 0),"
+            " project, tags FROM memories WHERE COALESCE(is_deleted, 0) = 0"
+        ).fetchall()
+    finally:
+        con.close()
+    created = np.array([parse_ts(r[4]).timestamp() for r in rows])
+    age = age_days(created, now.timestamp())
+    imp = np.array([r[3] for r in rows], dtype=np.float64)
+    eff = effective_score(imp, age, np.array([bool(r[5]) for r in rows]))
+    live = np.flatnonzero(created <= now.timestamp()).tolist()
+    live.sort(key=lambda i: (bool(project) and rows[i][6] != project, -eff[i], rows[i][0]))
+    keys = ("id", "content", "type", "importance", "created_at")
+    return [
+        {**dict(zip(keys, rows[i][:5], strict=True)), "date": memory_date(rows[i][4]),
+         "tags": rows[i][7], "effective_score": float(eff[i])}
+        for i in live[:limit]
+    ]  # fmt: skip
+
+
+def store_answer(db: str | Path, project: str | None, now: datetime, limit: int) -> dict[str, Any]:
+    """Signet's answer of `store_memories`, as `signet_standin.signet_answer` writes it."""
+    return signet_answer(store_memories(db, project, now, limit))
+
+
+def _trained_store(tmp: Path, sessions: int, seed: int) -> tuple[Path, Path, datetime]:
+    """(store, exported model, the next session's start): the heavy persona (4,000
+    memories) after `sessions` sessions of the simulated daemon scoring and training with the
+    model, its accepted model exported to ONNX beside its workbench."""
+    from signet_bench.daemon.loop import SimOptions, simulate
+    from signet_bench.daemon.trainers import model_dir, model_path
+    from signet_bench.learn.export import convert_model
+    from signet_bench.world.synth.build import build_persona_store
+
+    db = tmp / "memories.db"
+    build_persona_store("heavy", db, seed=seed)
+    report = simulate(db, sessions, SimOptions(scorer="model", seed=seed))
+    _log.info(f"  {report.trainings_accepted} of {report.trainings} trainings accepted")
+    if not model_path(db).exists():
+        raise RuntimeError(f"{db}: no training was accepted in {sessions} sessions")
+    model = convert_model(model_path(db), model_dir(db) / "model.onnx")
+    con = open_readonly(db)
+    try:
+        last = con.execute("SELECT MAX(created_at) FROM session_memories").fetchone()[0]
+    finally:
+        con.close()
+    return db, model, parse_ts(last) + timedelta(days=1)
+
+
+def _timed_run(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, bytes]:
+    """Wall milliseconds of one process, start to exit, and its stdout."""
+    t0 = time.perf_counter()
+    done = subprocess.run(argv, input=stdin, capture_output=True, env=env, check=True)
+    return (time.perf_counter() - t0) * 1000.0, done.stdout
+
+
+def _pairs(signet: list[str], hook: list[str], env: dict[str, str], n: int, tag: str):
+    """n alternating runs of Signet's command and the hook (after WARMUP of each): their
+    times, and how many of the hook's outputs differ from Signet's."""
+    own, wrapped, differ = [], [], 0
+    for i in range(-WARMUP, n):
+        stdin = json.dumps({"session_id": f"bench-{tag}-{i}", "cwd": PROJECT}).encode()
+        t_signet, out_signet = _timed_run(signet, stdin, env)
+        t_hook, out_hook = _timed_run(hook, stdin, env)
+        if i >= 0:
+            own.append(t_signet)
+            wrapped.append(t_hook)
+            differ += out_hook != out_signet
+    return np.array(own), np.array(wrapped), differ
+
+
+def _rows(name: str, values: np.ndarray, goal: str | None = None) -> list[Row]:
+    p = percentiles(values, (50, 95))
+    return [Row(name, k, v, "ms", n=len(values), goal=goal) for k, v in p.items()]
+
+
+def hook_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
+    """The hook's overhead over Signet's command (module docstring)."""
+    sizes = QUICK if quick else FULL
+    with tempfile.TemporaryDirectory(prefix="bench-hook-") as name:
+        tmp = Path(name)
+        _log.info(f"bench hook: a {MEMORIES:,}-memory store, {sizes['sessions']} sessions ...")
+        db, model, now = _trained_store(tmp, sizes["sessions"], seed)
+        answer = tmp / "answer.json"
+        answer.write_text(json.dumps(store_answer(db, PROJECT, now, POOL)), encoding="utf-8")
+        signet = [str(write_standin(tmp / "bin")), "hook", "session-start"]
+        args = ["-H", "claude-code", "--project", PROJECT]
+        env = {**os.environ, "SIGNET_STANDIN_ANSWER": str(answer)}
+        env = {k: v for k, v in env.items() if k not in ("SIGNET_NO_HOOKS", "SIGNET_BYPASS")}
+        hook = [sys.executable, "-m", "serving.hook", "--db", str(db), "--signet", signet[0]]
+        hook += ["--limit", str(LIMIT), "--model"]
+        rows: list[Row] = []
+        for tag, path in (("rerank", model), ("failopen", tmp / "absent.onnx")):
+            _log.info(f"bench hook: {sizes['runs']} runs, {tag} ...")
+            own, wrapped, differ = _pairs(
+                [*signet, *args], [*hook, str(path), "session-start", *args], env,
+                sizes["runs"], tag,
+            )  # fmt: skip
+            if tag == "rerank":
+                rows += _rows("signet_standin", own) + _rows("hook_rerank", wrapped)
+                rows += _rows("hook_overhead", wrapped - own, "p95 <= 50 ms")
+                rows.append(Row("hook_reordered", "share", differ / len(own), "-", n=len(own)))
+            else:
+                rows += _rows("hook_failopen", wrapped - own)
+    return rows

@@ -1,0 +1,106 @@
+"""What the session-start hook's tests share: a small store with an exported model and a
+Signet answer built from it, the stand-in `signet` script, and runners for the stand-in and
+the hook (as processes, or in this process)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from serving.hook.signet import SignetResult, finished
+from signet_bench.bench.hook_speed import store_answer
+from signet_bench.bench.signet_standin import session_start, write_standin
+
+PROJECT = "portfolio"  # the light persona's project
+NOW = datetime(2026, 4, 20, 9, 30, tzinfo=UTC)
+HARNESS_ARGS = {
+    "plain": ["-H", "claude-code", "--project", PROJECT],
+    "codex": ["-H", "codex", "--codex-json"],
+    "json": ["-H", "claude-code", "--project", PROJECT, "--json"],
+}
+
+
+@dataclass(frozen=True)
+class World:
+    """A store, a model beside its workbench, a Signet answer from the store, the stand-in."""
+
+    db: Path
+    model: Path
+    answer: Path
+    signet: Path
+
+    @property
+    def workbench(self) -> Path:
+        return self.model.parent / "workbench.duckdb"
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """Our environment without Signet's hook switches, pointed at the stand-in's answer."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNET")}
+        return {**env, "SIGNET_STANDIN_ANSWER": str(self.answer), **extra}
+
+    def options(self, **over: str) -> list[str]:
+        """The hook's options for this world (`over`: replace some, e.g. model="...")."""
+        given = {"db": str(self.db), "model": str(self.model), "signet": str(self.signet),
+                 "workbench": str(self.workbench), "tz": "Europe/Berlin", **over}  # fmt: skip
+        return [item for k, v in given.items() for item in (f"--{k.replace('_', '-')}", v)]
+
+
+@functools.cache
+def small_world(root: Path) -> World:
+    """A light persona of 60 memories, a fresh exported model (it ranks as the hybrid ranker),
+    and Signet's answer of 40 of them for the project."""
+    from signet_bench.learn.export import model_bytes
+    from signet_bench.learn.model.checkpoint import CheckpointMeta
+    from signet_bench.learn.model.params import init_params
+    from signet_bench.world.synth.build import build_persona_store
+
+    root.mkdir(parents=True, exist_ok=True)
+    db = root / "memories.db"
+    build_persona_store("light", db, seed=7, n_memories=60)
+    model = root / "wb" / "model.onnx"
+    model.parent.mkdir()
+    model.write_bytes(model_bytes(init_params(seed=1), CheckpointMeta()))
+    answer = root / "answer.json"
+    answer.write_text(json.dumps(store_answer(db, PROJECT, NOW, 40)), encoding="utf-8")
+    return World(db, model, answer, write_standin(root / "bin"))
+
+
+def stdin_for(session_key: str, cwd: str = PROJECT) -> bytes:
+    """The harness's stdin at a session start."""
+    return json.dumps({"session_id": session_key, "cwd": cwd, "source": "startup"}).encode()
+
+
+def run_process(argv: Sequence[str], stdin: bytes, env: Mapping[str, str]) -> SignetResult:
+    """A command's stdout, stderr and exit code."""
+    done = subprocess.run(
+        list(argv), input=stdin, capture_output=True, env=dict(env), timeout=120, check=False
+    )
+    return SignetResult(done.stdout, done.stderr, done.returncode)
+
+
+def signet_prints(world: World, args: Sequence[str], stdin: bytes, env: Mapping[str, str]):
+    """What the stand-in `signet hook session-start ARGS` prints."""
+    return run_process([str(world.signet), "hook", "session-start", *args], stdin, env)
+
+
+def hook_prints(world: World, args: Sequence[str], stdin: bytes, env: Mapping[str, str],
+                **options: str) -> SignetResult:  # fmt: skip
+    """What `signet-bench-hook OPTIONS session-start ARGS` prints (`python -m serving.hook`)."""
+    argv = [sys.executable, "-m", "serving.hook", *world.options(**options), "session-start"]
+    return run_process([*argv, *args], stdin, env)
+
+
+def standin_runner(env: Mapping[str, str]):
+    """The stand-in's answers in this process: a runner for `serving.hook.cli.run_hook`."""
+
+    def runner(args: Sequence[str], stdin: bytes):
+        return finished(SignetResult(*session_start(["hook", "session-start", *args], stdin, env)))
+
+    return runner
