@@ -46,6 +46,9 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH also writes it as J
   report   docs/benchmarks.md from the JSON in --results (tables, charts, machine, commands)
   dashboard  the dashboard on a year of heavy use (18,750 sessions, 1.5M session_memories):
            each query (ms), first render p50/max (ms), filter change p50/p95 (ms)
+  hook     signet-bench-hook around a stand-in `signet hook session-start` with a trained
+           model on a 4,000-memory store, process start included (200 runs each): the
+           stand-in, the hook, the hook's overhead and its fail-open overhead p50/p95 (ms)
 """
 
 
@@ -117,6 +120,10 @@ def _bench_rows(args: argparse.Namespace) -> list:
         from signet_bench.bench.dashboard_speed import dashboard_rows
 
         return dashboard_rows(quick=args.quick, seed=args.seed)
+    if args.name == "hook":
+        from signet_bench.bench.hook_speed import hook_rows
+
+        return hook_rows(quick=args.quick, seed=args.seed)
     if args.dataset == "locomo":
         from signet_bench.bench.quality_locomo import locomo_rows
 
@@ -198,7 +205,8 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
         epilog=BENCH_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
     p.add_argument(
-        "name", choices=["store", "loop", "quality", "train", "serve", "report", "dashboard"]
+        "name",
+        choices=["store", "loop", "quality", "train", "serve", "report", "dashboard", "hook"],
     )
     p.add_argument("--json", default=None, help="also write the results as JSON to this path")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")

@@ -52,6 +52,7 @@ COMMANDS: Mapping[str, str] = {
     "loop": "signet-bench bench loop --json {dir}/loop.json",
     "train": "signet-bench bench train --json {dir}/train.json",
     "serve": "signet-bench bench serve --json {dir}/serve.json",
+    "hook": "signet-bench bench hook --json {dir}/hook.json",
 }
 TITLES = {
     "quality-locomo": "Retrieval quality on LoCoMo",
@@ -62,6 +63,7 @@ TITLES = {
     "loop": "Session loop latency",
     "train": "Training",
     "serve": "Serving latency",
+    "hook": "Session-start hook overhead",
 }
 LOCOMO_METRICS = ("recall@5", "recall@10", "recall@25", "recall@50", "ndcg@10", "mrr")
 

@@ -1,0 +1,72 @@
+"""The session-start hook's injection log: written by `serving.hook.log` (append-only, one
+transaction per invocation, injections idempotent per session key and agent), read by
+`store.hook_log` as frames with UTC times."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+
+import pytest
+
+from serving.hook.log import INJECTION_COLUMNS, INVOCATION_COLUMNS, record_invocation
+from signet_bench.store.hook_log import (
+    hook_log_path,
+    read_hook_injections,
+    read_hook_invocations,
+)
+
+
+def _invocation(key: str, outcome: str = "scorer", reason: str | None = None) -> dict:
+    return {
+        "at": "2026-04-20T09:30:00.123Z", "session_key": key, "agent_id": "default",
+        "harness": "claude-code", "project": "/p", "output": "plain", "outcome": outcome,
+        "reason": reason, "model_path": "/m/model.onnx", "model_version": "abc", "pool": 3,
+        "injected": 2, "context_rule": "previous-session", "signet_exit": 0, "duration_ms": 12.5,
+    }  # fmt: skip
+
+
+def _rows(key: str, ids: list[str], chosen_by: str = "scorer") -> list[dict]:
+    return [
+        {"session_key": key, "agent_id": "default", "memory_id": m, "rank": r,
+         "signet_rank": 3 - r, "score": None if chosen_by == "signet" else 0.5 / r,
+         "chosen_by": chosen_by, "model_version": "abc",
+         "injected_at": "2026-04-20T09:30:00.123Z"}
+        for r, m in enumerate(ids, 1)
+    ]  # fmt: skip
+
+
+def test_a_workbench_without_the_log_reads_as_empty_frames(tmp_path):
+    wb = tmp_path / "workbench.duckdb"
+    assert hook_log_path(wb) == tmp_path / "hook_injections.db"
+    inv, inj = read_hook_invocations(wb), read_hook_injections(wb)
+    assert inv.height == inj.height == 0
+    assert inv.columns == ["id", *INVOCATION_COLUMNS] and inj.columns == list(INJECTION_COLUMNS)
+
+
+def test_invocations_append_and_injections_keep_the_first_per_session(tmp_path):
+    wb = tmp_path / "workbench.duckdb"
+    log = hook_log_path(wb)
+    first = record_invocation(log, _invocation("s1"), _rows("s1", ["a", "b"]))
+    second = record_invocation(log, _invocation("s1", "signet", "no memories"), _rows("s1", ["c"]))
+    record_invocation(log, _invocation("", "signet", "no key"), _rows("", ["d"], "signet"))
+    inv = read_hook_invocations(wb)
+    assert inv["id"].to_list() == [first, second, second + 1]
+    assert inv["outcome"].to_list() == ["scorer", "signet", "signet"]
+    assert inv["at"][0] == datetime(2026, 4, 20, 9, 30, 0, 123000, tzinfo=UTC)
+    inj = read_hook_injections(wb)
+    assert inj["memory_id"].to_list() == ["a", "b"]  # the stub's row and the keyless one: none
+    assert inj["invocation_id"].unique().to_list() == [first]
+    assert inj["score"].to_list() == [0.5, 0.25]
+
+
+def test_a_write_that_fails_leaves_nothing_behind(tmp_path):
+    log = hook_log_path(tmp_path / "workbench.duckdb")
+    record_invocation(log, _invocation("s0"), _rows("s0", ["a"]))
+    bad = _rows("s2", ["a", "b"])
+    bad[1]["memory_id"] = None  # NOT NULL
+    with pytest.raises(sqlite3.IntegrityError):
+        record_invocation(log, _invocation("s2"), bad)
+    inv = read_hook_invocations(tmp_path / "workbench.duckdb")
+    assert inv["session_key"].to_list() == ["s0"]
+    assert read_hook_injections(tmp_path / "workbench.duckdb")["session_key"].to_list() == ["s0"]
