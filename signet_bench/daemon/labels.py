@@ -56,14 +56,32 @@ seed's "lower weight, supplementary" behavioural signals, so it adjusts the seed
 was then superseded is still outdated), and seed 001's combined label (rule 3) is a closed
 formula over the agent's own rating. It is not an inclusion signal on its own.
 
+Current Signet's in-session signals (both default to "none", so a 0.58 store's labels do not
+change):
+
+- Recalls (``recall_count``): a recall that brought the memory into the session — the
+  prompt-time search or the agent's own ``memory_search`` — recorded once per context epoch
+  in ``session_recall_events``. It is the same evidence as a prompt-time FTS hit, so the rules
+  above read the session's *hits* as ``max(fts_hit_count, recall_count)``: the larger count,
+  not the sum, because one prompt-time search may record both. Where recalls raised the count,
+  the reason carries ``+recalled``.
+- Path reward (``path_reward``): the behavioural reward the agent's feedback on a graph path
+  records in ``path_feedback_events.reward`` (Signet's own weights: forward citation 1.0,
+  update after retrieval 0.5, downstream creation 0.6, dead end −0.15). It says whether the
+  session *used* the memory, as the FTS term of seed 001's formula does, so rule 3 adds it to
+  that term: ``usage = clamp(fts_adjustment(hits) + path_reward, −1, 1)`` in place of
+  ``fts_adjustment(hits)`` (reason ``+path_reward``). Path feedback always comes with the
+  agent's rating, so it enters only where rule 3 applies.
+
 Poisoning guard (seed 000 security review): FTS hit counts enter only through saturating terms
 — rule 4's boost is the same for 1 or 50 hits and capped at 1.0, rule 5 caps FTS-only evidence
 at 0.6 (0.7 with novel context) whatever the count, and seed 001's ``fts_adjustment``
-saturates at 1.0 (4 hits), so FTS contributes at most 0.2 there. Stuffing a memory with
-frequent words cannot push its label past these caps.
+saturates at 1.0 (4 hits), so FTS contributes at most 0.2 there (and so does the usage term
+with a path reward added). Recalls count as hits and meet the same caps. Stuffing a memory
+with frequent words cannot push its label past these caps.
 
 Which candidates enter training (``include``): every candidate with a signal of its own —
-injected, matched by FTS, missing context, superseded, deleted after injection, rated by the
+injected, matched by FTS or recalled, missing context, superseded, deleted after injection, rated by the
 agent — plus negatives sampled from the remaining non-injected candidates at
 ``negative_sampling_ratio`` (3) negatives per positive (a signal candidate with label > 0).
 Sampling draws without replacement from the pool sorted by memory id, with the given
@@ -74,7 +92,8 @@ Reason codes (``reason``) are a base code from the list above, followed by ``+mo
 the dashboard splits on ``+``.
 
 Rule set "signet-0.58" (`signet058_labels`) reproduces Signet 0.58.1's Rust trainer
-(``data.rs compute_label``) for comparison; see its docstring. Its one constant that no seed
+(``data.rs compute_label``) for comparison; see its docstring. It knows neither recalls nor
+path rewards (Signet 0.58 records neither). Its one constant that no seed
 names, `SIGNET058_FTS_SINGLE_LABEL`, stays here as Signet's (it is not a tunable of the seeds).
 """
 
@@ -133,6 +152,8 @@ MODIFIER_REASONS: tuple[str, ...] = (
     "access_boost",
     "edited_boost",
     "agent_fts_bump",
+    "recalled",
+    "path_reward",
     "novel_context",  # signet-0.58 only
 )
 
@@ -170,7 +191,8 @@ class SessionLabelInput:
     stands for all of them; the constructor turns them into numpy arrays of the commented dtype
     and rejects other shapes. Absent per-memory values default to NaN (`relevance_score`,
     `agent_relevance_score`, `cosine_to_context`, `deleted_at_hours_after_injection`), zero
-    counts, or False (`superseded`, `edited_recently`: see `edited_recently`).
+    counts, or False (`superseded`, `edited_recently`: see `edited_recently`); `path_reward`
+    defaults to NaN (no path feedback).
     """
 
     memory_ids: np.ndarray  # str, shape (n,)
@@ -187,6 +209,8 @@ class SessionLabelInput:
     deleted_at_hours_after_injection: np.ndarray = math.nan  # float, NaN if not deleted
     access_count: np.ndarray = 0  # int >= 0
     edited_recently: np.ndarray = False  # bool
+    recall_count: np.ndarray = 0  # int >= 0, recalls that brought it into the session
+    path_reward: np.ndarray = math.nan  # float, path feedback's behavioural reward
 
     def __post_init__(self) -> None:
         n = len(self.memory_ids)
@@ -219,6 +243,11 @@ class SessionLabelInput:
         )
         set_(self, "fts_hit_count", _int_array("fts_hit_count", self.fts_hit_count, n))
         set_(self, "access_count", _int_array("access_count", self.access_count, n))
+        set_(self, "recall_count", _int_array("recall_count", self.recall_count, n))
+        reward = _float_array("path_reward", self.path_reward, n)
+        if np.any(np.isinf(reward)):
+            raise ValueError("path_reward: infinite value")
+        set_(self, "path_reward", reward)
         c = float(self.continuity_score)
         if not 0.0 <= c <= 1.0:
             raise ValueError(f"continuity_score: {c!r} is not in [0, 1]")
@@ -238,6 +267,11 @@ class SessionLabelInput:
 
     def __len__(self) -> int:
         return len(self.memory_ids)
+
+    @property
+    def hits(self) -> np.ndarray:
+        """The session's evidence count per memory: FTS hits or recalls, whichever is more."""
+        return np.maximum(self.fts_hit_count, self.recall_count)
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,25 +345,37 @@ def _edited(
     return label, reason
 
 
+def _agent_one(
+    inp: SessionLabelInput, i: int, hits: int, cfg: PredictorConfig
+) -> tuple[float, str]:
+    """Rule 3 (seed 001): the agent's rating blended with the session's usage evidence (FTS
+    hits, plus a path reward when there is one) and its continuity."""
+    agent = float(inp.agent_relevance_score[i])
+    reward = float(inp.path_reward[i])
+    usage = float(fts_adjustment(hits, cfg))
+    reason = "agent_feedback"
+    if not math.isnan(reward):
+        usage, reason = min(1.0, max(-1.0, usage + reward)), reason + "+path_reward"
+    label = (
+        cfg.feedback_weight * agent
+        + cfg.fts_weight * usage
+        + cfg.continuity_weight * inp.continuity_score
+    )
+    bump = cfg.agent_fts_bump_label
+    if agent >= 0.0 and hits >= cfg.fts_missed_min_hits and label < bump:
+        label, reason = bump, reason + "+agent_fts_bump"
+    return min(1.0, max(-1.0, label)), reason
+
+
 def _seed_one(inp: SessionLabelInput, i: int, cfg: PredictorConfig) -> tuple[float, str, bool]:
     """Label, reason and missing-context flag of candidate ``i`` under the seed rules."""
-    hits = int(inp.fts_hit_count[i])
+    hits = int(inp.hits[i])
     rel = float(inp.relevance_score[i])
-    agent = float(inp.agent_relevance_score[i])
     cont = inp.continuity_score
     if inp.superseded[i]:
         return cfg.superseded_label, "superseded", False
-    if not math.isnan(agent):
-        label = (
-            cfg.feedback_weight * agent
-            + cfg.fts_weight * float(fts_adjustment(hits, cfg))
-            + cfg.continuity_weight * cont
-        )
-        reason = "agent_feedback"
-        bump = cfg.agent_fts_bump_label
-        if agent >= 0.0 and hits >= cfg.fts_missed_min_hits and label < bump:
-            label, reason = bump, reason + "+agent_fts_bump"
-        return min(1.0, max(-1.0, label)), reason, False
+    if not math.isnan(float(inp.agent_relevance_score[i])):
+        return (*_agent_one(inp, i, hits, cfg), False)
     if inp.was_injected[i]:
         label, reason = _injected_base(rel, cont, cfg)
         if hits > 0:
@@ -396,15 +442,18 @@ def seed_labels(
     reasons: list[str] = []
     missing = np.zeros(n, dtype=bool)
     deleted = _deleted_after_injection(inp, cfg)
+    recalled = inp.recall_count > inp.fts_hit_count
     for i in range(n):
         if deleted[i]:
             labels[i], r = cfg.deleted_after_injection_label, "deleted_after_injection"
         else:
             labels[i], r, missing[i] = _seed_one(inp, i, cfg)
+            if recalled[i] and not inp.superseded[i]:
+                r += "+recalled"
         reasons.append(r)
     signal = (
         inp.was_injected
-        | (inp.fts_hit_count > 0)
+        | (inp.hits > 0)
         | missing
         | inp.superseded
         | deleted

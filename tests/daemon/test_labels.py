@@ -263,6 +263,62 @@ def test_superseded_overrides_agent_feedback():
     assert one(True, 0.9, agent_relevance_score=1.0, superseded=True)[0] == -0.3
 
 
+# --- current Signet: recalls and path rewards ---------------------------------------------------
+
+
+def test_recalls_count_as_session_evidence():
+    """Check a recall is the evidence a prompt-time FTS hit is: two recalls of a memory that was
+    not injected make it missed (0.6), one recall confirms an injected memory (+0.1)."""
+    assert one(False, 0.7, recall_count=2) == (pytest.approx(0.6), "fts_missed+recalled")
+    assert one(True, 0.7, recall_count=1) == (
+        pytest.approx(0.8),
+        "injected_high_session+fts_confirmed+recalled",
+    )
+    assert one(False, 0.7, recall_count=1, novel_context_count=1)[1] == ("missing_context+recalled")
+
+
+def test_recalls_and_fts_hits_take_the_larger_count_not_the_sum():
+    """Check one prompt-time search recorded as an FTS hit and as a recall is one piece of
+    evidence: the label equals one hit's, with no `+recalled` (recalls added nothing)."""
+    assert one(False, 0.7, fts_hit_count=1, recall_count=1) == one(False, 0.7, fts_hit_count=1)
+    assert one(False, 0.7, fts_hit_count=1, recall_count=2)[0] == pytest.approx(0.6)
+
+
+def test_a_recalled_memory_enters_training():
+    """Check a recalled, not injected memory is a signal candidate (always included)."""
+    inp = _session(20, recall_count=[0, 0, 1] + [0] * 19)
+    assert seed_labels(inp).include[2]
+    assert not seed_labels(_session(20)).include[2:].all()
+
+
+@pytest.mark.parametrize(("reward", "usage"), [(1.0, 1.0), (0.5, 0.5), (-0.15, -0.15), (2.1, 1.0)])
+def test_path_reward_joins_the_usage_term_of_the_agent_formula(reward, usage):
+    """Check 0.7·agent + 0.2·clamp(fts_adjustment + reward, −1, 1) + 0.1·continuity: a forward
+    citation (1.0) counts as full use, a dead end (−0.15) lowers the label."""
+    label, reason = one(True, 0.8, agent_relevance_score=0.5, path_reward=reward)
+    assert label == pytest.approx(0.7 * 0.5 + 0.2 * usage + 0.1 * 0.8)
+    assert reason == "agent_feedback+path_reward"
+    with_hit = one(True, 0.8, agent_relevance_score=0.5, fts_hit_count=1, path_reward=0.5)[0]
+    assert with_hit == pytest.approx(0.35 + 0.2 * 0.8 + 0.08)
+
+
+def test_path_reward_needs_the_agents_rating():
+    """Check a path reward without an agent rating leaves the seed 000 rules alone."""
+    assert one(True, 0.8, path_reward=1.0) == one(True, 0.8)
+    assert one(False, 0.8, path_reward=1.0) == one(False, 0.8)
+
+
+def test_signet058_rules_know_no_recalls_or_path_rewards():
+    """Check the 0.58 trainer's rule set ignores both current-Signet signals."""
+    kw = {"continuity_score": 0.7, "agent_relevance_score": [0.9, NAN]}
+    plain = SessionLabelInput.build(["a", "b"], [True, False], **kw)
+    extra = SessionLabelInput.build(
+        ["a", "b"], [True, False], recall_count=[3, 3], path_reward=[1.0, 1.0], **kw
+    )
+    assert signet058_labels(extra).labels.tolist() == signet058_labels(plain).labels.tolist()
+    assert seed_labels(extra).labels.tolist() != seed_labels(plain).labels.tolist()
+
+
 # --- poisoning guard ----------------------------------------------------------------------------
 
 
@@ -456,6 +512,8 @@ def test_reason_codes_come_from_the_vocabulary():
         access_count=[0, 0, 0, 0, 0, 30, 0, 0],
         agent_relevance_score=[NAN] * 6 + [0.0, NAN],
         superseded=[False] * 7 + [True],
+        recall_count=[0, 2, 0, 3, 0, 1, 0, 0],
+        path_reward=[NAN] * 6 + [0.6, NAN],
     )
     for fn in LABEL_RULESETS.values():
         for reason in fn(inp).reason:
@@ -474,6 +532,10 @@ def test_input_validation():
         SessionLabelInput.build(["a"], [True], continuity_score=1.5)
     with pytest.raises(ValueError, match="fts_hit_count"):
         SessionLabelInput.build(["a"], [True], continuity_score=0.5, fts_hit_count=[-1])
+    with pytest.raises(ValueError, match="recall_count"):
+        SessionLabelInput.build(["a"], [True], continuity_score=0.5, recall_count=[1.5])
+    with pytest.raises(ValueError, match="path_reward"):
+        SessionLabelInput.build(["a"], [True], continuity_score=0.5, path_reward=[math.inf])
 
 
 def test_constructor_defaults_and_build_agree():
@@ -486,6 +548,7 @@ def test_constructor_defaults_and_build_agree():
         assert np.isnan(inp.cosine_to_context).all()
         assert np.isnan(inp.deleted_at_hours_after_injection).all()
         assert inp.fts_hit_count.tolist() == [0, 0] and inp.access_count.tolist() == [3, 3]
+        assert inp.recall_count.tolist() == [0, 0] and np.isnan(inp.path_reward).all()
         assert not inp.superseded.any() and not inp.edited_recently.any()
         assert math.isnan(inp.confidence) and inp.novel_context_count == 0
     assert seed_labels(direct).labels.tolist() == seed_labels(built).labels.tolist()
