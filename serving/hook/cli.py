@@ -37,6 +37,7 @@ workbench), `--signet` (`SIGNET_BENCH_SIGNET`, default `signet` on PATH), `--lim
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -190,6 +191,7 @@ class HookRun:
     invocation: dict[str, Any] = field(default_factory=dict)  # empty: nothing to record
     injections: list[dict[str, Any]] = field(default_factory=list)
     log: Path | None = None  # where the record goes
+    writer: Any = None  # the log already opened for it (`serving.hook.log.InjectionLog`)
 
 
 def _as_run(res: SignetResult) -> HookRun:
@@ -243,6 +245,7 @@ class _Attempt:
     scorer: Any = None
     con: Any = None
     ranking: Any = None
+    writer: Any = None
 
     def fail(self, reason: str) -> None:
         if self.reason is None:
@@ -266,8 +269,22 @@ def open_scorer(path: Path) -> tuple[Any, str | None]:
     return (scorer, None) if scorer.ready else (None, scorer.reason)
 
 
+def _open_log(path: Path) -> Any:
+    """The injection log opened for writing, or None (no workbench folder, or it fails)."""
+    if not path.parent.is_dir():
+        return None
+    try:
+        from serving.hook.log import InjectionLog
+
+        return InjectionLog(path)
+    except Exception:  # noqa: BLE001 - the record is best effort, the harness is served
+        return None
+
+
 def _prepare(att: _Attempt, load_scorer: ScorerLoader) -> None:
-    """While Signet works: the model and the store, or the reason there is nothing to do."""
+    """While Signet works: the log, the model and the store, or the reason there is nothing
+    to do."""
+    att.writer = _open_log(att.cfg.log)
     if att.inp.malformed:
         att.fail("stdin is not a JSON object")
         return
@@ -277,6 +294,7 @@ def _prepare(att: _Attempt, load_scorer: ScorerLoader) -> None:
         return
     import sqlite3
 
+    import serving.hook.rank  # noqa: F401 - loaded while Signet works, used once it answers
     from serving.hook.store import open_store
 
     try:
@@ -361,7 +379,7 @@ def _record(att: _Attempt, res: SignetResult, answer: Any, now: datetime, ms: fl
         "signet_exit": res.code,
         "duration_ms": ms,
     }
-    return HookRun(b"", b"", res.code, invocation, rows, att.cfg.log)
+    return HookRun(b"", b"", res.code, invocation, rows, att.cfg.log, att.writer)
 
 
 def _bypassed(env: Mapping[str, str]) -> bool:
@@ -380,15 +398,16 @@ def run_hook(
     clock: Callable[[], float] = time.monotonic,
 ) -> HookRun:
     """One invocation (module docstring): what to print, the exit code and the record.
-    `stdin` is None when it is a terminal; `runner` reaches Signet (default: the binary
-    `--signet` names); `now` is the session start (default: the wall clock)."""
+    `stdin` is None when it is a terminal; `env` the harness's environment (default: ours),
+    which Signet gets; `runner` reaches Signet (default: the binary `--signet` names); `now`
+    is the session start (default: the wall clock)."""
     started = clock()
     env = os.environ if env is None else env
     try:
         cfg, args = parse_command(argv, env)
     except UsageError as exc:
         return HookRun(b"", f"signet-bench-hook: {exc}\n".encode(), 2)
-    run = runner or start_signet(cfg.signet)
+    run = runner or start_signet(cfg.signet, env)
     data = stdin or b""
     inv = None if _bypassed(env) else parse_invocation(args)
     if inv is None:  # Signet exactly as asked
@@ -413,16 +432,19 @@ def run_hook(
 
 
 def save_record(run: HookRun) -> None:
-    """Append the run's record to the injection log, when its folder exists; a failure to
-    write it never changes what the harness got (the output is already printed)."""
-    if not run.invocation or run.log is None or not run.log.parent.is_dir():
+    """Append the run's record to the injection log, when its folder exists, and close it; a
+    failure to write it never changes what the harness got (the output is already printed)."""
+    writer = run.writer
+    if run.invocation and writer is None and run.log is not None:
+        writer = _open_log(run.log)
+    if writer is None:
         return
     try:
-        from serving.hook.log import record_invocation
-
-        record_invocation(run.log, run.invocation, run.injections)
-    except Exception:  # noqa: BLE001, S110 - the record is best effort, the harness is served
-        pass
+        with contextlib.suppress(Exception):  # best effort: the harness is already served
+            if run.invocation:
+                writer.record(run.invocation, run.injections)
+    finally:
+        writer.close()
 
 
 def read_stdin(timeout_s: float = STDIN_TIMEOUT_S) -> bytes | None:
@@ -450,14 +472,20 @@ def read_stdin(timeout_s: float = STDIN_TIMEOUT_S) -> bytes | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The console script: print what `run_hook` gives, then record it, and exit as Signet's
-    command did."""
+    command did (the process ends here; only `--help` returns)."""
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] in (["-h"], ["--help"]):
         sys.stdout.write(USAGE)
         return 0
-    run = run_hook(args, read_stdin())
+    env = dict(os.environ)  # Signet runs with the harness's environment, as it would
+    # one BLAS thread for numpy (the project's rule outside training: it also halves numpy's
+    # start here), unless the user set a count
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    run = run_hook(args, read_stdin(), env=env)
     for stream, data in ((sys.stdout, run.stdout), (sys.stderr, run.stderr)):
         stream.buffer.write(data)
-        stream.buffer.flush()
+        stream.flush()
     save_record(run)
-    return exit_like(run.code)
+    # End at once, as Signet's command ended: the interpreter's teardown (onnxruntime's
+    # included) would add tens of milliseconds to every session start and print nothing.
+    os._exit(exit_like(run.code))

@@ -19,11 +19,18 @@ Standard library only.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["INJECTION_COLUMNS", "INVOCATION_COLUMNS", "LOG_DDL", "record_invocation"]
+__all__ = [
+    "INJECTION_COLUMNS",
+    "INVOCATION_COLUMNS",
+    "LOG_DDL",
+    "InjectionLog",
+    "record_invocation",
+]
 
 INVOCATION_COLUMNS = (
     "at",  # ISO time, UTC
@@ -74,20 +81,38 @@ def _insert(table: str, columns: Sequence[str]) -> str:
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
 
 
-def record_invocation(
-    path: str | Path, invocation: Mapping[str, Any], injections: Sequence[Mapping[str, Any]]
-) -> int:
-    """Append one invocation and, unless its session key and agent already have injections
-    (or it has no session key), its injected memories; one transaction. Returns the
-    invocation's id."""
-    con = sqlite3.connect(str(path), timeout=1.0, isolation_level=None)
-    try:
-        con.execute("PRAGMA journal_mode = WAL")
-        con.execute("PRAGMA synchronous = NORMAL")
-        con.execute("BEGIN IMMEDIATE")
+class InjectionLog:
+    """The log opened for writing (WAL, tables created): opened while Signet works, so what is
+    left after the output is one short transaction."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.con = sqlite3.connect(str(path), timeout=1.0, isolation_level=None)
         try:
-            for ddl in LOG_DDL:
-                con.execute(ddl)
+            self.con.execute("PRAGMA journal_mode = WAL")
+            self.con.execute("PRAGMA synchronous = NORMAL")
+            with self._transaction():
+                for ddl in LOG_DDL:
+                    self.con.execute(ddl)
+        except BaseException:
+            self.con.close()
+            raise
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self.con.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    def record(self, invocation: Mapping[str, Any], injections: Sequence[Mapping[str, Any]]) -> int:
+        """Append one invocation and, unless its session key and agent already have
+        injections (or it has no session key), its injected memories; one transaction.
+        Returns the invocation's id."""
+        con = self.con
+        with self._transaction():
             cur = con.execute(
                 _insert("hook_invocations", INVOCATION_COLUMNS),
                 [invocation.get(c) for c in INVOCATION_COLUMNS],
@@ -99,15 +124,23 @@ def record_invocation(
                 [key, agent],
             ).fetchone()
             if key and seen is None:
-                rows = [{**r, "invocation_id": rid} for r in injections]
                 con.executemany(
                     _insert("hook_injections", INJECTION_COLUMNS),
-                    [[r.get(c) for c in INJECTION_COLUMNS] for r in rows],
-                )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+                    [[{**r, "invocation_id": rid}.get(c) for c in INJECTION_COLUMNS]
+                     for r in injections],
+                )  # fmt: skip
         return rid
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def record_invocation(
+    path: str | Path, invocation: Mapping[str, Any], injections: Sequence[Mapping[str, Any]]
+) -> int:
+    """`InjectionLog.record` on a log opened for this one write."""
+    log = InjectionLog(path)
+    try:
+        return log.record(invocation, injections)
     finally:
-        con.close()
+        log.close()
