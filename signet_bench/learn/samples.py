@@ -9,6 +9,13 @@ session's query is its session-start query (`daemon.session_query`: the terms of
 transcripts done before it started), so the candidates' signals are the ones served then.
 The label rule's sampled negatives draw from a random stream keyed by the session, so a
 session's sample is the same whichever sessions are loaded with it.
+
+The labels read every signal a store keeps, whichever its release line (`LabelSignals`): the
+judge's `session_scores` and per-memory `relevance_score`, FTS hits and the agent's
+`agent_relevance_score` in `session_memories` (both lines), and current Signet's
+`path_feedback_events` and `session_recall_events` (read by table and column presence: a 0.58
+store has neither, and its labels are what they were). `label_sources` says which of them a
+store has and how many sessions each covers.
 """
 
 from __future__ import annotations
@@ -33,17 +40,40 @@ from signet_bench.daemon.labels import (
 )
 from signet_bench.daemon.session_query import NO_QUERY, SessionQuery, StartQueries
 from signet_bench.store.corpus import Corpus, read_corpus
-from signet_bench.store.read import open_readonly, read_session_memories, read_sessions
+from signet_bench.store.read import (
+    DEFAULT_AGENT,
+    open_readonly,
+    read_path_feedback,
+    read_recall_events,
+    read_session_memories,
+    read_sessions,
+    store_tables,
+)
 
 __all__ = [
+    "LABEL_SOURCES",
+    "LabelSignals",
     "SessionSample",
     "build_sample",
+    "candidate_signals",
     "label_input",
+    "label_sources",
     "load_samples",
+    "read_label_signals",
     "sample_rng",
     "scored_sessions",
     "session_graph",
 ]
+
+LABEL_SOURCES: tuple[tuple[str, str, str], ...] = (
+    ("session scores", "session_scores", "the judge's continuity score and confidence"),
+    ("judge relevance", "session_memories.relevance_score", "the judge's rating of a memory"),
+    ("FTS hits", "session_memories.fts_hit_count", "prompt-time searches that matched a memory"),
+    ("agent feedback", "session_memories.agent_relevance_score", "the agent's own rating"),
+    ("path feedback", "path_feedback_events", "the agent's rating and reward of a graph path"),
+    ("recall events", "session_recall_events", "memories a recall brought into the session"),
+)
+"""The label sources: (name, where the store keeps it, what it is)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +119,93 @@ class SessionSample:
             np.asarray(labels, dtype=np.float64), np.asarray(baseline_rank, dtype=np.int64),
             inputs.signals,
         )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSignals:
+    """What one agent's sessions of a store record for labels, as the store reader returns it:
+    `sessions` (session_scores), `candidates` (session_memories), `path_feedback`
+    (path_feedback_events) and `recalls` (session_recall_events, memories only); `present` holds
+    the tables and `table.column`s of `LABEL_SOURCES` the store has, so a source the store lacks
+    is told from one it keeps empty."""
+
+    sessions: pl.DataFrame
+    candidates: pl.DataFrame
+    path_feedback: pl.DataFrame
+    recalls: pl.DataFrame
+    present: frozenset[str]
+
+
+def read_label_signals(con: sqlite3.Connection, agent_id: str = DEFAULT_AGENT) -> LabelSignals:
+    """The store's `LabelSignals` for `agent_id` (the only agent of a 0.58 store)."""
+    tables = store_tables(con).columns
+    wanted = {where for _, where, _ in LABEL_SOURCES}
+    have = set(tables) | {f"{t}.{c}" for t, cols in tables.items() for c in cols}
+    return LabelSignals(
+        read_sessions(con, agent_id=agent_id),
+        read_session_memories(con, agent_id=agent_id),
+        read_path_feedback(con, agent_id=agent_id),
+        read_recall_events(con, agent_id=agent_id),
+        frozenset(wanted & have),
+    )
+
+
+def _sessions_with(frame: pl.DataFrame, keep: pl.Expr | None = None) -> tuple[int, int]:
+    """(distinct sessions, rows) of the frame's rows that `keep` selects (all when None)."""
+    rows = frame if keep is None else frame.filter(keep)
+    return rows["session_key"].n_unique(), rows.height
+
+
+def label_sources(signals: LabelSignals) -> pl.DataFrame:
+    """Per label source (`LABEL_SOURCES`, in order): where the store keeps it, whether it has
+    that table or column (`present`), and how many sessions and rows carry a value of it."""
+    cand = signals.candidates
+    counts = (
+        _sessions_with(signals.sessions, pl.col("score").is_not_null()),
+        _sessions_with(cand, pl.col("relevance_score").is_not_null()),
+        _sessions_with(cand, pl.col("fts_hit_count") > 0),
+        _sessions_with(cand, pl.col("agent_relevance_score").is_not_null()),
+        _sessions_with(signals.path_feedback),
+        _sessions_with(signals.recalls),
+    )
+    rows = [
+        (name, where, what, where in signals.present, n_sessions, n_rows)
+        for (name, where, what), (n_sessions, n_rows) in zip(LABEL_SOURCES, counts, strict=True)
+    ]
+    schema = {
+        "source": pl.String, "where": pl.String, "what": pl.String, "present": pl.Boolean,
+        "sessions": pl.Int64, "rows": pl.Int64,
+    }  # fmt: skip
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def candidate_signals(signals: LabelSignals) -> pl.DataFrame:
+    """The candidates with each row's in-session signals beside it: `recall_count` (recall
+    events of the memory in that session), `path_reward` (the mean reward of its path
+    feedback there, null without) and `agent_relevance_score` filled from the path feedback's
+    mean rating where `session_memories` holds none (Signet writes both in one transaction)."""
+    keys = ["session_key", "memory_id"]
+    recalls = signals.recalls.group_by("session_key", pl.col("item_id").alias("memory_id")).agg(
+        pl.len().cast(pl.Int64).alias("recall_count")
+    )
+    paths = signals.path_feedback.group_by(keys).agg(
+        pl.col("reward").mean().alias("path_reward"), pl.col("rating").mean().alias("path_rating")
+    )
+    joined = signals.candidates.join(recalls, on=keys, how="left", maintain_order="left").join(
+        paths, on=keys, how="left", maintain_order="left"
+    )
+    return joined.with_columns(
+        pl.col("recall_count").fill_null(0),
+        pl.coalesce("agent_relevance_score", "path_rating").alias("agent_relevance_score"),
+    ).drop("path_rating")
+
+
+def _optional(cand: pl.DataFrame, name: str, default: float) -> np.ndarray | float:
+    """A candidate column the loop's own rows lack (`candidate_signals` adds it): its values
+    with nulls as `default`, or `default` for every row when the column is absent."""
+    if name not in cand.columns:
+        return default
+    return cand[name].cast(pl.Float64).fill_null(default).to_numpy()
 
 
 def sample_rng(seed: int, session_key: str) -> np.random.Generator:
@@ -143,6 +260,8 @@ def label_input(
         deleted_at_hours_after_injection=(corpus.deleted_at[rows] - start_s) / 3600.0,
         access_count=corpus.access_count[rows].astype(np.int64),
         edited_recently=edited_recently([corpus.edited_at[r] for r in rows], end_s),
+        recall_count=_optional(cand, "recall_count", 0.0),
+        path_reward=_optional(cand, "path_reward", np.nan),
     )
 
 
@@ -223,13 +342,15 @@ def load_samples(
     corpus: Corpus | None = None,
 ) -> tuple[list[SessionSample], int]:
     """All trainable sessions of a store, oldest first (the newest `limit`), and how many
-    scored sessions were skipped. `corpus`: the store's corpus when the caller holds it
-    already (the session loop, whose memories do not change while it runs)."""
+    scored sessions were skipped, labelled from every signal the store keeps (`LabelSignals`).
+    `corpus`: the store's corpus when the caller holds it already (the session loop, whose
+    memories do not change while it runs)."""
     con = store if isinstance(store, sqlite3.Connection) else open_readonly(store)
     try:
         corpus = read_corpus(con) if corpus is None else corpus
-        cands = read_session_memories(con)
-        sessions = scored_sessions(read_sessions(con), cands)
+        signals = read_label_signals(con)
+        cands = candidate_signals(signals)
+        sessions = scored_sessions(signals.sessions, cands)
         jobs = StartQueries.read(con)
     finally:
         if not isinstance(store, sqlite3.Connection):

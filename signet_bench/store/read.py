@@ -74,6 +74,8 @@ __all__ = [
     "quote_ident",
     "read_comparisons",
     "read_memories",
+    "read_path_feedback",
+    "read_recall_events",
     "read_session_memories",
     "read_sessions",
     "read_summary_jobs",
@@ -231,6 +233,29 @@ _TRAINING_LOG_SPEC = _spec(
     "canary_score_variance  real",
     "canary_topk_churn      real",
     "created_at             ts",
+)
+
+# Current Signet only (041, 073): the agent's path feedback and what recalls brought into a
+# session. A 0.58 store has neither table; they read as empty frames.
+_PATH_FEEDBACK_SPEC = _spec(
+    "id           text  required",
+    "session_key  text  required",
+    "memory_id    text  required",
+    "rating       real  required",
+    "reward       real  0",
+    "created_at   ts    required",
+)
+
+_RECALL_EVENT_SPEC = _spec(
+    "session_key    text  required",
+    "context_epoch  int   0",
+    "item_kind      text  'memory'",
+    "item_id        text  required",
+    "surface        text",
+    "mode           text",
+    "score          real",
+    "source         text",
+    "created_at     ts    required",
 )
 
 _EMBEDDING_COLUMNS = ("source_id", "vector", "dimensions")  # embeddings columns read by name
@@ -672,9 +697,11 @@ def _read_table(
     where: str = "",
     params: Sequence[object] = (),
     agent_id: str | None = None,
+    id_col: str = "id",
 ) -> pl.DataFrame:
     """The table's rows by `spec`; with `agent_id`, only that agent's rows when the table has
-    an `agent_id` column (current Signet keys sessions per agent; a 0.58 table has none)."""
+    an `agent_id` column (current Signet keys sessions per agent; a 0.58 table has none).
+    `id_col` names a row in an error about its timestamps."""
     with _using(store) as (con, label):
         if table not in table_names(con):  # an optional table an older store lacks
             return pl.DataFrame(schema=_schema(spec))
@@ -684,7 +711,7 @@ def _read_table(
             params = (*params, agent_id)
         sql = _select_sql(table, spec, present, label) + where
         rows = con.execute(sql, tuple(params)).fetchall()
-    frame = _parse_timestamps(_frame(rows, spec), spec, label, table)
+    frame = _parse_timestamps(_frame(rows, spec), spec, label, table, id_col)
     return frame.sort(list(sort), nulls_last=True, maintain_order=True)
 
 
@@ -870,6 +897,29 @@ def read_session_memories(
         params,
         agent_id,
     )
+
+
+def read_path_feedback(store: StoreLike, *, agent_id: str = DEFAULT_AGENT) -> pl.DataFrame:
+    """`path_feedback_events` rows of `agent_id`: per session and memory, the agent's rating
+    (-1..1) and the behavioural reward Signet derives from its feedback (`reward`), ordered by
+    created_at, id. Current Signet writes one when the agent rates a memory that has a graph
+    path (MCP `memory_feedback`); a store without the table reads as an empty frame."""
+    return _read_table(
+        store, "path_feedback_events", _PATH_FEEDBACK_SPEC, ["created_at", "id"],
+        agent_id=agent_id,
+    )  # fmt: skip
+
+
+def read_recall_events(store: StoreLike, *, agent_id: str = DEFAULT_AGENT) -> pl.DataFrame:
+    """`session_recall_events` rows of `agent_id` that name a memory (`item_kind = 'memory'`):
+    what a recall (prompt-time search, the agent's `memory_search`) brought into a session,
+    once per context epoch, ordered by session, time and memory. A store without the table
+    reads as an empty frame."""
+    frame = _read_table(
+        store, "session_recall_events", _RECALL_EVENT_SPEC,
+        ["session_key", "created_at", "item_id"], agent_id=agent_id, id_col="item_id",
+    )  # fmt: skip
+    return frame.filter(pl.col("item_kind") == "memory")
 
 
 def read_comparisons(store: StoreLike) -> pl.DataFrame:
