@@ -414,18 +414,29 @@ def run_hook(
         return _as_run(run(args, data).result())
     att = _Attempt(cfg, inv, hook_input(stdin, inv), started)
     call = run(inv.json_args, data)
-    _prepare(att, load_scorer)
+    try:
+        _prepare(att, load_scorer)
+    except Exception as exc:  # noqa: BLE001 - fail open: Signet's output is printed
+        att.fail(f"preparing failed: {type(exc).__name__}: {exc}")
     res = call.result()
-    printed, answer, why = signet_output(inv.output, res)
+    try:
+        return _finish(att, res, now or datetime.now(UTC), clock)
+    except Exception:  # noqa: BLE001 - fail open: whatever broke, Signet's output is printed
+        return HookRun(signet_output(inv.output, res)[0], res.stderr, res.code)
+    finally:
+        if att.con is not None:
+            att.con.close()
+
+
+def _finish(att: _Attempt, res: SignetResult, now: datetime, clock: Callable[[], float]) -> HookRun:
+    """Once Signet has answered: the scorer's output or Signet's, and the record."""
+    printed, answer, why = signet_output(att.inv.output, res)
     if why is not None:
         att.fail(why)
     _check_budget(att, clock)
-    when = now or datetime.now(UTC)
-    out = _rerank(att, answer, when) if att.reason is None else None
+    out = _rerank(att, answer, now) if att.reason is None else None
     _check_budget(att, clock)
-    if att.con is not None:
-        att.con.close()
-    done = _record(att, res, answer, when, (clock() - started) * 1000.0)
+    done = _record(att, res, answer, now, (clock() - att.started) * 1000.0)
     done.stdout = printed if att.reason else out or printed
     done.stderr = res.stderr
     return done

@@ -14,6 +14,9 @@ Rows (stable names):
   hook_overhead      p50/p95  ms  per pair of runs, the hook's time minus the stand-in's;
                                   goal p95 <= 50 ms
   hook_reordered     share    -   runs whose printed order differs from Signet's (1 = all)
+  hook_overhead_cpu  p50/p95  ms  per pair, the CPU time (user + system) of the hook and its
+                                  stand-in minus the stand-in's alone: the overhead without
+                                  the waiting a busy machine adds
   hook_failopen      p50/p95  ms  per pair, the hook's time minus the stand-in's with no model
                                   (it prints Signet's output)
   hook_overhead_signet_200ms  p50/p95  ms  the overhead when Signet's command takes 200 ms
@@ -31,6 +34,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -125,26 +129,34 @@ def _trained_store(tmp: Path, sessions: int, seed: int) -> tuple[Path, Path, dat
     return db, model, parse_ts(last) + timedelta(days=1)
 
 
-def _timed_run(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, bytes]:
-    """Wall milliseconds of one process, start to exit, and its stdout."""
-    t0 = time.perf_counter()
+def _children_cpu_ms() -> float:
+    """CPU time (user + system) of the finished child processes so far, in milliseconds."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (used.ru_utime + used.ru_stime) * 1000.0
+
+
+def _timed_run(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, float, bytes]:
+    """Wall and CPU milliseconds of one process (its children included), and its stdout."""
+    cpu, t0 = _children_cpu_ms(), time.perf_counter()
     done = subprocess.run(argv, input=stdin, capture_output=True, env=env, check=True)
-    return (time.perf_counter() - t0) * 1000.0, done.stdout
+    return (time.perf_counter() - t0) * 1000.0, _children_cpu_ms() - cpu, done.stdout
 
 
 def _pairs(signet: list[str], hook: list[str], env: dict[str, str], n: int, tag: str):
     """n alternating runs of Signet's command and the hook (after WARMUP of each): their
-    times, and how many of the hook's outputs differ from Signet's."""
-    own, wrapped, differ = [], [], 0
+    wall times, the hook's CPU time beyond the stand-in's, and how many of the hook's outputs
+    differ from Signet's."""
+    own, wrapped, cpu, differ = [], [], [], 0
     for i in range(-WARMUP, n):
         stdin = json.dumps({"session_id": f"bench-{tag}-{i}", "cwd": PROJECT}).encode()
-        t_signet, out_signet = _timed_run(signet, stdin, env)
-        t_hook, out_hook = _timed_run(hook, stdin, env)
+        t_signet, c_signet, out_signet = _timed_run(signet, stdin, env)
+        t_hook, c_hook, out_hook = _timed_run(hook, stdin, env)
         if i >= 0:
             own.append(t_signet)
             wrapped.append(t_hook)
+            cpu.append(c_hook - c_signet)
             differ += out_hook != out_signet
-    return np.array(own), np.array(wrapped), differ
+    return np.array(own), np.array(wrapped), np.array(cpu), differ
 
 
 def _rows(name: str, values: np.ndarray, goal: str | None = None) -> list[Row]:
@@ -173,15 +185,17 @@ def hook_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
                      ("slow", model, slow))  # fmt: skip
         for tag, path, extra in scenarios:
             _log.info(f"bench hook: {sizes['runs']} runs, {tag} ...")
-            own, wrapped, differ = _pairs(
+            own, wrapped, cpu, differ = _pairs(
                 [*signet, *args], [*hook, str(path), "session-start", *args], {**env, **extra},
                 sizes["runs"], tag,
             )  # fmt: skip
-            rows += _scenario_rows(tag, own, wrapped, differ)
+            rows += _scenario_rows(tag, own, wrapped, cpu, differ)
     return rows
 
 
-def _scenario_rows(tag: str, own: np.ndarray, wrapped: np.ndarray, differ: int) -> list[Row]:
+def _scenario_rows(
+    tag: str, own: np.ndarray, wrapped: np.ndarray, cpu: np.ndarray, differ: int
+) -> list[Row]:
     """One scenario's rows (module docstring)."""
     if tag == "failopen":
         return _rows("hook_failopen", wrapped - own)
@@ -192,4 +206,5 @@ def _scenario_rows(tag: str, own: np.ndarray, wrapped: np.ndarray, differ: int) 
         *_rows("hook_rerank", wrapped),
         *_rows("hook_overhead", wrapped - own, "p95 <= 50 ms"),
         Row("hook_reordered", "share", differ / len(own), "-", n=len(own)),
+        *_rows("hook_overhead_cpu", cpu),
     ]

@@ -162,3 +162,25 @@ def test_the_same_run_with_a_whole_answer_is_reranked(world, load):
     argv = [*world.options(), "session-start", *HARNESS_ARGS["plain"]]
     got = run_hook(argv, stdin_for("fuzz"), env=env, runner=standin_runner(env), load_scorer=load)
     assert got.invocation["outcome"] == "scorer" and got.invocation["reason"] is None
+
+
+def test_a_fault_of_the_hooks_own_prints_what_signet_prints(world):
+    """A loader that raises, a scorer that is not one: Signet's output, and the reason."""
+
+    def raising(path):
+        raise ZeroDivisionError("broken loader")
+
+    class NotAScorer:
+        info = None
+        reason = None
+
+    env = world.env()
+    for fmt in HARNESS_ARGS:
+        runner = standin_runner(env)
+        want = runner(HARNESS_ARGS[fmt], stdin_for("fault")).result()
+        argv = [*world.options(), "session-start", *HARNESS_ARGS[fmt]]
+        for load, words in ((raising, "preparing failed: ZeroDivisionError: broken loader"),
+                            (lambda p: (NotAScorer(), None), "re-ranking failed")):  # fmt: skip
+            got = run_hook(argv, stdin_for("fault"), env=env, runner=runner, load_scorer=load)
+            assert (got.stdout, got.stderr, got.code) == (want.stdout, want.stderr, want.code)
+            assert got.invocation["reason"].startswith(words), got.invocation["reason"]
