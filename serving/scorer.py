@@ -22,7 +22,6 @@ the last two are converted to ONNX at load by the library in a child process
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -369,6 +368,8 @@ def _onnx_bytes(path: Path) -> tuple[bytes, str]:
     kind = model_kind(path)
     if kind == "onnx":
         return path.read_bytes(), kind
+    import tempfile  # here: the session-start hook serves ONNX and never loads it
+
     with tempfile.TemporaryDirectory(prefix="signet-serving-load-") as tmp:
         try:
             out = convert(path, Path(tmp) / "model.onnx", "onnx", TrainerOptions())
