@@ -5,9 +5,7 @@
 only numbers: the 17 features (`f_<name>`), the label, `similarity` (cosine of the candidate's
 embedding with the session context: a number, the pre-filter's own relevance signal), the
 candidate's baseline rank and the session's candidate count (seed 001's "structural metadata"
-and "session-level aggregate stats"), and the candidate's signals (`s_<name>`: BM25 of the
-session's query terms over the pool, entity match, source neighbourhood, each a number in
-[0, 1]; 0 where a sample has none). No memory text, session key, memory id, project name,
+and "session-level aggregate stats"). No memory text, session key, memory id, project name,
 path or timestamp is written. `session` groups a session's rows: a number local to the file,
 assigned after a shuffle drawn from the operating system's entropy, so it joins back to
 nothing (two exports of one store number their sessions differently), and a session's
@@ -15,8 +13,8 @@ candidates are shuffled too. `export_pairs` reads a store's sessions through `lo
 the trainer's own path.
 
 **Base model.** What carries across users without content is how features and similarity
-relate to usefulness, so the base is a listwise linear scorer over [similarity, features,
-signals], starting as the hybrid (similarity 1, BM25 0.3/0.7) and trained with the seed's loss (`model.loss.listwise_loss`, its temperature rule) and Adam.
+relate to usefulness, so the base is a listwise linear scorer over [similarity, features],
+trained with the seed's loss (`model.loss.listwise_loss`, its temperature rule) and Adam.
 `train_base` streams any number of Parquet files: per file a Polars lazy scan read in slices of
 `chunk_rows` rows (plus the one session a slice cuts), so memory stays bounded whatever the
 number or size of the files. `base_params` writes the weights into the cross-attention
@@ -25,8 +23,7 @@ cosine term (`cosine_weight`; a scorer without it gets it through the attention 
 identity query/key projections that logit is sqrt(d)·ρ, ρ the correlation of the projected
 context and memory, so `q_proj = w_sim / sqrt(d) · I` gives `w_sim·ρ`), both times
 `base_scale`, the value term of the gate set to 0 (the linear model has none); everything else
-keeps the fresh initialisation; the signal weights go to the scorer's signal term (times
-`base_scale`). An export made before the signals existed reads with them at 0. Fine-tuning is the ordinary `train_model` starting from those
+keeps the fresh initialisation. Fine-tuning is the ordinary `train_model` starting from those
 weights.
 """
 
@@ -41,8 +38,6 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from serving.contract import N_SIGNALS, SIGNAL_NAMES
-from serving.signals import HYBRID_VECTOR_WEIGHT, signal_column
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.features import FEATURE_NAMES
 from signet_bench.errors import UserError
@@ -51,6 +46,7 @@ from signet_bench.learn.model.optim import Adam
 from signet_bench.learn.model.params import (
     COSINE_WEIGHT_INIT,
     init_params,
+    signal_weights_init,
 )
 from signet_bench.learn.samples import SessionSample
 
@@ -68,11 +64,10 @@ __all__ = [
 ]
 
 FEATURE_COLUMNS = tuple(f"f_{n}" for n in FEATURE_NAMES)
-SIGNAL_COLUMNS = tuple(f"s_{n}" for n in SIGNAL_NAMES)
-INPUT_COLUMNS = ("similarity", *FEATURE_COLUMNS, *SIGNAL_COLUMNS)
+INPUT_COLUMNS = ("similarity", *FEATURE_COLUMNS)
 PAIR_COLUMNS = ("session", "candidate_count", "baseline_rank", "label", *INPUT_COLUMNS)
 ROW_GROUP = 8192
-BASE_LEARNING_RATE = 0.01  # a 21-weight linear model: ten times the seed's rate for the scorer
+BASE_LEARNING_RATE = 0.01  # a 18-weight linear model: ten times the seed's rate for the scorer
 
 
 def _similarity(s: SessionSample) -> np.ndarray:
@@ -101,8 +96,6 @@ def pair_frame(samples: Sequence[SessionSample], rng: np.random.Generator | None
         }
         feats = np.asarray(s.features, dtype=np.float64)[perm]
         cols |= {c: feats[:, j] for j, c in enumerate(FEATURE_COLUMNS)}
-        sig = np.zeros((len(s), N_SIGNALS)) if s.signals is None else np.asarray(s.signals)
-        cols |= {c: sig[perm, j].astype(np.float64) for j, c in enumerate(SIGNAL_COLUMNS)}
         parts.append(pl.DataFrame(cols))
     if not parts:
         return pl.DataFrame(schema={c: pl.Float64 for c in PAIR_COLUMNS})
@@ -130,7 +123,7 @@ def export_pairs(
 
 
 def _session_arrays(frame: pl.DataFrame) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(inputs (n, 21), labels (n,)) per session of a frame holding whole sessions."""
+    """(inputs (n, 18), labels (n,)) per session of a frame holding whole sessions."""
     for _, g in frame.group_by("session", maintain_order=True):
         yield g.select(INPUT_COLUMNS).to_numpy().astype(np.float64), g["label"].to_numpy()
 
@@ -142,10 +135,7 @@ def read_pair_sessions(
     slices of `chunk_rows` rows; the last session of a slice waits for the next slice."""
     for path in paths:
         scan = pl.scan_parquet(path)
-        names = set(scan.collect_schema().names())
-        # an export made before the signals existed: they read as 0
-        scan = scan.with_columns(pl.lit(0.0).alias(c) for c in SIGNAL_COLUMNS if c not in names)
-        missing = set(PAIR_COLUMNS) - names - set(SIGNAL_COLUMNS)
+        missing = set(PAIR_COLUMNS) - set(scan.collect_schema().names())
         if missing:
             raise UserError(f"{path}: not a pair export (no column {', '.join(sorted(missing))})")
         n = scan.select(pl.len()).collect().item()
@@ -161,10 +151,9 @@ def read_pair_sessions(
 
 @dataclass(frozen=True, slots=True)
 class BaseModel:
-    """The listwise linear scorer over [similarity, features, signals] and how it was
-    trained."""
+    """The listwise linear scorer over [similarity, features] and how it was trained."""
 
-    weights: np.ndarray  # (21,): similarity, the 17 features, the signals
+    weights: np.ndarray  # (18,): similarity, then the 17 features
     sessions: int  # sessions seen per epoch
     loss_curve: tuple[float, ...]
 
@@ -174,19 +163,11 @@ class BaseModel:
 
     @property
     def feature_weights(self) -> np.ndarray:
-        return self.weights[1 : 1 + len(FEATURE_COLUMNS)]
-
-    @property
-    def signal_weights(self) -> np.ndarray:
-        """One weight per signal (`SIGNAL_NAMES`); 0 for a base saved before the signals."""
-        out = np.zeros(N_SIGNALS)
-        got = self.weights[1 + len(FEATURE_COLUMNS) :]
-        out[: len(got)] = got
-        return out
+        return self.weights[1:]
 
 
 def _padded(batch: list[tuple[np.ndarray, np.ndarray]]):
-    """(inputs (B, N, 21), labels (B, N), mask (B, N)) of a list of sessions."""
+    """(inputs (B, N, 18), labels (B, N), mask (B, N)) of a list of sessions."""
     width = max(len(y) for _, y in batch)
     x = np.zeros((len(batch), width, len(INPUT_COLUMNS)))
     y = np.zeros((len(batch), width))
@@ -216,15 +197,12 @@ def train_base(
     seed: int = 0,
 ) -> BaseModel:
     """Train the base scorer on pair exports, streamed (files in a seeded random order each
-    epoch, sessions in batches of `batch_sessions`); starts as the hybrid (similarity weight
-    1, BM25 of the query terms at Signet's 0.3 : 0.7 to it)."""
+    epoch, sessions in batches of `batch_sessions`); starts from similarity weight 1."""
     if not paths:
         raise UserError("no pair files to train the base model on")
     rng = np.random.default_rng(seed)
     params = {"w": np.zeros(len(INPUT_COLUMNS))}
     params["w"][0] = 1.0
-    lexical = 1 + len(FEATURE_COLUMNS) + signal_column("lexical")
-    params["w"][lexical] = (1.0 - HYBRID_VECTOR_WEIGHT) / HYBRID_VECTOR_WEIGHT
     opt = Adam(params, cfg.replace(learning_rate=learning_rate))
     curve, sessions = [], 0
     for _ in range(epochs):
@@ -264,7 +242,8 @@ def base_params(
     scale = base_scale(base)
     if "cosine_weight" in params:  # the scorer's exact cosine(context, memory) term
         params["cosine_weight"] = np.array([scale * base.similarity_weight])
-        params["signal_weights"] = scale * base.signal_weights
+        # the lexical signal keeps the hybrid's share of it (pairs carry no signals)
+        params["signal_weights"] = signal_weights_init(max(0.0, params["cosine_weight"][0]))
     else:
         d = cfg.internal_dim
         params["q_proj"] = np.eye(d) * (scale * base.similarity_weight / math.sqrt(d))

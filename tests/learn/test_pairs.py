@@ -9,7 +9,6 @@ import numpy as np
 import polars as pl
 import pytest
 
-from serving.signals import signal_column
 from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.features import FEATURE_NAMES
@@ -17,7 +16,6 @@ from signet_bench.learn.model.params import COSINE_WEIGHT_INIT
 from signet_bench.learn.pairs import (
     INPUT_COLUMNS,
     PAIR_COLUMNS,
-    SIGNAL_COLUMNS,
     BaseModel,
     base_params,
     base_scale,
@@ -126,38 +124,6 @@ def test_base_learns_what_the_labels_follow_and_lands_in_the_scorer(tmp_path):
     gate = params["gate_proj"].reshape(-1)
     assert not gate[:v].any()
     np.testing.assert_allclose(gate[v : v + len(FEATURE_NAMES)], scale * base.feature_weights)
-
-
-def test_the_base_learns_the_signals_and_an_export_without_them_reads_as_zero(tmp_path):
-    """Labels that follow the entity-match signal, not similarity: the base learns a positive
-    entity weight, which lands in the scorer's signal term; an export written before the
-    signals existed (no `s_` columns) trains with them at 0."""
-    rng = np.random.default_rng(1)
-    ent = SIGNAL_COLUMNS[signal_column("entity_match")]
-    files = []
-    for u in range(2):
-        rows = []
-        for s in range(60):
-            n = 8
-            match = (rng.uniform(0, 1, n) > 0.6).astype(float)
-            row = {c: np.zeros(n) for c in PAIR_COLUMNS}
-            row |= {"session": np.full(n, s), "candidate_count": np.full(n, n)}
-            row |= {"baseline_rank": np.arange(n), "label": match, ent: match}
-            row["similarity"] = rng.uniform(-0.2, 0.8, n)
-            rows.append(pl.DataFrame(row))
-        files.append(write_pairs(pl.concat(rows), tmp_path / f"u{u}.parquet"))
-    base = train_base(files, epochs=10, batch_sessions=16)
-    assert base.signal_weights[signal_column("entity_match")] > 0.5
-    params = base_params(base, native_dim=8)
-    if "signal_weights" in params:
-        np.testing.assert_allclose(params["signal_weights"], base_scale(base) * base.signal_weights)
-    old = tmp_path / "old.parquet"
-    pl.read_parquet(files[0]).drop(SIGNAL_COLUMNS).write_parquet(old)
-    blind = train_base([old], epochs=2, batch_sessions=16)
-    # the signal columns were all 0: their weights never move from the hybrid start
-    start = np.zeros(len(SIGNAL_COLUMNS))
-    start[signal_column("lexical")] = 0.3 / 0.7
-    np.testing.assert_allclose(blind.signal_weights, start)
 
 
 @pytest.mark.parametrize(
