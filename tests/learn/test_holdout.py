@@ -13,7 +13,6 @@ from signet_bench.analysis.metrics import ndcg_at_k
 from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.learn.holdout import (
-    BM25_TIE_BREAK,
     decide,
     heuristic_scores,
     holdout_plan,
@@ -61,12 +60,10 @@ def test_few_sessions_are_judged_by_contiguous_k_fold():
         holdout_plan(_samples(1), DEFAULT_CONFIG)
 
 
-def test_the_heuristics_are_cosine_bm25_and_hybrid_never_the_baseline_order():
+def test_the_heuristics_are_cosine_and_hybrid_never_the_baseline_order():
     s = _samples(1)[0]
     h = heuristic_scores(s)
-    assert set(h) == {"cosine", "hybrid", "bm25"}  # no baseline: see the module docstring
-    # no query terms: BM25 is 0 everywhere, and cosine orders the candidates it leaves tied
-    assert np.array_equal(np.argsort(-h["bm25"]), np.argsort(-h["cosine"]))
+    assert set(h) == {"cosine", "hybrid"}  # no baseline, no BM25 alone: see the docstrings
     # no query terms: no lexical evidence, and the hybrid orders as cosine
     assert np.array_equal(np.argsort(-h["hybrid"]), np.argsort(-h["cosine"]))
     lexical = np.linspace(0.0, 1.0, len(s))
@@ -76,8 +73,22 @@ def test_the_heuristics_are_cosine_bm25_and_hybrid_never_the_baseline_order():
     assert np.allclose(h["hybrid"], 0.7 * h["cosine"] + 0.3 * lexical)
 
 
+def test_below_the_minimum_of_sessions_the_start_is_cosine_whatever_the_labels_say():
+    samples = _samples(DEFAULT_CONFIG.holdout_min_sessions - 1)
+    lex = signal_column("lexical")
+    good = []
+    for s in samples:
+        signals = np.zeros((len(s), N_SIGNALS), dtype=np.float32)
+        signals[:, lex] = (s.labels - s.labels.min()) / max(np.ptp(s.labels), 1e-9)
+        good.append(dataclasses.replace(s, signals=signals))
+    start = init_params(DEFAULT_CONFIG, 16)
+    assert start_at_best_free_ranker(start, good, DEFAULT_CONFIG)["signal_weights"][lex] == 0.0
+    cfg = DEFAULT_CONFIG.replace(holdout_min_sessions=0)  # allowed to choose: the hybrid
+    assert start_at_best_free_ranker(start, good, cfg) is start
+
+
 def test_fresh_weights_start_at_the_better_free_ranker():
-    samples = _samples(8)
+    samples = _samples(DEFAULT_CONFIG.holdout_min_sessions)
     start = init_params(DEFAULT_CONFIG, 16)
     lex = signal_column("lexical")
     assert start["signal_weights"][lex] > 0  # the hybrid ratio
@@ -95,26 +106,6 @@ def test_fresh_weights_start_at_the_better_free_ranker():
     for name in start:
         if name != "signal_weights":
             assert moved[name] is start[name]
-
-
-def test_a_fresh_model_can_start_at_bm25_and_then_ranks_exactly_as_it():
-    """Labels that BM25 orders best: the start moves the cosine weight onto the lexical
-    signal, and the untrained model's scores order every session as the lexical signal."""
-    from signet_bench.learn.train import _predict
-
-    lex = signal_column("lexical")
-    samples = []
-    for s in _samples(8):
-        signals = np.zeros((len(s), N_SIGNALS), dtype=np.float32)
-        signals[:, lex] = (s.labels - s.labels.min()) / max(np.ptp(s.labels), 1e-9)
-        samples.append(dataclasses.replace(s, signals=signals))
-    start = init_params(DEFAULT_CONFIG, 16)
-    moved = start_at_best_free_ranker(start, samples, DEFAULT_CONFIG)
-    assert moved["cosine_weight"].item() == start["cosine_weight"].item() * BM25_TIE_BREAK
-    assert moved["signal_weights"][lex] == start["cosine_weight"].item()
-    for s, scores in zip(samples, _predict(moved, samples, DEFAULT_CONFIG), strict=True):
-        np.testing.assert_array_equal(np.argsort(-scores, kind="stable"),
-                                      np.argsort(-heuristic_scores(s)["bm25"], kind="stable"))  # fmt: skip
 
 
 def test_session_ndcgs_score_each_session_against_its_labels():
