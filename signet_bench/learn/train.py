@@ -573,6 +573,8 @@ def _held_out_result(
         name: session_ndcgs(held, [h[name] for h in per_session], cfg) for name in per_session[0]
     }
     decision = decide(fitted.plan.method, fitted.ndcgs, served_ndcgs, heuristics)
+    if fitted.best_epoch == 0 and fitted.trained_on < cfg.holdout_min_sessions:
+        decision = decision.unjudged_start()
     variance = float(np.var(np.concatenate(probs))) if probs else 0.0
     gates = {"finite_losses": finite, "canary_variance": variance > 0.0,
              "holdout": finite and decision.accepted}  # fmt: skip
