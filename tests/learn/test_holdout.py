@@ -20,6 +20,7 @@ from signet_bench.learn.holdout import (
     start_at_best_free_ranker,
 )
 from signet_bench.learn.model.params import init_params
+from tests.learn.lexical_support import with_lexical
 
 
 def _samples(n: int, seed: int = 0):
@@ -76,11 +77,7 @@ def test_the_heuristics_are_cosine_and_hybrid_never_the_baseline_order():
 def test_below_the_minimum_of_sessions_the_start_is_cosine_whatever_the_labels_say():
     samples = _samples(DEFAULT_CONFIG.holdout_min_sessions - 1)
     lex = signal_column("lexical")
-    good = []
-    for s in samples:
-        signals = np.zeros((len(s), N_SIGNALS), dtype=np.float32)
-        signals[:, lex] = (s.labels - s.labels.min()) / max(np.ptp(s.labels), 1e-9)
-        good.append(dataclasses.replace(s, signals=signals))
+    good = with_lexical(samples)
     start = init_params(DEFAULT_CONFIG, 16)
     assert start_at_best_free_ranker(start, good, DEFAULT_CONFIG)["signal_weights"][lex] == 0.0
     cfg = DEFAULT_CONFIG.replace(holdout_min_sessions=0)  # allowed to choose: the hybrid
@@ -95,11 +92,7 @@ def test_fresh_weights_start_at_the_better_free_ranker():
     # no query terms: cosine and the hybrid tie, and the start is kept
     assert start_at_best_free_ranker(start, samples, DEFAULT_CONFIG) is start
     # a lexical signal that is anti-relevant: cosine wins, the lexical weight goes to 0
-    bad = []
-    for s in samples:
-        signals = np.zeros((len(s), N_SIGNALS), dtype=np.float32)
-        signals[:, lex] = (s.labels.max() - s.labels) / max(np.ptp(s.labels), 1e-9)
-        bad.append(dataclasses.replace(s, signals=signals))
+    bad = with_lexical(samples, follows=False)
     moved = start_at_best_free_ranker(start, bad, DEFAULT_CONFIG)
     assert moved["signal_weights"][lex] == 0.0
     assert start["signal_weights"][lex] > 0  # the caller's weights are untouched

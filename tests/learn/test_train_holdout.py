@@ -10,7 +10,6 @@ import duckdb
 import numpy as np
 import pytest
 
-from serving.contract import N_SIGNALS
 from serving.signals import signal_column
 from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
@@ -25,6 +24,7 @@ from signet_bench.learn.train import (
     train_model,
 )
 from signet_bench.store.workbench import open_workbench, record_training_run
+from tests.learn.lexical_support import with_lexical
 
 DIM = 16
 
@@ -80,17 +80,11 @@ def test_below_the_minimum_of_sessions_a_training_serves_its_start():
     assert res.epochs_run == 0 and res.best_epoch == 0 and res.accepted
     assert res.holdout.candidate == pytest.approx(res.holdout.heuristics["cosine"])
     # labels a lexical signal explains: the hybrid wins on them, the cosine start is served
-    lex = signal_column("lexical")
-    taught = []
-    for s in data:
-        signals = np.zeros((len(s), N_SIGNALS), dtype=np.float32)
-        signals[:, lex] = (s.labels - s.labels.min()) / max(np.ptp(s.labels), 1e-9)
-        taught.append(dataclasses.replace(s, signals=signals))
-    res = train_model(taught, None, epochs=4, seed=0)
+    res = train_model(with_lexical(data), None, epochs=4, seed=0)
     d = res.holdout
     assert d.heuristics["hybrid"] > d.heuristics["cosine"] == pytest.approx(d.candidate)
     assert res.accepted and d.comparator == "start" and d.bar == d.candidate
-    assert res.params["signal_weights"][lex] == 0.0
+    assert res.params["signal_weights"][signal_column("lexical")] == 0.0
     cfg = DEFAULT_CONFIG.replace(holdout_min_sessions=0)
     learned = train_model(data, None, cfg=cfg, epochs=4, seed=0)
     assert learned.loss_curve and len(learned.loss_curve) == learned.epochs_run
