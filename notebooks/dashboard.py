@@ -13,6 +13,8 @@ with app.setup:
 
     from signet_bench.analysis.queries import dashboard as dash
     from signet_bench.analysis.queries import inspector
+    from signet_bench.analysis.queries.derived import label_sources_text
+    from signet_bench.analysis.queries.injections import injection_summary
     from signet_bench.analysis.queries.sessions import projects_of
     from signet_bench.analysis.queries.source import open_store
     from signet_bench.app.launch import notebook_args
@@ -306,10 +308,19 @@ def _(data, date_filter, project_filter, view):
     _badge = {"green": "success", "yellow": "warn", "red": "danger"}[_health.color]
     _why = f" — {'; '.join(_health.reasons)}" if _health.reasons else ""
     _filters = [project_filter] + ([date_filter] if date_filter is not None else [])
+    _line = (
+        "Current Signet: it runs no predictor and keeps no comparisons, so the comparisons "
+        "and the success-rate EMA below are recomputed by the workbench from the store's "
+        "sessions."
+        if data.line == "current"
+        else "Signet 0.58: comparisons as the daemon recorded them."
+    )
     mo.vstack(
         [
             mo.md(f"# Signet predictor · `{data.db.name}`"),
+            mo.md(f"**Release line** · {_line}"),
             mo.callout(mo.md(f"**{_answer}**"), kind=TONES[_tone]),
+            mo.md(f"**Label sources** · {label_sources_text(data.label_sources)}"),
             mo.hstack(
                 [
                     mo.callout(
@@ -329,7 +340,7 @@ def _(data, date_filter, project_filter, view):
 @app.cell
 def _(data, view):
     _st = view.status
-    mo.stop(_st.cold_start_exited)
+    mo.stop(_st.comparing)
     _line = "█" * int(20 * _st.progress) + "░" * (20 - int(20 * _st.progress))
     _cfg = DEFAULT_CONFIG
     _model = {True: "yes", False: "no", None: "none yet (no workbench)"}[data.model_available]
@@ -369,7 +380,7 @@ def _(data, view):
 @app.cell
 def _(data, view):
     _st = view.status
-    mo.stop(not _st.cold_start_exited)
+    mo.stop(not _st.comparing)
     _lat = view.latency
     _p = {m: _lat.filter(pl.col("metric") == m)["ms"] for m in ("p50", "p95")}
     _latency = f"{_p['p50'][-1]:.1f} / {_p['p95'][-1]:.1f} ms" if _p["p95"].len() else "no data yet"
@@ -433,7 +444,7 @@ def _(data, view):
 
 @app.cell
 def _(view):
-    mo.stop(not view.status.cold_start_exited)
+    mo.stop(not view.status.comparing)
     timeline = mo.ui.altair_chart(
         win_loss_chart(view.sessions, view.resets), legend_selection=False
     )
@@ -475,7 +486,7 @@ def _(session_table, timeline):
 
 @app.cell
 def _(session_table, timeline, view):
-    mo.stop(not view.status.cold_start_exited)
+    mo.stop(not view.status.comparing)
     _picked = (
         timeline.apply_selection(view.sessions) if timeline.selections else view.sessions.head(0)
     )
@@ -566,7 +577,7 @@ def _(detail, events):
 
 @app.cell
 def _(view):
-    mo.stop(not view.status.cold_start_exited)
+    mo.stop(not view.status.comparing)
     _runs = view.runs.sort("run", descending=True).select(
         "run",
         "model_version",
@@ -597,7 +608,9 @@ def _(view):
                 "trained on (the newest ones, or k-fold while there are few), its NDCG@10 "
                 "(`heldout_ndcg`) reaches the bar (`heldout_bar`): the best of the model "
                 "served now and the free rankers (cosine, and its hybrid with BM25), named in "
-                "`heldout_comparator`. Runs judged by Signet's own canary gates show the "
+                "`heldout_comparator` (`start`: too few sessions to learn from, so the "
+                "model is its start, cosine, served as it is). Runs judged by Signet's own "
+                "canary gates show the "
                 "canary figures instead."
             ),
             _curve,
@@ -608,10 +621,28 @@ def _(view):
 
 @app.cell
 def _(view):
+    mo.stop(not view.status.comparing)
+    _rows = view.injections.drop("signet_relevance_sum", "scorer_relevance_sum", strict=False)
+    mo.vstack(
+        [
+            mo.md(
+                "## What Signet injected and what the scorer would have\n"
+                "Per session: the memories Signet injected, the scorer's picks (as many, in "
+                "the order of its scores), the ones both chose, and the judge's mean "
+                "relevance of each choice over its judged memories."
+            ),
+            mo.callout(mo.md(injection_summary(view.injections)), kind="neutral"),
+            table(_rows.sort("n", descending=True), page_size=8) if _rows.height else mo.md("-"),
+        ]
+    )
+
+
+@app.cell
+def _(data, view):
     _entities = (
         table(view.entities)
         if view.entities.height
-        else mo.md("_no focal entities recorded in this store_")
+        else mo.callout(mo.md(data.focal.note), kind="neutral")
     )
     _projects = (
         static(project_chart(view.projects))
@@ -624,7 +655,22 @@ def _(view):
             _projects,
             table(view.projects),
             mo.md("**By focal entity**"),
+            mo.md(data.focal.note) if view.entities.height else mo.md(""),
             _entities,
+        ]
+    )
+
+
+@app.cell
+def _(data):
+    _sources = data.label_sources.select("source", "where", "present", "sessions", "rows", "what")
+    mo.vstack(
+        [
+            mo.md(
+                "## Label sources\nWhat the training labels learn from, where the store keeps "
+                "it, and how many sessions carry it (the default agent's on a current store)."
+            ),
+            table(_sources, show_search=False, show_download=False),
         ]
     )
 

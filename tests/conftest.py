@@ -1,6 +1,7 @@
 """Fixtures shared across test folders: the small demo and the young store
-(tests/queries/stores.py), and a simulated store of each of Signet's release lines
-(tests/lines.py), built once per run."""
+(tests/queries/stores.py), a simulated store of each of Signet's release lines
+(tests/lines.py), and the current one as Signet's daemon would have left it, built once per
+run."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from signet_bench.store.schema import RELEASE_LINES
 from tests.analysis.queries.stores import small_demo, young_store
-from tests.lines import simulated_store
+from tests.lines import as_signet_leaves_it, simulated_store
 
 
 @pytest.fixture(scope="session")
@@ -35,3 +36,11 @@ def line_stores(tmp_path_factory) -> dict[str, Path]:
 def line_store(request, line_stores: dict[str, Path]) -> Path:
     """Each release line's simulated store in turn (read only)."""
     return line_stores[request.param]
+
+
+@pytest.fixture(scope="session")
+def bare_current(line_stores, tmp_path_factory) -> Path:
+    """The current line's simulated store without the simulator's and synthesizer's tables: no
+    predictor state, no comparisons, no session plan (read only)."""
+    root = tmp_path_factory.getbasetemp() / "shared-lines"
+    return as_signet_leaves_it(line_stores["current"], root / "current-bare.db")

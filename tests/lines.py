@@ -5,6 +5,8 @@ daemon's sessions (`daemon.loop.simulate`), which writes rows in the store's own
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 from pathlib import Path
 
 from signet_bench.daemon.loop import SimOptions, simulate
@@ -30,3 +32,24 @@ def simulated_store(
     if sessions:
         simulate(path, sessions, SimOptions(scorer=scorer, seed=seed))
     return path
+
+
+def as_signet_leaves_it(store: Path, out: Path) -> Path:
+    """A copy of a simulated store at `out` without the simulator's and the synthesizer's own
+    tables (`sim_*`, `synth_*`): what Signet's daemon itself would have left, with no
+    predictor state and no session plan beside its rows."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(store, out)
+    con = sqlite3.connect(out)
+    try:
+        names = [
+            r[0]
+            for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if r[0].startswith(("sim_", "synth_"))
+        ]
+        for name in names:
+            con.execute(f'DROP TABLE "{name}"')
+        con.commit()
+    finally:
+        con.close()
+    return out

@@ -158,3 +158,24 @@ def test_young_store_dashboard_in_a_browser(browser, young):
         assert page.get_by_text(INTERNAL_ERROR).count() == 0
         _screenshot(page, "dashboard-cold-start")
         page.close()
+
+
+def test_current_store_dashboard_in_a_browser(browser, bare_current):
+    """A current store as Signet's daemon leaves it (no predictor state, no comparisons): the
+    verdict weighs the comparisons the workbench recomputed, the timeline and the inspector
+    show them, and the label sources are stated; no cold-start panel."""
+    with _served("dashboard", "--db", str(bare_current)) as url:
+        page = _open(browser, url)
+        page.get_by_text("Comparison inspector · session #").first.wait_for(timeout=90_000)
+        _wait_for_charts(page, 2)  # the α gauge and the win/loss timeline at the least
+        verdict = page.get_by_text("Over the last").first
+        assert "judged sessions it won" in verdict.inner_text()
+        assert "Judged offline" in verdict.inner_text()
+        sources = page.get_by_text("Labels learn from session scores in 30 sessions").first
+        assert "Recorded in none yet: path feedback" in sources.inner_text()
+        assert page.get_by_text("predictor: none in this Signet").count() > 0
+        assert page.get_by_text("What Signet injected and what the scorer would have").count()
+        assert page.get_by_text("Cold start: collecting training data").count() == 0
+        assert page.get_by_text(INTERNAL_ERROR).count() == 0
+        _screenshot(page, "dashboard-current")
+        page.close()

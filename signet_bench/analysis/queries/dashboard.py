@@ -1,6 +1,11 @@
 """The dashboard's data in two steps: `load_dashboard` reads the store and the workbench once
 (the first render), `dashboard_view` derives every panel's frame from it for the chosen
 projects and dates (a filter change: in-memory work only, no store access).
+
+Both release lines: on a current store, which keeps no comparison rows, the comparisons (and
+the success-rate EMA in them) are the ones the workbench recomputes from its sessions
+(`derived.derived_frames`), and the predictor, which that Signet does not run, is judged
+offline from the first session (`status`).
 """
 
 from __future__ import annotations
@@ -21,8 +26,13 @@ from signet_bench.analysis.queries import drift as d
 from signet_bench.analysis.queries import sessions as s
 from signet_bench.analysis.queries import status as st
 from signet_bench.analysis.queries import training as t
+from signet_bench.analysis.queries.derived import derived_frames
+from signet_bench.analysis.queries.entities import FocalEntities, focal_entities
+from signet_bench.analysis.queries.injections import injection_contrast
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.predictor_state import PredictorState
+from signet_bench.store.duck import attached_tables
+from signet_bench.store.schema import release_line_of
 
 __all__ = [
     "DRIFT_RECENT_SESSIONS",
@@ -45,7 +55,10 @@ VERDICT_BOOTSTRAP_SEED = 0  # fixed, so the same sessions always show the same i
 
 @dataclass(frozen=True, slots=True)
 class DashboardData:
-    """Everything read from the store and the workbench for one page."""
+    """Everything read from the store and the workbench for one page: `line` is the store's
+    release line, `label_sources` what its labels learn from (`learn.samples.label_sources`),
+    `focal` its sessions' focal entities, `injections` Signet's injections against the
+    scorer's picks per session (`injections.injection_contrast`)."""
 
     db: Path
     workbench: Path | None
@@ -55,7 +68,11 @@ class DashboardData:
     bench: pl.DataFrame
     state: PredictorState | None
     model_available: bool | None
-    parameters: int | None = None
+    parameters: int | None
+    line: str
+    label_sources: pl.DataFrame
+    focal: FocalEntities
+    injections: pl.DataFrame
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +84,7 @@ class DashboardView:
     projects: pl.DataFrame
     entities: pl.DataFrame
     recent: pl.DataFrame
+    injections: pl.DataFrame
     steps: pl.DataFrame
     markers: pl.DataFrame
     runs: pl.DataFrame
@@ -106,9 +124,12 @@ def load_dashboard(
     cfg: PredictorConfig = DEFAULT_CONFIG,
     bench_dir: str | Path | None = None,
 ) -> DashboardData:
-    """Read the store (through `con`) and the workbench for the dashboard's first render."""
+    """Read the store (through `con`; what only the library's reader derives, in a child
+    process) and the workbench for the dashboard's first render."""
     wb = None if workbench is None else Path(workbench)
-    sessions = s.session_frame(con, cfg)
+    line = release_line_of(attached_tables(con).columns)
+    derived = derived_frames(db)
+    sessions = s.session_frame(con, cfg, derived.comparisons if line == "current" else None)
     return DashboardData(
         db=Path(db),
         workbench=wb,
@@ -119,6 +140,10 @@ def load_dashboard(
         state=st.read_state(con),
         model_available=model_available(wb),
         parameters=model_parameters(wb),
+        line=line,
+        label_sources=derived.label_sources,
+        focal=focal_entities(con),
+        injections=injection_contrast(con),
     )
 
 
@@ -140,6 +165,22 @@ def _runs_in(runs: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
     return runs.filter(pl.col("created_at").is_between(lo, hi))
 
 
+def _injections_in(injections: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """The injection contrast of the sessions in view, by session number."""
+    if injections.height == 0:
+        return injections
+    return (
+        sessions.select("n", "session_key", "project")
+        .join(injections, on="session_key")
+        .sort("n")
+        .select(
+            "n", "project", "signet_injected", "scorer_picks", "both_chose",
+            "signet_relevance", "scorer_relevance", "signet_judged", "scorer_judged",
+            "signet_relevance_sum", "scorer_relevance_sum", "session_key",
+        )
+    )  # fmt: skip
+
+
 def dashboard_view(
     data: DashboardData,
     projects: Sequence[str] | None = None,
@@ -156,7 +197,9 @@ def dashboard_view(
     dated = since is not None or until is not None
     runs = _runs_in(data.runs, view) if dated else data.runs
     steps = t.loss_steps(runs)
-    status = st.predictor_status(data.state, data.sessions, data.runs, all_resets.height, cfg)
+    status = st.predictor_status(
+        data.state, data.sessions, data.runs, all_resets.height, cfg, data.line
+    )
     latency = t.latency_series(data.bench, cfg)
     p95 = latency.filter(pl.col("metric") == "p95")["ms"]
     drift = _current_drift(data, cfg)
@@ -171,8 +214,9 @@ def dashboard_view(
         sessions=view,
         resets=resets,
         projects=s.project_slices(view),
-        entities=s.entity_slices(view),
+        entities=s.entity_slices(view, data.focal.pairs),
         recent=s.recent_sessions(view, cfg=cfg),
+        injections=_injections_in(data.injections, view),
         steps=steps,
         markers=t.reset_markers(steps, resets),
         runs=runs,
@@ -243,8 +287,9 @@ def verdict_evidence(counted: pl.DataFrame) -> Evidence:
     return dataclasses.replace(evidence, cosine=cosine)
 
 
-def _evidence_text(e: Evidence, share: float) -> str:
-    """The evidence in words: win rate, NDCG@10 and margins with their intervals, weight."""
+def _evidence_text(e: Evidence, share: float | None) -> str:
+    """The evidence in words: win rate, NDCG@10 and margins with their intervals, weight
+    (None: judged offline, the store's Signet gives the predictor no weight)."""
     text = (
         f"Over the last {e.sessions} judged sessions it won {e.wins / e.sessions:.0%} "
         f"(95% interval {e.win_share.low:.0%}–{e.win_share.high:.0%}); NDCG@10 "
@@ -252,6 +297,8 @@ def _evidence_text(e: Evidence, share: float) -> str:
     )
     if e.cosine is not None:
         text += f", and {e.cosine.ndcg:.2f} for plain cosine, margin {e.cosine}"
+    if share is None:
+        return f"{text}. Judged offline: this Signet runs no predictor and ranks by its baseline."
     return f"{text}. It carries {share:.0%} of the ranking weight."
 
 
@@ -264,6 +311,12 @@ def _too_early(counted: pl.DataFrame, need: int) -> str:
     wins = int(counted["predictor_won"].sum())
     return f"{head} judged sessions; so far the predictor won {wins} of {n}."
 
+
+_NO_SCORES = (
+    "Nothing to judge yet: no session in view carries the scorer's scores "
+    "(session_memories.predictor_score is empty; current Signet writes none), so its ranking "
+    "cannot be set against the baseline's."
+)
 
 _TONES = {  # the verdict's first sentence per tone: the rule behind it
     "success": (
@@ -285,21 +338,25 @@ def verdict(
     view: DashboardView, last: int = 50, cfg: PredictorConfig = DEFAULT_CONFIG
 ) -> tuple[str, str]:
     """The answer to "is the predictor helping?" and its tone (success, warn, neutral), from
-    the latest `last` sessions in view that counted. Below `verdict_min_sessions` judged
+    the latest `last` sessions in view that counted. In cold start: not yet; judged offline
+    with no session the scorer scored: nothing to judge. Below `verdict_min_sessions` judged
     sessions: too early to tell. From it on, the tone follows the NDCG@10 margin over the
     baseline: success when its 95% interval lies above zero, warn when below, else neutral."""
     counted = view.sessions.filter(pl.col("counted")).sort("n").tail(last)
     st_ = view.status
-    if not st_.cold_start_exited:
+    if not st_.comparing:
         blockers = "; ".join(st_.blockers) or "waiting for the next session"
         return (
             f"Not yet: the predictor is in cold start ({st_.mode}); still needed: {blockers}.",
             "neutral",
         )
+    if st_.mode == "offline" and not (view.sessions["predictor_scored"] > 0).any():
+        return (_NO_SCORES, "neutral")
     need = max(2, cfg.verdict_min_sessions)  # an interval needs two sessions at the least
     if counted.height < need:
         return (_too_early(counted, need), "neutral")
     e = verdict_evidence(counted)
     low, high = e.baseline.interval
     tone = "success" if low > 0 else "warn" if high < 0 else "neutral"
-    return (f"{_TONES[tone]} {_evidence_text(e, 1.0 - st_.alpha)}", tone)
+    share = None if st_.mode == "offline" else 1.0 - st_.alpha
+    return (f"{_TONES[tone]} {_evidence_text(e, share)}", tone)

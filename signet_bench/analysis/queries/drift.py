@@ -3,7 +3,8 @@ old minus that of memories over 30 days old, at the time they were judged), over
 project, and the success rate per stretch of sessions.
 
 `judged_memories` reads the judged rows (`relevance_score` set) from the raw `store` view
-and parses timestamps once per session and per memory, not per row.
+and parses timestamps once per session and per memory, not per row; on a current store, the
+default agent's.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import duckdb
 import polars as pl
 
 from signet_bench.analysis.judge_monitor import drift_signal
+from signet_bench.analysis.queries.source import agent_condition
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.store.duck import ts_expr
 
@@ -20,12 +22,12 @@ __all__ = ["drift_by_window", "judged_memories", "judged_of_sessions", "success_
 _JUDGED_SQL = """
 WITH judged AS (
     SELECT session_key, memory_id, relevance_score::DOUBLE AS relevance
-    FROM store.session_memories WHERE relevance_score IS NOT NULL
+    FROM store.session_memories WHERE relevance_score IS NOT NULL AND {agent}
 ),
 starts AS (
     SELECT session_key, {started} AS started_at FROM (
         SELECT session_key, MIN(created_at) AS started_text FROM store.session_memories
-        GROUP BY session_key)
+        WHERE {agent} GROUP BY session_key)
 ),
 born AS (SELECT id AS memory_id, {created} AS created_at FROM store.memories)
 SELECT j.session_key, j.memory_id, j.relevance, s.started_at,
@@ -37,7 +39,11 @@ FROM judged j JOIN starts s USING (session_key) LEFT JOIN born b USING (memory_i
 def judged_memories(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Every judged candidate: session_key, memory_id, relevance, the session's start (UTC)
     and the memory's age in days at that start (null when the memory is gone)."""
-    sql = _JUDGED_SQL.format(started=ts_expr("started_text"), created=ts_expr("created_at"))
+    sql = _JUDGED_SQL.format(
+        started=ts_expr("started_text"),
+        created=ts_expr("created_at"),
+        agent=agent_condition(con, "session_memories"),
+    )
     frame = con.sql(sql).pl()
     return frame.with_columns(pl.col("started_at").dt.replace_time_zone("UTC"))
 
@@ -61,6 +67,7 @@ def judged_of_sessions(con: duckdb.DuckDBPyConnection, sessions: pl.DataFrame) -
         "SELECT sm.session_key, sm.memory_id, sm.relevance_score, m.created_at AS born"
         " FROM session_memories sm LEFT JOIN memories m ON m.id = sm.memory_id"
         f" WHERE sm.session_key IN ({keys}) AND sm.relevance_score IS NOT NULL"
+        f" AND {agent_condition(con, 'session_memories', column='sm.agent_id')}"
     )
     select = (
         "session_key::VARCHAR AS session_key, memory_id::VARCHAR AS memory_id,"

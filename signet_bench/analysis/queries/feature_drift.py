@@ -9,16 +9,14 @@ on a file (DESIGN §9.2). So `feature_frames` computes them in a child process
 
 from __future__ import annotations
 
-import argparse
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from signet_bench.analysis.queries.source import child_frames, child_main
 from signet_bench.analysis.queries.stattests import run_test
 from signet_bench.daemon.features import FEATURE_NAMES
 from signet_bench.errors import UserError
@@ -76,18 +74,15 @@ def feature_frames(
     db: str | Path, *, tz: str | None = None, timeout_s: float = 600
 ) -> FeatureFrames:
     """Compute the feature frames of `db` in a child process (see the module docstring)."""
-    with tempfile.TemporaryDirectory(prefix="signet-bench-features-") as tmp:
-        cmd = [sys.executable, "-m", "signet_bench.analysis.queries.feature_drift", str(db), tmp]
-        if tz:
-            cmd += ["--tz", tz]
-        done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout_s)
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise UserError(f"{db}: computing the feature distributions failed: {tail[0]}")
-        out = Path(tmp)
-        return FeatureFrames(
-            pl.read_parquet(out / "samples.parquet"), pl.read_parquet(out / "skew.parquet")
-        )
+    frames = child_frames(
+        "signet_bench.analysis.queries.feature_drift",
+        db,
+        ("samples", "skew"),
+        ["--tz", tz] if tz else [],
+        what="computing the feature distributions",
+        timeout_s=timeout_s,
+    )
+    return FeatureFrames(frames["samples"], frames["skew"])
 
 
 def feature_drift(
@@ -153,17 +148,12 @@ def feature_histogram(
 
 def main(argv: list[str] | None = None) -> int:
     """The child process: `python -m signet_bench.analysis.queries.feature_drift DB OUT_DIR [--tz ZONE]`."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("db")
-    p.add_argument("out")
-    p.add_argument("--tz", default=None)
-    args = p.parse_args(argv)
-    try:
-        _compute(Path(args.db), Path(args.out), args.tz)
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return child_main(
+        lambda db, out, args: _compute(db, out, args.tz),
+        argv,
+        __doc__.splitlines()[0],
+        lambda parser: parser.add_argument("--tz", default=None),
+    )
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 One session's rows are read through SQLite itself (`store.duck.store_sql`), so its
 `session_key` index answers in milliseconds even on a year of heavy use; DuckDB's scan of the
-store's view would read every row.
+store's view would read every row. On a current store they are the default agent's rows.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from signet_bench.analysis.queries.source import store_has
+from signet_bench.analysis.queries.source import agent_condition, store_has
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.ranking.fusion import rrf_fuse
 from signet_bench.store.duck import store_sql
@@ -35,7 +35,7 @@ SELECT sm.memory_id, sm.source, sm.effective_score, sm.predictor_score, sm.final
        sm.agent_relevance_score, sm.created_at, m.content, m.type, m.project AS memory_project,
        m.created_at AS memory_created_at
 FROM session_memories sm LEFT JOIN memories m ON m.id = sm.memory_id
-WHERE sm.session_key = {key}
+WHERE sm.session_key = {key} AND {agent}
 """
 _CANDIDATE_TYPES = """
 memory_id::VARCHAR AS memory_id, source::VARCHAR AS source,
@@ -61,7 +61,7 @@ TRY_CAST(novel_context_count AS BIGINT) AS novel_context_count, created_at::VARC
 _SCORE_SQL = """
 SELECT score, confidence, reasoning, continuity_reasoning, memories_recalled, memories_used,
        novel_context_count, created_at
-FROM session_scores WHERE session_key = {key} ORDER BY created_at DESC LIMIT 1
+FROM session_scores WHERE session_key = {key} AND {agent} ORDER BY created_at DESC LIMIT 1
 """
 
 
@@ -155,12 +155,14 @@ def session_detail(
 ) -> SessionDetail:
     """The inspector's view of `session` (a row of `sessions.session_frame`, as a dict)."""
     key = sqlite_literal(str(session["session_key"]))
-    cand = sqlite_rows(con, _CANDIDATES_SQL.format(key=key), _CANDIDATE_TYPES)
+    agent = agent_condition(con, "session_memories", column="sm.agent_id")
+    cand = sqlite_rows(con, _CANDIDATES_SQL.format(key=key, agent=agent), _CANDIDATE_TYPES)
     preview = pl.col("content").fill_null("(memory not in the store)").str.slice(0, PREVIEW_CHARS)
     cand = cand.with_columns(preview.alias("preview"))
     alpha = session.get("alpha")
     pool = _with_ranks(cand, 1.0 if alpha is None else float(alpha), cfg)
-    scores = sqlite_rows(con, _SCORE_SQL.format(key=key), _SCORE_TYPES)
+    agent = agent_condition(con, "session_scores")
+    scores = sqlite_rows(con, _SCORE_SQL.format(key=key, agent=agent), _SCORE_TYPES)
     judge = scores.row(0, named=True) if scores.height else {}
     gate, ema = _gate_text(session, cfg)
     diversity = pool.filter(pl.col("diversity_factor") < 1.0 - 1e-9).select(

@@ -4,8 +4,11 @@ success-rate line, drift resets, per-project and per-entity slices, recent sessi
 `session_frame` reads the store through DuckDB in one query: `session_memories` is aggregated
 from the raw `store.session_memories` view, reading only the five columns the panels need and
 parsing timestamps per session, not per row (a year of heavy use, 1.5M rows, takes about half a
-second), joined with the judge's `session_scores` and each session's `predictor_comparisons`
-row. Everything else here is a pure function of that frame.
+second), joined with the judge's `session_scores` and each session's comparison row: the
+store's `predictor_comparisons`, or the rows the caller passes (a current store keeps none; the
+workbench recomputes them, `derived.derived_frames`). On a current store, whose session tables
+hold every agent's rows, only the default agent's are read. Everything else here is a pure
+function of that frame.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from datetime import date
 import duckdb
 import polars as pl
 
+from signet_bench.analysis.queries.source import agent_condition
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.store.duck import attached_tables, ts_expr
+from signet_bench.store.read import DEFAULT_AGENT
 
 __all__ = [
     "NO_PROJECT",
@@ -44,6 +49,14 @@ _COMPARISONS = """
     FROM store.predictor_comparisons
     QUALIFY row_number() OVER (PARTITION BY session_key ORDER BY created_at DESC, id DESC) = 1
 """
+_GIVEN_NAME = "given_comparisons"  # the caller's comparison rows, registered for one query
+_GIVEN_COMPARISONS = """
+    SELECT session_key, project AS cmp_project, predictor_ndcg, baseline_ndcg, predictor_won,
+           margin, alpha, ema_updated, scorer_confidence, success_rate,
+           NULL::VARCHAR AS focal_entity_name, fts_overlap_score, compared_text
+    FROM {name}
+    QUALIFY row_number() OVER (PARTITION BY session_key ORDER BY compared_text DESC, id DESC) = 1
+"""
 _NO_COMPARISONS = """
     SELECT NULL::VARCHAR AS session_key, NULL::VARCHAR AS cmp_project,
            NULL::DOUBLE AS predictor_ndcg, NULL::DOUBLE AS baseline_ndcg,
@@ -65,13 +78,13 @@ WITH sm AS (
            COUNT(*) FILTER (WHERE source IS DISTINCT FROM 'fts_only') AS candidates,
            COUNT(*) FILTER (WHERE was_injected::BIGINT <> 0) AS injected,
            COUNT(predictor_score) AS predictor_scored
-    FROM store.session_memories
+    FROM store.session_memories WHERE {sm_agent}
     GROUP BY session_key
 ),
 sc AS (
     SELECT session_key, project, score::DOUBLE AS score, confidence::DOUBLE AS confidence,
            created_at AS scored_text
-    FROM store.session_scores
+    FROM store.session_scores WHERE {sc_agent}
     QUALIFY row_number() OVER (PARTITION BY session_key ORDER BY created_at DESC, id DESC) = 1
 ),
 pc AS ({comparisons}),
@@ -107,26 +120,49 @@ def _outcome() -> pl.Expr:
     )
 
 
+def _comparisons_sql(
+    con: duckdb.DuckDBPyConnection, tables: dict, comparisons: pl.DataFrame | None
+) -> str:
+    """The comparison rows' query: the given rows (registered with `con` for the query), else
+    the store's `predictor_comparisons`, else none."""
+    if comparisons is not None:
+        rows = comparisons.with_columns(
+            pl.col("created_at").dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").alias("compared_text")
+        )
+        con.register(_GIVEN_NAME, rows)
+        return _GIVEN_COMPARISONS.format(name=_GIVEN_NAME)
+    return _COMPARISONS if "predictor_comparisons" in tables else _NO_COMPARISONS
+
+
 def session_frame(
-    con: duckdb.DuckDBPyConnection, cfg: PredictorConfig = DEFAULT_CONFIG
+    con: duckdb.DuckDBPyConnection,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    comparisons: pl.DataFrame | None = None,
+    agent_id: str = DEFAULT_AGENT,
 ) -> pl.DataFrame:
-    """Every session of the store, in the order the daemon judged them (comparison time, else
-    start): `n` (1-based), key, start/end/comparison times (UTC), project, candidate counts,
-    the judge's score and confidence, the comparison's columns, `cosine_ndcg` (the plain
-    cosine ranking on the same ratings; simulated stores only, else NULL), `outcome` (one of OUTCOMES),
-    `counted` (the session updated the success-rate EMA) and `low_confidence` (the judge's
-    confidence below the gate)."""
+    """Every session of the store (`agent_id`'s on a current store), in the order the daemon
+    judged them (comparison time, else start): `n` (1-based), key, start/end/comparison times
+    (UTC), project, candidate counts, the judge's score and confidence, the comparison's columns
+    (from `comparisons`, rows in `store.read.read_comparisons`' columns, when given; else the
+    store's own), `cosine_ndcg` (the plain cosine ranking on the same ratings; simulated stores
+    only, else NULL), `outcome` (one of OUTCOMES), `counted` (the session updated the
+    success-rate EMA) and `low_confidence` (the judge's confidence below the gate)."""
     tables = attached_tables(con).columns
-    comparisons = _COMPARISONS if "predictor_comparisons" in tables else _NO_COMPARISONS
     sim = tables.get("sim_sessions", ())
     sql = _SESSIONS_SQL.format(
-        comparisons=comparisons,
+        comparisons=_comparisons_sql(con, tables, comparisons),
         cosine=_COSINE if "cosine_ndcg" in sim else _NO_COSINE,
+        sm_agent=agent_condition(con, "session_memories", agent_id),
+        sc_agent=agent_condition(con, "session_scores", agent_id),
         started=ts_expr("started_text"),
         scored=ts_expr("scored_text"),
         compared=ts_expr("compared_text"),
     )
-    frame = con.sql(sql).pl()
+    try:
+        frame = con.sql(sql).pl()
+    finally:
+        if comparisons is not None:
+            con.unregister(_GIVEN_NAME)
     utc = [pl.col(c).dt.replace_time_zone("UTC") for c in ("started_at", "ended_at", "compared_at")]
     return (
         frame.with_columns(*utc)
@@ -216,10 +252,17 @@ def project_slices(sessions: pl.DataFrame) -> pl.DataFrame:
     return _slices(sessions, "project")
 
 
-def entity_slices(sessions: pl.DataFrame) -> pl.DataFrame:
-    """The same per focal entity (sessions whose comparison names one); empty without any."""
-    named = sessions.filter(pl.col("focal_entity_name").is_not_null())
-    return _slices(named, "focal_entity_name").rename({"focal_entity_name": "entity"})
+def entity_slices(sessions: pl.DataFrame, pairs: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The same per focal entity: of `pairs` (session_key, entity: `entities.focal_entities`;
+    a session counts for each of its entities), or, without them, of the entity each session's
+    comparison names. Empty without any."""
+    if pairs is None:
+        named = sessions.filter(pl.col("focal_entity_name").is_not_null())
+        return _slices(named, "focal_entity_name").rename({"focal_entity_name": "entity"})
+    if pairs.height == 0:
+        return _slices(sessions.head(0).with_columns(entity=pl.lit(None, pl.String)), "entity")
+    named = sessions.join(pairs.select("session_key", "entity").unique(), on="session_key")
+    return _slices(named, "entity")
 
 
 def recent_sessions(

@@ -5,6 +5,9 @@ The store: one DuckDB connection per notebook session (`open_store`), never the 
 `sqlite3` in the same process (DESIGN §9.2: a served app runs every browser session as a
 thread of one process, and two SQLite copies in one process crash on a WAL file).
 
+What only the library's stdlib reader computes (samples, features, a current store's
+recomputed comparisons) runs in a child process that writes Parquet files (`child_frames`).
+
 The workbench (`workbench.duckdb`): opened for one read or one write and closed again
 (`read_workbench`, `write_workbench`), never held across cells — a held read-write connection
 locks the trainer and the CLI out of the file (DESIGN §9.8). When another process holds it,
@@ -13,8 +16,12 @@ the call retries for a few seconds and then raises `WorkbenchBusy`, which says s
 
 from __future__ import annotations
 
+import argparse
+import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -24,10 +31,14 @@ import polars as pl
 from serving.workbench import default_workbench
 from signet_bench.errors import UserError
 from signet_bench.store.duck import attached_tables, connect_duckdb
+from signet_bench.store.read import DEFAULT_AGENT
 
 __all__ = [
     "BUSY_ATTEMPTS",
     "WorkbenchBusy",
+    "agent_condition",
+    "child_frames",
+    "child_main",
     "default_workbench",
     "open_store",
     "read_workbench",
@@ -50,6 +61,64 @@ def open_store(db: str | Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB reading the Signet store through read-only views: raw tables in
     `store`, UTC timestamps in `main` (`store.duck.attach_store`)."""
     return connect_duckdb(db)
+
+
+def child_frames(
+    module: str,
+    db: str | Path,
+    names: Sequence[str],
+    args: Sequence[str] = (),
+    *,
+    what: str,
+    timeout_s: float = 600,
+) -> dict[str, pl.DataFrame]:
+    """Run `python -m module DB OUT_DIR *args` and read back its `OUT_DIR/<name>.parquet` per
+    name: library work that reads the store with the stdlib `sqlite3`, kept out of this process,
+    which holds the store open through DuckDB (one SQLite library per file and process). A
+    failing child raises a `UserError` naming `what` and the child's last line of output."""
+    with tempfile.TemporaryDirectory(prefix="signet-bench-child-") as tmp:
+        cmd = [sys.executable, "-m", module, str(db), tmp, *args]
+        done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout_s)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise UserError(f"{db}: {what} failed: {tail[0]}")
+        return {name: pl.read_parquet(Path(tmp) / f"{name}.parquet") for name in names}
+
+
+def child_main(
+    compute: Callable[[Path, Path, argparse.Namespace], None],
+    argv: Sequence[str] | None,
+    description: str,
+    options: Callable[[argparse.ArgumentParser], object] | None = None,
+) -> int:
+    """The command line of a `child_frames` child: `DB OUT_DIR` (plus `options`), then
+    `compute(db, out, args)`; a `UserError` ends it with its message and exit code 2."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("db")
+    parser.add_argument("out")
+    if options is not None:
+        options(parser)
+    args = parser.parse_args(argv)
+    try:
+        compute(Path(args.db), Path(args.out), args)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def agent_condition(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    agent_id: str = DEFAULT_AGENT,
+    column: str = "agent_id",
+) -> str:
+    """An SQL condition (DuckDB and SQLite) keeping `agent_id`'s rows of `table` when the
+    store keys that table per agent (current Signet: `column`, e.g. `sm.agent_id`), else
+    `TRUE` (a 0.58 store has one agent)."""
+    if "agent_id" not in attached_tables(con).columns.get(table, ()):
+        return "TRUE"
+    return f"{column} = '" + agent_id.replace("'", "''") + "'"
 
 
 def store_has(con: duckdb.DuckDBPyConnection, table: str) -> bool:

@@ -6,6 +6,10 @@ Signet store keeps it outside the database (`state-{agentId}.json`), so there it
 from what the store records: the last comparison's success rate and alpha (alpha < 1 only
 after cold start has exited), the training log's model versions, and the sessions whose judge
 confidence passed the gate.
+
+Current Signet (its release line, not a state) runs no predictor: its ranking is the baseline's
+alone and it has no cold start to leave. There the mode is "offline": the scorer is judged by
+the workbench on the store's sessions, from the first one (`PredictorStatus.comparing`).
 """
 
 from __future__ import annotations
@@ -35,13 +39,13 @@ __all__ = [
     "status_line",
 ]
 
-MODES = ("collecting", "warming", "active", "retraining", "disabled")
+MODES = ("collecting", "warming", "active", "retraining", "disabled", "offline")
 
 
 @dataclass(frozen=True, slots=True)
 class PredictorStatus:
     """What the status card shows. `mode` is one of MODES; `source` says where the state came
-    from ("simulator state" or "derived from the store")."""
+    from ("simulator state" or "derived from the store"); `line` is the store's release line."""
 
     mode: str
     source: str
@@ -59,6 +63,13 @@ class PredictorStatus:
     last_trained_at: datetime | None = None
     last_train_loss: float | None = None
     training_pairs: int | None = None
+    line: str = "0.58"
+
+    @property
+    def comparing(self) -> bool:
+        """Whether the predictor is judged against the baseline session by session: past cold
+        start, or on a store whose Signet runs no predictor (judged offline from the start)."""
+        return self.cold_start_exited or self.mode == "offline"
 
     @property
     def progress(self) -> float:
@@ -71,7 +82,7 @@ class Health:
     """The predictor's diagnostics domain: score 0..1, status, and why."""
 
     score: float
-    status: str  # healthy | degraded | unhealthy | cold_start | disabled
+    status: str  # healthy | degraded | unhealthy | cold_start | disabled | offline
     reasons: tuple[str, ...] = field(default=())
 
     @property
@@ -79,7 +90,7 @@ class Health:
         """The badge colour of the other diagnostics domains: green, yellow or red."""
         if self.status in ("healthy",):
             return "green"
-        if self.status in ("degraded", "cold_start"):
+        if self.status in ("degraded", "cold_start", "offline"):
             return "yellow"
         return "red"
 
@@ -94,7 +105,9 @@ def read_state(con: duckdb.DuckDBPyConnection, agent_id: str = "default") -> Pre
     return None if row is None else state_from_json(row[0])
 
 
-def _mode(st: PredictorState) -> str:
+def _mode(st: PredictorState, offline: bool) -> str:
+    if offline:
+        return "offline"
     if st.cold_start_exited:
         return "active"
     if st.trained:
@@ -128,15 +141,18 @@ def predictor_status(
     training: pl.DataFrame,
     resets: int,
     cfg: PredictorConfig = DEFAULT_CONFIG,
+    line: str = "0.58",
 ) -> PredictorStatus:
     """The status card's figures from the exact state when there is one, else derived from the
-    store's sessions and training log. `training` is `training.training_runs`' frame."""
+    store's sessions and training log. `training` is `training.training_runs`' frame. A
+    current store (`line`) without a state is "offline" (see the module docstring)."""
     source = "simulator state" if state is not None else "derived from the store"
     st = state if state is not None else _derived_state(sessions, training, resets, cfg)
+    offline = state is None and line == "current"
     accepted = training.filter(pl.col("accepted")) if training.height else training
     last = accepted.sort("created_at").row(-1, named=True) if accepted.height else {}
     return PredictorStatus(
-        mode=_mode(st),
+        mode=_mode(st, offline),
         source=source,
         success_rate=st.success_rate,
         alpha=st.alpha,
@@ -147,11 +163,12 @@ def predictor_status(
         drift_resets=st.drift_resets,
         trained=st.trained,
         cold_start_exited=st.cold_start_exited,
-        blockers=cold_start_blockers(st, cfg) if not st.cold_start_exited else (),
+        blockers=cold_start_blockers(st, cfg) if not (st.cold_start_exited or offline) else (),
         project_rates=tuple(project_slices(st)[:3]),
         last_trained_at=last.get("created_at"),
         last_train_loss=last.get("loss"),
         training_pairs=int(last["sample_count"]) if last.get("sample_count") is not None else None,
+        line=line,
     )
 
 
@@ -171,6 +188,11 @@ def status_line(status: PredictorStatus) -> str:
         return "[predictor: retraining | drift detected | baseline fallback]"
     if status.mode == "disabled":
         return "[predictor: disabled | crash threshold hit | baseline fallback]"
+    if status.mode == "offline":
+        return (
+            "[predictor: none in this Signet | baseline only"
+            f" | scorer judged offline on {status.sessions} sessions]"
+        )
     return (
         f"[predictor: active | success_rate={status.success_rate:.2f} | α={status.alpha:.2f}"
         f" | model_v{status.model_version} | {status.sessions} sessions]"
@@ -189,10 +211,14 @@ def health(
     0.6 (degraded is expected); active and success rate above `cold_start_min_success_rate`:
     0.8 rising to 1.0 at a success rate of 1; active at or below it: 0.5. Minus 0.2 when
     scoring's p95 latency exceeds `score_timeout_ms`, minus 0.1 when the judge's drift signal
-    exceeds `judge_drift_signal_threshold`. `model_available` None: unknown (not penalised)."""
+    exceeds `judge_drift_signal_threshold`. `model_available` None: unknown (not penalised).
+    Offline (a Signet that runs no predictor): the cold-start score, status "offline"."""
     reasons: list[str] = []
     if model_available is False and status.trained:
         return Health(0.0, "unhealthy", ("no model file to serve",))
+    if status.mode == "offline":
+        why = "this Signet runs no predictor: the scorer is judged offline"
+        return Health(cfg.health_cold_start, "offline", (why,))
     if not status.cold_start_exited:
         score, kind = cfg.health_cold_start, "cold_start"
         reasons.append(f"cold start ({status.mode})")

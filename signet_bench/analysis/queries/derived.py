@@ -1,0 +1,90 @@
+"""What the workbench derives from a store with the library's own reader, for the dashboard:
+the comparison rows (`daemon.comparison_log.store_comparisons`: a 0.58 store's
+`predictor_comparisons`, recomputed with the success-rate EMA on a current store, which keeps
+none) and the label sources (`learn.samples.label_sources`).
+
+The library reads a store with the stdlib `sqlite3`, and the dashboard holds it open through
+DuckDB; one process must never use both libraries on a file, so `derived_frames` computes them
+in a child process (`python -m signet_bench.analysis.queries.derived DB OUT_DIR`) and reads
+back its Parquet files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from signet_bench.analysis.queries.source import child_frames, child_main
+
+__all__ = ["DerivedFrames", "derived_frames", "label_sources_text", "main"]
+
+_MODULE = "signet_bench.analysis.queries.derived"
+_NAMES = ("comparisons", "label_sources")
+
+
+@dataclass(frozen=True, slots=True)
+class DerivedFrames:
+    """`comparisons`: the store's comparison rows in `store.read.read_comparisons`' columns;
+    `label_sources`: one row per label source (`learn.samples.label_sources`)."""
+
+    comparisons: pl.DataFrame
+    label_sources: pl.DataFrame
+
+
+def derived_frames(db: str | Path, *, timeout_s: float = 600) -> DerivedFrames:
+    """The store's `DerivedFrames`, computed in a child process (see the module docstring)."""
+    frames = child_frames(
+        _MODULE, db, _NAMES, what="deriving comparisons and label sources", timeout_s=timeout_s
+    )
+    return DerivedFrames(frames["comparisons"], frames["label_sources"])
+
+
+def _compute(db: Path, out: Path, _args: argparse.Namespace) -> None:
+    """The child's work: both frames as Parquet files in `out`."""
+    from signet_bench.daemon.comparison_log import store_comparisons
+    from signet_bench.learn.samples import label_sources, read_label_signals
+    from signet_bench.store.read import open_readonly
+
+    con = open_readonly(db)
+    try:
+        store_comparisons(con).write_parquet(out / "comparisons.parquet")
+        label_sources(read_label_signals(con)).write_parquet(out / "label_sources.parquet")
+    finally:
+        con.close()
+
+
+def _sessions(n: int) -> str:
+    return f"{n} session{'' if n == 1 else 's'}"
+
+
+def label_sources_text(sources: pl.DataFrame) -> str:
+    """One statement of what the labels learn from: each source the store holds with the
+    sessions it covers, the sources it keeps empty, and the ones this store does not have at
+    all (a 0.58 store has no path feedback or recall events)."""
+    held = sources.filter(pl.col("present") & (pl.col("sessions") > 0))
+    empty = sources.filter(pl.col("present") & (pl.col("sessions") == 0))
+    absent = sources.filter(~pl.col("present"))
+    parts = [
+        f"{r['source']} in {_sessions(r['sessions'])} (`{r['where']}`)"
+        for r in held.iter_rows(named=True)
+    ]
+    text = f"Labels learn from {', '.join(parts) if parts else 'no source yet'}."
+    if empty.height:
+        names = ", ".join(f"{r['source']} (`{r['where']}`)" for r in empty.iter_rows(named=True))
+        text += f" Recorded in none yet: {names}."
+    if absent.height:
+        text += f" Not kept by this store: {', '.join(absent['source'])}."
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The child process: `python -m signet_bench.analysis.queries.derived DB OUT_DIR`."""
+    return child_main(_compute, argv, __doc__.splitlines()[0])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
