@@ -59,9 +59,10 @@ formula over the agent's own rating. It is not an inclusion signal on its own.
 Current Signet's in-session signals (both default to "none", so a 0.58 store's labels do not
 change):
 
-- Recalls (``recall_count``): a recall that brought the memory into the session — the
-  prompt-time search or the agent's own ``memory_search`` — recorded once per context epoch
-  in ``session_recall_events``. It is the same evidence as a prompt-time FTS hit, so the rules
+- Recalls (``recall_count``): a recall that brought the memory into the session after it
+  started — the prompt-time search or the agent's own ``memory_search`` — recorded once per
+  context epoch in ``session_recall_events`` (session start's own claims of what it injected
+  are no recall: the loader leaves them out). It is the same evidence as a prompt-time FTS hit, so the rules
   above read the session's *hits* as ``max(fts_hit_count, recall_count)``: the larger count,
   not the sum, because one prompt-time search may record both. Where recalls raised the count,
   the reason carries ``+recalled``.

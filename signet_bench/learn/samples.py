@@ -52,6 +52,7 @@ from signet_bench.store.read import (
 
 __all__ = [
     "LABEL_SOURCES",
+    "SESSION_START_SURFACE",
     "LabelSignals",
     "SessionSample",
     "build_sample",
@@ -74,6 +75,10 @@ LABEL_SOURCES: tuple[tuple[str, str, str], ...] = (
     ("recall events", "session_recall_events", "memories a recall brought into the session"),
 )
 """The label sources: (name, where the store keeps it, what it is)."""
+
+SESSION_START_SURFACE = "api.hooks.session-start"
+"""The surface of the recall events current Signet writes for what session start injected (it
+claims them so that later recalls do not repeat them): the injection itself, no evidence."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +130,8 @@ class SessionSample:
 class LabelSignals:
     """What one agent's sessions of a store record for labels, as the store reader returns it:
     `sessions` (session_scores), `candidates` (session_memories), `path_feedback`
-    (path_feedback_events) and `recalls` (session_recall_events, memories only); `present` holds
+    (path_feedback_events) and `recalls` (session_recall_events: memories recalled into a
+    session after its start, not session start's own claims); `present` holds
     the tables and `table.column`s of `LABEL_SOURCES` the store has, so a source the store lacks
     is told from one it keeps empty."""
 
@@ -145,7 +151,9 @@ def read_label_signals(con: sqlite3.Connection, agent_id: str = DEFAULT_AGENT) -
         read_sessions(con, agent_id=agent_id),
         read_session_memories(con, agent_id=agent_id),
         read_path_feedback(con, agent_id=agent_id),
-        read_recall_events(con, agent_id=agent_id),
+        read_recall_events(con, agent_id=agent_id).filter(
+            pl.col("surface").ne_missing(SESSION_START_SURFACE)
+        ),
         frozenset(wanted & have),
     )
 

@@ -14,6 +14,7 @@ from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.labels import fts_adjustment
 from signet_bench.learn.samples import (
     LABEL_SOURCES,
+    SESSION_START_SURFACE,
     label_sources,
     load_samples,
     read_label_signals,
@@ -184,3 +185,30 @@ def test_current_signals_change_the_labels(line_stores, tmp_path):
     assert len(rest) == len(before) - 1
     for s in rest:
         assert _labels(after, s.session_key) == _labels(before, s.session_key)
+
+
+def test_session_starts_own_recall_claims_are_no_evidence(line_stores, tmp_path):
+    """Current Signet records every memory session start injected as a recall event of the
+    session-start surface; those claims are the injection itself, so neither the labels nor
+    the label sources change."""
+    store = tmp_path / "current.db"
+    shutil.copy(line_stores["current"], store)
+    before, _ = load_samples(store, tz=TZ)
+    con = sqlite3.connect(store)
+    try:
+        con.execute(
+            "INSERT INTO session_recall_events (session_key, agent_id, context_epoch, item_kind,"
+            " item_id, surface, mode, created_at) SELECT session_key, 'default', 0, 'memory',"
+            f" memory_id, '{SESSION_START_SURFACE}', 'automatic', created_at"
+            " FROM session_memories WHERE was_injected = 1"
+        )
+        con.commit()
+        claims = con.execute("SELECT COUNT(*) FROM session_recall_events").fetchone()[0]
+    finally:
+        con.close()
+    assert claims > 0
+    after, _ = load_samples(store, tz=TZ)
+    assert [s.session_key for s in after] == [s.session_key for s in before]
+    for a, b in zip(after, before, strict=True):
+        assert a.labels.tolist() == b.labels.tolist()
+    assert _sources(store)["recall events"]["sessions"] == 0
