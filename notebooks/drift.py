@@ -9,12 +9,13 @@ with app.setup:
     import polars as pl
 
     from signet_bench.analysis.queries import drift
+    from signet_bench.analysis.queries.derived import derived_frames, line_sessions
     from signet_bench.analysis.queries.feature_drift import (
         feature_drift,
         feature_frames,
         feature_histogram,
     )
-    from signet_bench.analysis.queries.sessions import drift_resets, session_frame
+    from signet_bench.analysis.queries.sessions import drift_resets
     from signet_bench.analysis.queries.source import open_store
     from signet_bench.analysis.queries.stattests import STATTESTS
     from signet_bench.app.launch import notebook_args
@@ -118,7 +119,7 @@ def _():
 @app.cell
 def _(db_path):
     con = open_store(db_path)
-    sessions = session_frame(con, DEFAULT_CONFIG)
+    sessions = line_sessions(con, derived_frames(db_path), DEFAULT_CONFIG)
     resets = drift_resets(sessions, DEFAULT_CONFIG)
     judged = drift.judged_memories(con)
     return judged, resets, sessions

@@ -58,3 +58,11 @@ def test_dashboard_on_a_current_store_as_signet_leaves_it(bare_current):
     assert "timeline" in d and d["detail"].baseline_top.height == 10
     assert data.label_sources.filter(data.label_sources["present"]).height == 6
     assert data.focal.note.startswith("No session names a focal entity")
+
+
+def test_drift_on_a_current_store_follows_the_recomputed_comparisons(bare_current):
+    """The drift explorer's success rate per stretch counts the sessions the workbench compared
+    on a store that keeps no comparisons."""
+    _, d = _run("drift", db_path=bare_current)
+    assert d["sessions"]["counted"].sum() >= 20
+    assert d["success"]["counted"].sum() == d["sessions"]["counted"].sum()

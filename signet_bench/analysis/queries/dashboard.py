@@ -26,13 +26,11 @@ from signet_bench.analysis.queries import drift as d
 from signet_bench.analysis.queries import sessions as s
 from signet_bench.analysis.queries import status as st
 from signet_bench.analysis.queries import training as t
-from signet_bench.analysis.queries.derived import derived_frames
+from signet_bench.analysis.queries.derived import derived_frames, line_sessions, store_line
 from signet_bench.analysis.queries.entities import FocalEntities, focal_entities
 from signet_bench.analysis.queries.injections import injection_contrast
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.predictor_state import PredictorState
-from signet_bench.store.duck import attached_tables
-from signet_bench.store.schema import release_line_of
 
 __all__ = [
     "DRIFT_RECENT_SESSIONS",
@@ -127,9 +125,8 @@ def load_dashboard(
     """Read the store (through `con`; what only the library's reader derives, in a child
     process) and the workbench for the dashboard's first render."""
     wb = None if workbench is None else Path(workbench)
-    line = release_line_of(attached_tables(con).columns)
     derived = derived_frames(db)
-    sessions = s.session_frame(con, cfg, derived.comparisons if line == "current" else None)
+    sessions = line_sessions(con, derived, cfg)
     return DashboardData(
         db=Path(db),
         workbench=wb,
@@ -140,7 +137,7 @@ def load_dashboard(
         state=st.read_state(con),
         model_available=model_available(wb),
         parameters=model_parameters(wb),
-        line=line,
+        line=store_line(con),
         label_sources=derived.label_sources,
         focal=focal_entities(con),
         injections=injection_contrast(con),

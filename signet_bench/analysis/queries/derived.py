@@ -16,11 +16,23 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
 import polars as pl
 
+from signet_bench.analysis.queries.sessions import session_frame
 from signet_bench.analysis.queries.source import child_frames, child_main
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.store.duck import attached_tables
+from signet_bench.store.schema import ReleaseLine, release_line_of
 
-__all__ = ["DerivedFrames", "derived_frames", "label_sources_text", "main"]
+__all__ = [
+    "DerivedFrames",
+    "derived_frames",
+    "label_sources_text",
+    "line_sessions",
+    "main",
+    "store_line",
+]
 
 _MODULE = "signet_bench.analysis.queries.derived"
 _NAMES = ("comparisons", "label_sources")
@@ -41,6 +53,20 @@ def derived_frames(db: str | Path, *, timeout_s: float = 600) -> DerivedFrames:
         _MODULE, db, _NAMES, what="deriving comparisons and label sources", timeout_s=timeout_s
     )
     return DerivedFrames(frames["comparisons"], frames["label_sources"])
+
+
+def store_line(con: duckdb.DuckDBPyConnection) -> ReleaseLine:
+    """The release line of the store `con` reads (by what it holds)."""
+    return release_line_of(attached_tables(con).columns)
+
+
+def line_sessions(
+    con: duckdb.DuckDBPyConnection, derived: DerivedFrames, cfg: PredictorConfig = DEFAULT_CONFIG
+) -> pl.DataFrame:
+    """`sessions.session_frame` with the store's comparisons whichever its line: its own on a
+    0.58 store, the ones the workbench recomputed (`derived`) on a current store."""
+    current = store_line(con) == "current"
+    return session_frame(con, cfg, derived.comparisons if current else None)
 
 
 def _compute(db: Path, out: Path, _args: argparse.Namespace) -> None:
