@@ -252,6 +252,7 @@ def _worst_case_markdown(rows: Sequence[Mapping[str, Any]], prefix: str) -> list
         count = len({_seed_of(r["name"]) for r in seeds})
         out += [
             f"Worst case of `{short}` over {count} seeds:",
+            "",
             "| | " + " | ".join(f"after {n}" for n in ns) + " |",
             "|---|" + "---|" * len(ns),
             *(f"| {k} | " + " | ".join(v) + " |" for k, v in lines.items()),
