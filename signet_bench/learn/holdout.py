@@ -42,6 +42,7 @@ __all__ = [
     "HoldoutDecision",
     "HoldoutPlan",
     "decide",
+    "enough_to_learn",
     "heuristic_scores",
     "holdout_plan",
     "session_ndcgs",
@@ -129,6 +130,12 @@ def session_ndcgs(
     )  # fmt: skip
 
 
+def enough_to_learn(n_sessions: int, cfg: PredictorConfig) -> bool:
+    """Whether a training on `n_sessions` sessions may move the model (`holdout_min_sessions`):
+    below it the model stays at its start, cosine, served without a bar."""
+    return n_sessions >= cfg.holdout_min_sessions
+
+
 def start_at_best_free_ranker(
     start: dict[str, np.ndarray], samples: Sequence[SessionSample], cfg: PredictorConfig
 ) -> dict[str, np.ndarray]:
@@ -141,7 +148,7 @@ def start_at_best_free_ranker(
     sessions: 0.59 NDCG@10 on the planted truth against cosine's 0.69)."""
     if "signal_weights" not in start or not samples:
         return start
-    if len(samples) >= cfg.holdout_min_sessions:
+    if enough_to_learn(len(samples), cfg):
         per_session = [heuristic_scores(s) for s in samples]
         cosine = session_ndcgs(samples, [h["cosine"] for h in per_session], cfg).mean()
         hybrid = session_ndcgs(samples, [h["hybrid"] for h in per_session], cfg).mean()

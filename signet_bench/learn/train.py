@@ -28,6 +28,7 @@ from signet_bench.learn.holdout import (
     HoldoutDecision,
     HoldoutPlan,
     decide,
+    enough_to_learn,
     heuristic_scores,
     holdout_plan,
     session_ndcgs,
@@ -556,7 +557,7 @@ def _finite_fit(work: Params, run: _Epochs) -> bool:
 
 
 def _held_out_result(
-    fitted: _HeldOutFit, served: Params | None, cfg: PredictorConfig, t0: float
+    fitted: _HeldOutFit, served: Params | None, cfg: PredictorConfig, t0: float, learned: bool
 ) -> TrainResult:
     """Gate the candidate (finite, score variance, and the held-out verdict against the
     served model and the strongest free ranker) into a TrainResult."""
@@ -573,7 +574,7 @@ def _held_out_result(
         name: session_ndcgs(held, [h[name] for h in per_session], cfg) for name in per_session[0]
     }
     decision = decide(fitted.plan.method, fitted.ndcgs, served_ndcgs, heuristics)
-    if fitted.best_epoch == 0 and fitted.trained_on < cfg.holdout_min_sessions:
+    if not learned:
         decision = decision.unjudged_start()
     variance = float(np.var(np.concatenate(probs))) if probs else 0.0
     gates = {"finite_losses": finite, "canary_variance": variance > 0.0,
@@ -632,13 +633,13 @@ def train_model(
         had_model = current is not None or reference is not None
     if canary is None and cfg.training_judge == "holdout" and len(samples) >= 2:
         # too few sessions to learn from: the start is judged and served unchanged
-        moves = epochs if len(samples) >= cfg.holdout_min_sessions else 0
-        how = _Fit(cfg, moves, batch_size, rng, lambda: time.perf_counter() - t0 > cap,
+        learned = enough_to_learn(len(samples), cfg)
+        how = _Fit(cfg, epochs if learned else 0, batch_size, rng, lambda: time.perf_counter() - t0 > cap,
                    progress, frozen or {})  # fmt: skip
         if current is None:  # fresh weights start at the better free ranker
             base = start_at_best_free_ranker(base, samples, cfg)
         fitted = _held_out_fit(samples, base, how)
-        return _held_out_result(fitted, served if had_model else None, cfg, t0)
+        return _held_out_result(fitted, served if had_model else None, cfg, t0, learned)
     work = copy_params(base)
     train, canary = _train_and_canary(samples, canary, cfg)
     replay = list(replay_buffer(train, cfg) if replay is None else replay)
