@@ -14,7 +14,7 @@ with app.setup:
     from signet_bench.analysis.queries import dashboard as dash
     from signet_bench.analysis.queries import inspector
     from signet_bench.analysis.queries.derived import label_sources_text
-    from signet_bench.analysis.queries.injections import injection_summary
+    from signet_bench.analysis.queries.injections import injection_summary, injection_table
     from signet_bench.analysis.queries.sessions import projects_of
     from signet_bench.analysis.queries.source import open_store
     from signet_bench.app.launch import notebook_args
@@ -605,7 +605,7 @@ def _(view):
                 "## Training\nLoss per epoch over every run; dots end each run (blue "
                 "accepted, red rejected by the gates), labels are model versions, dashed red "
                 "lines are drift resets. A run is served only if, on sessions it never "
-                "trained on (the newest ones, or k-fold while there are few), its NDCG@10 "
+                "trained on (the newest ones, or forward folds while there are few), its NDCG@10 "
                 "(`heldout_ndcg`) reaches the bar (`heldout_bar`): the best of the model "
                 "served now and the free rankers (cosine, and its hybrid with BM25), named in "
                 "`heldout_comparator` (`start`: too few sessions to learn from, so the "
@@ -622,14 +622,18 @@ def _(view):
 @app.cell
 def _(view):
     mo.stop(not view.status.comparing)
-    _rows = view.injections.drop("signet_relevance_sum", "scorer_relevance_sum", strict=False)
+    _rows = injection_table(view.injections)
     mo.vstack(
         [
             mo.md(
                 "## What Signet injected and what the scorer would have\n"
                 "Per session: the memories Signet injected, the scorer's picks (as many, in "
                 "the order of its scores), the ones both chose, and the judge's mean "
-                "relevance of each choice over its judged memories."
+                "relevance of each choice over its judged memories. Where the session-start "
+                "wrapper ran, `hook` says whether it served the session (what it injected: "
+                "`hook_injected` memories, `hook_kept` of them Signet's own, `hook_outside` "
+                "not among Signet's candidates) or failed open and printed Signet's "
+                "(`hook_reason`)."
             ),
             mo.callout(mo.md(injection_summary(view.injections)), kind="neutral"),
             table(_rows.sort("n", descending=True), page_size=8) if _rows.height else mo.md("-"),
@@ -668,7 +672,10 @@ def _(data):
         [
             mo.md(
                 "## Label sources\nWhat the training labels learn from, where the store keeps "
-                "it, and how many sessions carry it (the default agent's on a current store)."
+                "it, and how many sessions carry it (the default agent's on a current store). "
+                "`hook_injections.db` is no part of the store: it is the session-start "
+                "wrapper's record beside the workbench, and in the sessions it served, its "
+                "injections replace Signet's as what was shown."
             ),
             table(_sources, show_search=False, show_download=False),
         ]

@@ -74,6 +74,24 @@ change):
   ``fts_adjustment(hits)`` (reason ``+path_reward``). Path feedback always comes with the
   agent's rating, so it enters only where rule 3 applies.
 
+What was injected (``was_injected``) is what the agent was shown. On current Signet the
+session-start hook may run through the workbench's wrapper, which prints the scorer's choice in
+place of Signet's and records it (`store.hook_log`); Signet's ``session_memories.was_injected``
+still says what Signet chose. The sample assembly (`learn.samples.shown_candidates`, the one
+path of both release lines) therefore reads, per session:
+
+- the wrapper served it (its record holds the scorer's injections for the session key, and
+  agent where the store keeps agent ids): exactly the wrapper's memories are injected; the ones
+  Signet chose and the wrapper did not show are not injected (labelled by rule 5, so the
+  judge's rating of a memory that was not shown is missing-context evidence, not a reward);
+- a memory the wrapper injected that has no candidate row of the session (Signet's answer can
+  hold memories its candidate recording lacks) was shown all the same: it joins the session's
+  candidates as injected, after Signet's start pool, with no judge or agent rating of its own
+  (neither can exist without a row), so rule 4 labels it from the session's continuity score
+  and any recall that brought it back, like an injected memory the judge did not rate;
+- the wrapper failed open (it printed Signet's output) or left no record: Signet's
+  ``was_injected``, which is what was shown. Without a record file every label is the store's.
+
 Poisoning guard (seed 000 security review): FTS hit counts enter only through saturating terms
 — rule 4's boost is the same for 1 or 50 hits and capped at 1.0, rule 5 caps FTS-only evidence
 at 0.6 (0.7 with novel context) whatever the count, and seed 001's ``fts_adjustment``

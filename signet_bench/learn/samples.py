@@ -16,19 +16,29 @@ judge's `session_scores` and per-memory `relevance_score`, FTS hits and the agen
 `path_feedback_events` and `session_recall_events` (read by table and column presence: a 0.58
 store has neither, and its labels are what they were). `label_sources` says which of them a
 store has and how many sessions each covers.
+
+What was shown: where current Signet's session-start hook ran through the workbench's wrapper
+(`signet-bench-hook`), the wrapper's own record (`hook_injections.db` beside the workbench,
+`store.hook_log`) says what was injected, and in the sessions it served that set, not Signet's
+`was_injected`, is what the labels treat as injected (`shown_candidates`; the rule is in
+`daemon.labels`). The record is looked for beside the store's workbench, where the hook writes
+it by default (`serving.workbench.default_workbench`), unless a workbench is named; without it
+the labels are exactly the store's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from serving.workbench import HOOK_LOG_FILE, default_workbench
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.candidates import GraphColumns, SessionInputs, session_inputs
 from signet_bench.daemon.context import PreviousSession, previous_sessions, session_context
@@ -40,6 +50,7 @@ from signet_bench.daemon.labels import (
 )
 from signet_bench.daemon.session_query import NO_QUERY, SessionQuery, StartQueries
 from signet_bench.store.corpus import Corpus, read_corpus
+from signet_bench.store.hook_log import hook_record, served_injections
 from signet_bench.store.read import (
     DEFAULT_AGENT,
     open_readonly,
@@ -51,6 +62,7 @@ from signet_bench.store.read import (
 )
 
 __all__ = [
+    "HOOK_SOURCE",
     "LABEL_SOURCES",
     "SESSION_START_SURFACE",
     "LabelSignals",
@@ -64,6 +76,8 @@ __all__ = [
     "sample_rng",
     "scored_sessions",
     "session_graph",
+    "shown_candidates",
+    "store_workbench",
 ]
 
 LABEL_SOURCES: tuple[tuple[str, str, str], ...] = (
@@ -73,8 +87,14 @@ LABEL_SOURCES: tuple[tuple[str, str, str], ...] = (
     ("agent feedback", "session_memories.agent_relevance_score", "the agent's own rating"),
     ("path feedback", "path_feedback_events", "the agent's rating and reward of a graph path"),
     ("recall events", "session_recall_events", "memories a recall brought into the session"),
+    ("hook injections", HOOK_LOG_FILE, "what the session-start wrapper injected instead"),
 )
-"""The label sources: (name, where the store keeps it, what it is)."""
+"""The label sources: (name, where the store keeps it, what it is). The last is no table of
+the store but the wrapper's record beside its workbench."""
+
+HOOK_SOURCE = "session_start_hook"
+"""The `source` of a candidate row `shown_candidates` adds for a memory the wrapper injected
+that is not among Signet's candidate rows of the session."""
 
 SESSION_START_SURFACE = "api.hooks.session-start"
 """The surface of the recall events current Signet writes for what session start injected (it
@@ -133,21 +153,47 @@ class LabelSignals:
     (path_feedback_events) and `recalls` (session_recall_events: memories recalled into a
     session after its start, not session start's own claims); `present` holds
     the tables and `table.column`s of `LABEL_SOURCES` the store has, so a source the store lacks
-    is told from one it keeps empty."""
+    is told from one it keeps empty. `hook`: what the session-start wrapper injected in the
+    sessions it served (`store.hook_log.served_injections`), empty without its record."""
 
     sessions: pl.DataFrame
     candidates: pl.DataFrame
     path_feedback: pl.DataFrame
     recalls: pl.DataFrame
     present: frozenset[str]
+    hook: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(
+            schema={"session_key": pl.String, "memory_id": pl.String, "signet_rank": pl.Int64}
+        )
+    )
 
 
-def read_label_signals(con: sqlite3.Connection, agent_id: str = DEFAULT_AGENT) -> LabelSignals:
-    """The store's `LabelSignals` for `agent_id` (the only agent of a 0.58 store)."""
+def store_workbench(con: sqlite3.Connection) -> Path | None:
+    """The default workbench of the store `con` reads (`serving.workbench.default_workbench`),
+    None for a store that is no file."""
+    rows = con.execute("PRAGMA database_list").fetchall()
+    path = next((r[2] for r in rows if r[1] == "main"), "")
+    return default_workbench(path) if path else None
+
+
+def read_label_signals(
+    con: sqlite3.Connection,
+    agent_id: str = DEFAULT_AGENT,
+    *,
+    workbench: str | Path | None = None,
+) -> LabelSignals:
+    """The store's `LabelSignals` for `agent_id` (the only agent of a 0.58 store), with the
+    session-start wrapper's record beside `workbench` (default: the store's,
+    `store_workbench`)."""
     tables = store_tables(con).columns
     wanted = {where for _, where, _ in LABEL_SOURCES}
     have = set(tables) | {f"{t}.{c}" for t, cols in tables.items() for c in cols}
-    return LabelSignals(
+    wb = workbench if workbench is not None else store_workbench(con)
+    keyed = "agent_id" in tables.get("session_memories", ())
+    record = None if wb is None else hook_record(wb, agent_id if keyed else None)
+    if record is not None and record.present:
+        have.add(HOOK_LOG_FILE)
+    signals = LabelSignals(
         read_sessions(con, agent_id=agent_id),
         read_session_memories(con, agent_id=agent_id),
         read_path_feedback(con, agent_id=agent_id),
@@ -156,6 +202,9 @@ def read_label_signals(con: sqlite3.Connection, agent_id: str = DEFAULT_AGENT) -
         ),
         frozenset(wanted & have),
     )
+    if record is None:
+        return signals
+    return dataclasses.replace(signals, hook=served_injections(record))
 
 
 def _sessions_with(frame: pl.DataFrame, keep: pl.Expr | None = None) -> tuple[int, int]:
@@ -175,6 +224,7 @@ def label_sources(signals: LabelSignals) -> pl.DataFrame:
         _sessions_with(cand, pl.col("agent_relevance_score").is_not_null()),
         _sessions_with(signals.path_feedback),
         _sessions_with(signals.recalls),
+        _sessions_with(signals.hook),
     )
     rows = [
         (name, where, what, where in signals.present, n_sessions, n_rows)
@@ -187,11 +237,56 @@ def label_sources(signals: LabelSignals) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
+def shown_candidates(candidates: pl.DataFrame, hook: pl.DataFrame) -> pl.DataFrame:
+    """The candidate rows with `was_injected` saying what was shown: in every session with
+    candidate rows that the wrapper served (`hook`: `served_injections`), exactly the memories
+    it injected; a memory it injected without a row of the session gets one (`HOOK_SOURCE`,
+    after Signet's start pool in the order of Signet's answer, at the session's first row's
+    time, no judge or agent rating). Other sessions keep Signet's rows as they are."""
+    keys = ["session_key", "memory_id"]
+    shown = hook.join(candidates.select("session_key").unique(), on="session_key", how="semi")
+    if shown.height == 0:
+        return candidates
+    served = pl.col("session_key").is_in(shown["session_key"].unique().to_list())
+    flags = shown.select(*keys, pl.lit(True).alias("_shown"))
+    as_shown = pl.when(served).then(pl.col("_shown").fill_null(False))
+    marked = (
+        candidates.join(flags, on=keys, how="left", maintain_order="left")
+        .with_columns(as_shown.otherwise(pl.col("was_injected")).alias("was_injected"))
+        .drop("_shown")
+    )
+    extra = shown.join(candidates, on=keys, how="anti")
+    if extra.height == 0:
+        return marked
+    pools = candidates.group_by("session_key").agg(
+        pl.col("created_at").min(),
+        pl.col("rank").filter(pl.col("source") != "fts_only").max().fill_null(-1).alias("last"),
+    )
+    added = (
+        extra.sort("session_key", "signet_rank")
+        .join(pools, on="session_key", how="left")
+        .select(
+            *keys,
+            pl.lit(HOOK_SOURCE).alias("source"),
+            (pl.col("last") + pl.int_range(1, pl.len() + 1).over("session_key")).alias("rank"),
+            pl.lit(True).alias("was_injected"),
+            pl.lit(0).alias("fts_hit_count"),
+            pl.lit(False).alias("is_constraint"),
+            pl.lit(0).alias("agent_feedback_count"),
+            "created_at",
+        )
+    )
+    added = added.select(pl.col(c).cast(candidates.schema[c]) for c in added.columns)
+    order = ["created_at", "session_key", "rank", "memory_id"]
+    return pl.concat([marked, added], how="diagonal").sort(order, maintain_order=True)
+
+
 def candidate_signals(signals: LabelSignals) -> pl.DataFrame:
-    """The candidates with each row's in-session signals beside it: `recall_count` (recall
-    events of the memory in that session), `path_reward` (the mean reward of its path
-    feedback there, null without) and `agent_relevance_score` filled from the path feedback's
-    mean rating where `session_memories` holds none (Signet writes both in one transaction)."""
+    """The candidates as shown (`shown_candidates`) with each row's in-session signals beside
+    it: `recall_count` (recall events of the memory in that session), `path_reward` (the mean
+    reward of its path feedback there, null without) and `agent_relevance_score` filled from
+    the path feedback's mean rating where `session_memories` holds none (Signet writes both in
+    one transaction)."""
     keys = ["session_key", "memory_id"]
     recalls = signals.recalls.group_by("session_key", pl.col("item_id").alias("memory_id")).agg(
         pl.len().cast(pl.Int64).alias("recall_count")
@@ -199,7 +294,8 @@ def candidate_signals(signals: LabelSignals) -> pl.DataFrame:
     paths = signals.path_feedback.group_by(keys).agg(
         pl.col("reward").mean().alias("path_reward"), pl.col("rating").mean().alias("path_rating")
     )
-    joined = signals.candidates.join(recalls, on=keys, how="left", maintain_order="left").join(
+    shown = shown_candidates(signals.candidates, signals.hook)
+    joined = shown.join(recalls, on=keys, how="left", maintain_order="left").join(
         paths, on=keys, how="left", maintain_order="left"
     )
     return joined.with_columns(
@@ -348,15 +444,19 @@ def load_samples(
     min_confidence: float | None = None,
     seed: int = 0,
     corpus: Corpus | None = None,
+    workbench: str | Path | None = None,
 ) -> tuple[list[SessionSample], int]:
     """All trainable sessions of a store, oldest first (the newest `limit`), and how many
-    scored sessions were skipped, labelled from every signal the store keeps (`LabelSignals`).
+    scored sessions were skipped, labelled from every signal the store keeps (`LabelSignals`)
+    and what the session-start wrapper recorded beside `workbench` (default: the store's).
     `corpus`: the store's corpus when the caller holds it already (the session loop, whose
     memories do not change while it runs)."""
     con = store if isinstance(store, sqlite3.Connection) else open_readonly(store)
+    if workbench is None and not isinstance(store, sqlite3.Connection):
+        workbench = default_workbench(store)
     try:
         corpus = read_corpus(con) if corpus is None else corpus
-        signals = read_label_signals(con)
+        signals = read_label_signals(con, workbench=workbench)
         cands = candidate_signals(signals)
         sessions = scored_sessions(signals.sessions, cands)
         jobs = StartQueries.read(con)

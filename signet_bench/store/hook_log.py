@@ -5,19 +5,37 @@ labels given later describe what the scorer (or Signet, when the hook kept its o
 The file is SQLite written by the hook's processes with the standard library; it is read here
 the same way, read-only (`mode=ro`), never through DuckDB (one SQLite library per file and
 process). A workbench without the file reads as empty frames.
+
+`hook_record` keeps one agent's part of it (by session key and agent; on a store that keeps no
+agent ids, the agent of each key's first invocation), `hook_sessions` says per session whether
+the wrapper served it (its recorded injections are the scorer's choice) or failed open
+(Signet's output was printed), and `served_injections` lists what it injected where it served.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from serving.hook.log import INJECTION_COLUMNS, INVOCATION_COLUMNS
 from serving.workbench import HOOK_LOG_FILE
+from signet_bench.store.read import DEFAULT_AGENT
 
-__all__ = ["hook_log_path", "read_hook_injections", "read_hook_invocations"]
+__all__ = [
+    "SERVED",
+    "HookRecord",
+    "hook_log_path",
+    "hook_record",
+    "hook_sessions",
+    "read_hook_injections",
+    "read_hook_invocations",
+    "served_injections",
+]
+
+SERVED = "scorer"  # `outcome` and `chosen_by` when the scorer's order was injected
 
 _ISO = "%Y-%m-%dT%H:%M:%S%.fZ"  # how the hook writes its times (UTC)
 _TYPES = {
@@ -73,4 +91,71 @@ def read_hook_injections(workbench: str | Path) -> pl.DataFrame:
         "hook_injections",
         INJECTION_COLUMNS,
         "session_key, agent_id, rank",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class HookRecord:
+    """One agent's part of the injection log: its invocations and recorded injections (keyless
+    invocations left out: nothing of theirs can be matched to a session), and whether the log
+    file exists at all (`present`)."""
+
+    invocations: pl.DataFrame
+    injections: pl.DataFrame
+    present: bool
+
+
+def hook_record(workbench: str | Path, agent_id: str | None = DEFAULT_AGENT) -> HookRecord:
+    """The log beside `workbench`, `agent_id`'s rows; None for a store that keeps no agent ids
+    (Signet 0.58): per session key, the rows of the agent whose invocation came first."""
+    inv = read_hook_invocations(workbench).filter(pl.col("session_key") != "")
+    inj = read_hook_injections(workbench).filter(pl.col("session_key") != "")
+    if agent_id is None:
+        first = inv.sort("id").unique("session_key", keep="first", maintain_order=True)
+        agents = first.select("session_key", "agent_id")
+        inv = inv.join(agents, on=["session_key", "agent_id"], how="semi", maintain_order="left")
+        inj = inj.join(agents, on=["session_key", "agent_id"], how="semi", maintain_order="left")
+    else:
+        inv = inv.filter(pl.col("agent_id") == agent_id)
+        inj = inj.filter(pl.col("agent_id") == agent_id)
+    return HookRecord(inv, inj, hook_log_path(workbench).exists())
+
+
+def hook_sessions(record: HookRecord) -> pl.DataFrame:
+    """One row per session key of the record, by its first invocation: `served` (the recorded
+    injections are the scorer's choice: what was shown), `reason` (why Signet's output was
+    printed at the key's first invocation; null where served), `invocations`, `injected`
+    (memories recorded as injected: the scorer's, or Signet's as printed), `first_at`."""
+    chosen = record.injections.group_by("session_key").agg(
+        (pl.col("chosen_by") == SERVED).any().alias("served"),
+        pl.len().cast(pl.Int64).alias("injected"),
+    )
+    calls = (
+        record.invocations.sort("id")
+        .group_by("session_key", maintain_order=True)
+        .agg(
+            pl.col("at").first().alias("first_at"),
+            pl.col("reason").first().alias("first_reason"),
+            pl.len().cast(pl.Int64).alias("invocations"),
+        )
+    )
+    joined = calls.join(chosen, on="session_key", how="left", maintain_order="left")
+    served = pl.col("served").fill_null(False)
+    return joined.select(
+        "session_key",
+        served.alias("served"),
+        pl.when(served).then(None).otherwise(pl.col("first_reason")).alias("reason"),
+        "invocations",
+        pl.col("injected").fill_null(0),
+        "first_at",
+    )
+
+
+def served_injections(record: HookRecord) -> pl.DataFrame:
+    """The memories the wrapper injected in the sessions it served, by session key and rank:
+    `session_key`, `memory_id`, `rank` (in the injected block), `signet_rank` (in Signet's
+    answer), `score` (the scorer's probability)."""
+    rows = record.injections.filter(pl.col("chosen_by") == SERVED)
+    return rows.select("session_key", "memory_id", "rank", "signet_rank", "score").sort(
+        "session_key", "rank"
     )

@@ -46,12 +46,14 @@ def _distinct_sessions(store: Path, sql: str) -> int:
 
 def test_label_sources_say_what_each_line_keeps(line_stores):
     """Every source is reported in order; the 0.58 store lacks current Signet's two tables, the
-    current store has them (empty: the simulator writes no recall or path feedback)."""
+    current store has them (empty: the simulator writes no recall or path feedback); neither
+    has the session-start wrapper's record beside its workbench."""
     old, new = _sources(line_stores["0.58"]), _sources(line_stores["current"])
     assert list(old) == list(new) == [name for name, _, _ in LABEL_SOURCES]
     for name, where, _ in LABEL_SOURCES:
-        assert new[name]["present"] and new[name]["where"] == where
-        assert old[name]["present"] == (where not in CURRENT_ONLY)
+        hook = where == "hook_injections.db"
+        assert new[name]["present"] != hook and new[name]["where"] == where
+        assert old[name]["present"] == (where not in CURRENT_ONLY and not hook)
     for name in ("path feedback", "recall events"):
         assert old[name]["sessions"] == new[name]["sessions"] == 0
         assert old[name]["rows"] == new[name]["rows"] == 0

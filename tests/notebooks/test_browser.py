@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from signet_bench.app.launch import notebook_path
+from tests.hook_records import served_and_failed
 
 CHROMIUM = next(
     (p for p in ("/usr/lib/chromium/chromium", "/usr/bin/chromium") if Path(p).exists()), None
@@ -178,4 +179,21 @@ def test_current_store_dashboard_in_a_browser(browser, bare_current):
         assert page.get_by_text("Cold start: collecting training data").count() == 0
         assert page.get_by_text(INTERNAL_ERROR).count() == 0
         _screenshot(page, "dashboard-current")
+        page.close()
+
+
+def test_current_store_dashboard_with_the_wrappers_record(browser, bare_current, tmp_path):
+    """With the session-start wrapper's record beside the store's workbench, the injections
+    panel says what it served and failed open on, and the label sources name its record."""
+    store = served_and_failed(bare_current, tmp_path / "hooked.db")[0]
+    with _served("dashboard", "--db", str(store)) as url:
+        page = _open(browser, url)
+        summary = page.get_by_text("The session-start wrapper served 1 of these sessions").first
+        summary.wait_for(timeout=90_000)
+        assert "failed open on 1 (printing Signet's own choice)" in summary.inner_text()
+        sources = page.get_by_text("Labels learn from session scores in 30 sessions").first
+        assert "hook injections in 1 session (hook_injections.db)" in sources.inner_text()
+        assert page.get_by_text("hook_outside").count() > 0  # the table's wrapper columns
+        assert page.get_by_text(INTERNAL_ERROR).count() == 0
+        _screenshot(page, "dashboard-current-hook")
         page.close()

@@ -11,6 +11,7 @@ import pytest
 
 from signet_bench.analysis.queries import dashboard as dash
 from signet_bench.app.launch import NOTEBOOKS, notebook_path
+from tests.hook_records import served_and_failed
 from tests.notebooks.test_notebooks import _run
 
 
@@ -66,3 +67,17 @@ def test_drift_on_a_current_store_follows_the_recomputed_comparisons(bare_curren
     _, d = _run("drift", db_path=bare_current)
     assert d["sessions"]["counted"].sum() >= 20
     assert d["success"]["counted"].sum() == d["sessions"]["counted"].sum()
+
+
+def test_dashboard_shows_what_the_session_start_wrapper_injected(bare_current, tmp_path):
+    """With the wrapper's record beside the store's workbench, the injections panel's frame
+    holds the session it served and the one it failed open on, and the label sources name it."""
+    store, served, failed, shown = served_and_failed(bare_current, tmp_path / "hooked.db")
+    _, d = _run("dashboard", db_path=store, workbench_path=None, bench_dir=None)
+    rows = d["view"].injections.filter(d["view"].injections["hook"].is_not_null())
+    assert sorted(rows.select("session_key", "hook").rows()) == sorted(
+        [(served, "served"), (failed, "failed open")]
+    )
+    assert rows.filter(rows["hook"] == "served")["hook_memory_ids"].to_list() == [shown]
+    sources = d["data"].label_sources.filter(d["data"].label_sources["source"] == "hook injections")
+    assert sources["sessions"].to_list() == [1]

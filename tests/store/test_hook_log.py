@@ -1,6 +1,6 @@
 """The session-start hook's injection log: written by `serving.hook.log` (append-only, one
 transaction per invocation, injections idempotent per session key and agent), read by
-`store.hook_log` as frames with UTC times."""
+`store.hook_log` as frames with UTC times, and per session: served or failed open."""
 
 from __future__ import annotations
 
@@ -12,23 +12,30 @@ import pytest
 from serving.hook.log import INJECTION_COLUMNS, INVOCATION_COLUMNS, record_invocation
 from signet_bench.store.hook_log import (
     hook_log_path,
+    hook_record,
+    hook_sessions,
     read_hook_injections,
     read_hook_invocations,
+    served_injections,
 )
 
 
-def _invocation(key: str, outcome: str = "scorer", reason: str | None = None) -> dict:
+def _invocation(
+    key: str, outcome: str = "scorer", reason: str | None = None, agent: str = "default"
+) -> dict:
     return {
-        "at": "2026-04-20T09:30:00.123Z", "session_key": key, "agent_id": "default",
+        "at": "2026-04-20T09:30:00.123Z", "session_key": key, "agent_id": agent,
         "harness": "claude-code", "project": "/p", "output": "plain", "outcome": outcome,
         "reason": reason, "model_path": "/m/model.onnx", "model_version": "abc", "pool": 3,
         "injected": 2, "context_rule": "previous-session", "signet_exit": 0, "duration_ms": 12.5,
     }  # fmt: skip
 
 
-def _rows(key: str, ids: list[str], chosen_by: str = "scorer") -> list[dict]:
+def _rows(
+    key: str, ids: list[str], chosen_by: str = "scorer", agent: str = "default"
+) -> list[dict]:
     return [
-        {"session_key": key, "agent_id": "default", "memory_id": m, "rank": r,
+        {"session_key": key, "agent_id": agent, "memory_id": m, "rank": r,
          "signet_rank": 3 - r, "score": None if chosen_by == "signet" else 0.5 / r,
          "chosen_by": chosen_by, "model_version": "abc",
          "injected_at": "2026-04-20T09:30:00.123Z"}
@@ -70,3 +77,48 @@ def test_a_write_that_fails_leaves_nothing_behind(tmp_path):
     inv = read_hook_invocations(tmp_path / "workbench.duckdb")
     assert inv["session_key"].to_list() == ["s0"]
     assert read_hook_injections(tmp_path / "workbench.duckdb")["session_key"].to_list() == ["s0"]
+
+
+def test_sessions_served_or_failed_open(tmp_path):
+    """Per session key: served when its recorded injections are the scorer's (a later stub
+    that failed open does not undo it), failed open with its first invocation's reason
+    otherwise (with Signet's answer recorded as printed, or nothing when Signet printed
+    none); keyless invocations belong to no session."""
+    wb = tmp_path / "workbench.duckdb"
+    log = hook_log_path(wb)
+    record_invocation(log, _invocation("s1"), _rows("s1", ["a", "b"]))
+    record_invocation(log, _invocation("s1", "signet", "signet's answer has no memories"), [])
+    record_invocation(log, _invocation("s2", "signet", "no model"), _rows("s2", ["c"], "signet"))
+    record_invocation(log, _invocation("s3", "signet", "signet printed nothing"), [])
+    record_invocation(log, _invocation("", "signet", "no key"), [])
+    record_invocation(log, _invocation("s4", agent="other"), _rows("s4", ["d"], agent="other"))
+    record = hook_record(wb)
+    assert record.present and not hook_record(tmp_path / "none" / "workbench.duckdb").present
+    got = hook_sessions(record).select("session_key", "served", "reason", "invocations", "injected")
+    assert got.rows() == [
+        ("s1", True, None, 2, 2),
+        ("s2", False, "no model", 1, 1),
+        ("s3", False, "signet printed nothing", 1, 0),
+    ]
+    shown = served_injections(record)
+    assert shown.select("session_key", "memory_id", "rank").rows() == [
+        ("s1", "a", 1),
+        ("s1", "b", 2),
+    ]
+    assert served_injections(hook_record(wb, "other"))["memory_id"].to_list() == ["d"]
+
+
+def test_without_agent_ids_a_keys_first_agent_decides(tmp_path):
+    """For a store that keeps no agent ids, each key's rows are those of the agent whose
+    invocation came first."""
+    wb = tmp_path / "workbench.duckdb"
+    log = hook_log_path(wb)
+    record_invocation(log, _invocation("s1", "signet", "no model", agent="x"), [])
+    record_invocation(log, _invocation("s1", agent="y"), _rows("s1", ["a"], agent="y"))
+    record_invocation(log, _invocation("s2", agent="y"), _rows("s2", ["b"], agent="y"))
+    record = hook_record(wb, None)
+    assert hook_sessions(record).select("session_key", "served").rows() == [
+        ("s1", False),
+        ("s2", True),
+    ]
+    assert served_injections(record)["memory_id"].to_list() == ["b"]

@@ -5,7 +5,10 @@ projects and dates (a filter change: in-memory work only, no store access).
 Both release lines: on a current store, which keeps no comparison rows, the comparisons (and
 the success-rate EMA in them) are the ones the workbench recomputes from its sessions
 (`derived.derived_frames`), and the predictor, which that Signet does not run, is judged
-offline from the first session (`status`).
+offline from the first session (`status`). Where current Signet's session-start hook ran
+through the workbench's wrapper, its record beside the workbench (the store's when none is
+named) says what was injected: the label sources count it and the injections panel sets it
+beside Signet's choice.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from signet_bench.analysis.queries import status as st
 from signet_bench.analysis.queries import training as t
 from signet_bench.analysis.queries.derived import derived_frames, line_sessions, store_line
 from signet_bench.analysis.queries.entities import FocalEntities, focal_entities
-from signet_bench.analysis.queries.injections import injection_contrast
+from signet_bench.analysis.queries.injections import HOOK_COLUMNS, injection_contrast
+from signet_bench.analysis.queries.source import default_workbench
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.predictor_state import PredictorState
 
@@ -56,7 +60,8 @@ class DashboardData:
     """Everything read from the store and the workbench for one page: `line` is the store's
     release line, `label_sources` what its labels learn from (`learn.samples.label_sources`),
     `focal` its sessions' focal entities, `injections` Signet's injections against the
-    scorer's picks per session (`injections.injection_contrast`)."""
+    scorer's picks and the session-start wrapper's injections per session
+    (`injections.injection_contrast`)."""
 
     db: Path
     workbench: Path | None
@@ -125,7 +130,8 @@ def load_dashboard(
     """Read the store (through `con`; what only the library's reader derives, in a child
     process) and the workbench for the dashboard's first render."""
     wb = None if workbench is None else Path(workbench)
-    derived = derived_frames(db)
+    hook_wb = wb if wb is not None else default_workbench(db)  # where the hook's record is
+    derived = derived_frames(db, workbench=hook_wb)
     sessions = line_sessions(con, derived, cfg)
     return DashboardData(
         db=Path(db),
@@ -140,7 +146,7 @@ def load_dashboard(
         line=store_line(con),
         label_sources=derived.label_sources,
         focal=focal_entities(con),
-        injections=injection_contrast(con),
+        injections=injection_contrast(con, workbench=hook_wb),
     )
 
 
@@ -173,7 +179,7 @@ def _injections_in(injections: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataF
         .select(
             "n", "project", "signet_injected", "scorer_picks", "both_chose",
             "signet_relevance", "scorer_relevance", "signet_judged", "scorer_judged",
-            "signet_relevance_sum", "scorer_relevance_sum", "session_key",
+            "signet_relevance_sum", "scorer_relevance_sum", *HOOK_COLUMNS, "session_key",
         )
     )  # fmt: skip
 

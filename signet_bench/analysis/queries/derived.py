@@ -1,7 +1,8 @@
 """What the workbench derives from a store with the library's own reader, for the dashboard:
 the comparison rows (`daemon.comparison_log.store_comparisons`: a 0.58 store's
 `predictor_comparisons`, recomputed with the success-rate EMA on a current store, which keeps
-none) and the label sources (`learn.samples.label_sources`).
+none) and the label sources (`learn.samples.label_sources`, with the session-start wrapper's
+record beside the dashboard's workbench).
 
 The library reads a store with the stdlib `sqlite3`, and the dashboard holds it open through
 DuckDB; one process must never use both libraries on a file, so `derived_frames` computes them
@@ -19,6 +20,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from serving.workbench import HOOK_LOG_FILE
 from signet_bench.analysis.queries.sessions import session_frame
 from signet_bench.analysis.queries.source import child_frames, child_main
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
@@ -47,11 +49,16 @@ class DerivedFrames:
     label_sources: pl.DataFrame
 
 
-def derived_frames(db: str | Path, *, timeout_s: float = 600) -> DerivedFrames:
-    """The store's `DerivedFrames`, computed in a child process (see the module docstring)."""
+def derived_frames(
+    db: str | Path, *, workbench: str | Path | None = None, timeout_s: float = 600
+) -> DerivedFrames:
+    """The store's `DerivedFrames`, computed in a child process (see the module docstring);
+    the label sources read the hook's record beside `workbench` (default: the store's)."""
+    args = () if workbench is None else ("--workbench", str(workbench))
     frames = child_frames(
-        _MODULE, db, _NAMES, what="deriving comparisons and label sources", timeout_s=timeout_s
-    )
+        _MODULE, db, _NAMES, args, what="deriving comparisons and label sources",
+        timeout_s=timeout_s,
+    )  # fmt: skip
     return DerivedFrames(frames["comparisons"], frames["label_sources"])
 
 
@@ -69,7 +76,7 @@ def line_sessions(
     return session_frame(con, cfg, derived.comparisons if current else None)
 
 
-def _compute(db: Path, out: Path, _args: argparse.Namespace) -> None:
+def _compute(db: Path, out: Path, args: argparse.Namespace) -> None:
     """The child's work: both frames as Parquet files in `out`."""
     from signet_bench.daemon.comparison_log import store_comparisons
     from signet_bench.learn.samples import label_sources, read_label_signals
@@ -78,7 +85,8 @@ def _compute(db: Path, out: Path, _args: argparse.Namespace) -> None:
     con = open_readonly(db)
     try:
         store_comparisons(con).write_parquet(out / "comparisons.parquet")
-        label_sources(read_label_signals(con)).write_parquet(out / "label_sources.parquet")
+        signals = read_label_signals(con, workbench=args.workbench)
+        label_sources(signals).write_parquet(out / "label_sources.parquet")
     finally:
         con.close()
 
@@ -90,10 +98,11 @@ def _sessions(n: int) -> str:
 def label_sources_text(sources: pl.DataFrame) -> str:
     """One statement of what the labels learn from: each source the store holds with the
     sessions it covers, the sources it keeps empty, and the ones this store does not have at
-    all (a 0.58 store has no path feedback or recall events)."""
+    all (a 0.58 store has no path feedback or recall events). The session-start wrapper's
+    record is no part of the store: it is named only where the workbench has one."""
     held = sources.filter(pl.col("present") & (pl.col("sessions") > 0))
     empty = sources.filter(pl.col("present") & (pl.col("sessions") == 0))
-    absent = sources.filter(~pl.col("present"))
+    absent = sources.filter(~pl.col("present") & (pl.col("where") != HOOK_LOG_FILE))
     parts = [
         f"{r['source']} in {_sessions(r['sessions'])} (`{r['where']}`)"
         for r in held.iter_rows(named=True)
@@ -107,9 +116,13 @@ def label_sources_text(sources: pl.DataFrame) -> str:
     return text
 
 
+def _options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workbench", default=None, help="the workbench beside the hook's record")
+
+
 def main(argv: list[str] | None = None) -> int:
     """The child process: `python -m signet_bench.analysis.queries.derived DB OUT_DIR`."""
-    return child_main(_compute, argv, __doc__.splitlines()[0])
+    return child_main(_compute, argv, __doc__.splitlines()[0], _options)
 
 
 if __name__ == "__main__":

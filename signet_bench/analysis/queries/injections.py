@@ -6,17 +6,53 @@ session's start candidates, taken in the order of its scores (`predictor_score`:
 writes it as NULL). Both choices are set beside the judge's per-memory `relevance_score`;
 Signet's judge rates what was injected, so the scorer's other picks are often unjudged, and
 their number is reported rather than counted as zero.
+
+On current Signet the session-start hook may run through the workbench's wrapper, which prints
+the scorer's choice in place of Signet's and records it beside the workbench
+(`store.hook_log`). Where it did, Signet's `was_injected` is what Signet would have injected,
+and the wrapper's record is what was: the `hook_*` columns set it beside Signet's choice, and
+say which sessions the wrapper served and which it failed open on (printing Signet's own).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import duckdb
 import polars as pl
 
 from signet_bench.analysis.queries.source import agent_condition
+from signet_bench.store.duck import attached_tables
+from signet_bench.store.hook_log import hook_record, hook_sessions, served_injections
 from signet_bench.store.read import DEFAULT_AGENT
 
-__all__ = ["injection_contrast", "injection_summary"]
+__all__ = [
+    "HOOK_COLUMNS",
+    "hook_contrast",
+    "injection_contrast",
+    "injection_summary",
+    "injection_table",
+]
+
+HOOK_COLUMNS: dict[str, pl.DataType] = {
+    "hook": pl.String(),  # served | failed open | null: no record of the session
+    "hook_reason": pl.String(),  # why it failed open (its first invocation)
+    "hook_injected": pl.Int64(),  # memories the wrapper injected (served sessions)
+    "hook_kept": pl.Int64(),  # of them, Signet's own injected ones
+    "hook_outside": pl.Int64(),  # of them, not among Signet's candidate rows
+    "hook_relevance": pl.Float64(),  # the judge's mean relevance of its judged ones
+    "hook_judged": pl.Int64(),
+    "hook_relevance_sum": pl.Float64(),
+    "hook_memory_ids": pl.List(pl.String()),  # what it injected, in its order
+}
+"""The columns the wrapper's record adds to `injection_contrast` (null where it has none)."""
+
+_ROWS_SQL = """
+SELECT session_key, memory_id, COALESCE(TRY_CAST(was_injected AS BIGINT), 0) <> 0 AS injected,
+       TRY_CAST(relevance_score AS DOUBLE) AS relevance
+FROM store.session_memories
+WHERE {agent} AND session_key IN (SELECT UNNEST(?::VARCHAR[]))
+"""
 
 _CONTRAST_SQL = """
 WITH sm AS (
@@ -46,23 +82,79 @@ FROM picked GROUP BY session_key
 """
 
 
+def _mean_relevance(who: str) -> pl.Expr:
+    """The judge's mean relevance of a choice over its judged memories (null: none judged)."""
+    judged, total = pl.col(f"{who}_judged"), pl.col(f"{who}_relevance_sum")
+    return pl.when(judged > 0).then(total / judged).alias(f"{who}_relevance")
+
+
+def hook_contrast(
+    con: duckdb.DuckDBPyConnection, workbench: str | Path | None, agent_id: str = DEFAULT_AGENT
+) -> pl.DataFrame:
+    """Per session the wrapper's record beside `workbench` names (`agent_id`'s, where the store
+    keeps agent ids), `session_key` and `HOOK_COLUMNS`: served or failed open, and for served
+    sessions what it injected against Signet's rows of the session."""
+    empty = pl.DataFrame(schema={"session_key": pl.String(), **HOOK_COLUMNS})
+    if workbench is None:
+        return empty
+    keyed = "agent_id" in attached_tables(con).columns.get("session_memories", ())
+    record = hook_record(workbench, agent_id if keyed else None)
+    sessions, shown = hook_sessions(record), served_injections(record)
+    if sessions.height == 0:
+        return empty
+    keys = shown["session_key"].unique().to_list()
+    sql = _ROWS_SQL.format(agent=agent_condition(con, "session_memories", agent_id))
+    rows = con.execute(sql, [keys]).pl()
+    served = (
+        shown.join(rows, on=["session_key", "memory_id"], how="left")
+        .group_by("session_key")
+        .agg(
+            pl.len().alias("hook_injected"),
+            pl.col("injected").fill_null(False).sum().alias("hook_kept"),
+            pl.col("injected").is_null().sum().alias("hook_outside"),
+            pl.col("relevance").count().alias("hook_judged"),
+            pl.col("relevance").sum().alias("hook_relevance_sum"),
+            pl.col("memory_id").sort_by("rank").alias("hook_memory_ids"),
+        )
+    )
+    status = pl.when(pl.col("served")).then(pl.lit("served")).otherwise(pl.lit("failed open"))
+    frame = (
+        sessions.select("session_key", status.alias("hook"), pl.col("reason").alias("hook_reason"))
+        .join(served, on="session_key", how="left")
+        .with_columns(_mean_relevance("hook"))
+    )
+    return frame.select(pl.col(c).cast(t) for c, t in empty.schema.items())
+
+
 def injection_contrast(
-    con: duckdb.DuckDBPyConnection, agent_id: str = DEFAULT_AGENT
+    con: duckdb.DuckDBPyConnection,
+    agent_id: str = DEFAULT_AGENT,
+    workbench: str | Path | None = None,
 ) -> pl.DataFrame:
     """Per session: `signet_injected`, `scorer_picks` (0 when the scorer scored none of its
     candidates), `both_chose`, the judge's mean relevance of each choice over its judged
     memories (`signet_relevance`, `scorer_relevance`; null when none was judged) with the
     counts behind them (`signet_judged`, `scorer_judged`); `agent_id`'s sessions on a current
-    store."""
+    store. Then `HOOK_COLUMNS` from the wrapper's record beside `workbench` (`hook_contrast`;
+    null without one)."""
     sql = _CONTRAST_SQL.format(agent=agent_condition(con, "session_memories", agent_id))
-    frame = con.sql(sql).pl()
-    mean = {
-        f"{who}_relevance": pl.when(pl.col(f"{who}_judged") > 0).then(
-            pl.col(f"{who}_relevance_sum") / pl.col(f"{who}_judged")
-        )
-        for who in ("signet", "scorer")
-    }
-    return frame.with_columns(**mean).sort("session_key")
+    frame = con.sql(sql).pl().with_columns(_mean_relevance("signet"), _mean_relevance("scorer"))
+    hook = hook_contrast(con, workbench, agent_id)
+    return frame.join(hook, on="session_key", how="left").sort("session_key")
+
+
+def injection_table(contrast: pl.DataFrame) -> pl.DataFrame:
+    """The contrast as the panel's table shows it: without the sums behind the means and the
+    wrapper's memory lists, and without the wrapper's columns when no session has its record."""
+    hidden = [
+        "signet_relevance_sum",
+        "scorer_relevance_sum",
+        "hook_relevance_sum",
+        "hook_memory_ids",
+    ]
+    if "hook" in contrast.columns and contrast["hook"].null_count() == contrast.height:
+        hidden += list(HOOK_COLUMNS)
+    return contrast.drop(hidden, strict=False)
 
 
 def _mean(frame: pl.DataFrame, who: str) -> float | None:
@@ -72,7 +164,46 @@ def _mean(frame: pl.DataFrame, who: str) -> float | None:
 
 def injection_summary(contrast: pl.DataFrame) -> str:
     """The contrast in words, over the sessions the scorer ranked: how much of Signet's
-    injection it would have kept, and the judge's mean relevance of each choice (per memory)."""
+    injection it would have kept, and the judge's mean relevance of each choice (per memory);
+    then what the session-start wrapper did where its record names a session."""
+    text = _scorer_summary(contrast)
+    hook = _hook_summary(contrast) if "hook" in contrast.columns else ""
+    return f"{text} {hook}" if hook else text
+
+
+def _hook_summary(contrast: pl.DataFrame) -> str:
+    """The wrapper's sessions in words: how many it served and failed open on, and in the
+    served ones how much of Signet's injection it kept and the judge's mean relevance."""
+    named = contrast.filter(pl.col("hook").is_not_null())
+    if named.height == 0:
+        return ""
+    served = named.filter(pl.col("hook") == "served")
+    failed = named.height - served.height
+    text = (
+        f"The session-start wrapper served {served.height} of these sessions and failed open "
+        f"on {failed} (printing Signet's own choice)."
+    )
+    if served.height == 0:
+        return text
+    shown, kept = int(served["hook_injected"].sum()), int(served["hook_kept"].sum())
+    signet, outside = int(served["signet_injected"].sum()), int(served["hook_outside"].sum())
+    text += (
+        f" Where it served, it injected {shown} memories: {kept} of the {signet} Signet chose, "
+        f"{shown - kept - outside} other candidates"
+    )
+    text += f" and {outside} outside Signet's candidates." if outside else "."
+    ours, theirs = _mean(served, "hook"), _mean(served, "signet")
+    if ours is not None and theirs is not None:
+        unjudged = shown - int(served["hook_judged"].sum())
+        text += (
+            f" The judge's mean relevance there: {ours:.2f} for what it injected ({unjudged} of "
+            f"its {shown} never judged), {theirs:.2f} for Signet's choice."
+        )
+    return text
+
+
+def _scorer_summary(contrast: pl.DataFrame) -> str:
+    """The scorer's picks against Signet's injections, over the sessions the scorer ranked."""
     ranked = contrast.filter(pl.col("scorer_picks") > 0)
     if ranked.height == 0:
         return (
