@@ -114,7 +114,7 @@ class PredictorConfig:
     full_retrain_every: int = 1  # every Nth training retrains from fresh weights (0 = never)
     # Project decision: a model is judged out of sample (`learn/holdout.py`): the newest
     # `holdout_share` of the sessions (at least `canary_size`) once there are two canaries'
-    # worth, else `holdout_folds` contiguous folds in time.
+    # worth, else `holdout_folds` blocks in time, each judged by a model trained on the ones before.
     # "holdout" (ours) or "canary": the seed's gates alone (Signet 0.58's own rule: a canary of
     # the most confident sessions, top-5 stability and NDCG drop), for replaying that release.
     training_judge: str = "holdout"

@@ -132,7 +132,7 @@ def test_train_saves_a_gated_model_and_records_the_run(db, tmp_path, capsys):
     assert run["gate_passed"] is True and run["gate_reason"] == "passed"
     assert run["model_path"] == str(out / "model.sbm")
     # judged on sessions it never trained on; the held-out sessions chose the epoch
-    assert "held out: " in text and "sessions never trained on (kfold)" in text
+    assert "held out: " in text and "sessions never trained on (forward)" in text
     assert run["epochs"] <= 3 and run["sample_count"] > 0
     assert run["canary_ndcg_delta"] is None  # no previous model to compare with
     holdout = json.loads(run["holdout"])

@@ -7,15 +7,17 @@ training set (a canary drawn from the training data judges what the model memori
   `max(canary_size, holdout_share * n)` sessions are held out, the model trains on the older
   ones, and the model trained that way is the one served (so it is judged on sessions it
   never saw). The newest sessions are the ones the next sessions resemble most.
-- **k-fold** below that: `holdout_folds` contiguous blocks in time; each block is judged by a
-  model trained on the others, the procedure is judged on every block, and the model served
-  is then trained on every session.
+- **Forward folds** below that: `holdout_folds` contiguous blocks in time; every block but
+  the oldest is judged by a model trained on the blocks before it (never on a later one), the
+  procedure is judged on those blocks, and the model served is then trained on every session.
+  As the served model will be used: on sessions after the ones it learned from. A model
+  trained on the blocks on both sides of the judged one interpolates between them.
 
 The comparators are the model served now and the free rankers a fresh model can start at
 (`heuristic_scores`: cosine(context, memory) and its hybrid with the lexical signal); the
 strongest of them on the held-out sessions is the bar. Scores are NDCG@10 against the
-sessions' labels. With k-fold the served model learned from most of the judged sessions and
-would win in-sample, so there only the free rankers are the bar (`learn.train`).
+sessions' labels. With forward folds the served model learned from most of the judged sessions
+and would win in-sample, so there only the free rankers are the bar (`learn.train`).
 
 The baseline order is not a comparator: a store's labels exist mostly for what session start
 injected, and in cold start that is the baseline's own top, so on the store's labels the
@@ -61,8 +63,9 @@ class Fold:
 @dataclass(frozen=True, slots=True)
 class HoldoutPlan:
     """How a training run is judged: "time" (one fold, the newest sessions held out; the
-    served model is the one trained on `folds[0].train`) or "kfold" (every fold judged, the
-    served model trained on every session)."""
+    served model is the one trained on `folds[0].train`) or "forward" (every block after the
+    first judged by a model trained on the blocks before it, the served model trained on every
+    session)."""
 
     method: str
     folds: tuple[Fold, ...]
@@ -81,7 +84,7 @@ def _time_order(samples: Sequence[SessionSample]) -> np.ndarray:
 def holdout_plan(
     samples: Sequence[SessionSample], cfg: PredictorConfig = DEFAULT_CONFIG
 ) -> HoldoutPlan:
-    """The time hold-out when there are enough sessions, else contiguous k-fold (module doc).
+    """The time hold-out when there are enough sessions, else forward folds (module doc).
     Needs at least two sessions."""
     n = len(samples)
     if n < 2:
@@ -92,10 +95,9 @@ def holdout_plan(
         return HoldoutPlan("time", (Fold(np.sort(order[: n - k]), np.sort(order[n - k :])),))
     blocks = np.array_split(order, min(cfg.holdout_folds, n))
     folds = tuple(
-        Fold(np.sort(np.concatenate([b for j, b in enumerate(blocks) if j != i])), np.sort(block))
-        for i, block in enumerate(blocks)
+        Fold(np.sort(np.concatenate(blocks[:i])), np.sort(blocks[i])) for i in range(1, len(blocks))
     )
-    return HoldoutPlan("kfold", folds)
+    return HoldoutPlan("forward", folds)
 
 
 def heuristic_scores(sample: SessionSample) -> dict[str, np.ndarray]:
@@ -163,7 +165,7 @@ def start_at_best_free_ranker(
 class HoldoutDecision:
     """The held-out verdict of one training run, as recorded in the workbench."""
 
-    method: str  # "time" | "kfold"
+    method: str  # "time" | "forward"
     sessions: int  # held-out sessions judged
     candidate: float  # the trained model's mean NDCG@10 on them
     served: float | None  # the model served now (None: none is served)

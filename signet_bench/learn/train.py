@@ -520,8 +520,8 @@ class _HeldOutFit:
 def _held_out_fit(samples: Sequence[SessionSample], start: Params, how: _Fit) -> _HeldOutFit:
     """Train and choose the epoch on sessions the model does not train on (`holdout_plan`):
     with a time hold-out the candidate is the best epoch of the model trained on the older
-    sessions; with k-fold the epoch that is best over every fold, then one model trained on
-    every session for that many epochs."""
+    sessions; with forward folds the epoch that is best over every judged fold, then one model
+    trained on every session for that many epochs."""
     cfg = how.cfg
     plan = holdout_plan(samples, cfg)
     if plan.method == "time":
@@ -564,7 +564,7 @@ def _held_out_result(
     held, work = fitted.held, fitted.params
     finite = _finite(work) and fitted.losses_finite
     probs = _predict(work, held, cfg) if finite else []
-    # k-fold judges every session, and the served model learned from most of them: measured
+    # forward folds judge most sessions, and the served model learned from them: measured
     # there it would win in-sample, so only the time hold-out (the newest sessions, after the
     # served model's training range) holds the candidate to it
     fair = served is not None and fitted.plan.method == "time"
@@ -672,6 +672,16 @@ def train_model(
 
 MODEL_FILE = "model.sbm"
 WORKBENCH_FILE = "workbench.duckdb"
+
+
+def _hook_workbench(out_dir: Path) -> Path | None:
+    """The workbench whose session-start wrapper record labels a training: the one it
+    publishes to when the wrapper recorded there (a hook run with `--workbench` set to it),
+    else None: the store's default workbench, where the wrapper records by default."""
+    from signet_bench.store.hook_log import hook_log_path
+
+    workbench = out_dir / WORKBENCH_FILE
+    return workbench if hook_log_path(workbench).exists() else None
 
 
 def _model_meta(
@@ -966,6 +976,7 @@ def train_store(
         limit=request.limit,
         seed=request.negatives_seed,
         corpus=corpus,
+        workbench=_hook_workbench(request.out_dir),
     )
     if len(samples) < 2:
         raise TooLittleData(

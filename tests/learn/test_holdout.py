@@ -43,20 +43,25 @@ def test_enough_sessions_hold_out_the_newest_and_train_on_the_rest():
     assert len(bigger.folds[0].held) == 60  # the share wins once it exceeds the canary size
 
 
-def test_few_sessions_are_judged_by_contiguous_k_fold():
+def test_few_sessions_are_judged_forward_block_by_block():
+    """Every block in time but the oldest is judged, each by a model trained only on the
+    blocks before it: never on a session after the ones it is judged on."""
     samples = _samples(12)
     plan = holdout_plan(samples, DEFAULT_CONFIG)
-    assert plan.method == "kfold" and len(plan.folds) == DEFAULT_CONFIG.holdout_folds
+    assert plan.method == "forward" and len(plan.folds) == DEFAULT_CONFIG.holdout_folds - 1
     held = [i for f in plan.folds for i in f.held]
-    assert sorted(held) == list(range(12))  # every session judged exactly once
+    assert len(held) == len(set(held))  # no session judged twice
+    oldest = min(samples[i].start for i in held)
+    assert sum(samples[i].start < oldest for i in range(12)) == 3  # the oldest block: never judged
     for f in plan.folds:
-        assert not set(f.train) & set(f.held)
         starts = sorted(samples[i].start for i in f.held)
         others = [samples[i].start for i in range(12) if i not in set(f.held)]
         # a contiguous block in time: no other session falls between its first and last
         assert not any(starts[0] < t < starts[-1] for t in others)
-    assert holdout_plan(_samples(3), DEFAULT_CONFIG).method == "kfold"
-    assert len(holdout_plan(_samples(3), DEFAULT_CONFIG).folds) == 3
+        # trained on every session before the block, and on none after it
+        assert {i for i in range(12) if samples[i].start < starts[0]} == set(f.train)
+    assert holdout_plan(_samples(3), DEFAULT_CONFIG).method == "forward"
+    assert len(holdout_plan(_samples(3), DEFAULT_CONFIG).folds) == 2
     with pytest.raises(ValueError, match="at least 2"):
         holdout_plan(_samples(1), DEFAULT_CONFIG)
 
@@ -117,7 +122,7 @@ def test_the_candidate_must_reach_the_served_model_and_every_heuristic():
     assert ok.margin == pytest.approx(0.0) and ok.sessions == 2
     below = decide("time", np.array([0.55, 0.6]), None, h)
     assert not below.accepted and below.served is None
-    served_best = decide("kfold", np.array([0.7, 0.7]), np.array([0.8, 0.8]), h)
+    served_best = decide("forward", np.array([0.7, 0.7]), np.array([0.8, 0.8]), h)
     assert not served_best.accepted and served_best.comparator == "served"
     tie = decide("time", np.array([0.6, 0.6]), np.array([0.6, 0.6]), h)
     assert tie.accepted and tie.comparator == "served"  # ties name the served model

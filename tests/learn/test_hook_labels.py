@@ -19,6 +19,7 @@ from signet_bench.learn.samples import (
     load_samples,
     read_label_signals,
 )
+from signet_bench.learn.train import _hook_workbench
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.read import open_readonly, read_sessions
 from tests.hook_records import record_start, session_rows, store_copy
@@ -139,6 +140,9 @@ def test_the_record_is_found_beside_the_workbench(current, tmp_path):
     finally:
         con.close()
     assert _by_session(through_connection) == _by_session(named)
+    # a training publishing to a folder reads the record the wrapper kept there, if any
+    assert _hook_workbench(tmp_path / "elsewhere") == tmp_path / "elsewhere" / "workbench.duckdb"
+    assert _hook_workbench(tmp_path / "nothing-recorded") is None
 
 
 def _hook_source(store: Path) -> dict:

@@ -15,6 +15,7 @@ from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.loop import SimOptions, simulate
 from signet_bench.daemon.trainers import model_path
+from signet_bench.learn.holdout import holdout_plan
 from signet_bench.learn.model.optim import densify
 from signet_bench.learn.model.params import init_params
 from signet_bench.learn.model.scorer import forward, loss_and_grads
@@ -186,7 +187,7 @@ def test_train_model_reports_the_split():
     res = train_model(_fake(60), None, epochs=1, seed=0)
     assert (res.sample_count, res.canary_count) == (35, 25)
     res = train_model(_fake(30), None, epochs=1, seed=0)
-    assert (res.sample_count, res.canary_count) == (30, 30)
+    assert (res.sample_count, res.canary_count) == (30, 24)  # the oldest block is never judged
 
 
 def test_replay_buffer_is_the_top_20_by_continuity():
@@ -410,13 +411,15 @@ def test_a_fresh_retrain_is_not_held_to_the_served_models_top5(samples, trained)
 
 def test_a_full_retrain_through_train_model_is_judged_out_of_sample(samples, trained):
     """Without a canary a full retrain is judged on sessions it did not train on, not by the
-    canary gates. With few sessions (k-fold) the served model learned from most of the judged
+    canary gates. With few sessions (forward folds) the served model learned from the judged
     sessions, so only the free rankers set the bar; with a time hold-out the served model is
     held to it as well."""
     res = train_model(samples, None, epochs=2, seed=3, reference=trained, previous_is_trained=True)
     assert set(res.gates) == {"finite_losses", "canary_variance", "holdout"}
     d = res.holdout
-    assert d is not None and d.method == "kfold" and d.sessions == len(samples)
+    assert d is not None and d.method == "forward"
+    # the oldest block is never judged
+    assert d.sessions == len(holdout_plan(samples).held) < len(samples)
     assert d.served is None and res.canary_topk_overlap is None
     assert res.accepted == (d.candidate >= max(d.heuristics.values()))
     many = _fake(60, dim=16)

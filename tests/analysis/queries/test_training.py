@@ -30,7 +30,7 @@ def test_runs_carry_their_held_out_verdicts(con, demo):
     runs = t.training_runs(con, demo.workbench)
     judged = runs.filter(pl.col("heldout_method").is_not_null())
     assert judged.height > 0  # the demo's loop trains with the held-out judge
-    assert set(judged["heldout_method"].to_list()) <= {"time", "kfold"}
+    assert set(judged["heldout_method"].to_list()) <= {"time", "forward"}
     assert set(judged["heldout_comparator"].to_list()) <= {"cosine", "hybrid", "served", "start"}
     for r in judged.iter_rows(named=True):
         assert r["heldout_sessions"] > 0
