@@ -3,13 +3,12 @@
 (`python -m serving`).
 
 Imports only onnxruntime and numpy (and orjson when installed). Importing the package itself
-loads neither: `serving.tokenize` and `serving.contract` stay cheap for the trainer, which
-imports them, and `Scorer` and `ScoreQuery` are loaded on first use.
+loads neither (nor `typing`): `serving.tokenize` and `serving.contract` stay cheap for the
+trainer, which imports them, the session-start hook's front end (`serving.hook`) starts fast,
+and `Scorer` and `ScoreQuery` are loaded on first use.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 __all__ = ["ScoreQuery", "ScoreResult", "Scorer"]
 
@@ -17,7 +16,7 @@ __all__ = ["ScoreQuery", "ScoreResult", "Scorer"]
 _HOMES = {"ScoreQuery": "query", "ScoreResult": "scorer", "Scorer": "scorer"}
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:  # `typing` stays unloaded: the hook imports this package
     if name in _HOMES:
         import importlib
 

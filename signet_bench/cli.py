@@ -48,7 +48,9 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH also writes it as J
            each query (ms), first render p50/max (ms), filter change p50/p95 (ms)
   hook     signet-bench-hook around a stand-in `signet hook session-start` with a trained
            model on a 4,000-memory store, process start included (200 runs each): the
-           stand-in, the hook, the hook's overhead and its fail-open overhead p50/p95 (ms)
+           stand-in, the hook and its overhead with its resident scorer running, the overhead
+           cold (no resident: ranked in-process), with no model (fail-open) and with a
+           200 ms Signet, p50/p95 (ms)
 """
 
 

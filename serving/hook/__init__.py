@@ -1,7 +1,8 @@
 """Signet's session-start hook with the scorer's order: `signet-bench-hook session-start ...`
 (`python -m serving.hook`) wraps `signet hook session-start ...` and fails open to exactly what
-Signet prints (`serving.hook.cli`). Importing this package loads neither numpy nor
-onnxruntime: they are imported when a model is there to load."""
+Signet prints (`serving.hook.cli`); its resident scorer (`serving.hook.resident`) keeps the
+model loaded between session starts. Importing this package loads neither numpy nor
+onnxruntime (nor `typing` or `dataclasses`): they are imported when a model is ranked here."""
 
 from __future__ import annotations
 

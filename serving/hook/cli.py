@@ -26,13 +26,26 @@ model exists and loads, the store opens read-only, every memory of the answer is
 block is found, and the wrapper is within its time budget, counted from its start (Signet's
 own time included) to the end of the re-ranking. Stderr is always Signet's.
 
-Options (before `session-start`; each also read from an environment variable): `--db`
+**The resident scorer.** Loading numpy, onnxruntime and the model takes far longer than the
+ranking itself, so the ranking is asked of a resident scorer (`serving.hook.resident`) over the
+Unix domain socket beside the workbench when one runs: connected while Signet works, it opens
+the model and the store as this process would, and ranks by the same functions. This module
+then imports the standard library only. When no resident answers (none runs, it is stale, hung
+or dies mid-way, a socket error), the wrapper ranks in-process as it always could, and starts
+a resident, detached, after printing, for the next session start (`--resident off`: always
+in-process, no resident). Either way the output is the one of the rules above.
+
+Options (before the command; each also read from an environment variable): `--db`
 (`SIGNET_BENCH_DB`, default `~/.agents/memory/memories.db`), `--workbench`
 (`SIGNET_BENCH_WORKBENCH`, default the store's: `<db>.predictor/workbench.duckdb` when it
 exists, else beside the store), `--model` (`SIGNET_BENCH_MODEL`, default `model.onnx` beside the
 workbench), `--signet` (`SIGNET_BENCH_SIGNET`, default `signet` on PATH), `--limit`
 (`SIGNET_BENCH_LIMIT`, memories to inject, default 50), `--budget-ms`
-(`SIGNET_BENCH_BUDGET_MS`, default 5000), `--tz` (`SIGNET_BENCH_TZ`, default the machine's).
+(`SIGNET_BENCH_BUDGET_MS`, default 5000), `--tz` (`SIGNET_BENCH_TZ`, default the machine's),
+`--resident` (`SIGNET_BENCH_RESIDENT`, auto or off, default auto), `--idle-s`
+(`SIGNET_BENCH_IDLE_S`, how long the resident waits for a request before it exits, default
+1800). Commands besides `session-start`: `serve`, `start`, `stop`, `status`
+(`serving.hook.config`).
 """
 
 from __future__ import annotations
@@ -42,11 +55,15 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
+from serving.hook.config import (
+    SESSION_START,
+    USAGE,
+    HookConfig,
+    UsageError,
+    parse_command,
+)
 from serving.hook.harness import (
     HookInput,
     Invocation,
@@ -59,14 +76,24 @@ from serving.hook.harness import (
 )
 from serving.hook.js import parse_json
 from serving.hook.signet import SignetResult, SignetRunner, exit_like, start_signet
-from serving.workbench import HOOK_LOG_FILE, SERVED_MODEL_FILE, default_workbench
+
+# `datetime`, `serving.hook.resident_link` and the log's `sqlite3` are imported where they are
+# used, once Signet runs: every millisecond before Signet starts adds to the session start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from datetime import datetime
+    from typing import Any
+
+    from serving.hook.resident_link import ResidentLink
 
 __all__ = [
     "HookConfig",
     "HookRun",
     "UsageError",
+    "failure_text",
     "main",
     "open_scorer",
+    "open_store_for",
     "parse_command",
     "read_stdin",
     "run_hook",
@@ -74,124 +101,32 @@ __all__ = [
     "signet_output",
 ]
 
-COMMAND = "session-start"
-DEFAULT_DB = "~/.agents/memory/memories.db"
-DEFAULT_LIMIT = 50  # Signet's own recallLimit
-DEFAULT_BUDGET_MS = 5_000.0
+COMMAND = SESSION_START
 STDIN_TIMEOUT_S = 2.0  # Signet's CLI gives up on stdin after 2 s and reads it as no input
-USAGE = (
-    "usage: signet-bench-hook [--db PATH] [--workbench PATH] [--model PATH] [--signet PATH]\n"
-    "                         [--limit N] [--budget-ms MS] [--tz ZONE] session-start ARGS...\n"
-    "ARGS and stdin are those of `signet hook session-start`.\n"
-)
-_OPTIONS = {
-    "--db": ("db", "SIGNET_BENCH_DB"),
-    "--workbench": ("workbench", "SIGNET_BENCH_WORKBENCH"),
-    "--model": ("model", "SIGNET_BENCH_MODEL"),
-    "--signet": ("signet", "SIGNET_BENCH_SIGNET"),
-    "--limit": ("limit", "SIGNET_BENCH_LIMIT"),
-    "--budget-ms": ("budget_ms", "SIGNET_BENCH_BUDGET_MS"),
-    "--tz": ("tz", "SIGNET_BENCH_TZ"),
-}
-
-
-class UsageError(ValueError):
-    """The wrapper's own command line is wrong; the message says how."""
-
-
-@dataclass(frozen=True, slots=True)
-class HookConfig:
-    """Where the store, workbench, model and Signet are, and the wrapper's limits."""
-
-    db: Path
-    workbench: Path
-    model: Path
-    signet: str
-    limit: int
-    budget_ms: float
-    tz: str
-
-    @property
-    def log(self) -> Path:
-        return self.workbench.parent / HOOK_LOG_FILE
-
-
-def _number(name: str, text: str, kind: type, low: float) -> Any:
-    try:
-        value = kind(text)
-    except ValueError:
-        value = None
-    if value is None or not value >= low or value == float("inf"):
-        raise UsageError(f"{name}: expected a {kind.__name__} >= {low:g}, got {text!r}")
-    return value
-
-
-def _config(given: Mapping[str, str], env: Mapping[str, str]) -> HookConfig:
-    value = {k: given.get(k) or env.get(var) or None for k, var in _OPTIONS.values()}
-    db = Path(value["db"] or DEFAULT_DB).expanduser()
-    workbench = Path(value["workbench"]).expanduser() if value["workbench"] else None
-    workbench = workbench or default_workbench(db)
-    model = Path(value["model"]).expanduser() if value["model"] else None
-    tz = value["tz"]
-    if tz is None:
-        from serving.timestamps import local_tz
-
-        tz = local_tz()
-    _check_zone(tz)
-    return HookConfig(
-        db=db,
-        workbench=workbench,
-        model=model or workbench.parent / SERVED_MODEL_FILE,
-        signet=value["signet"] or "signet",
-        limit=_number("--limit", value["limit"] or str(DEFAULT_LIMIT), int, 1),
-        budget_ms=_number("--budget-ms", value["budget_ms"] or str(DEFAULT_BUDGET_MS), float, 0),
-        tz=tz,
-    )
-
-
-def _check_zone(tz: str) -> None:
-    from zoneinfo import ZoneInfo
-
-    try:
-        ZoneInfo(tz)
-    except (ValueError, OSError, KeyError):
-        raise UsageError(f"--tz: {tz!r} is not a known IANA time zone") from None
-
-
-def parse_command(argv: Sequence[str], env: Mapping[str, str]) -> tuple[HookConfig, list[str]]:
-    """The wrapper's options (before `session-start`) and Signet's arguments (after it)."""
-    given: dict[str, str] = {}
-    i = 0
-    while i < len(argv) and argv[i] != COMMAND:
-        name, eq, text = argv[i].partition("=")
-        if name not in _OPTIONS:
-            raise UsageError(f"unknown option {argv[i]!r} before {COMMAND}\n{USAGE}")
-        if not eq:
-            if i + 1 >= len(argv):
-                raise UsageError(f"{name} needs a value")
-            text = argv[i + 1]
-            i += 1
-        given[_OPTIONS[name][0]] = text
-        i += 1
-    if i >= len(argv):
-        raise UsageError(f"missing the command: {COMMAND}\n{USAGE}")
-    return _config(given, env), list(argv[i + 1 :])
+START_WAIT_S = 60.0  # `start` waits this long for the resident to answer
 
 
 # --- one invocation -----------------------------------------------------------------------------
 
 
-@dataclass
 class HookRun:
-    """What the wrapper prints and how it exits, and what it records."""
+    """What the wrapper prints and how it exits (`stdout`, `stderr`, `code`), what it records
+    (`invocation`, empty: nothing to record; `injections`; `log`, where the record goes;
+    `writer`, the log already opened for it, a `serving.hook.log.InjectionLog`), and whether
+    to start the resident scorer once it is done (`start_resident`)."""
 
-    stdout: bytes
-    stderr: bytes
-    code: int
-    invocation: dict[str, Any] = field(default_factory=dict)  # empty: nothing to record
-    injections: list[dict[str, Any]] = field(default_factory=list)
-    log: Path | None = None  # where the record goes
-    writer: Any = None  # the log already opened for it (`serving.hook.log.InjectionLog`)
+    __slots__ = ("code", "injections", "invocation", "log", "start_resident", "stderr", "stdout",
+                 "writer")  # fmt: skip
+
+    def __init__(self, stdout: bytes, stderr: bytes, code: int,
+                 invocation: dict[str, Any] | None = None,
+                 injections: list[dict[str, Any]] | None = None, log: Path | None = None,
+                 writer: Any = None) -> None:  # fmt: skip
+        self.stdout, self.stderr, self.code = stdout, stderr, code
+        self.invocation = invocation if invocation is not None else {}
+        self.injections = injections if injections is not None else []
+        self.log, self.writer = log, writer
+        self.start_resident = False
 
 
 def _as_run(res: SignetResult) -> HookRun:
@@ -233,40 +168,80 @@ def _answer_memories(answer: Any) -> list[tuple[str, str]]:
     return out
 
 
-@dataclass
-class _Attempt:
-    """The state of one invocation while it runs."""
+# A model loader: the model's path -> (a ready scorer, None) or (None, why not).
+ScorerLoader = Callable[[Path], "tuple[Any, str | None]"]
 
-    cfg: HookConfig
-    inv: Invocation
-    inp: HookInput
-    started: float
-    reason: str | None = None
-    scorer: Any = None
-    con: Any = None
-    ranking: Any = None
-    writer: Any = None
+
+class _Attempt:
+    """The state of one invocation while it runs: the ranking comes from the resident scorer
+    (`link`) or from the model and store opened here (`scorer`, `con`)."""
+
+    __slots__ = ("basis", "cfg", "con", "inp", "inv", "link", "load", "model_version", "now",
+                 "ranking", "reason", "resident_down", "scorer", "started", "tz",
+                 "writer")  # fmt: skip
+
+    def __init__(self, cfg: HookConfig, inv: Invocation, inp: HookInput, started: float,
+                 load: ScorerLoader, now: datetime) -> None:  # fmt: skip
+        self.cfg, self.inv, self.inp, self.started, self.load = cfg, inv, inp, started, load
+        self.now = now  # the session's start
+        self.tz = cfg.zone()
+        self.reason: str | None = None
+        self.scorer = self.con = self.ranking = self.writer = self.basis = None
+        self.link: ResidentLink | None = None
+        self.model_version: str | None = None
+        self.resident_down: str | None = None  # why the resident did not answer
 
     def fail(self, reason: str) -> None:
         if self.reason is None:
             self.reason = reason
 
+    def session(self) -> dict[str, Any]:
+        """The session starting, as the ranking takes it (`rank.HookSession`'s fields)."""
+        inp = self.inp
+        return {"now": self.now, "tz": self.tz, "project": inp.project or None,
+                "session_key": inp.session_key, "agent_id": inp.agent_id}  # fmt: skip
 
-# A model loader: the model's path -> (a ready scorer, None) or (None, why not).
-ScorerLoader = Callable[[Path], tuple[Any, str | None]]
+    def time_left(self, clock: Callable[[], float] = time.monotonic) -> float:
+        """Seconds of the budget left, at most the resident's answer timeout."""
+        from serving.hook.resident_link import ANSWER_TIMEOUT_S
+
+        left = self.cfg.budget_ms / 1000.0 - (clock() - self.started)
+        return max(1e-3, min(ANSWER_TIMEOUT_S, left))
+
+
+def failure_text(exc: BaseException) -> str:
+    """What the hook records of an exception: its type and the start of its message."""
+    return f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
+def _missing_model(path: Path) -> str | None:
+    return None if path.is_file() else f"no model at {path}"
 
 
 def open_scorer(path: Path) -> tuple[Any, str | None]:
     """The served model, ONNX only (a checkpoint would need the library to convert it, which
     takes seconds); onnxruntime is imported only when the file is there."""
-    if not path.is_file():
-        return None, f"no model at {path}"
+    missing = _missing_model(path)
+    if missing is not None:
+        return None, missing
     from serving.scorer import Scorer, model_kind
 
     if model_kind(path) != "onnx":
         return None, f"{path} is not an ONNX model (signet-bench export writes one)"
     scorer = Scorer.open(path, threads=1)
     return (scorer, None) if scorer.ready else (None, scorer.reason)
+
+
+def open_store_for(db: Path, timeout_s: float) -> tuple[Any, str | None]:
+    """(the store opened read-only, None) or (None, why it cannot be)."""
+    import sqlite3
+
+    from serving.hook.store import open_store
+
+    try:
+        return open_store(db, timeout_s), None
+    except (OSError, sqlite3.Error) as exc:
+        return None, f"cannot open the store {db}: {exc}"
 
 
 def _open_log(path: Path) -> Any:
@@ -281,28 +256,74 @@ def _open_log(path: Path) -> Any:
         return None
 
 
-def _prepare(att: _Attempt, load_scorer: ScorerLoader) -> None:
-    """While Signet works: the log, the model and the store, or the reason there is nothing
-    to do."""
+def _prepare(att: _Attempt) -> None:
+    """While Signet works: the log, then the resident scorer or the model and the store, or
+    the reason there is nothing to do."""
     att.writer = _open_log(att.cfg.log)
     if att.inp.malformed:
         att.fail("stdin is not a JSON object")
         return
-    scorer, why = load_scorer(att.cfg.model)
+    if att.cfg.resident == "auto":
+        missing = _missing_model(att.cfg.model)
+        if missing is not None:  # the scorer is off: nothing to ask, nothing to start
+            att.fail(missing)
+            return
+        if _prepare_resident(att):
+            return
+    _prepare_here(att)
+
+
+def _prepare_resident(att: _Attempt) -> bool:
+    """Whether the resident scorer took this session start (it holds the model and the store,
+    or said why they cannot be had); False, with the reason kept, when it did not answer."""
+    from serving.hook.resident_link import ResidentLink, Unavailable
+
+    cfg = att.cfg
+    try:
+        link = ResidentLink.connect(cfg.files.socket, att.time_left())
+        try:
+            session = {**att.session(), "now": att.now.isoformat()}
+            version, why = link.prepare(cfg.db, cfg.model, session, cfg.budget_ms / 1000.0,
+                                        att.time_left())  # fmt: skip
+        except Unavailable:
+            link.close()
+            raise
+    except Unavailable as exc:
+        att.resident_down = str(exc)
+        return False
+    if why is not None:
+        link.close()
+        att.fail(why)
+    else:
+        att.link, att.model_version = link, version
+    return True
+
+
+def _prepare_here(att: _Attempt) -> None:
+    """The model and the store, opened in this process, and the session's basis."""
+    scorer, why = att.load(att.cfg.model)
     if scorer is None:
         att.fail(why or "no model")
         return
-    import sqlite3
-
-    import serving.hook.rank  # noqa: F401 - loaded while Signet works, used once it answers
-    from serving.hook.store import open_store
-
-    try:
-        att.con = open_store(att.cfg.db, att.cfg.budget_ms / 1000.0)
-    except (OSError, sqlite3.Error) as exc:
-        att.fail(f"cannot open the store {att.cfg.db}: {exc}")
+    att.con, why = open_store_for(att.cfg.db, att.cfg.budget_ms / 1000.0)
+    if why is not None:
+        att.fail(why)
         return
     att.scorer = scorer
+    info = scorer.info
+    att.model_version = info.model_version if info is not None else None
+    att.basis = read_basis(att.con, att.session(), info)
+
+
+def read_basis(con: Any, session: dict[str, Any], info: Any) -> Any:
+    """The session's basis (`rank.session_basis`, read while Signet works), or None when it
+    cannot be read: the ranking then reads it again and reports why."""
+    from serving.hook.rank import HookSession, session_basis
+
+    try:
+        return session_basis(con, HookSession(**session), info.native_dim)
+    except Exception:  # noqa: BLE001 - the ranking meets the same fault and names it
+        return None
 
 
 def _check_budget(att: _Attempt, clock: Callable[[], float]) -> None:
@@ -311,7 +332,37 @@ def _check_budget(att: _Attempt, clock: Callable[[], float]) -> None:
         att.fail(f"time budget exceeded ({spent:.0f} ms > {att.cfg.budget_ms:g} ms)")
 
 
-def _rerank(att: _Attempt, answer: Any, now: datetime) -> bytes | None:
+class _Refused(Exception):
+    """The ranking raised; the message is what it raised ("Type: message")."""
+
+
+def _ranking(att: _Attempt, ids: list[str]) -> Any:
+    """The ranking of the answer's memories `ids`: the resident's, else this process's (after
+    opening the model and the store here when the resident failed); None (and the reason)
+    when the model or the store cannot be had."""
+    from serving.hook.resident_link import Unavailable
+
+    if att.link is not None:
+        try:
+            got = att.link.rerank(ids, att.cfg.limit, att.time_left())
+        except Unavailable as exc:
+            att.resident_down = str(exc)
+            att.link.close()
+            att.link = None
+            _prepare_here(att)
+            if att.reason is not None:
+                return None
+        else:
+            if isinstance(got, str):
+                raise _Refused(got)
+            return got
+    from serving.hook.rank import HookSession, rerank
+
+    session = HookSession(**att.session())
+    return rerank(att.con, att.scorer, session, ids, att.cfg.limit, att.basis)
+
+
+def _rerank(att: _Attempt, answer: Any) -> bytes | None:
     """The harness's output with the scorer's order, or None (and the reason) when not."""
     try:
         mems = _answer_memories(answer)
@@ -319,22 +370,22 @@ def _rerank(att: _Attempt, answer: Any, now: datetime) -> bytes | None:
             att.fail("signet's answer has no memories")
             return None
         from serving.hook.inject import find_block
-        from serving.hook.rank import HookSession, rerank
 
         block = find_block(answer["inject"], [c for _, c in mems])
         if block is None:
             att.fail("the inject text has no memories block as Signet writes it")
             return None
-        inp = att.inp
-        session = HookSession(now, att.cfg.tz, inp.project or None, inp.session_key, inp.agent_id)
-        att.ranking = rerank(att.con, att.scorer, session, [i for i, _ in mems], att.cfg.limit)
+        att.ranking = _ranking(att, [i for i, _ in mems])
+        if att.ranking is None:
+            return None
         order = att.ranking.order
         memories = [answer["memories"][i] for i in order]
         return answer_output(att.inv.output, {**answer, "memories": memories,
                                               "inject": block.text(order)})  # fmt: skip
     except Exception as exc:  # noqa: BLE001 - fail open: any fault keeps Signet's output
         att.ranking = None
-        att.fail(f"re-ranking failed: {type(exc).__name__}: {str(exc)[:300]}")
+        why = str(exc) if isinstance(exc, _Refused) else failure_text(exc)
+        att.fail(f"re-ranking failed: {why}")
         return None
 
 
@@ -353,12 +404,13 @@ def _injections(att: _Attempt, answer: Any) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in rows]
 
 
-def _record(att: _Attempt, res: SignetResult, answer: Any, now: datetime, ms: float) -> HookRun:
+def _record(att: _Attempt, res: SignetResult, answer: Any, ms: float) -> HookRun:
     """The invocation's row and its injections' rows, on a run whose output is filled later."""
-    info = att.scorer.info if att.scorer is not None else None
-    version = info.model_version if info is not None else None
+    from datetime import UTC
+
+    version = att.model_version
     ranking = att.ranking if att.reason is None else None
-    at = now.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    at = att.now.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     key = {"session_key": att.inp.session_key, "agent_id": att.inp.agent_id}
     rows = [
         {**key, **r, "model_version": version, "injected_at": at} for r in _injections(att, answer)
@@ -397,14 +449,17 @@ def run_hook(
     now: datetime | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> HookRun:
-    """One invocation (module docstring): what to print, the exit code and the record.
-    `stdin` is None when it is a terminal; `env` the harness's environment (default: ours),
-    which Signet gets; `runner` reaches Signet (default: the binary `--signet` names); `now`
-    is the session start (default: the wall clock)."""
+    """One invocation of `session-start` (module docstring): what to print, the exit code and
+    the record. `stdin` is None when it is a terminal; `env` the harness's environment
+    (default: ours), which Signet gets; `runner` reaches Signet (default: the binary `--signet`
+    names); `load_scorer` loads the model when it is ranked in this process; `now` is the
+    session start (default: the wall clock once Signet is started)."""
     started = clock()
     env = os.environ if env is None else env
     try:
-        cfg, args = parse_command(argv, env)
+        cfg, command, args = parse_command(argv, env)
+        if command != COMMAND:
+            raise UsageError(f"run_hook runs {COMMAND}, not {command}")
     except UsageError as exc:
         return HookRun(b"", f"signet-bench-hook: {exc}\n".encode(), 2)
     run = runner or start_signet(cfg.signet, env)
@@ -412,31 +467,37 @@ def run_hook(
     inv = None if _bypassed(env) else parse_invocation(args)
     if inv is None:  # Signet exactly as asked
         return _as_run(run(args, data).result())
-    att = _Attempt(cfg, inv, hook_input(stdin, inv), started)
     call = run(inv.json_args, data)
+    from datetime import UTC, datetime
+
+    att = _Attempt(cfg, inv, hook_input(stdin, inv), started, load_scorer,
+                   now or datetime.now(UTC))  # fmt: skip
     try:
-        _prepare(att, load_scorer)
+        _prepare(att)
     except Exception as exc:  # noqa: BLE001 - fail open: Signet's output is printed
-        att.fail(f"preparing failed: {type(exc).__name__}: {exc}")
+        att.fail(f"preparing failed: {failure_text(exc)}")
     res = call.result()
     try:
-        return _finish(att, res, now or datetime.now(UTC), clock)
+        done = _finish(att, res, clock)
     except Exception:  # noqa: BLE001 - fail open: whatever broke, Signet's output is printed
-        return HookRun(signet_output(inv.output, res)[0], res.stderr, res.code)
+        done = HookRun(signet_output(inv.output, res)[0], res.stderr, res.code)
     finally:
-        if att.con is not None:
-            att.con.close()
+        for held in (att.con, att.link):
+            if held is not None:
+                held.close()
+    done.start_resident = cfg.resident == "auto" and att.resident_down is not None
+    return done
 
 
-def _finish(att: _Attempt, res: SignetResult, now: datetime, clock: Callable[[], float]) -> HookRun:
+def _finish(att: _Attempt, res: SignetResult, clock: Callable[[], float]) -> HookRun:
     """Once Signet has answered: the scorer's output or Signet's, and the record."""
     printed, answer, why = signet_output(att.inv.output, res)
     if why is not None:
         att.fail(why)
     _check_budget(att, clock)
-    out = _rerank(att, answer, now) if att.reason is None else None
+    out = _rerank(att, answer) if att.reason is None else None
     _check_budget(att, clock)
-    done = _record(att, res, answer, now, (clock() - att.started) * 1000.0)
+    done = _record(att, res, answer, (clock() - att.started) * 1000.0)
     done.stdout = printed if att.reason else out or printed
     done.stderr = res.stderr
     return done
@@ -444,7 +505,10 @@ def _finish(att: _Attempt, res: SignetResult, now: datetime, clock: Callable[[],
 
 def save_record(run: HookRun) -> None:
     """Append the run's record to the injection log, when its folder exists, and close it; a
-    failure to write it never changes what the harness got (the output is already printed)."""
+    failure to write it never changes what the harness got (the output is already printed).
+    (While the resident scorer runs it keeps the log open, so this is not the log's last
+    connection: closing it neither checkpoints nor syncs, and the next opener has no write-
+    ahead log to recover.)"""
     writer = run.writer
     if run.invocation and writer is None and run.log is not None:
         writer = _open_log(run.log)
@@ -481,9 +545,58 @@ def read_stdin(timeout_s: float = STDIN_TIMEOUT_S) -> bytes | None:
         return None
 
 
+# --- the resident scorer's commands -------------------------------------------------------------
+
+
+def serve_argv(cfg: HookConfig) -> list[str]:
+    """The command that runs the resident scorer for `cfg`."""
+    return [sys.executable, "-m", "serving.hook", *cfg.options(), "serve"]
+
+
+def _start_resident(cfg: HookConfig) -> None:
+    """After a session start the resident did not answer: start one, detached (best effort)."""
+    from serving.hook.resident_link import start_detached
+
+    with contextlib.suppress(OSError):
+        start_detached(cfg.files, serve_argv(cfg))
+
+
+def resident_command(cfg: HookConfig, command: str) -> int:
+    """`serve`, `start`, `stop` or `status`: run, start, stop or describe the resident
+    scorer of `cfg`'s workbench; prints what happened, exits 0 (1: it could not)."""
+    from serving.hook.resident_link import resident_status, start_detached, stop_resident
+
+    files = cfg.files
+    if command == "serve":
+        from serving.hook.resident import serve
+
+        return serve(cfg)
+    if command == "status":
+        import json
+
+        sys.stdout.write(json.dumps(resident_status(files), indent=2) + "\n")
+        return 0
+    if command == "stop":
+        pid = stop_resident(files)
+        said = "no resident scorer runs" if pid is None else f"stopped (pid {pid or 'unknown'})"
+        sys.stdout.write(said + "\n")
+        return 0
+    state = resident_status(files)
+    if state["running"]:
+        sys.stdout.write(f"already running (pid {state['pid']})\n")
+        return 0
+    pid = start_detached(files, serve_argv(cfg), wait_s=START_WAIT_S)
+    if pid is None:
+        sys.stderr.write(f"signet-bench-hook: the resident scorer did not start; see {files.log}\n")
+        return 1
+    sys.stdout.write(f"started (pid {pid}), listening on {files.socket}\n")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """The console script: print what `run_hook` gives, then record it, and exit as Signet's
-    command did (the process ends here; only `--help` returns)."""
+    """The console script: for `session-start`, print what `run_hook` gives, record it, start
+    the resident scorer when it did not answer, and exit as Signet's command did (the process
+    ends here); the other commands return their exit code."""
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] in (["-h"], ["--help"]):
         sys.stdout.write(USAGE)
@@ -492,11 +605,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     # one BLAS thread for numpy (the project's rule outside training: it also halves numpy's
     # start here), unless the user set a count
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    try:
+        cfg, command, _ = parse_command(args, env)
+    except UsageError:
+        cfg, command = None, COMMAND  # `run_hook` reports it (exit code 2)
+    if command != COMMAND:
+        return resident_command(cfg, command)
     run = run_hook(args, read_stdin(), env=env)
     for stream, data in ((sys.stdout, run.stdout), (sys.stderr, run.stderr)):
         stream.buffer.write(data)
         stream.flush()
     save_record(run)
+    if run.start_resident and cfg is not None:
+        _start_resident(cfg)
     # End at once, as Signet's command ended: the interpreter's teardown (onnxruntime's
     # included) would add tens of milliseconds to every session start and print nothing.
     os._exit(exit_like(run.code))

@@ -14,16 +14,20 @@ the harness's own format from that answer:
   two-space indent. With `--json`, an answer-less run (daemon offline, no identity files)
   prints nothing, where Codex prints the empty object.
 
-Standard library only.
+Standard library only; neither `dataclasses` nor `typing` is imported at run time (the hook's
+start is on every session's path).
 """
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from serving.hook.js import JsNumber, js_trim, parse_json, stringify, utf8
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "OUTPUTS",
@@ -67,14 +71,12 @@ def is_text(value: Any) -> bool:
     return isinstance(value, str) and not isinstance(value, JsNumber)
 
 
-@dataclass(frozen=True, slots=True)
-class Invocation:
-    """Signet's own arguments as the harness gave them, understood."""
+class Invocation(namedtuple("Invocation", "args options output json_args")):
+    """Signet's own arguments as the harness gave them (`args`), understood: `options`
+    (harness, project, agent_id, context: as given), `output` (one of OUTPUTS) and
+    `json_args`, the same call asking for `--json` (no `--codex-json`)."""
 
-    args: tuple[str, ...]
-    options: Mapping[str, str]  # harness, project, agent_id, context: as given
-    output: str  # one of OUTPUTS
-    json_args: tuple[str, ...]  # the same call asking for `--json` (no `--codex-json`)
+    __slots__ = ()
 
 
 def _option(token: str) -> tuple[str, str | None] | None:
@@ -136,15 +138,13 @@ def _pick(*values: Any) -> str:
     return ""
 
 
-@dataclass(frozen=True, slots=True)
-class HookInput:
-    """What the CLI reads from the harness's stdin, and the fields the wrapper uses."""
+class HookInput(namedtuple("HookInput", "parsed malformed session_key project agent_id")):
+    """What the CLI reads from the harness's stdin, and the fields the wrapper uses: `parsed`
+    (the stdin object; None when stdin is a terminal, empty or not one), `malformed` (stdin
+    held something that is not a JSON object), `session_key`, `project` and `agent_id`
+    (Signet's agent, "default" when none is named)."""
 
-    parsed: dict | None  # the stdin object, None when stdin is a terminal, empty or not one
-    malformed: bool  # stdin held something that is not a JSON object
-    session_key: str
-    project: str
-    agent_id: str  # Signet's agent ("default" when none is named)
+    __slots__ = ()
 
 
 def hook_input(data: bytes | None, inv: Invocation) -> HookInput:

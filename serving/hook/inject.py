@@ -7,14 +7,15 @@ answer's `memories`. Everything before the block (preamble, date, peer sessions,
 and after it (status, secrets, constraints, recovery context) is kept as it is, and so is each
 memory's line (its tags and Signet's date format). A block that does not read exactly so
 (another release's wording, a block cut by Signet's own token budget) is not found, and the
-caller keeps Signet's text. Standard library only.
+caller keeps Signet's text. Standard library only (no `dataclasses`: the hook's start is on
+every session's path).
 """
 
 from __future__ import annotations
 
 import re
+from collections import namedtuple
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 __all__ = ["MemoryBlock", "find_block", "header"]
 
@@ -26,14 +27,12 @@ def header(n: int) -> str:
     return f"\n## Relevant Memories (auto-loaded | scored by importance x recency | {n} results)\n"
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryBlock:
-    """An inject text split around its memories block: the text before the heading, one line
-    per memory (in the answer's order) and the text after the last line."""
+class MemoryBlock(namedtuple("MemoryBlock", "prefix lines suffix")):
+    """An inject text split around its memories block: the text before the heading
+    (`prefix`), one line per memory (`lines`, in the answer's order) and the text after the
+    last line (`suffix`)."""
 
-    prefix: str
-    lines: tuple[str, ...]
-    suffix: str
+    __slots__ = ()
 
     def text(self, order: Sequence[int] | None = None) -> str:
         """The inject text with the lines at positions `order` (all, as found, when None)."""

@@ -1,13 +1,17 @@
 """JSON and strings as Signet's command line (JavaScript) writes them, so what the hook prints
 matches it byte for byte: `JSON.parse` keeping each number's text, `JSON.stringify` compact and
 with a two-space indent, `String.prototype.trim`, and UTF-8 as Node writes a string (a lone
-surrogate becomes U+FFFD). Standard library only."""
+surrogate becomes U+FFFD). Standard library only; `typing` is not imported at run time (the
+hook's start is on every session's path)."""
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["JsNumber", "js_trim", "parse_json", "stringify", "utf8"]
 

@@ -13,7 +13,8 @@ open), written append-only, one transaction per invocation. The library reads it
   the first invocation that injected memories is the one recorded (a repeated session start
   gets a short stub from Signet, which must not overwrite what was injected).
 
-Standard library only.
+Standard library only; `typing` is not imported at run time (the hook's start is on every
+session's path).
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "INJECTION_COLUMNS",

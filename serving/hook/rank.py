@@ -13,6 +13,10 @@ sessions: the same pool, context, features, query terms and signals (`serving.fe
   session's start; knowledge-graph columns come from the recorded rows.
 - **Query**: Signet 0.58's predicted-context terms of the project's last transcripts.
 
+What does not depend on Signet's answer (the previous session, the embeddings of the memories
+it used, the query terms: its `SessionBasis`) can be read while Signet works; the pool cannot,
+since the daemon records this session's candidates while it answers.
+
 Imports numpy and the serving modules; the scorer (onnxruntime) is given by the caller.
 """
 
@@ -43,7 +47,16 @@ from serving.tokenize import project_slot
 if TYPE_CHECKING:
     from serving.scorer import Scorer
 
-__all__ = ["CONTEXT_TOP", "HookSession", "RankError", "Ranking", "rerank", "session_query"]
+__all__ = [
+    "CONTEXT_TOP",
+    "HookSession",
+    "RankError",
+    "Ranking",
+    "SessionBasis",
+    "rerank",
+    "session_basis",
+    "session_query",
+]
 
 CONTEXT_TOP = 10  # the context's fallback: the first memories of the pool's order
 
@@ -74,6 +87,33 @@ class Ranking:
     context_rule: str
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class SessionBasis:
+    """What the ranking reads of a session start before Signet's answer: the previous scored
+    session of the project (its start, the memories it used and their embeddings of `dim`
+    values) and the session-start query terms."""
+
+    prev_start: float | None  # epoch seconds
+    used: tuple[str, ...]
+    used_vectors: dict[str, np.ndarray]
+    terms: list[str]
+    dim: int
+
+
+def session_basis(con: sqlite3.Connection, session: HookSession, dim: int) -> SessionBasis:
+    """The session start's basis (module docstring), from the store as it is now."""
+    project = session.project or None
+    prev = previous_session(con, project, session.session_key)
+    used = used_memories(con, prev[0]) if prev else []
+    return SessionBasis(
+        prev_start=None if prev is None else prev[1],
+        used=tuple(used),
+        used_vectors=read_embeddings(con, used, dim),
+        terms=store_start_terms(con, project, session.now),
+        dim=dim,
+    )
+
+
 def _pool(recorded: Sequence[PoolRow], answer_ids: Sequence[str]) -> list[str]:
     """The recorded candidates in their order, then the answer's memories not among them."""
     ids = list(dict.fromkeys(r.memory_id for r in recorded))
@@ -102,21 +142,21 @@ def session_query(
     *,
     dim: int,
     slots: int,
+    basis: SessionBasis | None = None,
 ) -> tuple[ScoreQuery, str]:
-    """The score query of the session's pool (module docstring) and the context's rule."""
+    """The score query of the session's pool (module docstring) and the context's rule;
+    `basis`: the session's basis read before (None: read now)."""
     project = session.project or None
     recorded = recorded_pool(con, session.session_key, session.agent_id)
     ids = _pool(recorded, answer_ids)
     mem = read_memories(con, ids, project)
-    prev = previous_session(con, project, session.session_key)
-    used = used_memories(con, prev[0]) if prev else []
-    vectors = read_embeddings(con, [*ids, *used], dim)
+    if basis is None or basis.dim != dim:
+        basis = session_basis(con, session, dim)
+    vectors = read_embeddings(con, ids, dim)
     emb = [vectors.get(m) for m in ids]
     top = [v for v in emb[:CONTEXT_TOP] if v is not None]
-    ctx = context_embedding(
-        np.array([vectors[m] for m in used if m in vectors]).reshape(-1, dim),
-        np.array(top).reshape(-1, dim),
-    )
+    used = [basis.used_vectors[m] for m in basis.used if m in basis.used_vectors]
+    ctx = context_embedding(np.array(used).reshape(-1, dim), np.array(top).reshape(-1, dim))
     if ctx.vector is None:
         raise RankError("no context: no memory of the pool or the previous session is embedded")
     graph = _graph(ids, recorded)
@@ -132,16 +172,16 @@ def session_query(
         structural_density=graph["structural_density"],
         is_traversal=graph["is_traversal"],
     )
-    prev_start = None if prev is None else datetime.fromtimestamp(prev[1], UTC)
+    prev_start = None if basis.prev_start is None else datetime.fromtimestamp(basis.prev_start, UTC)
     feats = candidate_features(info, SessionInfo(session.now, session.tz, project, prev_start))
     query = ScoreQuery(
         context_embedding=ctx.vector,
         candidate_ids=ids,
-        candidate_embeddings=emb,
+        candidate_embeddings=np.stack(emb) if all(v is not None for v in emb) else emb,
         candidate_texts=mem.contents,
         candidate_features=feats,
         project_slot=project_slot(project, slots),
-        query_terms=store_start_terms(con, project, session.now),
+        query_terms=basis.terms,
         candidate_sources=None if all(s is None for s in mem.sources) else mem.sources,
     )
     return query, ctx.rule
@@ -153,17 +193,18 @@ def rerank(
     session: HookSession,
     answer_ids: Sequence[str],
     limit: int,
+    basis: SessionBasis | None = None,
 ) -> Ranking:
     """The answer's memories the scorer ranks highest over the session's pool, at most
-    `limit`, best first (ties: memory id). Raises RankError (or a store error) when the
-    session cannot be scored."""
+    `limit`, best first (ties: memory id), from the session's `basis` when it was read before.
+    Raises RankError (or a store error) when the session cannot be scored."""
     info = scorer.info
     if info is None:
         raise RankError(scorer.reason or "no model")
     if len(set(answer_ids)) != len(answer_ids):
         raise RankError("Signet's answer lists a memory twice")
     query, rule = session_query(
-        con, session, answer_ids, dim=info.native_dim, slots=info.project_slots
+        con, session, answer_ids, dim=info.native_dim, slots=info.project_slots, basis=basis
     )
     result = scorer.score(query)
     if result.scores is None:

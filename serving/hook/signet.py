@@ -1,14 +1,14 @@
 """Signet's own command as a child process: started at once, so the wrapper loads its model
 while Signet works, and collected by a thread (both pipes drained, no deadlock). Standard
-library only."""
+library only, and no `dataclasses` or `typing`: the hook's start is on every session's path."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import threading
+from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 __all__ = ["SignetCall", "SignetResult", "SignetRunner", "finished", "start_signet"]
 
@@ -17,13 +17,11 @@ NOT_FOUND = 127  # what a shell exits with for a command it cannot find
 NOT_RUNNABLE = 126  # ... and for one it cannot run
 
 
-@dataclass(frozen=True, slots=True)
-class SignetResult:
-    """What the command wrote and how it ended (a negative code: killed by that signal)."""
+class SignetResult(namedtuple("SignetResult", "stdout stderr code")):
+    """What the command wrote (`stdout`, `stderr`: bytes) and how it ended (`code`; a
+    negative code: killed by that signal)."""
 
-    stdout: bytes
-    stderr: bytes
-    code: int
+    __slots__ = ()
 
 
 class SignetCall:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from serving.hook.resident_link import read_line
 from serving.hook.signet import SignetResult, finished
 from signet_bench.bench.hook_speed import store_answer
 from signet_bench.bench.signet_standin import session_start, write_standin
@@ -46,9 +47,12 @@ class World:
         return {**env, "SIGNET_STANDIN_ANSWER": str(self.answer), **extra}
 
     def options(self, **over: str) -> list[str]:
-        """The hook's options for this world (`over`: replace some, e.g. model="...")."""
+        """The hook's options for this world (`over`: replace some, e.g. model="..."); the
+        resident scorer is off unless asked for (resident="auto"), so that no test leaves one
+        running."""
         given = {"db": str(self.db), "model": str(self.model), "signet": str(self.signet),
-                 "workbench": str(self.workbench), "tz": "Europe/Berlin", **over}  # fmt: skip
+                 "workbench": str(self.workbench), "tz": "Europe/Berlin", "resident": "off",
+                 **over}  # fmt: skip
         return [item for k, v in given.items() for item in (f"--{k.replace('_', '-')}", v)]
 
 
@@ -104,3 +108,25 @@ def standin_runner(env: Mapping[str, str]):
         return finished(SignetResult(*session_start(["hook", "session-start", *args], stdin, env)))
 
     return runner
+
+
+class ServedResident:
+    """A resident scorer (`signet-bench-hook ... serve`) for a world, as a real process: started
+    and ready when built (its ready line read within a timeout), stopped by `close`."""
+
+    def __init__(self, world: World, **options: str) -> None:
+        argv = [sys.executable, "-m", "serving.hook", *world.options(resident="auto", **options),
+                "serve"]  # fmt: skip
+        self.stderr = world.model.parent / "resident-test.log"
+        with self.stderr.open("ab") as err:
+            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err)
+        self.ready = read_line(self.proc, 60.0)
+        assert self.ready.startswith(b"listening on "), (self.ready, self.stderr.read_text())
+
+    def close(self) -> int:
+        """Stop it (SIGTERM) and wait for its end; its exit code."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        code = self.proc.wait(timeout=60)
+        self.proc.stdout.close()
+        return code

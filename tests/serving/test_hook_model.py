@@ -37,7 +37,14 @@ from signet_bench.store.schema import connect_writer
 from signet_bench.store.timestamps import format_iso, parse_ts
 from signet_bench.store.write import CandidateRow, record_session_candidates
 from signet_bench.world.synth.build import build_persona_store
-from tests.serving.hook_support import HARNESS_ARGS, PROJECT, World, hook_prints, stdin_for
+from tests.serving.hook_support import (
+    HARNESS_ARGS,
+    PROJECT,
+    ServedResident,
+    World,
+    hook_prints,
+    stdin_for,
+)
 from tests.serving.hook_support import standin_runner as runner_for
 
 KEY = "new-session-1"
@@ -170,3 +177,24 @@ def test_the_console_hook_reorders_and_records(trained):
     assert block is not None and rows.height == LIMIT
     assert rows["memory_id"].to_list() != [m["id"] for m in answer["memories"]][:LIMIT]
     assert rows["model_version"].unique().to_list() == [runs["model_version"][0]]
+
+
+@pytest.mark.parametrize("fmt", list(HARNESS_ARGS))
+def test_the_resident_scorer_ranks_the_trained_model_as_the_hook_does_itself(trained, fmt):
+    """With a model whose features and time terms count, the resident's ranking (the store
+    read while Signet works, the rest once it answers) is the in-process one, to the bit."""
+    world, now = trained
+    env = world.env()
+    argv = ["--limit", str(LIMIT), "session-start", *HARNESS_ARGS[fmt]]
+    served = ServedResident(world)
+    try:
+        got = run_hook([*world.options(resident="auto"), *argv], stdin_for(KEY), env=env,
+                       runner=runner_for(env), now=now)  # fmt: skip
+    finally:
+        assert served.close() == 0
+    own = run_hook([*world.options(), *argv], stdin_for(KEY), env=env, runner=runner_for(env),
+                   now=now)  # fmt: skip
+    assert got.invocation["outcome"] == "scorer" and not got.start_resident  # it answered
+    assert (got.stdout, got.stderr, got.code) == (own.stdout, own.stderr, own.code)
+    assert got.injections == own.injections and len(own.injections) == LIMIT
+    assert got.invocation == {**own.invocation, "duration_ms": got.invocation["duration_ms"]}
