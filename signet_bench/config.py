@@ -126,6 +126,11 @@ class PredictorConfig:
     # them on what the baseline injected in cold start, mislead: at 7 sessions a fit that beat
     # cosine on every held-out fold's labels lost to it on the planted truth (0 switches it off).
     holdout_min_sessions: int = 20
+    # Project decision: with fewer trainable sessions than this the learned query (q_proj) stays
+    # at its start, so only cosine matches the context; the rest of the model learns. Learned
+    # from 50 sessions it matched the topics those sessions had and lost to cosine on the ones
+    # that followed, even trained on the planted truth (0 switches it off).
+    query_min_sessions: int = 200
     # Project decision: a Gaussian prior centred on the start weights (the free ranker the
     # model starts as), `prior_strength / sessions * ||w - w0||^2` (0 switches it off).
     prior_strength: float = 1.0
@@ -247,7 +252,12 @@ _LABELS = {
 }
 
 
-_ZERO_ALLOWED = {"full_retrain_every", "prior_strength", "holdout_min_sessions"}
+_ZERO_ALLOWED = {
+    "full_retrain_every",
+    "prior_strength",
+    "holdout_min_sessions",
+    "query_min_sessions",
+}
 
 
 TRAINING_JUDGES = ("holdout", "canary")

@@ -47,6 +47,7 @@ __all__ = [
     "enough_to_learn",
     "heuristic_scores",
     "holdout_plan",
+    "query_learnable",
     "session_ndcgs",
     "start_at_best_free_ranker",
 ]
@@ -136,6 +137,12 @@ def enough_to_learn(n_sessions: int, cfg: PredictorConfig) -> bool:
     """Whether a training on `n_sessions` sessions may move the model (`holdout_min_sessions`):
     below it the model stays at its start, cosine, served without a bar."""
     return n_sessions >= cfg.holdout_min_sessions
+
+
+def query_learnable(n_sessions: int, cfg: PredictorConfig) -> bool:
+    """Whether a training on `n_sessions` sessions may move the learned query
+    (`query_min_sessions`): below it only cosine matches the context."""
+    return n_sessions >= cfg.query_min_sessions
 
 
 def start_at_best_free_ranker(

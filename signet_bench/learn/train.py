@@ -31,12 +31,13 @@ from signet_bench.learn.holdout import (
     enough_to_learn,
     heuristic_scores,
     holdout_plan,
+    query_learnable,
     session_ndcgs,
     start_at_best_free_ranker,
 )
 from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
 from signet_bench.learn.model.optim import Adam, copy_params
-from signet_bench.learn.model.params import init_params
+from signet_bench.learn.model.params import init_params, query_held
 from signet_bench.learn.model.scorer import Batch, batch_from_sessions, forward, loss_and_grads
 from signet_bench.learn.samples import SessionSample
 from signet_bench.store.corpus import Corpus
@@ -634,8 +635,9 @@ def train_model(
     if canary is None and cfg.training_judge == "holdout" and len(samples) >= 2:
         # too few sessions to learn from: the start is judged and served unchanged
         learned = enough_to_learn(len(samples), cfg)
+        held = {} if query_learnable(len(samples), cfg) else query_held(base)
         how = _Fit(cfg, epochs if learned else 0, batch_size, rng, lambda: time.perf_counter() - t0 > cap,
-                   progress, frozen or {})  # fmt: skip
+                   progress, {**held, **(frozen or {})})  # fmt: skip
         if current is None:  # fresh weights start at the better free ranker
             base = start_at_best_free_ranker(base, samples, cfg)
         fitted = _held_out_fit(samples, base, how)

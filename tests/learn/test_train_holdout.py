@@ -157,3 +157,17 @@ def test_a_workbench_made_before_the_verdict_column_gets_it(tmp_path):
         cols = [r[0] for r in wb.execute("DESCRIBE training_runs").fetchall()]
         old = wb.execute("SELECT holdout FROM training_runs WHERE run_id = 'old'").fetchone()
     assert "holdout" in cols and old == (None,)
+
+
+def test_below_the_query_minimum_only_cosine_matches_the_context():
+    """With fewer sessions than `query_min_sessions` the learned query stays at its zero start
+    while the rest of the model learns; with the minimum switched off the same run moves it."""
+    data = _samples(60, seed=1)
+    start = init_params(DEFAULT_CONFIG, DIM)
+    held = train_model(data, None, epochs=4, seed=0)
+    assert held.best_epoch > 0 and 60 < DEFAULT_CONFIG.query_min_sessions
+    assert np.array_equal(held.params["q_proj"], start["q_proj"])
+    assert not np.array_equal(held.params["gate_proj"], start["gate_proj"])
+    cfg = DEFAULT_CONFIG.replace(query_min_sessions=0)
+    moved = train_model(data, None, cfg=cfg, epochs=4, seed=0)
+    assert moved.best_epoch > 0 and not np.array_equal(moved.params["q_proj"], start["q_proj"])

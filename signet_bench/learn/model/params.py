@@ -37,6 +37,7 @@ __all__ = [
     "neutral_extensions",
     "param_count",
     "param_shapes",
+    "query_held",
     "shape_problems",
     "signal_weights_init",
     "signet_init_params",
@@ -159,6 +160,13 @@ def signet_init_params(
     out = neutral_extensions(cfg)
     out.update({name: _random_matrix(name, shapes, rng) for name in SIGNET_PARAMS})
     return {name: out[name] for name in shapes}
+
+
+def query_held(params: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The learned query (q_proj) as a mask of entries to hold at their values: at its zero
+    start, no learned match with the context (cosine alone matches it), and with it the
+    project and time terms that reach the query through q_proj."""
+    return {"q_proj": np.ones(params["q_proj"].shape, dtype=bool)}
 
 
 def param_count(params: dict[str, np.ndarray]) -> int:
