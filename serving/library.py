@@ -4,8 +4,9 @@ line (`python -m signet_bench.cli ...`).
 Model-format conversion (`export`), training on a store (`train --request FILE`) and Signet's
 one-step `train` method (`train-step`) all run here, so the server never imports
 `signet_bench` (a test walks the package's syntax tree to keep it so), and a crash, a hang or
-a kill of a child leaves the server and the model it serves as they were. Children run at a
-lower priority than the server, so scoring keeps the CPU first.
+a kill of a child leaves the server and the model it serves as they were. So that scoring
+does not wait on a training sharing its cores, each child lowers its own priority before it
+imports anything (every thread it starts inherits it) and runs with one BLAS/OpenMP thread.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "CHILD_NICE",
+    "CHILD_THREADS",
     "LIBRARY_MODULE",
     "TrainerError",
     "TrainerOptions",
@@ -30,6 +33,18 @@ __all__ = [
 ]
 
 LIBRARY_MODULE = "signet_bench.cli"
+CHILD_NICE = 10  # how far below the server's priority a child runs
+# one BLAS/OpenMP thread: set in the child's environment, so numpy reads it when it loads
+CHILD_THREADS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+# The child's first lines (`python -c BOOT NICE MODULE ARGS...`): lower its own priority, then
+# run MODULE's command line with ARGS as `python -m MODULE ARGS...` would.
+BOOT = """import os, runpy, sys
+nice = int(sys.argv.pop(1))
+if hasattr(os, "nice"):
+    os.nice(nice)
+runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)
+"""
 
 PidSink = Callable[[int | None], None]
 
@@ -46,18 +61,23 @@ class TrainerError(RuntimeError):
 @dataclass(frozen=True, slots=True)
 class TrainerOptions:
     """How the server runs the library: interpreter, the user's time zone (the default of a
-    training request's), a predictor config for the trainer, extra `train` arguments, and a
-    wall-clock cap after which a child is killed."""
+    training request's), a predictor config for the trainer, extra `train` arguments, a
+    wall-clock cap after which a child is killed, and how far below the server a child runs."""
 
     python: str = sys.executable
     tz: str | None = None
     config: str | None = None
     extra_args: tuple[str, ...] = ()
     timeout_s: float = 600.0
+    nice: int = CHILD_NICE
 
     def command(self, *args: str) -> list[str]:
-        """The command line of one library command."""
-        return [self.python, "-m", LIBRARY_MODULE, *args]
+        """The command line of one library command (through BOOT, which lowers its priority)."""
+        return [self.python, "-c", BOOT, str(self.nice), LIBRARY_MODULE, *args]
+
+    def env(self) -> dict[str, str]:
+        """The child's environment: the server's, with one BLAS/OpenMP thread."""
+        return {**os.environ, **CHILD_THREADS}
 
 
 def run_library(
@@ -72,12 +92,9 @@ def run_library(
         stderr=subprocess.PIPE,
         text=True,
         errors="replace",
+        env=opts.env(),
     )
     on_pid(proc.pid)
-    try:
-        os.setpriority(os.PRIO_PROCESS, proc.pid, 10)
-    except (AttributeError, OSError):
-        pass
     try:
         out, err = proc.communicate(timeout=opts.timeout_s)
     except subprocess.TimeoutExpired:

@@ -1,17 +1,20 @@
 """`train_from_db` through the real sidecar: the trainer and the exporter run as child processes
 on the store, the trained model is swapped in atomically and kept on disk, scores keep coming
-from the old model meanwhile, and a rejected or killed run leaves the served model untouched."""
+from the old model meanwhile, and a rejected, killed or crashed run leaves the served model
+untouched. The trainer is the sidecar's own child, below its priority, with one BLAS thread."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
 
 from serving import ScoreQuery, Scorer
+from serving.library import CHILD_NICE, CHILD_THREADS
 from signet_bench.daemon.loop import SimOptions, simulate
 from signet_bench.world.synth.build import build_persona_store
 from tests.serving.conftest import DIM, request, scores_of
@@ -34,6 +37,53 @@ def start(sidecar, path: Path, *extra: str):
     return sidecar("--model", str(path), "--native-dim", str(DIM), "--tz", "UTC", *extra)
 
 
+RESULT_KEYS = {
+    "accepted", "model_version", "loss", "step", "samples_used", "samples_skipped",
+    "duration_ms", "canary_score_variance", "canary_topk_stability", "gate_reason",
+    "checkpoint_saved",
+}  # fmt: skip
+WAIT_S = 120.0  # a guard against a hung child, not a measurement
+
+
+def trainer_pid(s) -> int:
+    """The pid of the running trainer, from the status answers (it appears once it runs)."""
+    while True:
+        training = s.call("status")["result"]["training"]
+        assert training is not None, "the training ended before its trainer was seen"
+        if training["pid"] is not None:
+            return training["pid"]
+
+
+def wait_for(s, ready, what: str) -> None:
+    """Ask the sidecar for its status until `ready()` holds (each answer paces the next look)."""
+    deadline = time.monotonic() + WAIT_S
+    while not ready():
+        assert time.monotonic() < deadline, f"{what}: not seen within {WAIT_S:.0f} s"
+        assert s.call("status")["result"]["training"] is not None, f"ended before {what}"
+
+
+def stat_fields(path: Path) -> list[str]:
+    """The fields of a /proc stat file after the command name (index 1 is the parent's pid,
+    16 the niceness)."""
+    return path.read_text().rsplit(")", 1)[1].split()
+
+
+def thread_nices(pid: int) -> set[int]:
+    """The niceness of every thread of `pid` (a thread that ends while read is skipped)."""
+    nices = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            nices.add(int(stat_fields(task / "stat")[16]))
+        except FileNotFoundError:
+            continue
+    return nices
+
+
+def environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(x.decode().split("=", 1) for x in raw if b"=" in x)
+
+
 @pytest.fixture
 def canary_judge(tmp_path) -> Path:
     """The seed's canary gates, so a run trains for the epochs it is given (the held-out
@@ -51,6 +101,7 @@ def test_a_training_is_swapped_in_and_kept(sidecar, store, canary_judge, tmp_pat
     train = s.call("train_from_db", {"db_path": str(store), "checkpoint_path": str(ckpt)})
     result = train["result"]
     assert result["accepted"] is True and result["checkpoint_saved"] is True
+    assert set(result) == RESULT_KEYS | {"checkpoint_path"}
     for key in ("loss", "step", "samples_used", "samples_skipped", "duration_ms"):
         assert result[key] is not None, key
     assert result["model_version"] == 2
@@ -111,11 +162,7 @@ def test_a_killed_trainer_leaves_the_served_model_byte_identical(
     req = request(seed=3)
     scores = scores_of(s.call("score", req))
     train_id = s.send("train_from_db", {"db_path": str(store), "epochs": 10_000})
-    pid = None
-    while pid is None:  # the status answers carry the trainer's pid once it runs
-        training = s.call("status")["result"]["training"]
-        assert training is not None
-        pid = training["pid"]
+    pid = trainer_pid(s)
     busy = s.call("train_from_db", {"db_path": str(store)})["error"]
     assert busy["code"] == -32000 and "in progress" in busy["message"]
     os.kill(pid, signal.SIGKILL)
@@ -125,6 +172,39 @@ def test_a_killed_trainer_leaves_the_served_model_byte_identical(
     assert digest(served) == before
     assert scores_of(s.call("score", req)) == scores
     assert s.call("status")["result"]["training"] is None
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
+def test_the_trainer_runs_apart_below_the_server_and_its_crash_is_a_training_error(
+    sidecar, store, golden_onnx, tmp_path
+):
+    served = tmp_path / "model.onnx"
+    served.write_bytes(golden_onnx.read_bytes())
+    s = start(sidecar, served)
+    req = request(seed=4)
+    scores = scores_of(s.call("score", req))
+    train_id = s.send("train_from_db", {"db_path": str(store), "epochs": 10_000})
+    pid = trainer_pid(s)
+    maps = Path(f"/proc/{pid}/maps")
+    wait_for(s, lambda: "_multiarray_umath" in maps.read_text(), "the trainer loading numpy")
+    # a process of its own, started by the sidecar, whose every thread runs below the server
+    assert pid != s.proc.pid and int(stat_fields(Path(f"/proc/{pid}/stat"))[1]) == s.proc.pid
+    server = os.getpriority(os.PRIO_PROCESS, s.proc.pid)
+    lower = min(19, server + CHILD_NICE)
+    assert os.getpriority(os.PRIO_PROCESS, pid) == lower and (server == 19 or lower > server)
+    assert thread_nices(pid) == {lower}
+    assert {k: environ(pid).get(k) for k in CHILD_THREADS} == CHILD_THREADS
+    assert all(environ(s.proc.pid).get(k) != "1" for k in CHILD_THREADS if k not in os.environ)
+    assert scores_of(s.call("score", req)) == scores  # answered while it trains
+    os.kill(pid, signal.SIGSEGV)  # a crash mid-training
+    resp = s.recv()
+    assert resp["id"] == train_id and "result" not in resp
+    assert resp["error"]["code"] == -32000
+    assert resp["error"]["message"] == "the trainer was killed by signal 11"
+    assert s.proc.poll() is None and scores_of(s.call("score", req)) == scores
+    status = s.call("status")["result"]
+    assert status["training"] is None and status["model_version"] == 1
+    assert "the trainer was killed by signal 11" in status["last_error"]
 
 
 def test_bad_train_parameters_name_the_field(sidecar, golden_onnx, store, tmp_path):
