@@ -15,7 +15,11 @@ with app.setup:
     from signet_bench.analysis.queries import inspector
     from signet_bench.analysis.queries.derived import label_sources_text
     from signet_bench.analysis.queries.injections import injection_summary, injection_table
-    from signet_bench.analysis.queries.sessions import projects_of
+    from signet_bench.analysis.queries.sessions import (
+        CONFIDENCE_GROUPS,
+        projects_of,
+        weekly_sessions,
+    )
     from signet_bench.analysis.queries.source import open_store
     from signet_bench.app.launch import notebook_args
     from signet_bench.app.ui import static, table
@@ -253,6 +257,27 @@ def project_chart(projects: pl.DataFrame) -> alt.LayerChart:
 
 
 @app.function
+def weekly_chart(weekly: pl.DataFrame) -> alt.Chart:
+    """The judge's sessions per week, stacked by whether its confidence passed the gate."""
+    return (
+        alt.Chart(weekly)
+        .mark_bar()
+        .encode(
+            x=alt.X("week:T", title=None),
+            y=alt.Y("sessions:Q", title="sessions"),
+            color=alt.Color(
+                "judged:N",
+                scale=alt.Scale(domain=list(CONFIDENCE_GROUPS), range=["#2f6fdf", "#c8c8c8"]),
+                legend=alt.Legend(orient="right", title=None),
+            ),
+            order=alt.Order("judged:N", sort="descending"),
+            tooltip=[alt.Tooltip("week:T", title="week of"), "judged:N", "sessions:Q"],
+        )
+        .properties(height=80, width="container")
+    )
+
+
+@app.function
 def progress_chart(done: int, need: int) -> alt.Chart:
     """Cold start's progress bar: scored sessions against the minimum."""
     frame = pl.DataFrame({"what": ["scored sessions"], "done": [min(done, need)], "need": [need]})
@@ -271,10 +296,31 @@ def _():
 
 
 @app.cell
-def _(bench_dir, db_path, workbench_path):
+def _(db_path):
     con = open_store(db_path)
+    return (con,)
+
+
+@app.cell
+def _(con, db_path):
+    # Before the session frame is read (see weekly_sessions): the page's first chart.
+    _weekly = weekly_sessions(con, DEFAULT_CONFIG)
+    mo.vstack(
+        [
+            mo.md(f"# Signet predictor · `{db_path.name}`"),
+            mo.md(
+                "**Sessions the judge scored, per week** (blue: its confidence passed "
+                f"{DEFAULT_CONFIG.min_scorer_confidence:g}, so the session counts and trains)"
+            ),
+            static(weekly_chart(_weekly)) if _weekly.height else mo.md("_none yet_"),
+        ]
+    )
+
+
+@app.cell
+def _(bench_dir, con, db_path, workbench_path):
     data = dash.load_dashboard(con, db_path, workbench_path, DEFAULT_CONFIG, bench_dir)
-    return con, data
+    return (data,)
 
 
 @app.cell
@@ -317,10 +363,8 @@ def _(data, date_filter, project_filter, view):
     )
     mo.vstack(
         [
-            mo.md(f"# Signet predictor · `{data.db.name}`"),
             mo.md(f"**Release line** · {_line}"),
             mo.callout(mo.md(f"**{_answer}**"), kind=TONES[_tone]),
-            mo.md(f"**Label sources** · {label_sources_text(data.label_sources)}"),
             mo.hstack(
                 [
                     mo.callout(
@@ -335,6 +379,11 @@ def _(data, date_filter, project_filter, view):
             mo.hstack(_filters, justify="start", gap=2),
         ]
     )
+
+
+@app.cell
+def _(details):
+    mo.md(f"**Label sources** · {label_sources_text(details.label_sources)}")
 
 
 @app.cell
@@ -620,9 +669,9 @@ def _(view):
 
 
 @app.cell
-def _(view):
+def _(lower, view):
     mo.stop(not view.status.comparing)
-    _rows = injection_table(view.injections)
+    _rows = injection_table(lower.injections)
     mo.vstack(
         [
             mo.md(
@@ -635,18 +684,18 @@ def _(view):
                 "not among Signet's candidates) or failed open and printed Signet's "
                 "(`hook_reason`)."
             ),
-            mo.callout(mo.md(injection_summary(view.injections)), kind="neutral"),
+            mo.callout(mo.md(injection_summary(lower.injections)), kind="neutral"),
             table(_rows.sort("n", descending=True), page_size=8) if _rows.height else mo.md("-"),
         ]
     )
 
 
 @app.cell
-def _(data, view):
+def _(details, lower, view):
     _entities = (
-        table(view.entities)
-        if view.entities.height
-        else mo.callout(mo.md(data.focal.note), kind="neutral")
+        table(lower.entities)
+        if lower.entities.height
+        else mo.callout(mo.md(details.focal.note), kind="neutral")
     )
     _projects = (
         static(project_chart(view.projects))
@@ -659,15 +708,17 @@ def _(data, view):
             _projects,
             table(view.projects),
             mo.md("**By focal entity**"),
-            mo.md(data.focal.note) if view.entities.height else mo.md(""),
+            mo.md(details.focal.note) if lower.entities.height else mo.md(""),
             _entities,
         ]
     )
 
 
 @app.cell
-def _(data):
-    _sources = data.label_sources.select("source", "where", "present", "sessions", "rows", "what")
+def _(details):
+    _sources = details.label_sources.select(
+        "source", "where", "present", "sessions", "rows", "what"
+    )
     mo.vstack(
         [
             mo.md(
@@ -695,6 +746,20 @@ def _(view):
             ),
         ]
     )
+
+
+@app.cell
+def _(con, db_path, workbench_path):
+    # Last in the file, so every panel above is drawn before these seconds-long reads run
+    # (marimo runs cells that are ready in the order they appear).
+    details = dash.load_details(con, db_path, workbench_path)
+    return (details,)
+
+
+@app.cell
+def _(details, view):
+    lower = dash.details_view(details, view)
+    return (lower,)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ with app.setup:
     import polars as pl
 
     from signet_bench.analysis.queries import drift
-    from signet_bench.analysis.queries.derived import derived_frames, line_sessions
+    from signet_bench.analysis.queries.derived import line_sessions
     from signet_bench.analysis.queries.feature_drift import (
         feature_drift,
         feature_frames,
@@ -119,7 +119,7 @@ def _():
 @app.cell
 def _(db_path):
     con = open_store(db_path)
-    sessions = line_sessions(con, derived_frames(db_path), DEFAULT_CONFIG)
+    sessions = line_sessions(con, db_path, DEFAULT_CONFIG)
     resets = drift_resets(sessions, DEFAULT_CONFIG)
     judged = drift.judged_memories(con)
     return judged, resets, sessions

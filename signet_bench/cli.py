@@ -45,7 +45,10 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH also writes it as J
            with a training question
   report   docs/benchmarks.md from the JSON in --results (tables, charts, machine, commands)
   dashboard  the dashboard on a year of heavy use (18,750 sessions, 1.5M session_memories):
-           each query (ms), first render p50/max (ms), filter change p50/p95 (ms)
+           each query (ms), first render p50/max (ms), filter change p50/p95 (ms);
+           --browser: also the app served as `signet-bench app` serves it, opened 5 times in
+           headless Chromium, seconds from navigation to the first drawn chart
+           (dashboard_first_chart p50/max; marimo_first_chart: a one-chart notebook)
   hook     signet-bench-hook around a stand-in `signet hook session-start` with a trained
            model on a 4,000-memory store, process start included (200 runs each): the
            stand-in, the hook and its overhead with its resident scorer running, the overhead
@@ -121,7 +124,7 @@ def _bench_rows(args: argparse.Namespace) -> list:
     if args.name == "dashboard":
         from signet_bench.bench.dashboard_speed import dashboard_rows
 
-        return dashboard_rows(quick=args.quick, seed=args.seed)
+        return dashboard_rows(quick=args.quick, seed=args.seed, browser=args.browser)
     if args.name == "hook":
         from signet_bench.bench.hook_speed import hook_rows
 
@@ -212,6 +215,9 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", default=None, help="also write the results as JSON to this path")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    p.add_argument(
+        "--browser", action="store_true", help="dashboard: also the first chart in Chromium"
+    )
     p.add_argument("--dataset", default="synth", choices=["synth", "locomo"])
     p.add_argument("--data", default=None, help="locomo: the LoCoMo JSON or a folder of stores")
     p.add_argument("--graded", action="store_true", help="locomo: graded relevance for NDCG")

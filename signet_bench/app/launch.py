@@ -3,16 +3,24 @@
 Every notebook takes `--db PATH` (a Signet `memories.db`; default: the embedded demo's store),
 `--workbench PATH` (default: the store's, see `queries.source.default_workbench`) and
 `--bench-dir DIR` (benchmark JSON files; default: the demo's). `signet-bench app` serves them
-with `marimo run`, bound to 127.0.0.1 unless told otherwise; any other address needs a token
-password (memory content must never be served without one).
+with `marimo run` (through `app.serve`, which imports the notebooks' libraries before the
+server listens), bound to 127.0.0.1 unless told otherwise; any other address needs a token
+password (memory content must never be served without one). `serve` runs such a command until
+its block ends (benchmarks and tests).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
+import socket
+import subprocess
 import sys
-from collections.abc import Mapping
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,15 +30,18 @@ __all__ = [
     "NOTEBOOKS",
     "NOTEBOOK_DIR",
     "NotebookArgs",
+    "free_port",
     "is_loopback",
     "notebook_args",
     "notebook_path",
     "run_command",
+    "serve",
 ]
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 NOTEBOOKS = ("dashboard", "calibration", "drift", "bench")
 DEFAULT_PORT = 2718
+START_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +103,8 @@ def run_command(
     headless: bool = False,
 ) -> list[str]:
     """The `marimo run` command serving `notebook` ("all": the gallery of every notebook) on
-    `db`. Refuses a non-loopback `host` without a token password file."""
+    `db`, run through `app.serve`. Refuses a non-loopback `host` without a token password
+    file."""
     if not is_loopback(host) and token_password_file is None:
         raise UserError(
             f"--host {host}: serving beyond this machine exposes memory content; "
@@ -103,7 +115,8 @@ def run_command(
     if token_password_file is not None and not Path(token_password_file).is_file():
         raise UserError(f"{token_password_file}: no such password file")
     target = NOTEBOOK_DIR if notebook == "all" else notebook_path(notebook)
-    cmd = [sys.executable, "-m", "marimo", "run", str(target), "--host", host, "--port", str(port)]
+    cmd = [sys.executable, "-m", "signet_bench.app.serve", "run", str(target)]
+    cmd += ["--host", host, "--port", str(port)]
     if token_password_file is not None:
         cmd += ["--token", "--token-password-file", str(token_password_file)]
     if headless:
@@ -114,3 +127,43 @@ def run_command(
     if bench_dir is not None:
         cmd += ["--bench-dir", str(bench_dir)]
     return cmd
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on (now)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(server: subprocess.Popen, url: str, log: Path) -> None:
+    """Until marimo answers `/health`; a server that exits or never answers is an error."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/health", timeout=2)
+            return
+        except (urllib.error.URLError, ConnectionError) as exc:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"marimo run did not start: {log.read_text()}") from exc
+            time.sleep(0.1)
+
+
+@contextmanager
+def serve(cmd: Sequence[str], port: int, log: Path) -> Iterator[str]:
+    """Run a `marimo run` command listening on 127.0.0.1:`port`, its output going to the file
+    `log` (a pipe nobody reads fills up and blocks the server); yields the base URL once it
+    answers, and stops the server when the block ends."""
+    with log.open("w") as out:
+        server = subprocess.Popen(list(cmd), stdout=out, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(server, url, log)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()

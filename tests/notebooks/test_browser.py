@@ -6,8 +6,6 @@ Screenshots are saved under `out/screenshots/` (a test artifact, ignored by git)
 from __future__ import annotations
 
 import contextlib
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -19,24 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from signet_bench.app.launch import notebook_path
+from signet_bench.app.launch import free_port, notebook_path, serve
+from signet_bench.bench.dashboard_browser import chromium_path
 from tests.hook_records import served_and_failed
 
-CHROMIUM = next(
-    (p for p in ("/usr/lib/chromium/chromium", "/usr/bin/chromium") if Path(p).exists()), None
-)
+CHROMIUM = chromium_path()
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
 sync_api = pytest.importorskip("playwright.sync_api")
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "out" / "screenshots"
 TOKEN = "browser-test-token"
 INTERNAL_ERROR = "An internal error occurred"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _our_tracebacks(server_output: str) -> list[str]:
@@ -53,38 +44,19 @@ def _served(notebook: str, *args: str, log: Path | None = None) -> Iterator[str]
     temporary file by default); yields the base URL once healthy. A file, not a pipe: every
     redraw of a replaced table can make marimo log a long traceback, and an unread pipe fills
     up and blocks the server."""
-    port = _free_port()
+    port = free_port()
     cmd = [
-        sys.executable, "-m", "marimo", "run", str(notebook_path(notebook)), "--headless",
-        "--host", "127.0.0.1", "--port", str(port), "--token", "--token-password", TOKEN,
-        "--", *args,
+        sys.executable, "-m", "signet_bench.app.serve", "run", str(notebook_path(notebook)),
+        "--headless", "--host", "127.0.0.1", "--port", str(port),
+        "--token", "--token-password", TOKEN, "--", *args,
     ]  # fmt: skip
     with contextlib.ExitStack() as stack:
         if log is None:
             log = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "server.log"
-        with log.open("w") as out:
-            server = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            _wait_healthy(server, url, log)
+        with serve(cmd, port, log) as url:
             yield url
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
-            output = log.read_text()
-            assert not _our_tracebacks(output), output[-3000:]
-
-
-def _wait_healthy(server: subprocess.Popen, url: str, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/health", timeout=2)
-            return
-        except (urllib.error.URLError, ConnectionError) as exc:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"marimo run did not start: {log.read_text()}") from exc
-            time.sleep(0.2)
+        output = log.read_text()
+        assert not _our_tracebacks(output), output[-3000:]
 
 
 @pytest.fixture(scope="module")
@@ -135,9 +107,12 @@ def test_dashboard_in_a_browser(browser, demo):
         page = _open(browser, url)
         page.get_by_text("Comparison inspector").first.wait_for(timeout=60_000)
         _wait_for_charts(page, 4)  # gauge, latency, timeline, training, projects
-        for panel in ("Status", "Win/loss timeline", "Comparison inspector", "Training",
-                      "Success by project and entity", "Errors", "Health"):  # fmt: skip
+        for panel in ("Sessions the judge scored, per week", "Status", "Win/loss timeline",
+                      "Comparison inspector", "Training", "Errors", "Health"):  # fmt: skip
             assert page.get_by_text(panel).count() > 0, panel
+        # the lower panels: read after every panel above is drawn
+        page.get_by_text("Success by project and entity").first.wait_for(timeout=60_000)
+        page.get_by_text("Labels learn from").first.wait_for(timeout=60_000)
         assert page.get_by_text("predictor: active").count() > 0
         latest = page.get_by_text("Comparison inspector · session #80").first
         latest.wait_for(timeout=30_000)
@@ -173,9 +148,11 @@ def test_current_store_dashboard_in_a_browser(browser, bare_current):
         assert "judged sessions it won" in verdict.inner_text()
         assert "Judged offline" in verdict.inner_text()
         sources = page.get_by_text("Labels learn from session scores in 30 sessions").first
+        sources.wait_for(timeout=90_000)  # read after the panels above
         assert "Recorded in none yet: path feedback" in sources.inner_text()
         assert page.get_by_text("predictor: none in this Signet").count() > 0
-        assert page.get_by_text("What Signet injected and what the scorer would have").count()
+        injected = page.get_by_text("What Signet injected and what the scorer would have")
+        injected.first.wait_for(timeout=90_000)
         assert page.get_by_text("Cold start: collecting training data").count() == 0
         assert page.get_by_text(INTERNAL_ERROR).count() == 0
         _screenshot(page, "dashboard-current")

@@ -45,20 +45,20 @@ def test_dashboard_on_each_line(line_stores, line):
     assert view.sessions.filter(view.sessions["counted"]).height >= 20
     assert d["chosen_session"]["n"] == view.sessions["n"].max()
     assert d["detail"].predictor_top.height == 10
-    assert view.injections.height == view.sessions.height
+    assert d["lower"].injections.height == view.sessions.height
 
 
 def test_dashboard_on_a_current_store_as_signet_leaves_it(bare_current):
     """No cold-start dead end: offline, the verdict weighs the recomputed comparisons, the
     timeline and inspector are shown, and the label sources and focal entities are stated."""
     _, d = _run("dashboard", db_path=bare_current, workbench_path=None, bench_dir=None)
-    view, data = d["view"], d["data"]
+    view, details = d["view"], d["details"]
     assert view.status.mode == "offline" and view.status.comparing
     text, _ = dash.verdict(view)
     assert not text.startswith("Not yet") and "Judged offline" in text
     assert "timeline" in d and d["detail"].baseline_top.height == 10
-    assert data.label_sources.filter(data.label_sources["present"]).height == 6
-    assert data.focal.note.startswith("No session names a focal entity")
+    assert details.label_sources.filter(details.label_sources["present"]).height == 6
+    assert details.focal.note.startswith("No session names a focal entity")
 
 
 def test_drift_on_a_current_store_follows_the_recomputed_comparisons(bare_current):
@@ -74,10 +74,10 @@ def test_dashboard_shows_what_the_session_start_wrapper_injected(bare_current, t
     holds the session it served and the one it failed open on, and the label sources name it."""
     store, served, failed, shown = served_and_failed(bare_current, tmp_path / "hooked.db")
     _, d = _run("dashboard", db_path=store, workbench_path=None, bench_dir=None)
-    rows = d["view"].injections.filter(d["view"].injections["hook"].is_not_null())
+    rows = d["lower"].injections.filter(d["lower"].injections["hook"].is_not_null())
     assert sorted(rows.select("session_key", "hook").rows()) == sorted(
         [(served, "served"), (failed, "failed open")]
     )
     assert rows.filter(rows["hook"] == "served")["hook_memory_ids"].to_list() == [shown]
-    sources = d["data"].label_sources.filter(d["data"].label_sources["source"] == "hook injections")
+    sources = d["details"].label_sources.filter(source="hook injections")
     assert sources["sessions"].to_list() == [1]

@@ -1,6 +1,9 @@
 """The dashboard's data in two steps: `load_dashboard` reads the store and the workbench once
 (the first render), `dashboard_view` derives every panel's frame from it for the chosen
-projects and dates (a filter change: in-memory work only, no store access).
+projects and dates (a filter change: in-memory work only, no store access). What only the
+lower panels show and costs seconds on a big store (the label sources, focal entities and the
+injection contrast) is read apart, by `load_details`, and filtered by `details_view`, so the
+status card and the timeline are drawn first.
 
 Both release lines: on a current store, which keeps no comparison rows, the comparisons (and
 the success-rate EMA in them) are the ones the workbench recomputes from its sessions
@@ -41,10 +44,14 @@ __all__ = [
     "VERDICT_BOOTSTRAP_SEED",
     "Comparison",
     "DashboardData",
+    "DashboardDetails",
     "DashboardView",
+    "DetailsView",
     "Evidence",
     "dashboard_view",
+    "details_view",
     "load_dashboard",
+    "load_details",
     "model_available",
     "model_parameters",
     "verdict",
@@ -57,11 +64,8 @@ VERDICT_BOOTSTRAP_SEED = 0  # fixed, so the same sessions always show the same i
 
 @dataclass(frozen=True, slots=True)
 class DashboardData:
-    """Everything read from the store and the workbench for one page: `line` is the store's
-    release line, `label_sources` what its labels learn from (`learn.samples.label_sources`),
-    `focal` its sessions' focal entities, `injections` Signet's injections against the
-    scorer's picks and the session-start wrapper's injections per session
-    (`injections.injection_contrast`)."""
+    """What the status card, the verdict, the timeline, the inspector and the training panel
+    read from the store and the workbench: `line` is the store's release line."""
 
     db: Path
     workbench: Path | None
@@ -73,6 +77,15 @@ class DashboardData:
     model_available: bool | None
     parameters: int | None
     line: str
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardDetails:
+    """What the lower panels read: `label_sources` what the store's labels learn from
+    (`learn.samples.label_sources`), `focal` its sessions' focal entities, `injections`
+    Signet's injections against the scorer's picks and the session-start wrapper's injections
+    per session (`injections.injection_contrast`)."""
+
     label_sources: pl.DataFrame
     focal: FocalEntities
     injections: pl.DataFrame
@@ -80,14 +93,12 @@ class DashboardData:
 
 @dataclass(frozen=True, slots=True)
 class DashboardView:
-    """Every panel's frame for one choice of filters."""
+    """Every upper panel's frame for one choice of filters."""
 
     sessions: pl.DataFrame
     resets: pl.DataFrame
     projects: pl.DataFrame
-    entities: pl.DataFrame
     recent: pl.DataFrame
-    injections: pl.DataFrame
     steps: pl.DataFrame
     markers: pl.DataFrame
     runs: pl.DataFrame
@@ -97,6 +108,15 @@ class DashboardView:
     health: st.Health
     status_line: str
     drift: float
+
+
+@dataclass(frozen=True, slots=True)
+class DetailsView:
+    """The lower panels' frames for the sessions in view: per focal entity, and per session
+    Signet's injections against the scorer's picks."""
+
+    entities: pl.DataFrame
+    injections: pl.DataFrame
 
 
 def model_available(workbench: Path | None) -> bool | None:
@@ -127,12 +147,10 @@ def load_dashboard(
     cfg: PredictorConfig = DEFAULT_CONFIG,
     bench_dir: str | Path | None = None,
 ) -> DashboardData:
-    """Read the store (through `con`; what only the library's reader derives, in a child
-    process) and the workbench for the dashboard's first render."""
+    """Read the store (through `con`; a current store's comparisons, which only the library's
+    reader derives, in a child process) and the workbench for the upper panels."""
     wb = None if workbench is None else Path(workbench)
-    hook_wb = wb if wb is not None else default_workbench(db)  # where the hook's record is
-    derived = derived_frames(db, workbench=hook_wb)
-    sessions = line_sessions(con, derived, cfg)
+    sessions = line_sessions(con, db, cfg)
     return DashboardData(
         db=Path(db),
         workbench=wb,
@@ -144,6 +162,18 @@ def load_dashboard(
         model_available=model_available(wb),
         parameters=model_parameters(wb),
         line=store_line(con),
+    )
+
+
+def load_details(
+    con: duckdb.DuckDBPyConnection, db: str | Path, workbench: str | Path | None
+) -> DashboardDetails:
+    """Read what the lower panels show (the label sources in a child process, see
+    `derived`), with the session-start wrapper's record beside `workbench` (default: the
+    store's)."""
+    hook_wb = Path(workbench) if workbench is not None else default_workbench(db)
+    derived = derived_frames(db, workbench=hook_wb, frames=("label_sources",))
+    return DashboardDetails(
         label_sources=derived.label_sources,
         focal=focal_entities(con),
         injections=injection_contrast(con, workbench=hook_wb),
@@ -217,9 +247,7 @@ def dashboard_view(
         sessions=view,
         resets=resets,
         projects=s.project_slices(view),
-        entities=s.entity_slices(view, data.focal.pairs),
         recent=s.recent_sessions(view, cfg=cfg),
-        injections=_injections_in(data.injections, view),
         steps=steps,
         markers=t.reset_markers(steps, resets),
         runs=runs,
@@ -229,6 +257,14 @@ def dashboard_view(
         health=health,
         status_line=st.status_line(status),
         drift=drift,
+    )
+
+
+def details_view(details: DashboardDetails, view: DashboardView) -> DetailsView:
+    """The lower panels' frames for the sessions of `view`."""
+    return DetailsView(
+        entities=s.entity_slices(view.sessions, details.focal.pairs),
+        injections=_injections_in(details.injections, view.sessions),
     )
 
 

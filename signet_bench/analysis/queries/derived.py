@@ -7,13 +7,16 @@ record beside the dashboard's workbench).
 The library reads a store with the stdlib `sqlite3`, and the dashboard holds it open through
 DuckDB; one process must never use both libraries on a file, so `derived_frames` computes them
 in a child process (`python -m signet_bench.analysis.queries.derived DB OUT_DIR`) and reads
-back its Parquet files.
+back its Parquet files. The child computes only the frames asked for: a 0.58 store's sessions
+need none (it keeps its comparisons), and the label sources, which read every session's signals
+(seconds on a year of heavy use), are asked for on their own so no panel waits for them.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +31,7 @@ from signet_bench.store.duck import attached_tables
 from signet_bench.store.schema import ReleaseLine, release_line_of
 
 __all__ = [
+    "DERIVED",
     "DerivedFrames",
     "derived_frames",
     "label_sources_text",
@@ -37,29 +41,38 @@ __all__ = [
 ]
 
 _MODULE = "signet_bench.analysis.queries.derived"
-_NAMES = ("comparisons", "label_sources")
+DERIVED = ("comparisons", "label_sources")
+_WHAT = {"comparisons": "deriving comparisons", "label_sources": "counting label sources"}
 
 
 @dataclass(frozen=True, slots=True)
 class DerivedFrames:
     """`comparisons`: the store's comparison rows in `store.read.read_comparisons`' columns;
-    `label_sources`: one row per label source (`learn.samples.label_sources`)."""
+    `label_sources`: one row per label source (`learn.samples.label_sources`); None when not
+    asked for."""
 
-    comparisons: pl.DataFrame
-    label_sources: pl.DataFrame
+    comparisons: pl.DataFrame | None
+    label_sources: pl.DataFrame | None
 
 
 def derived_frames(
-    db: str | Path, *, workbench: str | Path | None = None, timeout_s: float = 600
+    db: str | Path,
+    *,
+    workbench: str | Path | None = None,
+    frames: Sequence[str] = DERIVED,
+    timeout_s: float = 600,
 ) -> DerivedFrames:
-    """The store's `DerivedFrames`, computed in a child process (see the module docstring);
-    the label sources read the hook's record beside `workbench` (default: the store's)."""
-    args = () if workbench is None else ("--workbench", str(workbench))
-    frames = child_frames(
-        _MODULE, db, _NAMES, args, what="deriving comparisons and label sources",
-        timeout_s=timeout_s,
-    )  # fmt: skip
-    return DerivedFrames(frames["comparisons"], frames["label_sources"])
+    """The store's `DerivedFrames` named in `frames` (of DERIVED), computed in one child
+    process (see the module docstring); the label sources read the hook's record beside
+    `workbench` (default: the store's)."""
+    unknown = sorted(set(frames) - set(DERIVED))
+    if unknown or not frames:
+        raise ValueError(f"frames: some of {', '.join(DERIVED)}, got {list(frames)}")
+    args = ["--frames", ",".join(frames)]
+    args += [] if workbench is None else ["--workbench", str(workbench)]
+    what = " and ".join(_WHAT[f] for f in frames)
+    got = child_frames(_MODULE, db, frames, args, what=what, timeout_s=timeout_s)
+    return DerivedFrames(got.get("comparisons"), got.get("label_sources"))
 
 
 def store_line(con: duckdb.DuckDBPyConnection) -> ReleaseLine:
@@ -68,25 +81,30 @@ def store_line(con: duckdb.DuckDBPyConnection) -> ReleaseLine:
 
 
 def line_sessions(
-    con: duckdb.DuckDBPyConnection, derived: DerivedFrames, cfg: PredictorConfig = DEFAULT_CONFIG
+    con: duckdb.DuckDBPyConnection, db: str | Path, cfg: PredictorConfig = DEFAULT_CONFIG
 ) -> pl.DataFrame:
-    """`sessions.session_frame` with the store's comparisons whichever its line: its own on a
-    0.58 store, the ones the workbench recomputed (`derived`) on a current store."""
-    current = store_line(con) == "current"
-    return session_frame(con, cfg, derived.comparisons if current else None)
+    """`sessions.session_frame` of the store `db` (read through `con`) with its comparisons
+    whichever its line: its own on a 0.58 store, the ones the workbench recomputes (in a child
+    process) on a current store."""
+    if store_line(con) != "current":
+        return session_frame(con, cfg)
+    return session_frame(con, cfg, derived_frames(db, frames=("comparisons",)).comparisons)
 
 
 def _compute(db: Path, out: Path, args: argparse.Namespace) -> None:
-    """The child's work: both frames as Parquet files in `out`."""
+    """The child's work: the frames asked for, as Parquet files in `out`."""
     from signet_bench.daemon.comparison_log import store_comparisons
     from signet_bench.learn.samples import label_sources, read_label_signals
     from signet_bench.store.read import open_readonly
 
+    frames = set(args.frames.split(","))
     con = open_readonly(db)
     try:
-        store_comparisons(con).write_parquet(out / "comparisons.parquet")
-        signals = read_label_signals(con, workbench=args.workbench)
-        label_sources(signals).write_parquet(out / "label_sources.parquet")
+        if "comparisons" in frames:
+            store_comparisons(con).write_parquet(out / "comparisons.parquet")
+        if "label_sources" in frames:
+            signals = read_label_signals(con, workbench=args.workbench)
+            label_sources(signals).write_parquet(out / "label_sources.parquet")
     finally:
         con.close()
 
@@ -118,6 +136,7 @@ def label_sources_text(sources: pl.DataFrame) -> str:
 
 def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workbench", default=None, help="the workbench beside the hook's record")
+    parser.add_argument("--frames", default=",".join(DERIVED), help="comma-separated frames")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,9 @@ second), joined with the judge's `session_scores` and each session's comparison 
 store's `predictor_comparisons`, or the rows the caller passes (a current store keeps none; the
 workbench recomputes them, `derived.derived_frames`). On a current store, whose session tables
 hold every agent's rows, only the default agent's are read. Everything else here is a pure
-function of that frame.
+function of that frame. `weekly_sessions` is the one panel read without it: the judge's
+sessions per week from `session_scores` alone (milliseconds on any store), drawn while the
+session frame is read.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from signet_bench.store.duck import attached_tables, ts_expr
 from signet_bench.store.read import DEFAULT_AGENT
 
 __all__ = [
+    "CONFIDENCE_GROUPS",
     "NO_PROJECT",
     "OUTCOMES",
     "drift_resets",
@@ -34,10 +37,12 @@ __all__ = [
     "projects_of",
     "recent_sessions",
     "session_frame",
+    "weekly_sessions",
 ]
 
 NO_PROJECT = "(no project)"
 OUTCOMES = ("predictor won", "baseline won", "tie", "not scored", "no comparison")
+CONFIDENCE_GROUPS = ("confident", "below the confidence gate")
 
 _COMPARISONS = """
     SELECT session_key, project AS cmp_project, predictor_ndcg::DOUBLE AS predictor_ndcg,
@@ -104,6 +109,34 @@ SELECT session_key,
        ema_updated, scorer_confidence, success_rate, focal_entity_name, fts_overlap_score
 FROM joined
 """
+
+
+_WEEKLY_SQL = """
+WITH sc AS (
+    SELECT session_key, confidence::DOUBLE AS confidence, created_at
+    FROM session_scores WHERE {sc_agent}
+    QUALIFY row_number() OVER (PARTITION BY session_key ORDER BY created_at DESC, id DESC) = 1
+)
+SELECT date_trunc('week', created_at)::DATE AS week,
+       CASE WHEN confidence >= $gate THEN 'confident' ELSE 'below the confidence gate' END
+           AS judged,
+       COUNT(*) AS sessions
+FROM sc WHERE created_at IS NOT NULL
+GROUP BY ALL ORDER BY week, judged
+"""
+
+
+def weekly_sessions(
+    con: duckdb.DuckDBPyConnection,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    agent_id: str = DEFAULT_AGENT,
+) -> pl.DataFrame:
+    """The sessions the judge scored, per week (Monday, UTC) and confidence group (one of
+    CONFIDENCE_GROUPS: whether the judge's latest confidence passes the gate that lets a
+    session count and train): `week`, `judged`, `sessions`. From `session_scores` alone
+    (`agent_id`'s rows on a current store), so it is ready before the session frame."""
+    sql = _WEEKLY_SQL.format(sc_agent=agent_condition(con, "session_scores", agent_id))
+    return con.execute(sql, {"gate": cfg.min_scorer_confidence}).pl()
 
 
 def _outcome() -> pl.Expr:

@@ -118,14 +118,15 @@ def test_the_dashboard_reads_the_record_beside_the_stores_workbench(hooked):
     con = open_store(store)
     try:
         data = dash.load_dashboard(con, store, None)
+        details = dash.load_details(con, store, None)
     finally:
         con.close()
-    view = dash.dashboard_view(data)
-    served = view.injections.filter(session_key=hooked["served"])
+    lower = dash.details_view(details, dash.dashboard_view(data))
+    served = lower.injections.filter(session_key=hooked["served"])
     assert served["hook"].to_list() == ["served"]
     assert served["hook_memory_ids"].to_list() == [hooked["shown"]]
-    hook = data.label_sources.filter(source="hook injections").row(0, named=True)
+    hook = details.label_sources.filter(source="hook injections").row(0, named=True)
     assert (hook["present"], hook["sessions"], hook["rows"]) == (True, 1, 6)
     assert "hook injections in 1 session (`hook_injections.db`)" in label_sources_text(
-        data.label_sources
+        details.label_sources
     )

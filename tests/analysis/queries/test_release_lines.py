@@ -39,6 +39,11 @@ def _load(store: Path) -> dash.DashboardData:
         return dash.load_dashboard(con, store, None)
 
 
+def _details(store: Path) -> dash.DashboardDetails:
+    with _duck(store) as con:
+        return dash.load_details(con, store, None)
+
+
 @pytest.fixture(scope="module")
 def bare(bare_current) -> dash.DashboardData:
     return _load(bare_current)
@@ -57,6 +62,10 @@ def test_derived_frames_are_the_store_comparisons_of_each_line(line_stores):
         old.comparisons.select(cols).sort("session_key"),
     )
     assert old.label_sources["source"].to_list() == new.label_sources["source"].to_list()
+    only = derived_frames(line_stores["current"], frames=("label_sources",))
+    assert only.comparisons is None and only.label_sources.equals(new.label_sources)
+    with pytest.raises(ValueError, match="frames: some of comparisons, label_sources"):
+        derived_frames(line_stores["current"], frames=("sessions",))
 
 
 def test_a_current_store_without_predictor_state_is_judged_offline(bare):
@@ -94,7 +103,7 @@ def test_a_0_58_store_reads_its_own_comparisons(line_stores):
     assert data.line == "0.58" and view.status.mode == "active"
     assert view.sessions.filter(pl.col("counted")).height >= 20
     assert "Not kept by this store: path feedback, recall events." in label_sources_text(
-        data.label_sources
+        _details(line_stores["0.58"]).label_sources
     )
 
 
@@ -122,7 +131,7 @@ def test_sessions_of_other_agents_are_left_out(line_stores, tmp_path):
     one, two = _load(line_stores["current"]), _load(store)
     keep = ["session_key", "candidates", "injected", "confidence", "predictor_ndcg", "counted"]
     assert two.sessions.select(keep).equals(one.sessions.select(keep))
-    assert two.injections.equals(one.injections)
+    assert _details(store).injections.equals(_details(line_stores["current"]).injections)
 
 
 def test_focal_entities_from_checkpoints_and_traversal(line_stores, tmp_path):

@@ -107,3 +107,22 @@ def test_a_young_store_has_sessions_but_no_counted_comparison(young):
     assert frame.height == 5
     assert not frame["counted"].any()
     assert set(frame["outcome"]) == {"not scored"}
+
+
+def test_weekly_sessions_count_the_judged_sessions_by_week_and_gate(con):
+    """Read from session_scores alone, they agree with the session frame's judged sessions
+    (the latest score of each) grouped by the Monday of their week and the confidence gate."""
+    weekly = s.weekly_sessions(con)
+    gate = DEFAULT_CONFIG.min_scorer_confidence
+    judged = s.session_frame(con).filter(pl.col("ended_at").is_not_null())
+    expected = judged.group_by(
+        pl.col("ended_at").dt.truncate("1w").dt.date().alias("week"),
+        pl.when(pl.col("confidence").fill_null(0.0) >= gate)
+        .then(pl.lit(s.CONFIDENCE_GROUPS[0]))
+        .otherwise(pl.lit(s.CONFIDENCE_GROUPS[1]))
+        .alias("judged"),
+    ).agg(pl.len().alias("sessions"))
+    assert sorted(weekly.rows()) == sorted(expected.rows())
+    assert weekly["sessions"].sum() == judged.height == DEMO_SESSIONS
+    assert set(weekly["judged"]) == set(s.CONFIDENCE_GROUPS)  # the demo has both
+    assert (weekly["week"].dt.weekday() == 1).all()  # Mondays

@@ -1,0 +1,84 @@
+"""`python -m signet_bench.app.serve run NOTEBOOK [marimo options] -- [notebook args]`: marimo's
+own `marimo run`, in a process that has already imported what the served notebooks import.
+
+`marimo run` serves every browser session as a kernel thread of this one process, and a
+session starts its kernel only once the page has loaded in the browser; the notebooks' setup
+cells then import Altair, Polars, DuckDB and the analysis modules (about a second on two busy
+cores) before the first cell can draw anything. Imported here, before the server listens, they
+are in `sys.modules` for every session, the first visitor's included.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import runpy
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+__all__ = ["ALSO_IMPORTED", "main", "preload", "setup_imports"]
+
+# Imported on first use by what the setup cells import: DuckDB's `.pl()` (pyarrow) and
+# `launch.notebook_args` (the demo's paths).
+ALSO_IMPORTED = ("pyarrow", "signet_bench.app.demo")
+
+
+def _is_setup(node: ast.stmt) -> bool:
+    """Whether `node` is a notebook's `with app.setup:` block."""
+    if not isinstance(node, ast.With):
+        return False
+    return any(ast.unparse(item.context_expr).startswith("app.setup") for item in node.items)
+
+
+def setup_imports(source: str) -> list[str]:
+    """What a notebook's `with app.setup:` block imports, in order, as dotted names: `import
+    a.b` gives `a.b`, `from a.b import c` gives `a.b.c` (a submodule, or a name in `a.b`);
+    relative imports are skipped."""
+    names: list[str] = []
+    for block in filter(_is_setup, ast.parse(source).body):
+        for node in ast.walk(block):
+            if isinstance(node, ast.Import):
+                names += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names += [f"{node.module}.{alias.name}" for alias in node.names]
+    return list(dict.fromkeys(names))
+
+
+def _load(name: str) -> bool:
+    """Import the module `name`, or the module holding it when it names an object there;
+    whether that worked (a notebook that cannot import reports it itself, when it runs)."""
+    try:
+        importlib.import_module(name)
+        return True
+    except ImportError:
+        parent, _, attr = name.rpartition(".")
+        try:
+            return bool(parent) and hasattr(importlib.import_module(parent), attr)
+        except ImportError:
+            return False
+
+
+def _notebooks(target: Path) -> list[Path]:
+    """The notebook files `marimo run` serves for `target` (a file, or a folder's `*.py`)."""
+    return sorted(target.glob("*.py")) if target.is_dir() else [target]
+
+
+def preload(targets: Iterable[Path]) -> list[str]:
+    """Import what the notebooks at `targets` import in their setup, and ALSO_IMPORTED; the
+    names imported."""
+    names = [m for t in targets for nb in _notebooks(t) for m in setup_imports(nb.read_text())]
+    return [name for name in dict.fromkeys([*names, *ALSO_IMPORTED]) if _load(name)]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Preload the notebook `marimo run` is asked to serve, then run marimo's command line."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["run"] and len(args) > 1 and Path(args[1]).exists():
+        preload([Path(args[1])])
+    sys.argv = ["marimo", *args]
+    runpy.run_module("marimo", run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()

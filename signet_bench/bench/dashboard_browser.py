@@ -1,0 +1,190 @@
+"""The dashboard's first chart in a real browser: seconds from navigation to a drawn chart.
+
+The notebook is served as `signet-bench app` serves it (`launch.run_command`: `marimo run`, one
+process for every browser session) and opened in headless Chromium (Debian's, launched by path
+and never downloaded) through Playwright. A run is a fresh server and a fresh browser context
+(no cache): what the first visitor of a newly started app waits for. The clock starts as the
+page is requested and stops when the first Altair chart is drawn: the first `canvas` inside a
+`.vega-embed` element (Vega's canvas renderer, which marimo's altair output uses) that is
+visible with a non-zero box and holds painted pixels. marimo creates that canvas only once the
+chart's data has arrived, and the pixel check leaves out a canvas laid out but not yet painted;
+the selector names no panel, so whichever chart is drawn first counts.
+
+Rows (DESIGN §10; metrics `p50` and `max`, unit `s`, `n` runs):
+  dashboard_first_chart  the dashboard on the store (goal <= 3 s)
+  marimo_first_chart     a one-chart notebook (`FLOOR_NOTEBOOK`) served and opened the same
+                         way, in the same runs: the part of the time that is marimo's and the
+                         browser's whatever the notebook (on 2 cores, it follows the load)
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from signet_bench.bench.report import Row
+from signet_bench.errors import UserError
+
+__all__ = [
+    "CHART_SELECTOR",
+    "FIRST_CHART_GOAL_S",
+    "FLOOR_NOTEBOOK",
+    "FirstChart",
+    "browser_rows",
+    "chromium_path",
+    "first_chart",
+    "first_chart_rows",
+]
+
+CHROMIUM_PATHS = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
+CHART_SELECTOR = ".vega-embed canvas"
+FIRST_CHART_GOAL_S = 3.0
+BROWSER_RUNS = 5
+CHART_TIMEOUT_S = 120.0
+VIEWPORT = {"width": 1400, "height": 1000}
+
+# marimo's own floor: one small chart, nothing read. Served and opened the same way, it is what
+# any notebook costs before its first chart (the page's scripts, the session, Vega's start).
+FLOOR_NOTEBOOK = """import marimo
+
+app = marimo.App(width="full")
+
+with app.setup:
+    import altair as alt
+    import marimo as mo
+    import polars as pl
+
+
+@app.cell
+def _():
+    _frame = pl.DataFrame({"x": [1, 2, 3], "y": [3.0, 1.0, 2.0]})
+    _chart = alt.Chart(_frame).mark_bar().encode(x="x:O", y="y:Q")
+    mo.ui.altair_chart(_chart, chart_selection=False, legend_selection=False)
+    return
+
+
+if __name__ == "__main__":
+    app.run()
+"""
+
+
+def chromium_path() -> Path | None:
+    """Debian's Chromium binary, or None when it is not installed."""
+    return next((Path(p) for p in CHROMIUM_PATHS if Path(p).exists()), None)
+
+
+# The canvas's painted (non-transparent) pixels.
+_PAINTED_JS = """canvas => {
+    const data = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+    let painted = 0;
+    for (let i = 3; i < data.length; i += 4) if (data[i] > 0) painted++;
+    return painted;
+}"""
+
+
+@dataclass(frozen=True, slots=True)
+class FirstChart:
+    """One page load: seconds from the request to the first drawn chart, that chart's canvas
+    box in CSS pixels and its painted pixels."""
+
+    seconds: float
+    width: float
+    height: float
+    painted: int
+
+
+def first_chart(browser, url: str, timeout_s: float = CHART_TIMEOUT_S) -> FirstChart:
+    """Open `url` in a new context of the Playwright `browser` (empty cache) and wait for the
+    first drawn chart (`CHART_SELECTOR` visible)."""
+    context = browser.new_context(viewport=VIEWPORT)
+    try:
+        page = context.new_page()
+        t0 = time.perf_counter()
+        page.goto(url, wait_until="commit")
+        chart = page.locator(CHART_SELECTOR).first
+        chart.wait_for(state="visible", timeout=timeout_s * 1000)
+        canvas = chart.element_handle()
+        page.wait_for_function(
+            f"c => ({_PAINTED_JS})(c) > 0", arg=canvas, polling="raf", timeout=timeout_s * 1000
+        )
+        seconds = time.perf_counter() - t0
+        box = canvas.bounding_box() or {"width": 0.0, "height": 0.0}
+        painted = int(canvas.evaluate(_PAINTED_JS))
+        return FirstChart(seconds, float(box["width"]), float(box["height"]), painted)
+    finally:
+        context.close()
+
+
+def _rows(name: str, charts: Sequence[FirstChart], goal: str | None) -> list[Row]:
+    seconds = [c.seconds for c in charts]
+    n = len(seconds)
+    return [
+        Row(name, "p50", float(np.median(seconds)), "s", n=n, goal=goal),
+        Row(name, "max", float(max(seconds)), "s", n=n, goal=goal),
+    ]
+
+
+def first_chart_rows(dashboard: Sequence[FirstChart], floor: Sequence[FirstChart]) -> list[Row]:
+    """The `dashboard_first_chart` and `marimo_first_chart` rows (p50 and max, in s)."""
+    if not dashboard or not floor:
+        raise ValueError("no browser run to report")
+    ours = _rows("dashboard_first_chart", dashboard, f"<= {FIRST_CHART_GOAL_S:g} s")
+    return ours + _rows("marimo_first_chart", floor, None)
+
+
+def _floor_command(notebook: Path, port: int) -> list[str]:
+    """The one-chart notebook served as the app serves the dashboard."""
+    return [
+        sys.executable, "-m", "signet_bench.app.serve", "run", str(notebook), "--headless",
+        "--host", "127.0.0.1", "--port", str(port),
+    ]  # fmt: skip
+
+
+def _measure(browser, db: Path, runs: int, logs: Path) -> list[Row]:
+    """The runs of `browser_rows` in the Playwright `browser`, servers' output in `logs`."""
+    from signet_bench.app.launch import free_port, run_command, serve
+
+    floor = logs / "one_chart.py"
+    floor.write_text(FLOOR_NOTEBOOK)
+    commands = {
+        "dashboard": lambda port: run_command("dashboard", db, port=port, headless=True),
+        "floor": lambda port: _floor_command(floor, port),
+    }
+    charts: dict[str, list[FirstChart]] = {name: [] for name in commands}
+    for i in range(runs):
+        for name, command in commands.items():
+            port = free_port()
+            with serve(command(port), port, logs / f"{name}-{i}.log") as url:
+                charts[name].append(first_chart(browser, url))
+    return first_chart_rows(charts["dashboard"], charts["floor"])
+
+
+def browser_rows(
+    db: Path, runs: int = BROWSER_RUNS, log_dir: Path | None = None, browser=None
+) -> list[Row]:
+    """The dashboard on the store `db` and the one-chart notebook, each opened `runs` times
+    in turn, every time on a newly started app (see the module docstring); their rows.
+    `browser`: a Playwright Chromium to use (default: Debian's, launched here); servers'
+    output goes to `log_dir` (default: a temporary folder)."""
+    with tempfile.TemporaryDirectory(prefix="signet-bench-browser-") as tmp:
+        logs = log_dir or Path(tmp)
+        if browser is not None:
+            return _measure(browser, db, runs, logs)
+        from playwright.sync_api import sync_playwright
+
+        chromium = chromium_path()
+        if chromium is None:
+            paths = " or ".join(CHROMIUM_PATHS)
+            raise UserError(f"the browser benchmark needs Chromium at {paths}")
+        with sync_playwright() as p:
+            launched = p.chromium.launch(executable_path=str(chromium), headless=True)
+            try:
+                return _measure(launched, db, runs, logs)
+            finally:
+                launched.close()

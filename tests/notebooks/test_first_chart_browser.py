@@ -1,0 +1,65 @@
+"""The dashboard's first chart in a real browser (Debian's chromium driven by Playwright): it is
+drawn, and `bench dashboard --browser`'s measurement gives well-formed rows. Correctness
+only: how long it takes is the benchmark's to report, never a test's to assert."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from signet_bench.bench.dashboard_browser import browser_rows, first_chart
+from signet_bench.bench.dashboard_speed import add_comparisons
+from signet_bench.store.scale import write_session_memories_scale
+from tests.notebooks import test_browser
+from tests.notebooks.test_browser import TOKEN, _our_tracebacks, _served
+
+pytestmark = test_browser.pytestmark
+browser = test_browser.browser  # the shared Chromium fixture
+
+
+@pytest.fixture(scope="module")
+def heavy_use(tmp_path_factory):
+    """The benchmark's kind of store, small: a heavy user's sessions with a comparison each and
+    a training run every ten (active mode, every panel populated)."""
+    db = tmp_path_factory.mktemp("first-chart") / "heavy.db"
+    write_session_memories_scale(db, 4_000, n_memories=200, seed=1)
+    add_comparisons(db, seed=1)
+    return db
+
+
+def test_the_first_chart_is_the_judged_sessions_per_week(browser, heavy_use):
+    """The first chart drawn is a painted canvas with a box, and it belongs to the panel read
+    before the session frame."""
+    with _served("dashboard", "--db", str(heavy_use)) as url:
+        chart = first_chart(browser, f"{url}/?access_token={TOKEN}")
+        assert chart.seconds > 0 and chart.width > 0 and chart.height > 0 and chart.painted > 0
+        page = test_browser._open(browser, url)
+        weekly = page.locator(".marimo-cell").filter(has_text="Sessions the judge scored, per week")
+        weekly.first.wait_for(timeout=60_000)
+        weekly.first.locator(".vega-embed canvas").first.wait_for(timeout=60_000)
+        page.get_by_text("Comparison inspector · session #").first.wait_for(timeout=60_000)
+        page.get_by_text("Labels learn from").first.wait_for(timeout=120_000)
+        assert page.get_by_text(test_browser.INTERNAL_ERROR).count() == 0
+        page.close()
+
+
+def test_browser_rows_are_well_formed(browser, heavy_use, tmp_path):
+    """Two runs of each page on newly started apps: p50 and max in seconds, positive and
+    finite, p50 no more than max; the served dashboard logged no error of ours."""
+    rows = browser_rows(heavy_use, runs=2, log_dir=tmp_path, browser=browser)
+    assert [(r.name, r.metric) for r in rows] == [
+        ("dashboard_first_chart", "p50"), ("dashboard_first_chart", "max"),
+        ("marimo_first_chart", "p50"), ("marimo_first_chart", "max"),
+    ]  # fmt: skip
+    for row in rows:
+        doc = row.to_json()
+        assert set(doc) == {"name", "metric", "value", "unit", "n"}
+        assert doc["unit"] == "s" and doc["n"] == 2
+        assert math.isfinite(doc["value"]) and doc["value"] > 0
+    p50, worst = rows[0].value, rows[1].value
+    assert p50 <= worst
+    logs = sorted(tmp_path.glob("dashboard-*.log"))
+    assert len(logs) == 2
+    for log in logs:
+        assert not _our_tracebacks(log.read_text()), log.read_text()[-3000:]
