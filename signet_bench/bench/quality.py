@@ -11,11 +11,13 @@ Method (no ranker ever sees the truth):
    100, 300 (10, 50 with --quick). At N keep: the samples of the sessions so far (`load_samples`:
    labels from the store's rows, as the daemon has them), the loop's accepted model (the one a
    user is *served*) and the alpha its next session would fuse with.
-3. Run on through the held-out sessions after the last checkpoint (each with its real
-   previous session: context and session gap) and keep their candidate pools as the loop built
-   them (`Simulator.session_inputs`); no model here trains on them. Each held-out session is
-   scored by NDCG@10 (bounded, `metrics.ndcg_at_k`) against `synth.truth.true_relevance` at its
-   start, for every ranker below at every checkpoint N:
+3. Run on through `held_out` sessions past the last checkpoint (each with its real previous
+   session: context and session gap) and keep the candidate pools as the loop built them
+   (`Simulator.session_inputs`). Checkpoint N is judged on the `held_out` sessions that follow
+   it (N .. N + held_out - 1): the sessions a user served the model of N meets next, none of
+   which any model of N trained on. Each held-out session is scored by NDCG@10 (bounded,
+   `metrics.ndcg_at_k`) against `synth.truth.true_relevance` at its start, for every ranker
+   below at every checkpoint N:
 
    baseline            the seed's effective-score order (`EffectiveScoreRanker`)
    cosine              cosine(context, memory) (`CosineRanker`): the strongest simple ranker
@@ -23,18 +25,19 @@ Method (no ranker ever sees the truth):
                        while it has none (what a user then gets)
    fused_served        what session start injects from at N: RRF of the baseline and the
                        served model with the loop's alpha, then topic diversity (`FusedRanker`)
-   predictor_offline   a full retrain from fresh weights on the first N sessions (EPOCHS
-                       epochs, gated; the baseline order when a gate rejects it)
+   predictor_offline   a full retrain on the first N sessions as the loop retrains: fresh
+                       weights at the better free ranker (`fresh_start`), EPOCHS epochs, gated
+                       (its start when the gate rejects it)
    true_label_ceiling  the same training with the planted relevance as labels: what perfect
                        labels give this architecture and this context
 
-4. Ablations at the last checkpoint, on the benchmarked personas themselves (`--quick`: one
-   seed): retrain the offline model with one route of information removed from training and
+4. Ablations at the last checkpoint (judged on its held-out sessions), on the benchmarked
+   personas themselves (`--quick`: one seed): retrain the offline model with one route of information removed from training and
    scoring (`ABLATIONS`: an input zeroed, or a weight block held at its zero start) and report
    the NDCG@10 drop (full - ablated; positive = the model uses that route). Each ablation names
    the planted effects it is a route to; `truth_share_<effect>` rows say how much of the
-   truth's within-session variance each effect carries over the held-out pools
-   (`synth.truth.variance_shares`), so a reader can see what there is to learn beyond topic.
+   truth's within-session variance each effect carries over the last checkpoint's held-out
+   pools (`synth.truth.variance_shares`), so a reader can see what there is to learn beyond topic.
    Effect ablations say what learning each planted effect is worth: the true-label ceiling
    against the same training on the planted relevance with that one effect switched off.
 
@@ -84,7 +87,8 @@ from signet_bench.daemon.ranking.ranker import (
     FusedRanker,
     Ranker,
 )
-from signet_bench.learn.model.params import init_params, query_held
+from signet_bench.learn.holdout import fresh_start
+from signet_bench.learn.model.params import query_held
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.samples import SessionSample, load_samples
 from signet_bench.learn.train import train_model
@@ -253,8 +257,13 @@ class Run:
     seed: int
     sim: Simulator
     checkpoints: dict[int, Checkpoint]
-    held: list[HeldOut]
+    pools: dict[int, list[HeldOut]]  # checkpoint -> the held-out sessions that follow it
     scores: dict[tuple, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def held(self) -> list[HeldOut]:
+        """The last checkpoint's held-out sessions (ablations, truth shares)."""
+        return self.pools[max(self.pools)]
 
     def true_labels(self, n: int, without: Sequence[str] = ()) -> list[SessionSample]:
         """The first `n` sessions' samples with every label replaced by the planted relevance
@@ -270,30 +279,32 @@ class Run:
     def offline(
         self, n: int, group: str | None, truth: tuple[str, ...] | None, cfg: PredictorConfig
     ) -> np.ndarray:
-        """Per-held-out-session NDCG@10 (against the full truth) of a fresh model trained on
-        the first `n` sessions with `group` removed, on the store's labels (`truth` None) or
-        on the planted relevance with the effects in `truth` switched off; the baseline order
-        when there is too little data."""
+        """Per-held-out-session NDCG@10 (against the full truth, on checkpoint `n`'s pool) of
+        a fresh model trained on the first `n` sessions with `group` removed, on the store's
+        labels (`truth` None) or on the planted relevance with the effects in `truth` switched
+        off; the baseline order when there is too little data."""
         key = (n, group, truth)
         if key not in self.scores:
             samples = self.checkpoints[n].samples if truth is None else self.true_labels(n, truth)
             params = _train(ablate_samples(samples, group), self.seed, cfg, group)
             ranker = EffectiveScoreRanker() if params is None else ModelRanker(params, cfg)
-            self.scores[key] = ndcgs(ranker, self.held, group)
+            self.scores[key] = ndcgs(ranker, self.pools[n], group)
         return self.scores[key]
 
 
 def _train(
     samples: list[SessionSample], seed: int, cfg: PredictorConfig, group: str | None = None
 ) -> Params | None:
+    """A retrain as the loop runs one with no model served: fresh weights at the better free
+    ranker, gated; its start when the gate rejects it (the loop keeps serving its start)."""
     if len(samples) < 2:
         return None
-    start = init_params(cfg, int(samples[0].context.shape[0]))
-    res = train_model(samples, start, cfg=cfg, epochs=EPOCHS, seed=seed,
+    start = fresh_start(samples, cfg)
+    res = train_model(samples, None, cfg=cfg, epochs=EPOCHS, seed=seed,
                       previous_is_trained=False, frozen=ablation_frozen(group, start))  # fmt: skip
     if not res.accepted:
-        _log.info(f"    training (seed {seed}) rejected by gate {res.gate_reason}")
-    return res.params
+        _log.info(f"    training (seed {seed}) rejected by gate {res.gate_reason}; its start")
+    return res.params if res.accepted else start
 
 
 def simulate_run(
@@ -306,7 +317,8 @@ def simulate_run(
     embedder: str = "topic",
     label: str | None = None,
 ) -> Run:
-    """Build the store, run the loop to each checkpoint, then through the held-out sessions."""
+    """Build the store, run the loop to each checkpoint, then on through the held-out
+    sessions of the last; each checkpoint's pool is the `held_out` sessions after it."""
     label = label or (persona if isinstance(persona, str) else persona.name)
     path = tmp / f"{label}-{seed}.db"
     t0 = time.perf_counter()
@@ -315,10 +327,11 @@ def simulate_run(
     sim = Simulator(path, SimOptions(scorer="model", seed=seed), cfg)
     last = max(checkpoints)
     horizon = len(sim.plan(last + held_out))
+    judged = range(min(checkpoints), horizon)  # every checkpoint's held-out sessions
     kept: dict[int, Checkpoint] = {}
     for n in checkpoints:
         t0 = time.perf_counter()
-        rep = sim.run(n)
+        rep = sim.run(n, keep=judged)
         got, skipped = load_samples(sim.con, corpus=sim.corpus, tz=sim.tz, cfg=cfg, seed=seed)
         alpha = effective_alpha(on_session_start(sim.state, cfg).state, cfg)
         kept[n] = Checkpoint(got, sim.model, alpha)
@@ -327,26 +340,35 @@ def simulate_run(
             f"{time.perf_counter() - t0:.1f} s; trainings {rep.trainings}, accepted "
             f"{rep.trainings_accepted}); {len(got)} trainable, {skipped} skipped; alpha {alpha:.2f}"
         )
-    sim.run(horizon, keep=range(last, horizon))
-    held = []
-    for i in range(last, horizon):
-        inputs = sim.session_inputs(i)
-        if inputs.context is not None and len(inputs) >= 2:
-            rec = sim.records[i]
-            rows = sim.truth_rows[rec.inputs.rows]
-            held.append(HeldOut(inputs, sim.true_relevance(i), rec.plan, rows))
-    return Run(label, seed, sim, kept, held)
+    sim.run(horizon, keep=judged)
+    sessions = {i: _held_out(sim, i) for i in judged}
+    pools = {
+        n: [h for i in range(n, min(n + held_out, horizon)) if (h := sessions[i]) is not None]
+        for n in checkpoints
+    }
+    return Run(label, seed, sim, kept, pools)
+
+
+def _held_out(sim: Simulator, i: int) -> HeldOut | None:
+    """Session `i`'s pool with its planted relevance; None when it cannot be ranked (no
+    context, or fewer than two candidates)."""
+    inputs = sim.session_inputs(i)
+    if inputs.context is None or len(inputs) < 2:
+        return None
+    rec = sim.records[i]
+    return HeldOut(inputs, sim.true_relevance(i), rec.plan, sim.truth_rows[rec.inputs.rows])
 
 
 def checkpoint_ndcgs(run: Run, n: int, cfg: PredictorConfig) -> dict[str, np.ndarray]:
     """Every ranker's per-held-out-session NDCG@10 at checkpoint `n` of a run."""
     cp = run.checkpoints[n]
     served = EffectiveScoreRanker() if cp.served is None else ModelRanker(cp.served, cfg)
+    pool = run.pools[n]
     return {
-        "baseline": ndcgs(EffectiveScoreRanker(), run.held),
-        "cosine": ndcgs(CosineRanker(), run.held),
-        "predictor_served": ndcgs(served, run.held),
-        "fused_served": ndcgs(FusedRanker(served, cp.alpha, cfg), run.held),
+        "baseline": ndcgs(EffectiveScoreRanker(), pool),
+        "cosine": ndcgs(CosineRanker(), pool),
+        "predictor_served": ndcgs(served, pool),
+        "fused_served": ndcgs(FusedRanker(served, cp.alpha, cfg), pool),
         "predictor_offline": run.offline(n, None, None, cfg),
         "true_label_ceiling": run.offline(n, None, (), cfg),
     }

@@ -75,6 +75,7 @@ from signet_bench.daemon.ranking.fusion import ranks_from_scores, rrf_fuse
 from signet_bench.daemon.ranking.ranker import HybridRanker, LexicalRanker
 from signet_bench.daemon.session_query import prompt_query
 from signet_bench.errors import UserError
+from signet_bench.learn.holdout import fresh_start
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.pairs import base_params, pair_frame, train_base, write_pairs
 from signet_bench.learn.samples import SessionSample
@@ -290,10 +291,9 @@ def _params_or(result, fallback):
 
 
 def _train(samples: list[SessionSample], start, epochs: int, seed: int, cfg: PredictorConfig):
-    """Weights trained on `samples` from `start` (None: fresh) — the start when rejected."""
-    from signet_bench.learn.model.params import init_params
-
-    fresh = start if start is not None else init_params(cfg, int(samples[0].context.shape[0]))
+    """Weights trained on `samples` from `start` (None: fresh, at the better free ranker as the
+    loop starts) — the start when rejected."""
+    fresh = start if start is not None else fresh_start(samples, cfg)
     if len(samples) < 2:
         return fresh
     res = train_model(samples, start, cfg=cfg, epochs=epochs, seed=seed, previous_is_trained=False)

@@ -37,6 +37,7 @@ from serving.signals import hybrid_scores, signal_column
 from signet_bench.analysis.metrics import ndcg_at_k
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.ranking.ranker import embedded_cosine
+from signet_bench.learn.model.params import init_params
 from signet_bench.learn.samples import SessionSample
 
 __all__ = [
@@ -45,8 +46,10 @@ __all__ = [
     "HoldoutPlan",
     "decide",
     "enough_to_learn",
+    "fresh_start",
     "heuristic_scores",
     "holdout_plan",
+    "hybrid_leads",
     "query_learnable",
     "session_ndcgs",
     "start_at_best_free_ranker",
@@ -150,22 +153,42 @@ def start_at_best_free_ranker(
 ) -> dict[str, np.ndarray]:
     """Fresh weights ranking as the better of cosine and the hybrid on `samples` (every
     session of the run, the held-out ones included: a choice between two fixed rankers that
-    are both comparators anyway, not a fit): the lexical weight is zeroed when cosine wins,
-    and kept at the hybrid ratio otherwise (ties keep the hybrid, which is cosine without
-    query terms). Below `holdout_min_sessions` there is no choice: cosine. A handful of
-    sessions' labels chose the hybrid where it was worse (a synthetic heavy user at 10
-    sessions: 0.59 NDCG@10 on the planted truth against cosine's 0.69)."""
+    are both comparators anyway, not a fit): the lexical weight is kept at the hybrid ratio
+    when the hybrid leads cosine by `hybrid_start_evidence` standard errors
+    (`hybrid_leads`), and zeroed otherwise. Below `holdout_min_sessions` there is no choice:
+    cosine. A handful of sessions' labels chose the hybrid where it was worse (a synthetic
+    heavy user at 10 sessions: 0.59 NDCG@10 on the planted truth against cosine's 0.69)."""
     if "signal_weights" not in start or not samples:
         return start
-    if enough_to_learn(len(samples), cfg):
-        per_session = [heuristic_scores(s) for s in samples]
-        cosine = session_ndcgs(samples, [h["cosine"] for h in per_session], cfg).mean()
-        hybrid = session_ndcgs(samples, [h["hybrid"] for h in per_session], cfg).mean()
-        if not cosine > hybrid:
-            return start
+    if enough_to_learn(len(samples), cfg) and hybrid_leads(samples, cfg):
+        return start
     weights = np.array(start["signal_weights"], copy=True)
     weights[signal_column("lexical")] = 0.0
     return {**start, "signal_weights": weights}
+
+
+def hybrid_leads(samples: Sequence[SessionSample], cfg: PredictorConfig = DEFAULT_CONFIG) -> bool:
+    """Whether the hybrid's per-session NDCG@10 lead over cosine on the labels of `samples` is
+    at least `hybrid_start_evidence` standard errors of its mean. A lead of exactly 0 on every
+    session (no query terms: the hybrid is cosine) counts as one."""
+    per_session = [heuristic_scores(s) for s in samples]
+    lead = session_ndcgs(samples, [h["hybrid"] for h in per_session], cfg) - session_ndcgs(
+        samples, [h["cosine"] for h in per_session], cfg
+    )
+    if len(lead) < 2:
+        return bool(lead.size and lead[0] >= 0.0)
+    error = float(np.std(lead, ddof=1) / np.sqrt(len(lead)))
+    return bool(lead.mean() >= 0.0 and lead.mean() >= cfg.hybrid_start_evidence * error)
+
+
+def fresh_start(
+    samples: Sequence[SessionSample], cfg: PredictorConfig = DEFAULT_CONFIG
+) -> dict[str, np.ndarray]:
+    """The weights a training on `samples` with no model to start from begins at, and what the
+    loop keeps serving when its gate rejects the result: fresh weights at the better free
+    ranker (`start_at_best_free_ranker`)."""
+    start = init_params(cfg, int(samples[0].context.shape[0]))
+    return start_at_best_free_ranker(start, samples, cfg)
 
 
 @dataclass(frozen=True, slots=True)

@@ -135,3 +135,30 @@ def test_quality_rows_judge_at_the_checkpoints_asked_for():
     assert not any(r.name.startswith("ablation_") for r in rows)
     with pytest.raises(ValueError, match="positive session counts"):
         quality_rows(("light",), seeds=(3,), quick=True, checkpoints=(0, 10))
+
+
+def test_each_checkpoint_is_judged_on_the_sessions_that_follow_it(tmp_path):
+    from signet_bench.bench.quality import simulate_run
+
+    run = simulate_run("light", 3, (5, 20), 10, tmp_path, DEFAULT_CONFIG, "topic")
+    try:
+        order = [c.session_key for c in run.sim.plan(30)]
+        for n in (5, 20):
+            pool = [h.plan.session_key for h in run.pools[n]]
+            assert pool and set(pool) <= set(order[n : n + 10])
+            assert not set(pool) & {s.session_key for s in run.checkpoints[n].samples}
+        assert run.held is run.pools[20]
+    finally:
+        run.sim.close()
+
+
+def test_the_offline_retrain_starts_and_falls_back_as_the_loop_does():
+    from signet_bench.bench.quality import _train
+    from signet_bench.learn.holdout import fresh_start
+
+    samples = synthetic_samples(12, seed=1)
+    cfg = DEFAULT_CONFIG.replace(holdout_min_sessions=1000)  # too few to learn: the start
+    params = _train(samples, 0, cfg)
+    start = fresh_start(samples, cfg)
+    assert params is not None and set(params) == set(start)
+    assert all(np.array_equal(params[k], start[k]) for k in start)

@@ -16,6 +16,7 @@ from signet_bench.learn.holdout import (
     decide,
     heuristic_scores,
     holdout_plan,
+    hybrid_leads,
     session_ndcgs,
     start_at_best_free_ranker,
 )
@@ -138,3 +139,30 @@ def test_samples_in_the_same_instant_keep_one_order():
     held1 = {same[i].session_key for i in p1.folds[0].held}
     held2 = {list(reversed(same))[i].session_key for i in p2.folds[0].held}
     assert held1 == held2
+
+
+def test_the_hybrid_start_needs_a_lead_beyond_the_noise_of_the_labels():
+    samples = _samples(DEFAULT_CONFIG.holdout_min_sessions + 20)
+
+    def lead_of(mixed):
+        per = [heuristic_scores(s) for s in mixed]
+        return session_ndcgs(mixed, [h["hybrid"] for h in per]) - session_ndcgs(
+            mixed, [h["cosine"] for h in per]
+        )
+
+    # the fewest sessions whose lexical signal explains the labels (the rest: it misleads)
+    # for the hybrid to lead on average
+    for k in range(len(samples)):
+        mixed = with_lexical(samples[:k]) + with_lexical(samples[k:], follows=False)
+        if (lead := lead_of(mixed)).mean() > 0:
+            break
+    assert lead.mean() > 0  # the hybrid leads on average, but by little against its spread
+    assert lead.mean() < lead.std(ddof=1) / np.sqrt(len(lead))
+    start = init_params(DEFAULT_CONFIG, 16)
+    lex = signal_column("lexical")
+    assert not hybrid_leads(mixed, DEFAULT_CONFIG)
+    assert start_at_best_free_ranker(start, mixed, DEFAULT_CONFIG)["signal_weights"][lex] == 0.0
+    any_lead = DEFAULT_CONFIG.replace(hybrid_start_evidence=0.0)
+    assert hybrid_leads(mixed, any_lead)
+    assert start_at_best_free_ranker(start, mixed, any_lead) is start
+    assert hybrid_leads(with_lexical(samples), DEFAULT_CONFIG)  # a clear lead
