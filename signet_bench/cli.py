@@ -29,7 +29,11 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH also writes it as J
   quality  NDCG@10 against the planted truth on held-out sessions: baseline, cosine, the
            served and offline predictor, the fused injection, the true-label ceiling after
            10/50/100/300 sessions; paired differences; ablations; the truth's variance shares
-  train    500 sessions x ~80 candidates x 50 epochs: wall time (s), peak memory (MB)
+  train    500 sessions x ~80 candidates x 50 epochs: wall time (s), peak memory (MB);
+           then one scheduled training per size of a heavy user's history (--sizes, default
+           250,1000,3000,5000; --no-history leaves it out): its wall time (s), peak memory
+           (MB), epochs, the gate's verdict, and NDCG@10 of the model it serves and of cosine
+           on the next 150 sessions against the planted truth
   serve    in-process score p50/p99 (ms); JSON-RPC round trip of 80 x 768 p50/p95 (ms);
            process start to first answer (ms); resident memory after 10,000 scores (MB);
            score p99 while train_from_db runs and swaps the model (ms)
@@ -116,7 +120,13 @@ def _bench_rows(args: argparse.Namespace) -> list:
     if args.name == "train":
         from signet_bench.bench.train_speed import train_rows
 
-        return train_rows(quick=args.quick, seed=args.seed)
+        return train_rows(
+            quick=args.quick,
+            seed=args.seed,
+            history=args.history,
+            sizes=args.sizes,
+            config=args.config,
+        )
     if args.name == "serve":
         from signet_bench.bench.serve_speed import serve_rows
 
@@ -251,7 +261,17 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--ablations", action=argparse.BooleanOptionalAction, default=True, help="quality"
     )
-    p.add_argument("--config", default=None, help="quality: agent.yaml with a predictor: block")
+    p.add_argument(
+        "--config", default=None, help="quality, train: agent.yaml with a predictor: block"
+    )
+    p.add_argument(
+        "--history", action=argparse.BooleanOptionalAction, default=True,
+        help="train: also one scheduled training per history size",
+    )  # fmt: skip
+    p.add_argument(
+        "--sizes", type=_ints, default=None,
+        help="train: sessions of history to train at (default 250,1000,3000,5000)",
+    )  # fmt: skip
     p.add_argument(
         "--schema", default="0.58", choices=RELEASE_LINES, help="store: the stores' release line"
     )

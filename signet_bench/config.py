@@ -121,6 +121,18 @@ class PredictorConfig:
     holdout_share: float = 0.2
     holdout_folds: int = 5
     holdout_patience: int = 10  # epochs without a held-out gain before a run stops
+    # Project decision: a training's cost does not grow with the user's history (0 switches
+    # each bound off). It reads only the newest `training_window_sessions` scored sessions (what
+    # it loads and holds in memory), holds out at most `holdout_max_sessions` of them in time,
+    # and each epoch passes over at most `epoch_session_budget` of the rest: the newest half of
+    # the budget always, the other half drawn from the older ones. A history within the bounds
+    # trains exactly as without them (300 sessions leave at least 240 to train on). On a
+    # synthetic heavy user at 1,000-5,000 sessions, windows of 600 and 1,000 served models
+    # equally far above cosine on the sessions that followed (+0.07 to +0.085 NDCG@10 on the
+    # planted truth, as at 300); 600 reads 40% less.
+    training_window_sessions: int = 600
+    holdout_max_sessions: int = 100
+    epoch_session_budget: int = 250
     # Project decision: with fewer trainable sessions than this a training serves its start
     # (the free ranker it starts as) unchanged. The labels of a handful of sessions, most of
     # them on what the baseline injected in cold start, mislead: at 7 sessions a fit that beat
@@ -265,6 +277,9 @@ _ZERO_ALLOWED = {
     "holdout_min_sessions",
     "query_min_sessions",
     "hybrid_start_evidence",
+    "training_window_sessions",
+    "holdout_max_sessions",
+    "epoch_session_budget",
 }
 
 

@@ -3,8 +3,8 @@
 Reads every DESIGN §10 JSON document in a results folder (`bench <name> --json
 DIR/<stem>.json`, stems as in `COMMANDS`), and writes one Markdown page: the machine, the exact
 command behind each document, the quality tables (rankers × metrics with 95% bootstrap
-intervals, per category, the paired differences) and every other benchmark's rows (latency,
-training). Charts are Altair specs saved as PNG through vl-convert (offline), beside the page.
+intervals, per category, the paired differences), the scheduled trainings over a growing
+history (a table per size) and every other benchmark's rows (latency, training). Charts are Altair specs saved as PNG through vl-convert (offline), beside the page.
 Pure functions build the text and the chart specs; `write_benchmarks_doc` does the I/O.
 """
 
@@ -20,6 +20,7 @@ __all__ = [
     "COMMANDS",
     "RANKER_KINDS",
     "benchmarks_markdown",
+    "history_chart",
     "load_results",
     "pivot_markdown",
     "quality_chart",
@@ -289,6 +290,76 @@ def worst_case_chart(rows: Sequence[Mapping[str, Any]]):
     )
 
 
+HISTORY_NAME = "scheduled_training"  # `bench train`'s rows over a growing history
+HISTORY_GOALS = {"wall_s": ("wall time (s)", 10.0), "peak_mb": ("peak memory (MB)", 500.0)}
+HISTORY_RANKERS = {"heldout_ndcg@10": "served model", "cosine_ndcg@10": "cosine"}
+
+
+def history_chart(rows: Sequence[Mapping[str, Any]]):
+    """Altair charts of one scheduled training per history size: NDCG@10 of the model it
+    serves and of cosine on the sessions that follow (95% intervals), and its wall time and
+    peak memory, each against its goal (dashed)."""
+    import altair as alt
+    import polars as pl
+
+    picked = [r for r in rows if r["name"] == HISTORY_NAME and r.get("n") is not None]
+    x = alt.X("sessions:Q", scale=alt.Scale(type="log", nice=False), title="sessions of history")
+    ranked = [r for r in picked if r["metric"] in HISTORY_RANKERS]
+    frame = pl.DataFrame(
+        {
+            "ranker": [HISTORY_RANKERS[r["metric"]] for r in ranked],
+            "sessions": [int(r["n"]) for r in ranked],
+            "ndcg": [float(r["value"]) for r in ranked],
+            "low": [float(r.get("ci_low") or r["value"]) for r in ranked],
+            "high": [float(r.get("ci_high") or r["value"]) for r in ranked],
+        }
+    )
+    base = alt.Chart(frame).encode(x=x, color=alt.Color("ranker:N", title=None))
+    title = "NDCG@10 on the next sessions (truth)"
+    y = alt.Y("ndcg:Q", scale=alt.Scale(zero=False), title=title)
+    errors = base.mark_errorbar().encode(y=alt.Y("low:Q", title=title), y2="high:Q")
+    panels = [base.mark_line(point=True).encode(y=y) + errors]
+    for metric, (title, goal) in HISTORY_GOALS.items():
+        cost = pl.DataFrame(
+            {
+                "sessions": [int(r["n"]) for r in picked if r["metric"] == metric],
+                "value": [float(r["value"]) for r in picked if r["metric"] == metric],
+            }
+        )
+        line = alt.Chart(cost).mark_line(point=True).encode(x=x, y=alt.Y("value:Q", title=title))
+        rule = alt.Chart(cost).mark_rule(strokeDash=[4, 4], color="red").encode(y=alt.datum(goal))
+        panels.append(line + rule)
+    return alt.hconcat(*(p.properties(width=220, height=200) for p in panels)).properties(
+        title="One scheduled training per size of a heavy user's history"
+    )
+
+
+def _history_section(rows: Sequence[Mapping[str, Any]], chart: str | None) -> list[str]:
+    """The history rows as one table (a line per metric, a column per size) beside their
+    chart, then every other row of the document."""
+    picked = [r for r in rows if r["name"] == HISTORY_NAME and r.get("n") is not None]
+    ns = sorted({int(r["n"]) for r in picked})
+    cells: dict[str, dict[int, str]] = {}
+    for r in picked:
+        cells.setdefault(f"{r['metric']} ({r.get('unit', '')})", {})[int(r["n"])] = _cell(r)
+    table = [
+        "| metric | " + " | ".join(f"{n:,} sessions" for n in ns) + " |",
+        "|---|" + "---|" * len(ns),
+        *(f"| {k} | " + " | ".join(c.get(n, "") for n in ns) + " |" for k, c in cells.items()),
+    ]
+    rest = [r for r in rows if r["name"] != HISTORY_NAME]
+    out = [f"![one scheduled training per history size]({chart})"] if chart else []
+    out += [
+        (
+            "One scheduled training per size of a heavy user's history, run as the sidecar "
+            "runs it (a child process, one BLAS thread); the model it serves and cosine are "
+            "scored on the sessions that follow against the planted truth:"
+        ),
+        "\n".join(table),
+    ]
+    return out + ([rows_markdown(rest)] if rest else [])
+
+
 def _quality_section(
     rows: Sequence[Mapping[str, Any]], chart: str | None, worst_chart: str | None = None
 ) -> list[str]:
@@ -384,6 +455,8 @@ def benchmarks_markdown(
             section = _locomo_section(rows, charts.get(stem), held)
         elif stem.startswith("quality"):
             section = _quality_section(rows, charts.get(stem), charts.get(f"{stem}:worst"))
+        elif any(r["name"] == HISTORY_NAME for r in rows):
+            section = _history_section(rows, charts.get(f"{stem}:history"))
         else:
             section = [rows_markdown(rows)]
         lines += [x for s in section for x in (s, "")]
@@ -414,5 +487,9 @@ def write_benchmarks_doc(results_dir: str | Path, out: str | Path) -> Path:
                 png = img_dir / f"{stem}-worst.png"
                 worst_case_chart(doc["results"]).save(str(png), format="png")
                 charts[f"{stem}:worst"] = f"{img_dir.name}/{png.name}"
+        elif any(r["name"] == HISTORY_NAME for r in doc["results"]):
+            png = img_dir / f"{stem}-history.png"
+            history_chart(doc["results"]).save(str(png), format="png")
+            charts[f"{stem}:history"] = f"{img_dir.name}/{png.name}"
     page.write_text(benchmarks_markdown(docs, str(results_dir), charts))
     return page

@@ -25,6 +25,9 @@ Rows (stable names; `<S>` = sessions, `<E>` = epochs, e.g. `train_500x80x768_50e
                           final_loss    kl     mean listwise loss of the last epoch (sanity)
   train_step_16x80x768    p50 / p95     ms     one loss_and_grads + Adam step on a batch of 16
                                                sessions (3 warm-up steps, 30 timed)
+  scheduled_training      wall_s, peak_mb, epochs, heldout_ndcg@10, cosine_ndcg@10, ...: one
+                          scheduled training per size of a heavy user's history (n = its
+                          sessions; `bench.train_history`); --no-history leaves them out
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -274,8 +278,27 @@ def rows_from(m: dict, n_sessions: int, epochs: int) -> list[Row]:
     return rows
 
 
-def train_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
-    """Measure one training run in a child process; its rows (progress lines go to `log`)."""
+def train_rows(
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    history: bool = True,
+    sizes: Sequence[int] | None = None,
+    config: str | None = None,
+) -> list[Row]:
+    """Measure one training run in a child process, then (with `history`) one scheduled
+    training per history size (`bench.train_history`); the rows (progress goes to `log`)."""
+    rows = _synthetic_rows(quick=quick, seed=seed)
+    if history:
+        from signet_bench.bench.train_history import history_rows
+
+        _log.info("bench train over history: heavy persona, one scheduled training per size ...")
+        rows += history_rows(quick=quick, seed=seed, sizes=sizes, config=config)
+    return rows
+
+
+def _synthetic_rows(*, quick: bool, seed: int) -> list[Row]:
+    """One training on synthetic samples, in a child process: its rows."""
     n_sessions, epochs = QUICK if quick else FULL
     _log.info(
         f"bench train: {n_sessions} sessions x ~{MEAN_CANDIDATES} candidates x {epochs} epochs "

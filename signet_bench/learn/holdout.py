@@ -4,9 +4,10 @@ A model earns its place only out of sample: the sessions that judge it are never
 training set (a canary drawn from the training data judges what the model memorised).
 
 - **Time hold-out** once there are `2 * canary_size` sessions: the newest
-  `max(canary_size, holdout_share * n)` sessions are held out, the model trains on the older
-  ones, and the model trained that way is the one served (so it is judged on sessions it
-  never saw). The newest sessions are the ones the next sessions resemble most.
+  `max(canary_size, holdout_share * n)` sessions (at most `holdout_max_sessions`: judging a
+  long history's 20% would cost more than training on it) are held out, the model trains on
+  the older ones, and the model trained that way is the one served (so it is judged on
+  sessions it never saw). The newest sessions are the ones the next sessions resemble most.
 - **Forward folds** below that: `holdout_folds` contiguous blocks in time; every block but
   the oldest is judged by a model trained on the blocks before it (never on a later one), the
   procedure is judged on those blocks, and the model served is then trained on every session.
@@ -96,6 +97,8 @@ def holdout_plan(
     order = _time_order(samples)
     if n >= 2 * cfg.canary_size:
         k = max(cfg.canary_size, round(cfg.holdout_share * n))
+        if cfg.holdout_max_sessions:
+            k = min(k, cfg.holdout_max_sessions)
         return HoldoutPlan("time", (Fold(np.sort(order[: n - k]), np.sort(order[n - k :])),))
     blocks = np.array_split(order, min(cfg.holdout_folds, n))
     folds = tuple(

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -57,6 +58,7 @@ from signet_bench.store.read import (
     read_path_feedback,
     read_recall_events,
     read_session_memories,
+    read_session_starts,
     read_sessions,
     store_tables,
 )
@@ -181,10 +183,11 @@ def read_label_signals(
     agent_id: str = DEFAULT_AGENT,
     *,
     workbench: str | Path | None = None,
+    session_keys: Sequence[str] | None = None,
 ) -> LabelSignals:
     """The store's `LabelSignals` for `agent_id` (the only agent of a 0.58 store), with the
     session-start wrapper's record beside `workbench` (default: the store's,
-    `store_workbench`)."""
+    `store_workbench`); with `session_keys`, the candidates of those sessions only."""
     tables = store_tables(con).columns
     wanted = {where for _, where, _ in LABEL_SOURCES}
     have = set(tables) | {f"{t}.{c}" for t, cols in tables.items() for c in cols}
@@ -195,7 +198,7 @@ def read_label_signals(
         have.add(HOOK_LOG_FILE)
     signals = LabelSignals(
         read_sessions(con, agent_id=agent_id),
-        read_session_memories(con, agent_id=agent_id),
+        read_session_memories(con, session_keys, agent_id=agent_id),
         read_path_feedback(con, agent_id=agent_id),
         read_recall_events(con, agent_id=agent_id).filter(
             pl.col("surface").ne_missing(SESSION_START_SURFACE)
@@ -435,6 +438,28 @@ def build_sample(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Window:
+    """The newest scored sessions a load assembles (`keys`), and every session whose
+    candidates it reads: those, and the previous session of the same project of each (the
+    memories that one used are the context)."""
+
+    keys: frozenset[str]
+    read: tuple[str, ...]
+
+
+def _window(con: sqlite3.Connection, window: int) -> _Window | None:
+    """The newest `window` scored sessions of the store (by start, as `scored_sessions` orders
+    them); None when it has no more than that (every session is read, as without a window)."""
+    scored = scored_sessions(read_sessions(con), read_session_starts(con))
+    if scored.height <= window:
+        return None
+    previous = pl.col("session_key").shift(1).over("project")
+    newest = scored.with_columns(previous.alias("previous")).tail(window)
+    keys = frozenset(newest["session_key"].to_list())
+    return _Window(keys, tuple(sorted(keys | set(newest["previous"].drop_nulls().to_list()))))
+
+
 def load_samples(
     store: str | Path | sqlite3.Connection,
     *,
@@ -445,18 +470,23 @@ def load_samples(
     seed: int = 0,
     corpus: Corpus | None = None,
     workbench: str | Path | None = None,
+    window: int = 0,
 ) -> tuple[list[SessionSample], int]:
     """All trainable sessions of a store, oldest first (the newest `limit`), and how many
     scored sessions were skipped, labelled from every signal the store keeps (`LabelSignals`)
     and what the session-start wrapper recorded beside `workbench` (default: the store's).
     `corpus`: the store's corpus when the caller holds it already (the session loop, whose
-    memories do not change while it runs)."""
+    memories do not change while it runs). `window` > 0: only the newest `window` scored
+    sessions are read and assembled (and counted as skipped), so a training's time and memory
+    do not grow with the store; each sample is the one a full load gives."""
     con = store if isinstance(store, sqlite3.Connection) else open_readonly(store)
     if workbench is None and not isinstance(store, sqlite3.Connection):
         workbench = default_workbench(store)
     try:
         corpus = read_corpus(con) if corpus is None else corpus
-        signals = read_label_signals(con, workbench=workbench)
+        part = _window(con, window) if window > 0 else None
+        keys = None if part is None else part.read
+        signals = read_label_signals(con, workbench=workbench, session_keys=keys)
         cands = candidate_signals(signals)
         sessions = scored_sessions(signals.sessions, cands)
         jobs = StartQueries.read(con)
@@ -471,6 +501,8 @@ def load_samples(
     out: list[SessionSample] = []
     skipped = 0
     for s in sessions.rename({"created_at": "end"}).iter_rows(named=True):
+        if part is not None and s["session_key"] not in part.keys:
+            continue  # read only as the previous session of one in the window
         conf = s["confidence"]
         sample = None
         if conf is not None and conf >= threshold:

@@ -296,6 +296,32 @@ def _train_and_canary(
     return [s for s in samples if s.session_key not in held] or list(samples), canary
 
 
+@dataclass(frozen=True, slots=True)
+class _Draw:
+    """The sessions of one epoch when the training part holds more than the epoch's budget:
+    its newest half always (the sessions the next ones resemble most), the other half drawn
+    without replacement from the older ones, in a shuffled order (positions into `train`)."""
+
+    newest: np.ndarray
+    older: np.ndarray
+    drawn: int
+
+    @classmethod
+    def for_run(cls, train: Sequence[SessionSample], budget: int) -> _Draw | None:
+        """The draw of a run on `train`; None within the budget (every session, every epoch:
+        the run draws exactly what it would without a budget)."""
+        if budget <= 0 or len(train) <= budget:
+            return None
+        keys = [(s.start.timestamp(), s.session_key) for s in train]
+        by_time = np.asarray(sorted(range(len(train)), key=keys.__getitem__), dtype=np.int64)
+        newest = budget // 2
+        return cls(by_time[len(train) - newest :], by_time[: len(train) - newest], budget - newest)
+
+    def __call__(self, rng: np.random.Generator) -> np.ndarray:
+        picked = np.concatenate([self.newest, rng.choice(self.older, self.drawn, replace=False)])
+        return picked[rng.permutation(picked.size)]
+
+
 def _epoch(
     work: Params,
     opt: Adam,
@@ -308,11 +334,13 @@ def _epoch(
     cfg: PredictorConfig,
     frozen: Mapping[str, np.ndarray],
     prior: _Prior | None = None,
+    draw: _Draw | None = None,
 ) -> tuple[list[float], int, bool]:
-    """One shuffled pass over `train` in steps of `n_recent` sessions plus `n_replay` drawn
-    from the replay buffer, updating `work` in place; stops at a non-finite loss or once
-    `time_up()` after a step: (step losses, steps taken, whether the time cap hit)."""
-    order = rng.permutation(len(train))
+    """One shuffled pass over `train` (or the sessions `draw` picks from it) in steps of
+    `n_recent` sessions plus `n_replay` drawn from the replay buffer, updating `work` in
+    place; stops at a non-finite loss or once `time_up()` after a step: (step losses, steps
+    taken, whether the time cap hit)."""
+    order = rng.permutation(len(train)) if draw is None else draw(rng)
     losses = []
     steps = 0
     for i in range(0, len(order), n_recent):
@@ -348,11 +376,14 @@ def _run_epochs(
     frozen: Mapping[str, np.ndarray],
     prior: _Prior | None = None,
     watch: _Watch | None = None,
+    budget: int = 0,
 ) -> _Epochs:
-    """Up to `epochs` epochs of Adam on `work` (in place); stops after a non-finite epoch
-    loss, at the time cap, once the loss has converged (< 1e-6), or when `watch` (the
-    held-out sessions) has seen no gain for `holdout_patience` epochs."""
+    """Up to `epochs` epochs of Adam on `work` (in place), each over at most `budget`
+    sessions of `train` (`_Draw`; 0: all of them); stops after a non-finite epoch loss, at
+    the time cap, once the loss has converged (< 1e-6), or when `watch` (the held-out
+    sessions) has seen no gain for `holdout_patience` epochs."""
     opt = Adam(work, cfg)
+    draw = _Draw.for_run(train, budget)
     n_replay = round(batch_size * cfg.replay_share) if replay else 0
     n_recent = batch_size - n_replay
     curve: list[float] = []
@@ -364,7 +395,7 @@ def _run_epochs(
         bar = tqdm(total=epochs, desc="training", unit="epoch", leave=False)
     for _ in range(epochs):
         losses, taken, capped = _epoch(
-            work, opt, train, replay, rng, n_recent, n_replay, time_up, cfg, frozen, prior
+            work, opt, train, replay, rng, n_recent, n_replay, time_up, cfg, frozen, prior, draw
         )
         steps += taken
         stopped = "time-cap" if capped else None
@@ -491,7 +522,8 @@ def _fit(
     start: Params, train: Sequence[SessionSample], held: Sequence[SessionSample], how: _Fit,
     epochs: int, patience: int | None,
 ) -> tuple[Params, _Epochs, _Watch | None]:  # fmt: skip
-    """A copy of `start` trained on `train` under the prior, watched on `held` (if any)."""
+    """A copy of `start` trained on `train` under the prior (each epoch within the session
+    budget), watched on `held` (if any)."""
     work = copy_params(start)
     watch = _Watch(held, how.cfg, patience) if held else None
     if watch is not None:
@@ -500,6 +532,7 @@ def _fit(
         work, train, replay_buffer(train, how.cfg), cfg=how.cfg, epochs=epochs,
         batch_size=how.batch_size, rng=how.rng, time_up=how.time_up, progress=how.progress,
         frozen=how.frozen, prior=_Prior.for_run(start, len(train), how.cfg), watch=watch,
+        budget=how.cfg.epoch_session_budget,
     )  # fmt: skip
     return work, run, watch
 
@@ -961,8 +994,9 @@ def train_store(
     only read), published to its `out_dir` (`train_and_publish`). Every training policy value
     comes from the request; `cfg` gives the rest (model dims, gates, labels, learning rate).
     `db` is an open connection to the request's store and `corpus` its memories already read
-    (the session loop holds both). Too little data raises before anything is written; an
-    incremental run with nothing new raises NothingToTrain."""
+    (the session loop holds both). Only the newest `training_window_sessions` scored sessions
+    are read. Too little data raises before anything is written; an incremental run with
+    nothing new raises NothingToTrain."""
     import uuid
 
     from signet_bench.learn.samples import load_samples
@@ -979,6 +1013,7 @@ def train_store(
         seed=request.negatives_seed,
         corpus=corpus,
         workbench=_hook_workbench(request.out_dir),
+        window=run_cfg.training_window_sessions,
     )
     if len(samples) < 2:
         raise TooLittleData(

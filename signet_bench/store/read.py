@@ -77,6 +77,7 @@ __all__ = [
     "read_path_feedback",
     "read_recall_events",
     "read_session_memories",
+    "read_session_starts",
     "read_sessions",
     "read_summary_jobs",
     "read_training_log",
@@ -182,6 +183,8 @@ _SESSION_MEMORY_SPEC = _spec(
     "agent_relevance_score  real",
     "agent_feedback_count   int   0",
 )
+
+_SESSION_START_SPEC = _spec("session_key text required", "created_at ts required")
 
 _COMPARISON_SPEC = _spec(
     "id                 text  required",
@@ -897,6 +900,28 @@ def read_session_memories(
         params,
         agent_id,
     )
+
+
+def read_session_starts(store: StoreLike, *, agent_id: str = DEFAULT_AGENT) -> pl.DataFrame:
+    """Per session with `session_memories` rows, the time of its first one (`created_at`):
+    when it started, as `read_session_memories` would give it, without reading every row (a
+    training reads the candidates of only its newest sessions). On a current store only
+    `agent_id`'s."""
+    spec = _SESSION_START_SPEC
+    with _using(store) as (con, label):
+        if "session_memories" not in table_names(con):
+            return pl.DataFrame(schema=_schema(spec))
+        where, params = "", ()
+        if "agent_id" in _columns(con, "session_memories"):
+            where, params = " WHERE agent_id = ?", (agent_id,)
+        sql = (
+            "SELECT CAST(session_key AS TEXT), CAST(MIN(created_at) AS TEXT) "
+            f"FROM session_memories{where} GROUP BY session_key"
+        )
+        rows = con.execute(sql, params).fetchall()
+    frame = _frame(rows, spec)
+    starts = _parse_ts_series(frame["created_at"], label, "session_memories", frame["session_key"])
+    return frame.with_columns(starts).sort("created_at", "session_key")
 
 
 def read_path_feedback(store: StoreLike, *, agent_id: str = DEFAULT_AGENT) -> pl.DataFrame:

@@ -141,3 +141,27 @@ def test_the_worst_seed_is_named_per_checkpoint_and_drawn_per_seed(tmp_path):
     assert "| share of seeds below −0.01 | 33% | 0% |" in text
     png = tmp_path / "b" / "quality-unseen-worst.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "(b/quality-unseen-worst.png)" in text
+
+
+def test_training_over_history_gets_a_table_per_size_and_a_chart(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    rows = [Row("train_500x80x768_50ep", "wall", 12.5, "s", n=1)]
+    for n, wall, served in ((250, 6.0, 0.70), (5000, 9.5, 0.74)):
+        rows += [
+            Row("scheduled_training", "wall_s", wall, "s", n=n),
+            Row("scheduled_training", "peak_mb", 300.0, "MB", n=n),
+            Row("scheduled_training", "epochs", 50.0, "epochs", n=n),
+            Row("scheduled_training", "heldout_ndcg@10", served, "ndcg", served - 0.02,
+                served + 0.02, n=n),
+            Row("scheduled_training", "cosine_ndcg@10", 0.65, "ndcg", 0.63, 0.67, n=n),
+        ]  # fmt: skip
+    write_report(results / "train.json", "train", rows)
+    text = write_benchmarks_doc(results, tmp_path / "docs" / "benchmarks.md").read_text()
+    assert "| metric | 250 sessions | 5,000 sessions |" in text
+    assert "| wall_s (s) | 6 | 9.5 |" in text
+    assert "| heldout_ndcg@10 (ndcg) | 0.7 (0.68–0.72) | 0.74 (0.72–0.76) |" in text
+    assert "| train_500x80x768_50ep | wall | 12.5 | s | 1 |" in text
+    png = tmp_path / "docs" / "benchmarks" / "train-history.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "(benchmarks/train-history.png)" in text

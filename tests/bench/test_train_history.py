@@ -1,0 +1,86 @@
+"""`bench train` over a growing history (quick sizes): one scheduled training per size, run as
+the sidecar runs it in a child process of its own, its rows in the report contract and its
+gate's verdict consistent with the numbers it was judged by."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import pytest
+
+from signet_bench.bench.report import write_report
+from signet_bench.bench.train_history import QUICK_HISTORY, history_rows, run_child
+
+METRICS = {
+    "wall_s", "peak_mb", "train_s", "epochs", "train_sessions", "gate_sessions", "gate_ndcg@10",
+    "gate_bar@10", "accepted", "heldout_ndcg@10", "cosine_ndcg@10", "heldout-cosine",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return history_rows(quick=True)
+
+
+def _by_size(rows) -> dict[int, dict[str, object]]:
+    out: dict[int, dict[str, object]] = {}
+    for r in rows:
+        assert r.name == "scheduled_training"
+        assert r.metric not in out.setdefault(r.n, {}), (r.n, r.metric)
+        out[r.n][r.metric] = r
+    return out
+
+
+def test_every_size_has_every_metric_once(rows):
+    by_size = _by_size(rows)
+    assert sorted(by_size) == sorted(QUICK_HISTORY)
+    for metrics in by_size.values():
+        assert set(metrics) == METRICS
+        assert all(math.isfinite(r.value) for r in metrics.values())
+        for name in ("heldout_ndcg@10", "cosine_ndcg@10"):
+            r = metrics[name]
+            assert 0.0 <= r.ci_low <= r.value <= r.ci_high <= 1.0
+
+
+def test_each_training_was_gated_on_held_out_sessions(rows):
+    """30 sessions are judged by forward folds (the served model then learns from every
+    session), 80 by the newest sessions held out of its training."""
+    for n, m in _by_size(rows).items():
+        trained, judged = m["train_sessions"].value, m["gate_sessions"].value
+        assert judged >= 1 and trained >= 1 and m["epochs"].value <= 50
+        assert m["accepted"].value in (0.0, 1.0)
+        # the verdict is the rule: served only if it reaches the bar on the held-out sessions
+        assert bool(m["accepted"].value) == (m["gate_ndcg@10"].value >= m["gate_bar@10"].value)
+        assert m["peak_mb"].value > 0 and m["wall_s"].value >= m["train_s"].value
+        assert trained <= n and judged < n
+        if n == QUICK_HISTORY[-1]:  # a time hold-out: its sessions are not trained on
+            assert trained + judged <= n
+
+
+def test_the_rows_are_a_benchmark_report(rows, tmp_path):
+    path = tmp_path / "train.json"
+    write_report(path, "train", rows)
+    doc = json.loads(path.read_text())
+    assert doc["bench"] == "train" and doc["machine"]["cores"] >= 1
+    for r in doc["results"]:
+        assert {"name", "metric", "value", "unit", "n"} <= set(r)
+
+
+def test_sizes_closer_than_the_judged_sessions_are_refused():
+    with pytest.raises(ValueError, match="must exceed the one before by the 20 sessions"):
+        history_rows(sizes=(30, 40), held_out=20)
+
+
+def test_a_child_s_peak_memory_is_its_own_not_the_process_that_started_it(tmp_path):
+    """The child touches 100 MB while this process holds 300 MB: its peak is its own (a child
+    started straight from here would report this process's 300 MB)."""
+    held = bytearray(b"x") * 300_000_000
+    code = "b = bytearray(b'x') * 100_000_000; print(len(b))"
+    run = run_child([sys.executable, "-c", code], {}, tmp_path)
+    assert run.returncode == 0 and run.stdout.strip() == "100000000"
+    assert 100 <= run.peak_mb < 200
+    assert len(held) == 300_000_000
+    failed = run_child([sys.executable, "-c", "raise SystemExit(3)"], {}, tmp_path)
+    assert failed.returncode == 3
