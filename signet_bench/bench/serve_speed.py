@@ -23,10 +23,10 @@ Rows (stable names):
   sidecar_rss              growth_last_half MiB  growth over the last N/2 requests (goal 0)
   hotswap                  p50/p99       ms   score round trips (80 x 768) answered while a
                                               `train_from_db` runs and swaps, from the same
-                                              sidecar: light persona, 40 scored sessions, 3
-                                              epochs at learning rate 1e-4 (the incremental
-                                              rate: it fine-tunes the model a first
-                                              `train_from_db` made)
+                                              sidecar: heavy persona, 2,000 memories, 300
+                                              scored sessions (40 with --quick; 300: a
+                                              scheduled training of full size, 240 trained
+                                              on, 60 held out), at learning rate 1e-4
   hotswap                  train_wall    s    that `train_from_db` call, request to answer
   hotswap                  swapped       -    1 when the trained model was swapped in
   score_idle               p50/p99       ms   score round trips (80 x 768) of that sidecar just
@@ -66,8 +66,8 @@ __all__ = ["daemon_score_line", "serve_rows"]
 _log = logging.getLogger(__name__)
 
 DIM = 768
-FULL = {"inprocess": 5_000, "rpc": 500, "rss": 10_000, "starts": 5, "idle": 1_000}
-QUICK = {"inprocess": 1_000, "rpc": 100, "rss": 1_000, "starts": 3, "idle": 300}
+FULL = {"inprocess": 5_000, "rpc": 500, "rss": 10_000, "starts": 5, "idle": 1_000, "history": 300}
+QUICK = {"inprocess": 1_000, "rpc": 100, "rss": 1_000, "starts": 3, "idle": 300, "history": 40}
 SCORE_TIMEOUT = "< 120 ms"  # Signet's score timeout
 WARMUP = 50
 
@@ -231,13 +231,13 @@ def _rss_rows(model: Path, n: int) -> list[Row]:
     ]
 
 
-def _store(tmp: Path) -> Path:
+def _store(tmp: Path, sessions: int) -> Path:
     from signet_bench.daemon.loop import SimOptions, simulate
     from signet_bench.world.synth.build import build_persona_store
 
     db = tmp / "memories.db"
-    build_persona_store("light", db, seed=0, n_memories=150)
-    simulate(db, 40, SimOptions(scorer="random", seed=0))
+    build_persona_store("heavy", db, seed=0, n_memories=2000)
+    simulate(db, sessions, SimOptions(scorer="random", seed=0))
     return db
 
 
@@ -269,8 +269,8 @@ def _scores_while_training(
     return times, done, wall
 
 
-def _hotswap_rows(tmp: Path, n_idle: int) -> list[Row]:
-    db = _store(tmp)
+def _hotswap_rows(tmp: Path, n_idle: int, history: int) -> list[Row]:
+    db = _store(tmp, history)
     served = tmp / "served.onnx"  # absent: the first training makes it
     config = tmp / "agent.yaml"  # fine-tuning a served model at the incremental rate (lr/10)
     config.write_text("predictor:\n  learningRate: 1.0e-4\n")
@@ -310,7 +310,7 @@ def serve_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
             ("JSON-RPC round trips", lambda: _rpc_rows(model, sizes["rpc"])),
             ("sidecar starts", lambda: _start_rows(model, sizes["starts"])),
             ("resident memory", lambda: _rss_rows(model, sizes["rss"])),
-            ("hot swap", lambda: _hotswap_rows(root, sizes["idle"])),
+            ("hot swap", lambda: _hotswap_rows(root, sizes["idle"], sizes["history"])),
         ]
         for what, measure in steps:
             _log.info(f"bench serve: {what} ...")

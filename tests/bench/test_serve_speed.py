@@ -7,7 +7,7 @@ from signet_bench.bench.serve_speed import _hotswap_rows
 
 
 def test_hot_swap_reports_scores_idle_and_during_a_training(tmp_path):
-    rows = {(r.name, r.metric): r for r in _hotswap_rows(tmp_path, n_idle=7)}
+    rows = {(r.name, r.metric): r for r in _hotswap_rows(tmp_path, n_idle=7, history=40)}
     assert rows[("hotswap", "swapped")].value == 1.0
     assert rows[("hotswap", "train_wall")].value > 0
     for metric in ("p50", "p99"):
