@@ -376,8 +376,10 @@ def _quality_section(
         pooled = [r for r in part if _seed_of(r["name"]) is None]
         out += [
             f"#### Persona: {persona}" if persona else "#### Persona",
-            "NDCG@10 against the planted truth on the 150 held-out sessions that follow each "
-            "checkpoint (none trained on by that checkpoint's models):",
+            (
+                "NDCG@10 against the planted truth on the 150 held-out sessions that follow "
+                "each checkpoint (none trained on by that checkpoint's models):"
+            ),
             _by_n_markdown(ranked, "ndcg@10", prefix),
             "Paired differences:",
             _by_n_markdown(pooled, "ndcg@10_delta", prefix),
