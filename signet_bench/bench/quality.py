@@ -103,6 +103,7 @@ __all__ = [
     "ablate_inputs",
     "ablate_samples",
     "ablation_frozen",
+    "held_out_session",
     "quality_rows",
     "truth_share_rows",
     "worst_seed_rows",
@@ -341,7 +342,7 @@ def simulate_run(
             f"{rep.trainings_accepted}); {len(got)} trainable, {skipped} skipped; alpha {alpha:.2f}"
         )
     sim.run(horizon, keep=judged)
-    sessions = {i: _held_out(sim, i) for i in judged}
+    sessions = {i: held_out_session(sim, i) for i in judged}
     pools = {
         n: [h for i in range(n, min(n + held_out, horizon)) if (h := sessions[i]) is not None]
         for n in checkpoints
@@ -349,7 +350,7 @@ def simulate_run(
     return Run(label, seed, sim, kept, pools)
 
 
-def _held_out(sim: Simulator, i: int) -> HeldOut | None:
+def held_out_session(sim: Simulator, i: int) -> HeldOut | None:
     """Session `i`'s pool with its planted relevance; None when it cannot be ranked (no
     context, or fewer than two candidates)."""
     inputs = sim.session_inputs(i)

@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from signet_bench.analysis.metrics import bootstrap_interval
-from signet_bench.bench.quality import HeldOut, ndcgs
+from signet_bench.bench.quality import HeldOut, held_out_session, ndcgs
 from signet_bench.bench.report import Row
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.loop import SimOptions, Simulator
@@ -158,12 +158,8 @@ def _served(sim: Simulator, cfg: PredictorConfig) -> Ranker:
 def _next_sessions(sim: Simulator, n: int, held_out: int) -> list[HeldOut]:
     """Run the loop through sessions n .. n + held_out - 1, keeping their pools and truth."""
     sim.run(n + held_out, keep=range(n, n + held_out))
-    pools = [(i, sim.session_inputs(i)) for i in range(n, n + held_out)]
-    return [
-        HeldOut(p, sim.true_relevance(i), sim.records[i].plan, sim.truth_rows[p.rows])
-        for i, p in pools
-        if p.context is not None and len(p) >= 2
-    ]
+    sessions = (held_out_session(sim, i) for i in range(n, n + held_out))
+    return [h for h in sessions if h is not None]
 
 
 def _ndcg_row(metric: str, values: np.ndarray, n: int, seed: int, unit: str = "ndcg") -> Row:

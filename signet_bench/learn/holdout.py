@@ -48,6 +48,7 @@ __all__ = [
     "decide",
     "enough_to_learn",
     "fresh_start",
+    "heuristic_ndcgs",
     "heuristic_scores",
     "holdout_plan",
     "hybrid_leads",
@@ -139,6 +140,17 @@ def session_ndcgs(
     )  # fmt: skip
 
 
+def heuristic_ndcgs(
+    samples: Sequence[SessionSample], cfg: PredictorConfig = DEFAULT_CONFIG
+) -> dict[str, np.ndarray]:
+    """Each free ranker's (`heuristic_scores`) per-session NDCG@10 on the labels of `samples`."""
+    per_session = [heuristic_scores(s) for s in samples]
+    return {
+        name: session_ndcgs(samples, [h[name] for h in per_session], cfg)
+        for name in per_session[0]
+    }
+
+
 def enough_to_learn(n_sessions: int, cfg: PredictorConfig) -> bool:
     """Whether a training on `n_sessions` sessions may move the model (`holdout_min_sessions`):
     below it the model stays at its start, cosine, served without a bar."""
@@ -174,10 +186,8 @@ def hybrid_leads(samples: Sequence[SessionSample], cfg: PredictorConfig = DEFAUL
     """Whether the hybrid's per-session NDCG@10 lead over cosine on the labels of `samples` is
     at least `hybrid_start_evidence` standard errors of its mean. A lead of exactly 0 on every
     session (no query terms: the hybrid is cosine) counts as one."""
-    per_session = [heuristic_scores(s) for s in samples]
-    lead = session_ndcgs(samples, [h["hybrid"] for h in per_session], cfg) - session_ndcgs(
-        samples, [h["cosine"] for h in per_session], cfg
-    )
+    ndcgs = heuristic_ndcgs(samples, cfg)
+    lead = ndcgs["hybrid"] - ndcgs["cosine"]
     if len(lead) < 2:
         return bool(lead.size and lead[0] >= 0.0)
     error = float(np.std(lead, ddof=1) / np.sqrt(len(lead)))

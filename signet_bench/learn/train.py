@@ -29,7 +29,7 @@ from signet_bench.learn.holdout import (
     HoldoutPlan,
     decide,
     enough_to_learn,
-    heuristic_scores,
+    heuristic_ndcgs,
     holdout_plan,
     query_learnable,
     session_ndcgs,
@@ -603,10 +603,7 @@ def _held_out_result(
     # served model's training range) holds the candidate to it
     fair = served is not None and fitted.plan.method == "time"
     served_ndcgs = session_ndcgs(held, _predict(served, held, cfg), cfg) if fair else None
-    per_session = [heuristic_scores(s) for s in held]
-    heuristics = {
-        name: session_ndcgs(held, [h[name] for h in per_session], cfg) for name in per_session[0]
-    }
+    heuristics = heuristic_ndcgs(held, cfg)
     decision = decide(fitted.plan.method, fitted.ndcgs, served_ndcgs, heuristics)
     if not learned:
         decision = decision.unjudged_start()
