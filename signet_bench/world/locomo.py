@@ -32,6 +32,12 @@ the dialog turns that answer them. The conversion:
   graded relevance / 2 (the judge's rating). Questions are asked one day after the last
   session, one minute apart in QA order. The question texts, categories, evidence and
   embeddings are kept in the store's own tables `locomo_meta` and `locomo_queries`.
+- The **knowledge graph** (`world/locomo_graph.py`: the speakers and the named things the
+  memories mention, their mentions, per-session aspects, attributes pointing at the memories,
+  co-occurrence dependencies) fills the store's graph tables: `entities`,
+  `memory_entity_mentions`, `entity_aspects`, `entity_attributes`, and `relations` on a 0.58
+  store or `entity_dependencies` on a current one. It adds rows to those tables only, so the
+  memories, embeddings, FTS index and recorded sessions are the same with or without it.
 """
 
 from __future__ import annotations
@@ -63,6 +69,7 @@ from signet_bench.store.write import (
     write_relevance_scores,
 )
 from signet_bench.world.embed import Embedder
+from signet_bench.world.locomo_graph import DEPENDENCY_TYPE, Graph, build_graph
 
 __all__ = [
     "CATEGORIES",
@@ -514,21 +521,76 @@ def _write_queries(con, conv, queries, question_vectors, memories) -> None:
         _record_query(con, q, at, memories, rank_order(eff, ids), eff)
 
 
+def _write_graph(con: sqlite3.Connection, graph: Graph, schema: str) -> None:
+    """The graph's rows into the store's graph tables; its dependencies go to `relations` on
+    a 0.58 store and to `entity_dependencies` (which current Signet traverses) on a current
+    one."""
+    ts = format_iso
+    con.executemany(
+        "INSERT INTO entities (id, name, entity_type, description, created_at, updated_at,"
+        " canonical_name, mentions) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [(e.id, e.name, e.entity_type, e.description, ts(e.created_at), ts(e.updated_at),
+          e.canonical_name, e.mentions) for e in graph.entities],
+    )  # fmt: skip
+    con.executemany(
+        "INSERT INTO memory_entity_mentions (memory_id, entity_id, mention_text, confidence,"
+        " created_at) VALUES (?, ?, ?, ?, ?)",
+        [(m.memory_id, m.entity_id, m.mention_text, m.confidence, ts(m.created_at))
+         for m in graph.mentions],
+    )  # fmt: skip
+    con.executemany(
+        "INSERT INTO entity_aspects (id, entity_id, name, canonical_name, weight, created_at,"
+        " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(a.id, a.entity_id, a.name, a.canonical_name, a.weight, ts(a.created_at),
+          ts(a.updated_at)) for a in graph.aspects],
+    )  # fmt: skip
+    con.executemany(
+        "INSERT INTO entity_attributes (id, aspect_id, memory_id, kind, content,"
+        " normalized_content, confidence, importance, status, created_at, updated_at)"
+        " VALUES (?, ?, ?, 'attribute', ?, ?, ?, ?, 'active', ?, ?)",
+        [(a.id, a.aspect_id, a.memory_id, a.content, a.normalized_content, a.confidence,
+          a.importance, ts(a.created_at), ts(a.created_at)) for a in graph.attributes],
+    )  # fmt: skip
+    if schema == "current":
+        sql = (
+            "INSERT INTO entity_dependencies (id, source_entity_id, target_entity_id,"
+            " dependency_type, strength, confidence, reason, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        rows = [(d.id, d.source_entity_id, d.target_entity_id, DEPENDENCY_TYPE, d.strength,
+                 d.confidence, d.reason, ts(d.created_at), ts(d.updated_at))
+                for d in graph.dependencies]  # fmt: skip
+    else:
+        sql = (
+            "INSERT INTO relations (id, source_entity_id, target_entity_id, relation_type,"
+            " strength, metadata, created_at, mentions, confidence, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        rows = [(d.id, d.source_entity_id, d.target_entity_id, DEPENDENCY_TYPE, d.strength,
+                 json.dumps({"reason": d.reason}), ts(d.created_at), d.co_occurrences,
+                 d.confidence, ts(d.updated_at)) for d in graph.dependencies]  # fmt: skip
+    con.executemany(sql, rows)
+
+
 def write_conversation_store(
     path: str | Path,
     conv: Conversation,
     memories: Sequence[LocomoMemory],
     queries: Sequence[Query],
     embedder: Embedder,
+    *,
+    schema: str = "0.58",
+    graph: bool = True,
 ) -> Path:
-    """A new store at `path` (never overwritten) holding the memories with their embeddings
-    and the queries as recorded sessions."""
+    """A new store of release line `schema` at `path` (never overwritten) holding the
+    memories with their embeddings, the queries as recorded sessions and (with `graph`) the
+    conversation's knowledge graph."""
     p = Path(path)
     if p.exists():
         raise UserError(f"{p}: already exists; refusing to overwrite a store")
     vectors = embedder.embed([m.content for m in memories])
     qvec = embedder.embed([q.question for q in queries])
-    with new_store(p, now=conv.asked_at) as con, transaction(con):
+    with new_store(p, now=conv.asked_at, schema=schema) as con, transaction(con):
         for ddl in _LOCOMO_DDL:
             con.execute(ddl)
         meta = {"sample_id": conv.sample_id, "embedder": embedder.name,
@@ -537,6 +599,8 @@ def write_conversation_store(
         insert_memories(con, _memory_rows(memories))
         insert_embeddings(con, [m.id for m in memories], vectors, embedder.name)
         _write_queries(con, conv, queries, qvec, memories)
+        if graph:
+            _write_graph(con, build_graph(conv.sample_id, conv.speakers, memories), schema)
     return p
 
 
@@ -566,8 +630,10 @@ def convert_locomo(
     kinds: Sequence[str] = ("observation",),
     audit: Sequence[str | Path] = (),
     samples: Sequence[str] | None = None,
+    schema: str = "0.58",
 ) -> ConversionResult:
-    """Every conversation of `data` (or the `samples` named) as `out_dir/<sample id>.db`."""
+    """Every conversation of `data` (or the `samples` named) as `out_dir/<sample id>.db`, a
+    store of release line `schema`."""
     docs = load_locomo(data)
     if samples is not None:
         docs = [d for d in docs if d["sample_id"] in set(samples)]
@@ -580,7 +646,7 @@ def convert_locomo(
         queries = conversation_queries(conv, corrections, problems)
         sid = conv.sample_id
         stores[sid] = write_conversation_store(
-            Path(out_dir) / f"{sid}.db", conv, memories, queries, embedder
+            Path(out_dir) / f"{sid}.db", conv, memories, queries, embedder, schema=schema
         )
         n_mem[sid], n_q[sid] = len(memories), len(queries)
     return ConversionResult(stores, n_mem, n_q, problems)
