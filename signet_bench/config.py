@@ -80,6 +80,23 @@ class PredictorConfig:
     signet_min_effective_score: float = 0.2  # Signet 0.58 pool: keep if score > 0.2 or pinned
     context_fallback_top: int = 10  # context fallback: the top-10 baseline candidates (ref §4)
 
+    # --- knowledge-graph traversal at session start (Signet's traversal config) ---------------
+    max_aspects_per_entity: int = 10  # aspects walked per entity, by weight desc
+    max_attributes_per_aspect: int = 20  # attribute memories per aspect, by importance desc
+    min_dependency_strength: float = 0.3  # an edge is followed when confidence·strength >= this
+    min_confidence: float = 0.5  # ... and its confidence (NULL read as 0.7) >= this
+    max_branching: int = 4  # edges followed per focal entity (the strongest)
+    max_traversal_paths: int = 50  # distinct memories one traversal returns at most
+    boost_weight: float = 0.2  # prompt recall's traversal boost (score = (1-w)·score + w)
+    # The "Active Constraints" section's reserved space: Signet shortens entries to fit and never
+    # drops one; the replay injects constraints whole, outside the main budget.
+    constraint_budget_chars: int = 1000
+    # Project decision against a field failure (one pinned entity's memories filled the whole
+    # injection): memories the graph alone brought into the pool are at most this share of
+    # `candidatePoolSize`, and memories whose score the graph raised take at most this share of
+    # the injection budget (characters; of `top_k` rows without a budget). 1 switches it off.
+    traversal_max_share: float = 0.25
+
     # --- seed 000 text: model (DESIGN §6) -----------------------------------------------------
     native_dim: int = 768
     value_dim: int = 32
@@ -252,6 +269,10 @@ _PROBABILITIES = {
     "low_label_spread",
     "incremental_lr_scale",
     "holdout_share",
+    "min_dependency_strength",
+    "min_confidence",
+    "boost_weight",
+    "traversal_max_share",
 }
 _LABELS = {
     "missing_context_label",

@@ -67,3 +67,19 @@ def test_agent_yaml(tmp_path):
         from_agent_yaml(p)
     p.write_text("other: 1\n")
     assert from_agent_yaml(p) == PredictorConfig()
+
+
+def test_traversal_defaults_and_their_agent_yaml_names():
+    c = DEFAULT_CONFIG
+    assert (c.max_aspects_per_entity, c.max_attributes_per_aspect) == (10, 20)
+    assert (c.min_dependency_strength, c.min_confidence, c.max_branching) == (0.3, 0.5, 4)
+    assert (c.max_traversal_paths, c.boost_weight, c.constraint_budget_chars) == (50, 0.2, 1000)
+    assert c.traversal_max_share == 0.25
+    block = {"maxAspectsPerEntity": 3, "minDependencyStrength": 0.5, "traversalMaxShare": 1}
+    got = from_mapping(block)
+    assert (got.max_aspects_per_entity, got.min_dependency_strength) == (3, 0.5)
+    assert got.traversal_max_share == 1
+    with pytest.raises(ConfigError, match=r"predictor.traversalMaxShare: 1.5 is outside \[0, 1\]"):
+        from_mapping({"traversalMaxShare": 1.5})
+    with pytest.raises(ConfigError, match="predictor.maxBranching: 0 must be positive"):
+        from_mapping({"maxBranching": 0})
