@@ -37,7 +37,7 @@ import polars as pl
 
 from signet_bench.analysis.metrics import ranked_ids
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.candidates import SessionInputs, session_inputs
+from signet_bench.daemon.candidates import GraphColumns, SessionInputs, session_inputs
 from signet_bench.daemon.comparison import (
     Comparison,
     ComparisonInput,
@@ -64,13 +64,15 @@ from signet_bench.daemon.ranking.compat import signet058_session_start
 from signet_bench.daemon.ranking.fts import fts_search, recall_terms
 from signet_bench.daemon.ranking.ranker import CosineRanker
 from signet_bench.daemon.ranking.session_start import SessionStartResult, session_start
-from signet_bench.daemon.session_query import start_query
+from signet_bench.daemon.ranking.traversal import TraversalFlags
+from signet_bench.daemon.session_query import SessionQuery, start_query
 from signet_bench.daemon.trainers import Trainer, TrainingJob
 from signet_bench.errors import UserError
 from signet_bench.learn.samples import SessionSample, build_sample, scored_sessions
 from signet_bench.store import sim as sim_tables
 from signet_bench.store import write as w
 from signet_bench.store.corpus import Corpus
+from signet_bench.store.graph import EntityGraph, read_graph
 from signet_bench.store.read import read_session_memories, read_sessions, release_line
 from signet_bench.store.timestamps import format_iso
 
@@ -176,11 +178,13 @@ class World(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class LoopStore:
-    """The store the loop runs on: its path, its only writer connection, its memories."""
+    """The store the loop runs on: its path, its only writer connection, its memories and its
+    knowledge graph (None: the lifecycle reads it from the store)."""
 
     path: Path
     con: sqlite3.Connection
     corpus: Corpus
+    graph: EntityGraph | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +266,7 @@ class Lifecycle:
         check_mode(opts.mode)
         self.store, self.world, self.trainer, self.opts, self.cfg = store, world, trainer, opts, cfg
         self.con, self.corpus = store.con, store.corpus
+        self.graph = store.graph if store.graph is not None else read_graph(self.con)
         self.line = release_line(self.con)  # the shape the loop's rows take
         sim_tables.ensure_sim_tables(self.con)
         raw = sim_tables.load_sim_state(self.con)
@@ -309,6 +314,8 @@ class Lifecycle:
         prev: PreviousSession | None,
         rows: np.ndarray,
         context: SessionContextVector,
+        query: SessionQuery,
+        flags: TraversalFlags | None = None,
     ) -> SessionInputs:
         return session_inputs(
             self.corpus,
@@ -320,8 +327,9 @@ class Lifecycle:
             previous_start=prev.start if prev else None,
             context=context.vector,
             context_rule=context.rule,
+            graph=_graph_columns(flags),
             cfg=self.cfg,
-            query=start_query(self.con, plan.project, plan.start),
+            query=query,
         )
 
     def _start(
@@ -331,9 +339,12 @@ class Lifecycle:
         start_s = plan.start.timestamp()
         seen: list[SessionInputs] = []
         scorer = self.trainer.scorer(rng)
+        query = start_query(self.con, plan.project, plan.start)
 
-        def predictor(rows: np.ndarray, context: SessionContextVector) -> np.ndarray | None:
-            seen.append(self._inputs(plan, prev, rows, context))
+        def predictor(
+            rows: np.ndarray, context: SessionContextVector, flags: TraversalFlags | None = None
+        ) -> np.ndarray | None:
+            seen.append(self._inputs(plan, prev, rows, context, query, flags))
             return None if scorer is None else scorer(seen[-1])
 
         if self.opts.mode == "ours":
@@ -347,6 +358,8 @@ class Lifecycle:
                 cold_start_exited=self.state.cold_start_exited,
                 rng=rng,
                 cfg=self.cfg,
+                graph=self.graph,
+                query_terms=query.terms,
             )
         else:  # Signet 0.58's cold start never exits by default: its pool is replayed unfused.
             c = self.corpus
@@ -364,9 +377,12 @@ class Lifecycle:
                 self.cfg,
                 is_deleted=c.absent_at(start_s),
                 created_at_text=c.created_text,
+                graph=self.graph,
+                query_terms=query.terms,
             )
         if not seen:
-            seen.append(self._inputs(plan, prev, np.asarray(res.index), res.context_vector))
+            rows = np.asarray(res.index)
+            seen.append(self._inputs(plan, prev, rows, res.context_vector, query, res.flags))
         return res, seen[0]
 
     # -- one session --------------------------------------------------------------------------
@@ -661,10 +677,27 @@ class Lifecycle:
         return report
 
 
+def _graph_columns(flags: TraversalFlags | None) -> GraphColumns | None:
+    """The graph's flags as the candidates' knowledge-graph columns (no slots or density: the
+    recorded rows carry none), so that the loop's inputs equal those the trainer reads back."""
+    if flags is None:
+        return None
+    n = len(flags.is_traversal)
+    return GraphColumns(
+        entity_slot=np.full(n, -1.0),
+        aspect_slot=np.full(n, -1.0),
+        structural_density=np.zeros(n),
+        is_traversal=flags.is_traversal,
+        is_constraint=flags.is_constraint,
+    )
+
+
 def _candidate_rows(res: SessionStartResult, inputs: SessionInputs) -> list[w.CandidateRow]:
     """The session start's candidates as `session_memories` rows (ranks: `rank` 0-based
     baseline position, `predictor_rank` 1-based, NULL when the predictor did not score;
-    `is_constraint`: a constraint of the session's scope, the ones that are forced in)."""
+    `is_constraint`: a constraint of the session's scope or of a focal entity, the ones that
+    are forced in; `path_json`: the traversal path of a memory the graph reached)."""
+    paths = res.path_json
     return [
         w.CandidateRow(
             memory_id=str(res.memory_id[i]),
@@ -678,6 +711,7 @@ def _candidate_rows(res: SessionStartResult, inputs: SessionInputs) -> list[w.Ca
             was_injected=bool(res.was_injected[i]),
             predictor_rank=None if res.predictor_rank[i] < 0 else int(res.predictor_rank[i]),
             is_constraint=bool(inputs.is_constraint[i]),
+            path_json=paths[i],
         )
         for i in range(len(res.index))
     ]

@@ -515,6 +515,7 @@ class CandidateRow:
     entity_slot: int | None = None
     aspect_slot: int | None = None
     structural_density: int | None = None
+    path_json: str | None = None  # the knowledge-graph path that reached it (current stores)
 
 
 def _agent(con: sqlite3.Connection) -> tuple[str, str, tuple[str, ...]]:
@@ -525,18 +526,28 @@ def _agent(con: sqlite3.Connection) -> tuple[str, str, tuple[str, ...]]:
     return "", "", ()
 
 
+def _has_path_json(con: sqlite3.Connection) -> bool:
+    """Whether the store's `session_memories` records traversal paths (current Signet's)."""
+    return any(r[1] == "path_json" for r in con.execute("PRAGMA table_info(session_memories)"))
+
+
 def record_session_candidates(
     con: sqlite3.Connection, session_key: str, rows: Sequence[CandidateRow], created_at: str
 ) -> int:
-    """Signet recordSessionCandidates: `INSERT OR IGNORE`, fts_hit_count 0. Returns rows added."""
+    """Signet recordSessionCandidates: `INSERT OR IGNORE`, fts_hit_count 0; a row's traversal
+    path goes to `path_json` where the store has that column. Returns rows added."""
     before = con.total_changes
     column, _, agent = _agent(con)
+    paths = any(r.path_json is not None for r in rows) and _has_path_json(con)
+    path_column = ", path_json" if paths else ""
     con.executemany(
         f"""INSERT OR IGNORE INTO session_memories (
             id, session_key, memory_id, source, effective_score, predictor_score, final_score,
             rank, was_injected, fts_hit_count, created_at, entity_slot, aspect_slot,
-            is_constraint, structural_density, predictor_rank, agent_feedback_count{column})
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, 0{", ?" * len(agent)})""",
+            is_constraint, structural_density, predictor_rank, agent_feedback_count{column}
+            {path_column})
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, 0{", ?" * len(agent)}
+            {", ?" if paths else ""})""",
         [
             (
                 _uid(session_key, r.memory_id),
@@ -555,6 +566,7 @@ def record_session_candidates(
                 r.structural_density,
                 r.predictor_rank,
                 *agent,
+                *((r.path_json,) if paths else ()),
             )
             for r in rows
         ],

@@ -17,9 +17,11 @@ import pytest
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.loop import SimOptions, Simulator, simulate
 from signet_bench.daemon.ranking.compat import signet058_session_start
+from signet_bench.daemon.session_query import start_query
 from signet_bench.learn.samples import load_samples
 from signet_bench.store import sim as store_sim
 from signet_bench.store import write as store_write
+from signet_bench.store.graph import read_graph
 from signet_bench.store.read import open_readonly, read_memories
 from signet_bench.store.timestamps import parse_ts
 from signet_bench.world.synth.build import build_persona_store
@@ -436,19 +438,25 @@ def test_compat_mode_reproduces_recorded_ranks(tmp_path: Path):
         sessions = con.execute(
             "SELECT idx, session_key, project, started_at FROM sim_sessions ORDER BY idx"
         ).fetchall()
-        recorded = {}
-        for _, key, _, _ in sessions:
+        recorded, terms = {}, {}
+        for _, key, proj, started_at in sessions:
             recorded[key] = con.execute(
-                "SELECT memory_id, rank, was_injected, effective_score FROM session_memories "
-                "WHERE session_key = ? AND source = 'effective' ORDER BY rank",
+                "SELECT memory_id, rank, was_injected, effective_score, source"
+                " FROM session_memories WHERE session_key = ? AND source <> 'fts_only'"
+                " ORDER BY rank",
                 (key,),
             ).fetchall()
-        other_sources = con.execute(
-            "SELECT DISTINCT source FROM session_memories WHERE source <> 'effective'"
-        ).fetchall()
+            terms[key] = start_query(con, proj, parse_ts(started_at)).terms
+        other_sources = {
+            r[0]
+            for r in con.execute(
+                "SELECT DISTINCT source FROM session_memories WHERE source <> 'effective'"
+            )
+        }
+        graph = read_graph(con)  # the knowledge graph its supersessions left
     finally:
         con.close()
-    assert other_sources in ([], [("fts_only",)])  # no exploration, no fusion sources
+    assert other_sources <= {"fts_only", "ka_traversal"}  # no exploration, no fusion sources
 
     f = mem.frame
     # any input order: the daemon's SQL orders rows itself
@@ -480,10 +488,13 @@ def test_compat_mode_reproduces_recorded_ranks(tmp_path: Path):
             CFG,
             is_deleted=created > start,
             created_at_text=created_text,
+            graph=graph,
+            query_terms=terms[key],
         )
         rows = recorded[key]
         assert [r[1] for r in rows] == list(range(len(rows))), idx  # ranks 0..N-1
         assert [r[0] for r in rows] == [str(m) for m in res.memory_id], idx
+        assert [r[4] for r in rows] == res.source.tolist(), idx
         assert [bool(r[2]) for r in rows] == res.was_injected.tolist(), idx
         np.testing.assert_allclose([r[3] for r in rows], res.effective_score, rtol=1e-9)
         checked += 1

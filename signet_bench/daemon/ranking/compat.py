@@ -7,11 +7,19 @@ session_memories.rank 0..N-1); fused score `1/(12 + i + 1)` (or RRF when predict
 given); topic diversity; greedy 2,000-char budget. Ties follow Signet's stable JavaScript sorts,
 not our (score desc, id asc) rule, so that ranks match the daemon's rows: equal keys keep the
 created_at DESC window order, and equal created_at falls back to memory id asc.
+
+With a knowledge graph (step 5, `traversal.py`): a traversal memory already in the kept window
+takes max(its effScore, its traversal score); the others are appended with their traversal
+score and source 'ka_traversal', before the project-first sort and the slice. The focal
+entities' constraints join the same way; they survive the slice and are injected after the
+budget (Signet keeps their section outside it). The share cap of our own session start is not
+applied: this is Signet's pool, field failure included.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -20,8 +28,19 @@ from signet_bench.daemon.context import SessionContextVector
 from signet_bench.daemon.ranking.baseline import age_days, as_ids, effective_score, top_k_indices
 from signet_bench.daemon.ranking.diversity import topic_diversity
 from signet_bench.daemon.ranking.fusion import NOT_RANKED, baseline_only_scores, rrf_fuse
-from signet_bench.daemon.ranking.select import content_lengths, select_with_budget
+from signet_bench.daemon.ranking.select import (
+    content_lengths,
+    select_with_budget,
+    with_constraints,
+)
 from signet_bench.daemon.ranking.session_start import SessionStartResult, ranked_result
+from signet_bench.daemon.ranking.traversal import (
+    Traversal,
+    TraversalFlags,
+    candidate_flags,
+    session_traversal,
+)
+from signet_bench.store.graph import EntityGraph
 
 __all__ = ["signet058_session_start"]
 
@@ -71,16 +90,59 @@ def _project_first(
     project: Sequence[str | None] | np.ndarray,
     session_project: str | None,
     pool_size: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The first `pool_size` rows by project match (when a project is given), then effScore
-    desc, stable; with their effScores."""
+    keep: np.ndarray | None = None,
+) -> np.ndarray:
+    """Positions in `window` of the first `pool_size` rows by project match (when a project is
+    given), then effScore desc, stable; rows marked `keep` (constraints) survive the slice,
+    taking the places of the last others."""
     if session_project:
         proj = np.asarray(project, dtype=object)[window]
         match = np.fromiter((p == session_project for p in proj), dtype=bool, count=len(proj))
     else:
         match = np.zeros(len(window), dtype=bool)
-    order = np.lexsort((np.arange(len(window)), -eff, ~match))[:pool_size]
-    return window[order], eff[order]
+    order = np.lexsort((np.arange(len(window)), -eff, ~match))
+    if keep is None:
+        return order[:pool_size]
+    kept = keep[order]
+    others = max(pool_size - int(kept.sum()), 0)
+    return order[kept | (np.cumsum(~kept) <= others)]
+
+
+@dataclass(frozen=True, slots=True)
+class _Joined:
+    """The kept window with the graph's memories joined: rows, effScores, which joined through
+    the graph alone, which owe their place to it (joined, or effScore raised), which are the
+    focal entities' constraints."""
+
+    rows: np.ndarray
+    eff: np.ndarray
+    joined: np.ndarray
+    carried: np.ndarray
+    forced: np.ndarray
+
+
+def _join_traversal(window: np.ndarray, eff: np.ndarray, walked: Traversal | None) -> _Joined:
+    """Step 5: traversal memories (and the focal entities' constraints) join the kept window."""
+    none = np.zeros(len(window), dtype=bool)
+    if walked is None:
+        return _Joined(window, eff, none, none, none)
+    extra = ~np.isin(walked.constraint_rows, walked.rows)
+    rows = np.concatenate([walked.rows, walked.constraint_rows[extra]])
+    score = np.concatenate([walked.score, walked.constraint_score[extra]])
+    inside = np.isin(rows, window)
+    by_row = np.argsort(window)
+    pos = by_row[np.searchsorted(window, rows[inside], sorter=by_row)]
+    raised = eff.copy()
+    raised[pos] = np.maximum(eff[pos], score[inside])
+    all_rows = np.concatenate([window, rows[~inside]])
+    new = np.ones(int((~inside).sum()), dtype=bool)
+    return _Joined(
+        all_rows,
+        np.concatenate([raised, score[~inside]]),
+        np.concatenate([none, new]),
+        np.concatenate([raised > eff, new]),
+        np.isin(all_rows, walked.constraint_rows),
+    )
 
 
 def _predictor_fusion(
@@ -107,12 +169,14 @@ def _budget_injection(
     cand: np.ndarray,
     contents: Sequence[str] | np.ndarray,
     cfg: PredictorConfig,
+    is_constraint: np.ndarray,
 ) -> np.ndarray:
-    """Greedy character-budget injection in final order: the injected mask in baseline
-    order."""
+    """Greedy character-budget injection in final order, then the constraints it did not
+    reach: the injected mask in baseline order."""
     n = len(cand)
     lengths = content_lengths([contents[i] for i in cand]) if n else np.zeros(0, np.int64)
     injected_order = select_with_budget(final_order, lengths, cfg.injection_budget_chars)
+    injected_order = with_constraints(injected_order, final_order, is_constraint)
     mask = np.zeros(n, dtype=bool)
     mask[injected_order] = True
     return mask
@@ -135,6 +199,8 @@ def signet058_session_start(
     created_at_text: Sequence[str] | np.ndarray | None = None,
     predictor_scores: np.ndarray | None = None,
     alpha: float = 1.0,
+    graph: EntityGraph | None = None,
+    query_terms: Sequence[str] = (),
 ) -> SessionStartResult:
     """Reproduce Signet 0.58's session-start pool, fused scores and injected set.
 
@@ -143,14 +209,25 @@ def signet058_session_start(
     JavaScript. `predictor_scores` (aligned with the inputs, NaN = not scored) switch fusion to
     RRF with `alpha`; with alpha = 1 (cold start) that equals the no-predictor scores; equal
     predictor scores rank in baseline order. candidatePoolLimit is `cfg.candidate_pool_size`
-    (100 in both). Exploration is not applied: 0.58's cold start never exits by default."""
+    (100 in both). Exploration is not applied: 0.58's cold start never exits by default.
+    `graph` adds step 5's traversal (focal entities from the pinned ones, the project and
+    `query_terms`)."""
     id_arr = as_ids(ids)
     live = np.ones(len(id_arr), bool) if is_deleted is None else ~np.asarray(is_deleted, bool)
     rows = np.flatnonzero(live)
     limit = cfg.signet_recall_limit * 3
     window = _recency_window(id_arr, rows, created_at_epoch, created_at_text, limit)
     window, eff = _keep_effective(window, importance, pinned, created_at_epoch, now_epoch, cfg)
-    cand, eff = _project_first(window, eff, project, session_project, cfg.candidate_pool_size)
+    walked = session_traversal(
+        graph, ids if isinstance(ids, np.ndarray) else id_arr, np.asarray(importance, float),
+        session_project, query_terms, now_epoch, live, cfg,
+    )  # fmt: skip
+    pool = _join_traversal(window, eff, walked)
+    at = _project_first(
+        pool.rows, pool.eff, project, session_project, cfg.candidate_pool_size,
+        keep=None if walked is None else pool.forced,
+    )  # fmt: skip
+    cand, eff, cons = pool.rows[at], pool.eff[at], pool.forced[at]
     n = len(cand)
     c_ids = id_arr[cand]
     pred, prank, fused = _predictor_fusion(predictor_scores, cand, alpha, cfg)
@@ -160,11 +237,26 @@ def signet058_session_start(
         fused, c_ids, emb, np.asarray(has_emb, bool)[cand], cfg, order=_stable_desc(fused)
     )
     final_order = _stable_desc(final)  # re-sorted from baseline order, so ties keep it
-    mask = _budget_injection(final_order, cand, contents, cfg)
+    mask = _budget_injection(final_order, cand, contents, cfg, cons)
+    flags = _flags(walked, pool, at, cand, len(id_arr))
+    source = np.where(pool.joined[at], "ka_traversal", "effective").astype(object)
     return ranked_result(
         cand, c_ids, eff, pred, prank, fused, final, overlaps, mask, final_order,
-        is_constraint=np.zeros(n, dtype=bool), source=np.full(n, "effective", dtype=object),
+        is_constraint=cons, source=source,
         predictor_used=bool(np.isfinite(pred).any()), alpha=float(alpha),
         context_vector=SessionContextVector(None, "none"), corpus_size=len(rows),
-        window_size=int(min(len(rows), limit)), kept_size=len(window),
+        window_size=int(min(len(rows), limit)), kept_size=len(window), traversal=walked,
+        flags=flags,
     )  # fmt: skip
+
+
+def _flags(
+    walked: Traversal | None, pool: _Joined, at: np.ndarray, cand: np.ndarray, n: int
+) -> TraversalFlags | None:
+    """The graph's flags of the candidates (None without a traversal)."""
+    if walked is None:
+        return None
+    joined, carried = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    joined[cand] = pool.joined[at]
+    carried[cand] = pool.carried[at]
+    return candidate_flags(walked, cand, joined, carried, pool.forced[at])

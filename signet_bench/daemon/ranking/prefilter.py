@@ -4,18 +4,31 @@ Pool = top-50 by effectiveScore ∪ top-50 by cosine(context, memory) among the 
 effectiveScore, plus every constraint; memories whose decayed importance is below 0.1 are
 excluded first (pinned memories and constraints never are). All rankings break ties by
 (score desc, memory id asc).
+
+With a knowledge graph, the pool also takes the memories its traversal reaches (the seed's
+traversal candidates; `traversal_join`): a memory the effective score already picks keeps the
+higher of its effective and traversal scores, the others join with their traversal score, at
+most `traversal.pool_quota` of them (the best by traversal score).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.ranking.baseline import as_ids, rank_order, top_k_indices
 
-__all__ = ["cosine_to", "eligible_mask", "prefilter", "similarity_pool"]
+__all__ = [
+    "TraversalJoin",
+    "cosine_to",
+    "eligible_mask",
+    "prefilter",
+    "similarity_pool",
+    "traversal_join",
+]
 
 
 def cosine_to(context: np.ndarray, matrix: np.ndarray) -> np.ndarray:
@@ -75,14 +88,16 @@ def prefilter(
     importance_decayed: np.ndarray | None = None,
     pinned: np.ndarray | None = None,
     excluded: np.ndarray | None = None,
+    joined: np.ndarray | None = None,
     cfg: PredictorConfig = DEFAULT_CONFIG,
 ) -> np.ndarray:
     """Candidate indices in baseline order (effectiveScore desc, id asc), at most 100.
 
     `context_sims[i]` is cosine(context, memory i); NaN (no embedding, or outside the
     similarity pool) or `context_sims=None` (no context) leaves the similarity path empty.
-    Over the cap, constraints are kept first, then the best by effectiveScore. `excluded`
-    memories (soft-deleted ones) never enter, constraints included."""
+    `joined` memories (the graph's traversal candidates) enter whatever their rank. Over the
+    cap, constraints are kept first, then the best by effectiveScore. `excluded` memories
+    (soft-deleted ones) never enter, constraints and joined ones included."""
     eff = np.asarray(eff_scores, dtype=np.float64)
     id_arr = as_ids(ids)
     n = len(eff)
@@ -93,6 +108,10 @@ def prefilter(
         cons &= ~np.asarray(excluded, dtype=bool)
     dec = eff if importance_decayed is None else importance_decayed
     eligible = eligible_mask(dec, pinned=pinned, is_constraint=cons, excluded=excluded, cfg=cfg)
+    extra = np.zeros(n, dtype=bool) if joined is None else np.asarray(joined, dtype=bool)
+    if excluded is not None:
+        extra &= ~np.asarray(excluded, dtype=bool)
+    eligible |= extra
 
     elig_idx = np.flatnonzero(eligible)
     elig_eff = eff[elig_idx]
@@ -100,7 +119,7 @@ def prefilter(
     by_eff = elig_idx[top_k_indices(elig_eff, elig_ids, cfg.prefilter_effective_top)]
     chosen = np.zeros(n, dtype=bool)
     chosen[by_eff] = True
-    chosen |= cons
+    chosen |= cons | extra
 
     if context_sims is not None:
         pool = elig_idx[top_k_indices(elig_eff, elig_ids, cfg.prefilter_similarity_pool)]
@@ -116,3 +135,53 @@ def prefilter(
         keep = np.lexsort((id_arr[cand], -eff[cand], ~cons[cand]))[:cap]
         cand = cand[keep]
     return cand[rank_order(eff[cand], id_arr[cand])]
+
+
+@dataclass(frozen=True, slots=True)
+class TraversalJoin:
+    """The pool's inputs once the graph's traversal candidates join (corpus-aligned):
+    effective scores, eligibility, the memories that join through the graph alone (`joined`:
+    recorded with source 'ka_traversal') and those whose place the graph made (`carried`: the
+    joined ones and those whose score it raised)."""
+
+    eff: np.ndarray
+    eligible: np.ndarray
+    joined: np.ndarray
+    carried: np.ndarray
+
+
+def traversal_join(
+    eff_scores: np.ndarray,
+    eligible: np.ndarray,
+    ids: Sequence[str] | np.ndarray,
+    rows: np.ndarray,
+    scores: np.ndarray,
+    *,
+    is_constraint: np.ndarray,
+    quota: int,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+) -> TraversalJoin:
+    """Traversal candidates (`rows`, live corpus rows, with their traversal `scores`) in the
+    pool's inputs. One the effective-score path already picks (top-50 by effectiveScore, or a
+    constraint) keeps max(effective, traversal); of the others, the `quota` best by traversal
+    score (memory id asc at ties) join with their traversal score, eligible whatever their
+    decayed importance; the rest stay as they were."""
+    eff = np.asarray(eff_scores, dtype=np.float64)
+    id_arr = as_ids(ids)
+    elig_idx = np.flatnonzero(eligible)
+    picked = np.zeros(len(eff), dtype=bool)
+    picked[
+        elig_idx[top_k_indices(eff[elig_idx], id_arr[elig_idx], cfg.prefilter_effective_top)]
+    ] = True
+    picked |= np.asarray(is_constraint, dtype=bool) & eligible
+    rows = np.asarray(rows, dtype=np.int64)
+    scores = np.asarray(scores, dtype=np.float64)
+    old = picked[rows]
+    new_rows, new_scores = rows[~old], scores[~old]
+    sel = top_k_indices(new_scores, id_arr[new_rows], max(quota, 0))
+    out = eff.copy()
+    out[rows[old]] = np.maximum(eff[rows[old]], scores[old])
+    out[new_rows[sel]] = new_scores[sel]
+    joined = np.zeros(len(eff), dtype=bool)
+    joined[new_rows[sel]] = True
+    return TraversalJoin(out, eligible | joined, joined, joined | (out > eff))

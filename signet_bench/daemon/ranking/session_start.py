@@ -1,14 +1,20 @@
-"""Our session start, as a pure function: pre-filter -> baseline -> predictor scores (optional)
--> RRF(alpha) -> topic diversity -> selection (superseded out, budget and/or top-k,
-constraints kept; see select.py) -> exploration. Every ordering breaks ties by (score desc,
-memory id asc).
+"""Our session start, as a pure function: pre-filter (with the knowledge graph's traversal
+candidates when a graph is given) -> baseline -> predictor scores (optional) -> RRF(alpha) ->
+topic diversity -> selection (superseded out, budget and/or top-k, constraints kept; see
+select.py) -> exploration. Every ordering breaks ties by (score desc, memory id asc).
+
+With a graph (`store.graph`, walked by `traversal.py`): the traversal's memories join the pool
+(`prefilter.traversal_join`), the focal entities' constraints are kept and injected like every
+constraint of the session's scope, and the memories whose place the graph made take at most
+`traversalMaxShare` of the injection budget. Without a graph, or when the walk reaches nothing,
+the result is exactly what it is without this step.
 
 It returns every per-candidate number the loop records in session_memories.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,16 +36,27 @@ from signet_bench.daemon.ranking.prefilter import (
     eligible_mask,
     prefilter,
     similarity_pool,
+    traversal_join,
 )
 from signet_bench.daemon.ranking.select import content_lengths, select_injected
+from signet_bench.daemon.ranking.traversal import (
+    Traversal,
+    TraversalFlags,
+    candidate_flags,
+    injection_overflow,
+    pool_quota,
+    session_traversal,
+)
 from signet_bench.store.corpus import Corpus
+from signet_bench.store.graph import EntityGraph
 
 __all__ = ["Predictor", "SessionStartResult", "ranked_result", "session_start"]
 
-Predictor = Callable[[np.ndarray, SessionContextVector], "np.ndarray | None"]
+Predictor = Callable[..., "np.ndarray | None"]
 """`predictor(candidate_rows, context) -> scores`: `candidate_rows` index the corpus (in
 baseline order); the scores align with them (NaN = not scored), or None when the predictor is
-offline. It should fail open (return None) rather than raise."""
+offline. It should fail open (return None) rather than raise. When the knowledge graph added
+to the pool it is called with a third argument, the candidates' `TraversalFlags`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +95,8 @@ class SessionStartResult:
     displaced_id: str | None = None
     window_size: int | None = None  # Signet 0.58's pool: rows in its created_at DESC window
     kept_size: int | None = None  # ... and those passing effScore > 0.2 or pinned
+    traversal: Traversal | None = None  # the graph's walk (None: no graph, or it reached none)
+    flags: TraversalFlags | None = None  # what the graph says of each candidate
 
     @property
     def context(self) -> np.ndarray | None:
@@ -95,6 +114,14 @@ class SessionStartResult:
         return [str(x) for x in self.memory_id[self.injected_order]]
 
     @property
+    def path_json(self) -> np.ndarray:
+        """(n,) object: each candidate's traversal path as `session_memories.path_json` holds
+        it (None where the graph did not reach it)."""
+        if self.flags is None:
+            return np.full(len(self.index), None, dtype=object)
+        return self.flags.path_json
+
+    @property
     def diversity_adjusted(self) -> int:
         """How many candidates topic diversity attenuated (the dashboard's count)."""
         return int((self.overlap_count > 0).sum())
@@ -102,10 +129,13 @@ class SessionStartResult:
 
 @dataclass(frozen=True, slots=True)
 class _Pool:
-    """The pre-filtered candidates (corpus rows, baseline order) and the session's context."""
+    """The pre-filtered candidates (corpus rows, baseline order), the session's context, the
+    effective scores the pool was ranked by, and the graph's flags of the candidates."""
 
     cand: np.ndarray
     context: SessionContextVector
+    eff: np.ndarray
+    flags: TraversalFlags | None = None
 
 
 def _candidate_pool(
@@ -116,11 +146,19 @@ def _candidate_pool(
     absent: np.ndarray,
     previous_used: Iterable[str],
     cfg: PredictorConfig,
+    walked: Traversal | None = None,
 ) -> _Pool:
     """The session context (`context.session_context` over the eligible memories' baseline
-    order) and the pre-filter over the live corpus."""
+    order) and the pre-filter over the live corpus, the graph's traversal candidates joined."""
     ids, has, pin = corpus.ids, corpus.has_embedding, corpus.pinned
     eligible = eligible_mask(dec, pinned=pin, is_constraint=cons, excluded=absent, cfg=cfg)
+    join = None
+    if walked is not None:
+        join = traversal_join(
+            eff, eligible, ids, walked.rows, walked.score, is_constraint=cons,
+            quota=pool_quota(cfg), cfg=cfg,
+        )  # fmt: skip
+        eff, eligible = join.eff, join.eligible
     idx = np.flatnonzero(eligible)
     top = idx[top_k_indices(eff[idx], ids[idx], cfg.context_fallback_top)]
     context = session_context(corpus.embeddings, has, corpus.row_of, previous_used, top, cfg)
@@ -132,19 +170,25 @@ def _candidate_pool(
         sims[pool] = cosine_to(context.vector, np.asarray(corpus.embeddings[pool]))
     cand = prefilter(
         eff, sims, ids, is_constraint=cons, importance_decayed=dec, pinned=pin,
-        excluded=absent, cfg=cfg,
+        excluded=absent, joined=None if join is None else join.joined, cfg=cfg,
     )  # fmt: skip
-    return _Pool(cand, context)
+    if walked is None or join is None:
+        return _Pool(cand, context, eff)
+    flags = candidate_flags(walked, cand, join.joined, join.carried, cons[cand])
+    return _Pool(cand, context, eff, flags)
 
 
 def _predict(
-    cand: np.ndarray, context: SessionContextVector, predictor: Predictor | None
+    cand: np.ndarray,
+    context: SessionContextVector,
+    predictor: Predictor | None,
+    flags: TraversalFlags | None = None,
 ) -> np.ndarray:
     """Predictor scores aligned with `cand`; NaN where not scored or the predictor is offline."""
     n = len(cand)
     pred = np.full(n, np.nan)
     if predictor is not None and context.vector is not None and n:
-        out = predictor(cand, context)
+        out = predictor(cand, context) if flags is None else predictor(cand, context, flags)
         if out is not None:
             pred = np.asarray(out, dtype=np.float64).reshape(n)
     return np.where(np.isfinite(pred), pred, np.nan)
@@ -156,7 +200,7 @@ def _explore(
     fz: Fused,
     ids: np.ndarray,
     cons: np.ndarray,
-    stale: np.ndarray,
+    unexplorable: np.ndarray,
     rng: np.random.Generator | None,
     cold_start_exited: bool,
     cfg: PredictorConfig,
@@ -168,11 +212,44 @@ def _explore(
         return ExplorationResult(injected), source
     ex = maybe_explore(
         injected, final, np.arange(1, n + 1), fz.prank, ids, rng, predictor_used=fz.used,
-        cold_start_exited=cold_start_exited, protected=cons, excluded=stale, cfg=cfg,
+        cold_start_exited=cold_start_exited, protected=cons, excluded=unexplorable, cfg=cfg,
     )  # fmt: skip
     if ex.explored_index is not None:
         source[ex.explored_index] = "exploration"
     return ex, source
+
+
+def _held_back(
+    flags: TraversalFlags | None,
+    final_order: np.ndarray,
+    lengths: np.ndarray,
+    budget_chars: int | None,
+    top_k: int | None,
+    cfg: PredictorConfig,
+) -> np.ndarray | None:
+    """Candidates the graph's share of the injection leaves out (None without a graph)."""
+    if flags is None:
+        return None
+    carried = flags.carried & ~flags.is_constraint
+    return injection_overflow(
+        final_order, carried, lengths, budget_chars=budget_chars, top_k=top_k, cfg=cfg
+    )
+
+
+def _sources(source: np.ndarray, flags: TraversalFlags | None) -> np.ndarray:
+    """'ka_traversal' for the candidates the graph alone brought (unless explored)."""
+    if flags is None:
+        return source
+    return np.where(flags.is_traversal & (source == "effective"), "ka_traversal", source)
+
+
+def _forced(corpus: Corpus, project: str | None, walked: Traversal | None) -> np.ndarray:
+    """The constraints a session must inject: its scope's, and the focal entities'."""
+    cons = corpus.is_constraint & corpus.in_scope(project)
+    if walked is not None and len(walked.constraint_rows):
+        cons = cons.copy()
+        cons[walked.constraint_rows] = True
+    return cons
 
 
 def session_start(
@@ -189,6 +266,8 @@ def session_start(
     use_budget: bool = True,
     top_k: int | None = None,
     cfg: PredictorConfig = DEFAULT_CONFIG,
+    graph: EntityGraph | None = None,
+    query_terms: Sequence[str] = (),
 ) -> SessionStartResult:
     """Rank and select the memories of `corpus` to inject at a session start of `project`.
 
@@ -201,39 +280,52 @@ def session_start(
     injected; the greedy budget (`budget_chars`, default the config's 2,000;
     `use_budget=False` to skip), then the first `top_k` if given, then every constraint.
     Exploration runs only with an `rng`, a used predictor and `cold_start_exited`; it never
-    displaces a constraint nor explores a superseded row in."""
+    displaces a constraint nor explores a superseded row in. `graph` adds its traversal
+    (focal entities from the pinned ones, the project and `query_terms`; see traversal.py).
+    Exploration never explores in a memory the graph alone brought: its row would record
+    'exploration' instead of 'ka_traversal', and training would lose the traversal flag the
+    scorer saw."""
     ids, has = corpus.ids, corpus.has_embedding
-    cons_all = corpus.is_constraint & corpus.in_scope(project)
     age = age_days(corpus.created_at, now_epoch)
     dec = decayed_importance(corpus.importance, age, cfg)
     eff = effective_score(corpus.importance, age, corpus.pinned, cfg)
     absent = corpus.absent_at(now_epoch)
-    pool = _candidate_pool(corpus, eff, dec, cons_all, absent, previous_used, cfg)
-    cand = pool.cand
+    walked = session_traversal(
+        graph, ids, corpus.importance, project, query_terms, now_epoch, ~absent, cfg
+    )
+    cons_all = _forced(corpus, project, walked)
+    pool = _candidate_pool(corpus, eff, dec, cons_all, absent, previous_used, cfg, walked)
+    cand, flags = pool.cand, pool.flags
     n = len(cand)
     c_ids, cons = ids[cand].astype(str), cons_all[cand]
     stale = corpus.superseded_by(now_epoch)[cand]
-    pred = _predict(cand, pool.context, predictor)
+    pred = _predict(cand, pool.context, predictor, flags)
     fz = fuse(pred, c_ids, alpha, cfg)
     final, overlaps = topic_diversity(fz.fused, c_ids, corpus.embeddings[cand], has[cand], cfg)
     final_order = rank_order(final, c_ids)
 
     lengths = content_lengths([corpus.contents[i] for i in cand]) if n else np.zeros(0, np.int64)
-    budget = cfg.injection_budget_chars if budget_chars is None else budget_chars
-    selected = select_injected(
-        final_order, lengths, cons, is_superseded=stale,
-        budget_chars=budget if use_budget else None, top_k=top_k,
-    )  # fmt: skip
-    ex, source = _explore(
-        np.isin(np.arange(n), selected), final, fz, c_ids, cons, stale, rng, cold_start_exited, cfg
+    budget = (
+        (cfg.injection_budget_chars if budget_chars is None else budget_chars)
+        if use_budget
+        else None
     )
-    mask = ex.injected
-
+    held = _held_back(flags, final_order, lengths, budget, top_k, cfg)
+    selected = select_injected(
+        final_order, lengths, cons, is_superseded=stale if held is None else stale | held,
+        budget_chars=budget, top_k=top_k,
+    )  # fmt: skip
+    unexplored = stale if flags is None else stale | flags.is_traversal
+    ex, source = _explore(
+        np.isin(np.arange(n), selected), final, fz, c_ids, cons, unexplored, rng,
+        cold_start_exited, cfg,
+    )  # fmt: skip
     return ranked_result(
-        cand, c_ids, eff[cand], pred, fz.prank, fz.fused, final, overlaps, mask, final_order,
-        is_constraint=cons, source=source, predictor_used=fz.used, alpha=fz.alpha,
-        context_vector=pool.context, corpus_size=int((~absent).sum()),
-        explored_id=ex.explored_id, displaced_id=ex.displaced_id,
+        cand, c_ids, pool.eff[cand], pred, fz.prank, fz.fused, final, overlaps, ex.injected,
+        final_order, is_constraint=cons, source=_sources(source, flags),
+        predictor_used=fz.used, alpha=fz.alpha, context_vector=pool.context,
+        corpus_size=int((~absent).sum()), explored_id=ex.explored_id,
+        displaced_id=ex.displaced_id, traversal=walked, flags=flags,
     )  # fmt: skip
 
 
