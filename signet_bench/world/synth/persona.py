@@ -138,6 +138,7 @@ class Persona:
     supersede_share: float = SUPERSEDE_SHARE  # of all memories
     supersede_modes: tuple[tuple[str, float], ...] = SUPERSEDE_MODES  # how the old one goes
     embedder: str = "topic"  # what `build_persona_store` embeds with unless told otherwise
+    graph: bool = False  # a knowledge graph (`synth.graph`) that relevance flows through
 
     def __post_init__(self) -> None:
         ZoneInfo(self.tz)  # fail early on a bad zone name
@@ -180,8 +181,12 @@ class Persona:
         return grids * self.shares(fraction)[:, None, None]
 
     def to_json(self) -> str:
-        """The persona as JSON (round-trips through `Persona.from_json`)."""
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+        """The persona as JSON (round-trips through `Persona.from_json`); `graph` is written
+        only when set, so a persona without a graph reads as it always has."""
+        d = dataclasses.asdict(self)
+        if not d["graph"]:
+            del d["graph"]
+        return json.dumps(d, sort_keys=True)
 
     @staticmethod
     def from_json(text: str) -> Persona:
@@ -204,6 +209,7 @@ class Persona:
                 (str(m), float(w)) for m, w in d.get("supersede_modes", SUPERSEDE_MODES)
             ),
             embedder=d.get("embedder", "topic"),
+            graph=bool(d.get("graph", False)),
         )
 
 
@@ -298,6 +304,7 @@ def _builtin(
     sessions_per_day: float,
     global_share: float = 0.08,
     drift_at: float | None = None,
+    graph: bool = False,
 ) -> Persona:
     """A built-in persona: its own projects, size and pace; the shared global topic and span."""
     return Persona(
@@ -311,6 +318,7 @@ def _builtin(
         span_days=BUILTIN_SPAN_DAYS,
         sessions_per_day=sessions_per_day,
         drift_at=drift_at,
+        graph=graph,
     )
 
 
@@ -365,6 +373,21 @@ def _multi_projects() -> tuple[Project, ...]:
     )
 
 
+def _architect_projects() -> tuple[Project, ...]:
+    by_day = Schedule(_hours((9, 18, 1.0), (8, 9, 0.4)), WEEKDAYS_ONLY)
+    afternoons = Schedule(_hours((13, 21, 1.0)), _days(1, 1, 1, 1, 1, 0.3, 0.2))
+    mornings = Schedule(_hours((7, 12, 1.0)), _days(1, 1, 1, 1, 1, 0.1, 0.05))
+    fridays = Schedule(_hours((12, 18, 1.0)), _days(0.2, 0.2, 0.2, 0.2, 1, 0.05, 0.05))
+    # Topics shared between projects (postgres, auth, observability, ci) give the shared
+    # libraries and the cross-project dependencies of the knowledge graph something to join.
+    return (
+        _project("storefront", "api payments postgres caching auth", 0.40, by_day),
+        _project("fleetctl", "kubernetes observability networking auth ci", 0.28, afternoons),
+        _project("insights", "analytics queues postgres search observability", 0.20, mornings),
+        _project("handbook", "docs ci deploy", 0.12, fridays),
+    )
+
+
 PERSONAS: dict[str, Persona] = {
     p.name: p
     for p in (
@@ -404,6 +427,16 @@ PERSONAS: dict[str, Persona] = {
             _multi_projects(),
             n_memories=2000,
             sessions_per_day=25.0,
+        ),
+        _builtin(
+            "architect",
+            "Europe/Lisbon",
+            "a platform architect whose work revolves around services, shared libraries, the "
+            "people who own them and four products; a knowledge graph names them all",
+            _architect_projects(),
+            n_memories=4000,
+            sessions_per_day=40.0,
+            graph=True,
         ),
     )
 }

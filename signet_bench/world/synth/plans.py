@@ -5,12 +5,14 @@ process thinned by the activity of the local hour and weekday, scaled to `sessio
 the project is drawn from the projects' activity at that local time; the focus topic stays the
 one of the project's previous session with probability `TOPIC_PERSISTENCE` (so the previous
 session is informative), else it is drawn from the project's topic mix. A drifting persona uses
-its post-drift mix from session `drift_at * n` on.
+its post-drift mix from session `drift_at * n` on. In a world with a knowledge graph, a share of
+the prompts (`ENTITY_PROMPT_SHARE`) names the entities the focus topic makes focal.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
@@ -22,6 +24,7 @@ from signet_bench.world.synth.text import prompt_text
 from signet_bench.world.synth.vocab import get_topic
 
 __all__ = [
+    "ENTITY_PROMPT_SHARE",
     "TIME_PROMPT_SHARE",
     "TOPIC_PERSISTENCE",
     "SessionContext",
@@ -32,6 +35,7 @@ __all__ = [
 
 TOPIC_PERSISTENCE = 0.7
 TIME_PROMPT_SHARE = 0.2  # prompts that mention an active time window ("friday ... deploy")
+ENTITY_PROMPT_SHARE = 0.6  # prompts that name one of the session's focal entities, if given
 _STREAM = 0x5E55  # seeds this module's random stream apart from the store builder's
 
 
@@ -102,8 +106,11 @@ def plan_sessions(persona: Persona, n: int, *, start: datetime, seed: int) -> li
     return out
 
 
-def prompts_for(ctx: SessionContext, n: int, rng: np.random.Generator) -> list[str]:
-    """`n` user prompts about the session's focus topic; some mention an active time window."""
+def prompts_for(
+    ctx: SessionContext, n: int, rng: np.random.Generator, *, entities: Sequence[str] = ()
+) -> list[str]:
+    """`n` user prompts about the session's focus topic; some mention an active time window,
+    and with `entities` (names), some name one of them ("paylane: how do I ...")."""
     topic = get_topic(ctx.focus_topic)
     active = [
         name
@@ -115,5 +122,8 @@ def prompts_for(ctx: SessionContext, n: int, rng: np.random.Generator) -> list[s
         tp = None
         if active and rng.random() < TIME_PROMPT_SHARE:
             tp = active[int(rng.integers(len(active)))]
-        prompts.append(prompt_text(topic, rng, time_pattern=tp))
+        text = prompt_text(topic, rng, time_pattern=tp)
+        if entities and rng.random() < ENTITY_PROMPT_SHARE:
+            text = f"{entities[int(rng.integers(len(entities)))]}: {text}"
+        prompts.append(text)
     return prompts

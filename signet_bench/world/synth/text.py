@@ -6,7 +6,8 @@ actions, so FTS5/BM25 and the hash-trick text path see the topic's words. Time-p
 memories use their own templates with time words (Friday, evening oncall, ...). A replacement
 keeps the slot (same object, same template family) and changes the tool: that is what
 supersession looks like. `unique_memory_text` re-draws until the content hash is unused, as the
-store's unique `content_hash` index requires.
+store's unique `content_hash` index requires. A memory about a knowledge-graph entity names it
+(`name_entity`: "In paylane, decided to use ...").
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from signet_bench.store.content import content_hash
 from signet_bench.world.synth.vocab import Topic
 
 __all__ = [
+    "ENTITY_PHRASES",
     "MEMORY_TYPES",
     "PROMPT_TEMPLATES",
     "REPLACEMENT_TEMPLATES",
@@ -27,6 +29,7 @@ __all__ = [
     "TIME_PHRASES",
     "TIME_TEMPLATES",
     "memory_text",
+    "name_entity",
     "prompt_text",
     "replacement_text",
     "template_words",
@@ -139,6 +142,15 @@ TIME_PHRASES: dict[str, str] = {
 }
 """Prefixes a prompt may carry when the session falls inside a time pattern's window."""
 
+ENTITY_PHRASES: dict[str, str] = {
+    "project": "For {name}: {text}",
+    "system": "In {name}, {text}",
+    "tool": "With {name}, {text}",
+    "person": "Per {name}: {text}",
+}
+"""How a memory names the entity it is about, by Signet entity type (generic words only, so
+the name is the one new word a text gets)."""
+
 _FIELD = re.compile(r"\{(\w+)\}")
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -243,6 +255,15 @@ def unique_memory_text(
     text = f"{text} See note {k}."
     taken.add(content_hash(text))
     return text, fields
+
+
+def name_entity(text: str, name: str, entity_type: str, *, also: str | None = None) -> str:
+    """`text` naming the entity `name` it is about (unless it already does), and, with `also`,
+    an entity that one depends on ("... It depends on corekit.")."""
+    if name.lower() not in tokens(text):
+        body = text[:1].lower() + text[1:]
+        text = ENTITY_PHRASES[entity_type].format(name=name, text=body)
+    return f"{text} It depends on {also}." if also else text
 
 
 def prompt_text(topic: Topic, rng: np.random.Generator, *, time_pattern: str | None = None) -> str:

@@ -6,6 +6,15 @@ current at the session start:
     base    = topic/project match: TOPIC_MATCH if same project and the session's focus topic,
               SAME_PROJECT for another topic of the project, GLOBAL for a global preference,
               SAME_TOPIC_OTHER_PROJECT / OTHER_PROJECT for memories of other projects;
+    graph   = for a store with a knowledge graph (`synth.graph`), through the entity a memory
+              is an attribute of (its subject): base = max(base, level), where level is
+              REQUIRED for a constraint of a focal entity, FOCAL for any other attribute of
+              one, NEIGHBOUR for an attribute of an entity one traversable dependency away
+              from a focal entity (confidence x strength >= 0.3 and confidence >= the
+              minimum, `graph.traversable`), else 0. A session's focal entities are what a
+              daemon can observe: the entity named after the session's project, the pinned
+              entities, and the home service of the session's project and focus topic, which
+              the session's prompts and transcript name;
     time    = a time-patterned memory of this project (or global) inside its window:
               base = max(base, IN_WINDOW); outside its window: base *= OUT_OF_WINDOW;
     recency = decision/fact decay with a type half-life: RECENCY_FLOOR + (1 - RECENCY_FLOOR)
@@ -23,12 +32,17 @@ now, embedder) and `synth_memory_truth` (one row per `memories` row).
 
 What a ranker cannot compute from its inputs: the session's focus topic (the context is the
 previous session of the project, whose topic the session keeps only with probability
-`sessions.TOPIC_PERSISTENCE`) and each memory's latent usefulness. `variance_shares` says how
+`sessions.TOPIC_PERSISTENCE`) and each memory's latent usefulness. The graph's truth is kept
+in three more tables, written only for a store with a graph: `synth_graph_entities` (each
+entity's name, the project and topic that make it focal, pinned), `synth_graph_edges` (every
+dependency with its strength and confidence) and `synth_graph_attachments` (each attached
+memory's subject and kind). `variance_shares` says how
 much of the truth each planted effect carries.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sqlite3
 from collections.abc import Collection, Mapping, Sequence
@@ -40,8 +54,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from signet_bench.errors import UserError
-from signet_bench.store.read import open_readonly
+from signet_bench.store.read import open_readonly, table_names
 from signet_bench.store.timestamps import format_iso, parse_ts
+from signet_bench.world.synth.graph import MIN_DEPENDENCY_CONFIDENCE, MIN_DEPENDENCY_STRENGTH
 from signet_bench.world.synth.persona import Persona
 
 if TYPE_CHECKING:
@@ -51,9 +66,12 @@ __all__ = [
     "ALL_HOURS_MASK",
     "ALL_WEEKDAYS_MASK",
     "EFFECTS",
+    "GRAPH_TRUTH_DDL",
     "HALF_LIFE_DAYS",
     "TRUTH_DDL",
+    "GraphTruth",
     "MemoryTruth",
+    "graph_truth",
     "live_rows",
     "load_truth",
     "read_synth_meta",
@@ -75,6 +93,9 @@ STALE = -0.3
 STALE_SLOPE = 0.1
 DELETED = -0.5
 NOT_YET = 0.0
+REQUIRED = 1.0
+FOCAL = 0.85
+NEIGHBOUR = 0.6
 
 EFFECTS: tuple[str, ...] = (
     "topic",
@@ -86,13 +107,15 @@ EFFECTS: tuple[str, ...] = (
     "usefulness",
     "stale",
     "deleted",
+    "graph",
 )
 """The planted effects `true_relevance(..., without=...)` can switch off, each to its absence:
 topic (no memory matches the focus topic), project (the truth no longer tells projects apart:
 every project's memories count as the session's project's), global (global memories count as
 another project's), time (no time windows), recency (no decay), importance (weight 1),
 usefulness (every memory fully useful), stale (superseded memories count as current), deleted
-(deleted memories count as live)."""
+(deleted memories count as live), graph (no memory is lifted through the knowledge graph; a
+store without a graph has nothing to switch off)."""
 
 HALF_LIFE_DAYS: dict[str, float] = {"fact": 60.0, "decision": 30.0}
 """Types whose relevance decays with age; every other type keeps its relevance."""
@@ -126,6 +149,127 @@ TRUTH_DDL: tuple[str, ...] = (
 """The two truth tables (`half_life_days` NULL = no decay; `project` NULL = global; a store
 written before `usefulness` existed reads as fully useful memories)."""
 
+GRAPH_TRUTH_DDL: tuple[str, ...] = (
+    """CREATE TABLE IF NOT EXISTS synth_graph_entities (
+        entity_id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        home_project TEXT,
+        home_topic TEXT,
+        pinned INTEGER NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS synth_graph_edges (
+        source_entity_id TEXT NOT NULL,
+        target_entity_id TEXT NOT NULL,
+        strength REAL NOT NULL,
+        confidence REAL NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS synth_graph_attachments (
+        memory_id TEXT PRIMARY KEY,
+        entity_id TEXT NOT NULL,
+        kind TEXT NOT NULL
+    )""",
+)
+"""The graph's truth tables, only in a store with a knowledge graph (`home_project` NULL:
+never focal by its home; `home_topic` NULL: focal whatever the focus topic)."""
+
+
+@dataclass(frozen=True, eq=False)
+class GraphTruth:
+    """The planted knowledge graph as the truth reads it: per entity (in a fixed order) what
+    makes it focal, and every dependency as entity positions with its strength and confidence."""
+
+    entity_ids: np.ndarray  # object
+    names: np.ndarray  # object
+    home_project: np.ndarray  # object, "" when no session project makes it focal
+    home_topic: np.ndarray  # object, "" when focal whatever the focus topic
+    pinned: np.ndarray  # bool
+    edges: np.ndarray  # (k, 2) int64: source, target
+    strength: np.ndarray  # (k,)
+    confidence: np.ndarray  # (k,)
+
+    @property
+    def traversable(self) -> np.ndarray:
+        """(k,) bool: the dependencies a one-hop traversal follows (`graph.traversable`)."""
+        return (self.confidence * self.strength >= MIN_DEPENDENCY_STRENGTH) & (
+            self.confidence >= MIN_DEPENDENCY_CONFIDENCE
+        )
+
+    def focal(self, project: str, topic: str) -> np.ndarray:
+        """(entities,) bool: the focal entities of a session of `project` on `topic`."""
+        home = (self.home_project == project) & (
+            (self.home_topic == "") | (self.home_topic == topic)
+        )
+        return home | self.pinned
+
+    def neighbours(self, focal: np.ndarray) -> np.ndarray:
+        """(entities,) bool: the entities one traversable dependency away from a focal one,
+        the focal ones left out."""
+        out = np.zeros(len(focal), dtype=bool)
+        edges = self.edges[self.traversable]
+        out[edges[focal[edges[:, 0]], 1]] = True
+        return out & ~focal
+
+    def topic_names(self, project: str, topic: str) -> list[str]:
+        """The names of the entities focal through the session's focus topic (what its
+        prompts and transcript name)."""
+        home = (self.home_project == project) & (self.home_topic == topic)
+        return [str(n) for n in self.names[home]]
+
+
+EntityRow = tuple[str, str, str | None, str | None, int]  # id, name, home project/topic, pinned
+EdgeRow = tuple[str, str, float, float]  # source id, target id, strength, confidence
+AttachmentRow = tuple[str, str, str]  # memory id, entity id, kind
+
+
+def graph_truth(
+    entities: Sequence[EntityRow],
+    edges: Sequence[EdgeRow],
+    attachments: Sequence[AttachmentRow],
+    memory_ids: np.ndarray,
+) -> tuple[GraphTruth, np.ndarray, np.ndarray]:
+    """The graph's truth from its rows (as `GRAPH_TRUTH_DDL` stores them), with each of
+    `memory_ids`' subject position (-1: none) and constraint flag."""
+    pos = {row[0]: k for k, row in enumerate(entities)}
+
+    def col(k: int) -> np.ndarray:
+        return np.array([row[k] or "" for row in entities], dtype=object)
+
+    graph = GraphTruth(
+        entity_ids=col(0),
+        names=col(1),
+        home_project=col(2),
+        home_topic=col(3),
+        pinned=np.array([bool(row[4]) for row in entities], dtype=bool),
+        edges=np.array([(pos[a], pos[b]) for a, b, _, _ in edges], dtype=np.int64).reshape(-1, 2),
+        strength=np.array([e[2] for e in edges], dtype=np.float64),
+        confidence=np.array([e[3] for e in edges], dtype=np.float64),
+    )
+    at = {m: (pos[e], kind == "constraint") for m, e, kind in attachments}
+    subject = np.array([at.get(m, (-1, False))[0] for m in memory_ids], dtype=np.int64)
+    constraint = np.array([at.get(m, (-1, False))[1] for m in memory_ids], dtype=bool)
+    return graph, subject, constraint
+
+
+def _graph_rows(truth: MemoryTruth) -> tuple[list[EntityRow], list[EdgeRow], list[AttachmentRow]]:
+    """The rows `graph_truth` reads, from a truth with a graph."""
+    g, sub, con = truth.graph, truth.subject, truth.constraint
+    if g is None or sub is None or con is None:
+        raise ValueError("_graph_rows: the truth has no knowledge graph")
+    ents = [
+        (str(g.entity_ids[k]), str(g.names[k]), str(g.home_project[k]) or None,
+         str(g.home_topic[k]) or None, int(g.pinned[k]))
+        for k in range(len(g.entity_ids))
+    ]  # fmt: skip
+    edges = [
+        (str(g.entity_ids[a]), str(g.entity_ids[b]), float(st), float(cf))
+        for (a, b), st, cf in zip(g.edges, g.strength, g.confidence, strict=True)
+    ]
+    atts = [
+        (str(truth.ids[i]), str(g.entity_ids[sub[i]]), "constraint" if con[i] else "attribute")
+        for i in np.flatnonzero(sub >= 0)
+    ]
+    return ents, edges, atts
+
 
 @dataclass(frozen=True, eq=False)
 class MemoryTruth:
@@ -135,7 +279,8 @@ class MemoryTruth:
     Strings are object arrays with "" for none. `supersede_mode` is 'in_place' on a row that
     was rewritten (its content is current), 'soft_delete' / 'attribute' on the old row of a
     pair whose replacement is a separate row (`replaced_by`). `usefulness` (None: all 1) is the
-    hidden per-memory factor of the relevance.
+    hidden per-memory factor of the relevance. `graph` (None: the store has no knowledge
+    graph) with `subject` and `constraint`: the entity each memory is an attribute of.
     """
 
     ids: np.ndarray
@@ -155,10 +300,19 @@ class MemoryTruth:
     supersede_mode: np.ndarray
     now: datetime
     usefulness: np.ndarray | None = None
+    graph: GraphTruth | None = None
+    subject: np.ndarray | None = None  # int64 entity position in `graph`, -1 for none
+    constraint: np.ndarray | None = None  # bool: the memory is a constraint of its subject
 
     def __post_init__(self) -> None:
         u = np.ones(len(self.ids)) if self.usefulness is None else self.usefulness
         object.__setattr__(self, "usefulness", np.asarray(u, dtype=np.float64))
+        if self.graph is not None:
+            n = len(self.ids)
+            sub = np.full(n, -1) if self.subject is None else self.subject
+            con = np.zeros(n, dtype=bool) if self.constraint is None else self.constraint
+            object.__setattr__(self, "subject", np.asarray(sub, dtype=np.int64))
+            object.__setattr__(self, "constraint", np.asarray(con, dtype=bool))
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -186,10 +340,10 @@ class MemoryTruth:
     def take(self, idx: np.ndarray) -> MemoryTruth:
         """The truth of a subset of memories (e.g. a session's candidates), in `idx` order."""
         idx = np.asarray(idx, dtype=np.int64)
-        kw = {
-            f.name: getattr(self, f.name)[idx] if f.name != "now" else self.now
-            for f in fields(self)
-        }  # usefulness is an array here (see __post_init__)
+        kw = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            kw[f.name] = v if f.name in ("now", "graph") or v is None else v[idx]
         return MemoryTruth(**kw)
 
 
@@ -201,8 +355,25 @@ def _effects_off(without: Collection[str]) -> frozenset[str]:
     return off
 
 
+def _graph_level(truth: MemoryTruth, ctx: SessionContext) -> np.ndarray:
+    """Per memory, the level its subject lifts it to: REQUIRED for a constraint of a focal
+    entity, FOCAL for another attribute of one, NEIGHBOUR one traversable hop away, else 0."""
+    graph, sub = truth.graph, truth.subject
+    if graph is None or sub is None or truth.constraint is None:
+        return np.zeros(len(truth))
+    focal = graph.focal(ctx.project, ctx.focus_topic)
+    near = graph.neighbours(focal)
+    has = sub >= 0
+    at = np.where(has, sub, 0)
+    on_focal, on_near = has & focal[at], has & near[at]
+    return np.where(
+        on_focal, np.where(truth.constraint, REQUIRED, FOCAL), np.where(on_near, NEIGHBOUR, 0.0)
+    )
+
+
 def _base(truth: MemoryTruth, ctx: SessionContext, off: frozenset[str]) -> np.ndarray:
-    """Topic/project/global match, then the time windows (see the module docstring)."""
+    """Topic/project/global match, the knowledge graph, then the time windows (see the module
+    docstring)."""
     none = np.zeros(len(truth), dtype=bool)
     same_project = truth.project != "" if "project" in off else truth.project == ctx.project
     same_topic = none if "topic" in off else truth.topic == ctx.focus_topic
@@ -216,6 +387,8 @@ def _base(truth: MemoryTruth, ctx: SessionContext, off: frozenset[str]) -> np.nd
             np.where(same_topic, SAME_TOPIC_OTHER_PROJECT, OTHER_PROJECT),
         ),
     )
+    if "graph" not in off and truth.graph is not None:
+        base = np.maximum(base, _graph_level(truth, ctx))
     if "time" in off:
         return base
     in_window = ((truth.hour_mask >> ctx.local_hour) & 1).astype(bool) & (
@@ -375,6 +548,14 @@ def save_truth(
         "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
+    if truth.graph is not None:
+        for ddl in GRAPH_TRUTH_DDL:
+            con.execute(ddl)
+        ents, edges, atts = _graph_rows(truth)
+        con.execute("DELETE FROM synth_graph_edges")
+        con.executemany("INSERT OR REPLACE INTO synth_graph_entities VALUES (?, ?, ?, ?, ?)", ents)
+        con.executemany("INSERT INTO synth_graph_edges VALUES (?, ?, ?, ?)", edges)
+        con.executemany("INSERT OR REPLACE INTO synth_graph_attachments VALUES (?, ?, ?)", atts)
 
 
 def _open(path_or_con: str | Path | sqlite3.Connection) -> tuple[sqlite3.Connection, bool]:
@@ -409,6 +590,7 @@ def load_truth(path_or_con: str | Path | sqlite3.Connection) -> tuple[Persona, M
             " hour_mask, weekday_mask, time_pattern, half_life_days, stale_since, replaced_by,"
             f" supersede_mode, deleted_at, {useful} FROM synth_memory_truth ORDER BY rowid"
         ).fetchall()
+        graph_rows = _read_graph_rows(con)
     finally:
         if owned:
             con.close()
@@ -438,4 +620,20 @@ def load_truth(path_or_con: str | Path | sqlite3.Connection) -> tuple[Persona, M
         now=parse_ts(meta["now"]),
         usefulness=np.array(cols[15], dtype=np.float64),
     )
+    if graph_rows is not None:
+        graph, subject, constraint = graph_truth(*graph_rows, truth.ids)
+        truth = dataclasses.replace(truth, graph=graph, subject=subject, constraint=constraint)
     return Persona.from_json(meta["persona"]), truth
+
+
+def _read_graph_rows(
+    con: sqlite3.Connection,
+) -> tuple[list[EntityRow], list[EdgeRow], list[AttachmentRow]] | None:
+    """The graph's truth rows of a store that has them (None: a store without a graph)."""
+    if "synth_graph_entities" not in table_names(con):
+        return None
+    return (
+        con.execute("SELECT * FROM synth_graph_entities ORDER BY rowid").fetchall(),
+        con.execute("SELECT * FROM synth_graph_edges ORDER BY rowid").fetchall(),
+        con.execute("SELECT * FROM synth_graph_attachments ORDER BY rowid").fetchall(),
+    )

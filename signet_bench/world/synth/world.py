@@ -4,7 +4,9 @@ of a store built by `synth`, acting on its planted truth.
 It answers the lifecycle's `daemon.lifecycle.World` questions: the session plan (`plans`), the
 user's prompts about the session's focus topic with, on a share of sessions, the agent's
 ratings of the injected memories after each prompt, and the judge's verdict at the end
-(`judge`: what each of them sees and how it errs). Its random draws come from the session's
+(`judge`: what each of them sees and how it errs). In a world with a knowledge graph, the
+prompts and the transcript name the entities the session's focus topic makes focal, so a
+daemon can find them from what it observes. Its random draws come from the session's
 stream, so the same session with the same seed gets the same prompts and ratings.
 """
 
@@ -77,6 +79,12 @@ class SyntheticWorld:
         """The planted relevance of `memory_ids` to session `plan` at its start."""
         return true_relevance(self.truth, plan)[self.positions(memory_ids)]
 
+    def topic_entities(self, plan: SessionContext) -> list[str]:
+        """The names of the entities the session's focus topic makes focal (none without a
+        knowledge graph): what its prompts and transcript name."""
+        graph = self.truth.graph
+        return [] if graph is None else graph.topic_names(plan.project, plan.focus_topic)
+
     def plan(self, n: int, seed: int) -> list[SessionContext]:
         """The first `n` sessions from the store's reference now on (`plans.plan_sessions`)."""
         return plan_sessions(self.persona, n, start=self.now, seed=seed)
@@ -93,7 +101,7 @@ class SyntheticWorld:
         truth = true_relevance(self.truth, plan) if rate else None
         shown = np.asarray(injected, dtype=str)
         out = []
-        for j, text in enumerate(prompts_for(plan, n, rng)):
+        for j, text in enumerate(prompts_for(plan, n, rng, entities=self.topic_entities(plan))):
             feedback: dict[str, float] = {}
             if truth is not None and len(shown):
                 k = min(len(shown), AGENT_RATINGS_PER_PROMPT)
@@ -132,5 +140,11 @@ class SyntheticWorld:
             continuity_reasoning=f"rated {n_rated} memories (injected, recalled by a prompt, "
             f"or in the evaluation pool); noise sd {opts.judge_noise}, {SILENT_NOISE_FACTOR:g}x "
             f"for those no prompt recalled; recency bias {opts.judge_recency_bias}",
-            transcript=f"[{plan.project}/{plan.focus_topic}] simulated session",
+            transcript=_transcript(plan, self.topic_entities(plan)),
         )
+
+
+def _transcript(plan: SessionContext, entities: Sequence[str]) -> str:
+    """The session's transcript line: project and focus topic, and the entities it was about."""
+    about = f" on {', '.join(entities)}" if entities else ""
+    return f"[{plan.project}/{plan.focus_topic}] simulated session{about}"
