@@ -200,7 +200,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 def _add_synth(sub: argparse._SubParsersAction) -> None:
     p = _command(sub, "synth", _cmd_synth, "write a synthetic user's store with planted relevance")
     p.add_argument(
-        "--persona", required=True, choices=["light", "heavy", "drifting", "multi-project"]
+        "--persona",
+        required=True,
+        choices=["light", "heavy", "drifting", "multi-project", "architect"],
     )
     p.add_argument("--out", required=True, help="path of the new memories.db (must not exist)")
     p.add_argument("--seed", type=int, default=0)
