@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.store.content import content_hash
 from signet_bench.world.synth.persona import Persona
 from signet_bench.world.synth.text import name_entity, tokens
@@ -60,11 +61,11 @@ __all__ = [
     "traversable",
 ]
 
-MIN_DEPENDENCY_STRENGTH = 0.3
-"""Signet's `minDependencyStrength`: a traversal follows an edge when confidence x strength
-reaches it."""
-MIN_DEPENDENCY_CONFIDENCE = 0.5
-"""The least confidence of an edge a traversal follows (Signet's `minConfidence`)."""
+MIN_DEPENDENCY_STRENGTH = DEFAULT_CONFIG.min_dependency_strength
+"""Signet's `minDependencyStrength` (0.3): a traversal follows an edge when confidence x
+strength reaches it (the daemon's own setting, so the world and the traversal agree)."""
+MIN_DEPENDENCY_CONFIDENCE = DEFAULT_CONFIG.min_confidence
+"""The least confidence (0.5) of an edge a traversal follows (Signet's `minConfidence`)."""
 
 SUBJECT_MIX: dict[str, float] = {"service": 0.34, "library": 0.22, "owner": 0.08, "project": 0.08}
 """What a project memory is about; the remaining 0.28 are about no entity (constraints and
