@@ -84,7 +84,7 @@ class SessionStartResult:
     overlap_count: np.ndarray  # topic-diversity overlaps (0 = not attenuated)
     is_constraint: np.ndarray
     was_injected: np.ndarray
-    source: np.ndarray  # 'effective' | 'exploration'
+    source: np.ndarray  # 'effective' | 'ka_traversal' | 'exploration'
     final_order: np.ndarray  # candidate positions by final score desc, id asc
     injected_order: np.ndarray  # injected candidate positions, in final order
     predictor_used: bool

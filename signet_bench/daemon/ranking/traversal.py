@@ -387,7 +387,7 @@ class Traversal:
     constraint_rows: np.ndarray
     constraint_score: np.ndarray  # the constraints' traversal scores
     focal_entities: Focal
-    graph: EntityGraph
+    graph: EntityGraph = field(repr=False)
 
     @property
     def empty(self) -> bool:
