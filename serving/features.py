@@ -14,11 +14,14 @@ differing conventions kept for the skew report). Imports numpy and the standard 
 | 9 | session gap | ln(gap_days + 1), gap since the previous session start *of the same project* (seed 000); 0 for the first one |
 | 10 | has embedding | 1 if the candidate is scored on the embedded path |
 | 11 | superseded | 1 if the memory was superseded (or soft-deleted) at or before session start |
-| 12 | entity slot | hashSlot(entity)/255, 0 when none |
-| 13 | aspect slot | hashSlot(aspect)/255, 0 when none |
-| 14 | is constraint | 1 for constraints |
+| 12 | entity slot | hashSlot(entity of the primary attribute)/255, 0 when none |
+| 13 | aspect slot | hashSlot(aspect of the primary attribute)/255, 0 when none |
+| 14 | is constraint | 1 for constraints (the session's scope, or a constraint primary attribute) |
 | 15 | structural density | ln(aspects + attributes + 1) of the primary entity |
 | 16 | is KA traversal | 1 if the candidate came from graph traversal |
+
+Columns 12-16 are computed from the store's knowledge graph, or taken from the daemon's record
+of them, by one rule (`serving.structure`).
 
 "Local" means the time zone of the user, passed explicitly as an IANA name. Callers address
 columns by name (`feature_index("superseded")`), never by number.

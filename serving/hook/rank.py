@@ -10,7 +10,9 @@ sessions: the same pool, context, features, query terms and signals (`serving.fe
 - **Context**: the unit mean of the embeddings of the memories the previous scored session of
   the project used, else of the first 10 memories of the pool's order that have an embedding.
 - **Features**: the session starts now, in the user's time zone; the gap is since the previous
-  session's start; knowledge-graph columns come from the recorded rows.
+  session's start; the knowledge-graph columns are the recorded rows' when any carries one,
+  else computed from the store's graph now (`serving.structure.session_columns`, the trainer's
+  rule too).
 - **Query**: Signet 0.58's predicted-context terms of the project's last transcripts.
 
 What does not depend on Signet's answer (the previous session, the embeddings of the memories
@@ -42,6 +44,7 @@ from serving.hook.store import (
 )
 from serving.query import ScoreQuery
 from serving.signals import store_start_terms
+from serving.structure import GraphColumns, read_structure, recorded_structure, session_columns
 from serving.tokenize import project_slot
 
 if TYPE_CHECKING:
@@ -121,18 +124,24 @@ def _pool(recorded: Sequence[PoolRow], answer_ids: Sequence[str]) -> list[str]:
     return ids + [m for m in answer_ids if m not in seen]
 
 
-def _graph(ids: Sequence[str], recorded: Sequence[PoolRow]) -> dict[str, np.ndarray]:
-    """The recorded knowledge-graph columns of `ids` (none recorded: -1, 0, false)."""
+def _graph(
+    con: sqlite3.Connection, ids: Sequence[str], recorded: Sequence[PoolRow], agent_id: str
+) -> GraphColumns:
+    """The knowledge-graph columns of `ids`: the recorded rows' when any carries a slot (a
+    memory without a row: none), else computed from the store's graph for `agent_id`."""
     by_id = {r.memory_id: r for r in recorded}
     none = PoolRow("", "", -1.0, -1.0, 0.0, False)
     rows = [by_id.get(m, none) for m in ids]
-    return {
-        "entity_slot": np.array([r.entity_slot for r in rows]),
-        "aspect_slot": np.array([r.aspect_slot for r in rows]),
-        "structural_density": np.array([r.structural_density for r in rows]),
-        "is_traversal": np.array([r.source == "ka_traversal" for r in rows], dtype=float),
-        "is_constraint": np.array([r.is_constraint for r in rows], dtype=bool),
-    }
+    rec = GraphColumns(
+        entity_slot=np.array([r.entity_slot for r in rows], dtype=np.float64),
+        aspect_slot=np.array([r.aspect_slot for r in rows], dtype=np.float64),
+        structural_density=np.array([r.structural_density for r in rows], dtype=np.float64),
+        is_traversal=np.array([r.source == "ka_traversal" for r in rows], dtype=bool),
+        is_constraint=np.array([r.is_constraint for r in rows], dtype=bool),
+    )
+    if recorded_structure(rec.entity_slot, rec.aspect_slot):
+        return rec
+    return session_columns(rec, ids, read_structure(con, ids, agent_id=agent_id))
 
 
 def session_query(
@@ -159,18 +168,18 @@ def session_query(
     ctx = context_embedding(np.array(used).reshape(-1, dim), np.array(top).reshape(-1, dim))
     if ctx.vector is None:
         raise RankError("no context: no memory of the pool or the previous session is embedded")
-    graph = _graph(ids, recorded)
+    graph = _graph(con, ids, recorded, session.agent_id)
     info = CandidateInfo(
         created_at=mem.created_at,
         importance=mem.importance,
         access_count=mem.access_count,
         has_embedding=np.array([v is not None for v in emb]),
         superseded_at=np.where(mem.superseded, 0.0, np.nan),  # recorded by now: before start
-        entity_slot=graph["entity_slot"],
-        aspect_slot=graph["aspect_slot"],
-        is_constraint=mem.is_constraint | graph["is_constraint"],
-        structural_density=graph["structural_density"],
-        is_traversal=graph["is_traversal"],
+        entity_slot=graph.entity_slot,
+        aspect_slot=graph.aspect_slot,
+        is_constraint=mem.is_constraint | graph.is_constraint,
+        structural_density=graph.structural_density,
+        is_traversal=graph.is_traversal,
     )
     prev_start = None if basis.prev_start is None else datetime.fromtimestamp(basis.prev_start, UTC)
     feats = candidate_features(info, SessionInfo(session.now, session.tz, project, prev_start))

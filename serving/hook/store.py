@@ -186,7 +186,9 @@ class PoolRow:
 
 def recorded_pool(con: sqlite3.Connection, session_key: str, agent_id: str) -> list[PoolRow]:
     """The candidates the daemon recorded for this session, in the trainer's order (start pool
-    by rank, then prompt-time `fts_only` rows, then memory id); none without a session key."""
+    by rank, then prompt-time `fts_only` rows, then memory id); none without a session key.
+    Knowledge-graph columns the table lacks read as none (slots -1, density 0), and the ranking
+    then computes them from the graph (`serving.structure.session_columns`)."""
     if not session_key:
         return []
     sm = _columns(con, "session_memories")

@@ -1,5 +1,7 @@
 """Train/serve feature skew: for a store, the features our way beside the two ways Signet 0.58
-computed them (its Rust trainer and its TypeScript inference path), and where they differ."""
+computed them (its Rust trainer and its TypeScript inference path), and where they differ.
+The knowledge-graph columns are the same in all three (`learn.samples.session_graph`): Signet
+0.58's inference computed them, recorded them with the candidates and its trainer read them."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from serving.structure import GraphColumns, MemoryStructure
 from signet_bench.daemon.candidates import candidate_info, session_inputs
 from signet_bench.daemon.context import previous_sessions
 from signet_bench.daemon.features import (
@@ -17,8 +20,8 @@ from signet_bench.daemon.features import (
     signet058_inference_features,
     signet058_training_features,
 )
-from signet_bench.learn.samples import scored_sessions, session_graph
-from signet_bench.store.corpus import read_corpus
+from signet_bench.learn.samples import scored_sessions, session_graph, session_structure
+from signet_bench.store.corpus import Corpus, read_corpus
 from signet_bench.store.read import (
     open_readonly,
     read_session_memories,
@@ -52,6 +55,16 @@ def _last_before(times: list[float], t: float, tz) -> datetime | None:
     return datetime.fromtimestamp(before[-1], tz=tz) if before else None
 
 
+def _start_pool(
+    cand: pl.DataFrame, corpus: Corpus, structure: MemoryStructure
+) -> tuple[pl.DataFrame, GraphColumns]:
+    """A session's session-start candidates still in the corpus and their knowledge-graph
+    columns, recorded or computed as the trainer decides it (over all the session's rows)."""
+    cand = cand.filter(pl.col("memory_id").is_in(list(corpus.row_of)))
+    start = (cand["source"] != "fts_only").to_numpy()
+    return cand.filter(start), session_graph(cand, structure).take(start)
+
+
 def feature_triples(
     store: str | Path | sqlite3.Connection, *, tz: str = "UTC", max_sessions: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -64,6 +77,7 @@ def feature_triples(
         cands = read_session_memories(con)
         sessions = scored_sessions(read_sessions(con), cands)
         ends = _session_end_checkpoints(con)
+        structure = session_structure(con, cands)
     finally:
         if not isinstance(store, sqlite3.Connection):
             con.close()
@@ -78,9 +92,7 @@ def feature_triples(
         proj, start, end = s["project"], s["start"], s["created_at"]
         prev_end = last_end.get(proj)
         last_end[proj] = end
-        cand = by_key[s["session_key"]].filter(
-            (pl.col("source") != "fts_only") & pl.col("memory_id").is_in(list(corpus.row_of))
-        )
+        cand, graph = _start_pool(by_key[s["session_key"]], corpus, structure)
         if cand.height == 0:
             continue
         rows = corpus.rows(cand["memory_id"].to_list())
@@ -95,9 +107,9 @@ def feature_triples(
             previous_start=prev.start if prev else None,
             context=None,
             context_rule="none",
-            graph=session_graph(cand),
+            graph=graph,
         )
-        info = candidate_info(corpus, rows, proj, session_graph(cand))
+        info = candidate_info(corpus, rows, proj, graph)
         ours.append(inputs.features)
         train.append(signet058_training_features(info, end, prev_end, corpus.is_deleted[rows]))
         last_any = _last_before(ends, start.timestamp(), start.tzinfo)

@@ -7,13 +7,16 @@ scores, the trainer learns from and the benchmarks evaluate, built by one functi
 tokens, the 17 features (`features.candidate_features`), the signals (`serving.signals`:
 lexical, entity match and source neighbourhood, over the whole pool), the effective score at
 the session start and the project slot.
-Knowledge-graph columns (entity/aspect slot, structural density, traversal) come from the
-recorded `session_memories` rows when there are any; the simulated daemon has no graph
-traversal, so they are absent there.
+The knowledge-graph columns (entity and aspect slot, constraint flag, structural density,
+traversal: `serving.structure.GraphColumns`) are the caller's when they carry slots (the
+trainer: the recorded rows, `serving.structure.session_columns`), else computed from the
+store's graph when the caller gives the store (the simulated daemon at session start, with its
+traversal flags), else none (every one of those features 0).
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
@@ -21,6 +24,7 @@ from datetime import datetime
 import numpy as np
 
 from serving.signals import candidate_signals
+from serving.structure import GraphColumns, read_structure, recorded_structure, session_columns
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.features import CandidateInfo, SessionInfo, candidate_features
 from signet_bench.daemon.ranking.baseline import age_days, effective_score
@@ -29,17 +33,6 @@ from signet_bench.learn.model.tokenizer import project_slot
 from signet_bench.store.corpus import Corpus
 
 __all__ = ["GraphColumns", "SessionInputs", "candidate_info", "session_inputs"]
-
-
-@dataclass(frozen=True, slots=True)
-class GraphColumns:
-    """Per-candidate knowledge-graph columns recorded by the daemon (NaN / -1 when none)."""
-
-    entity_slot: np.ndarray
-    aspect_slot: np.ndarray
-    structural_density: np.ndarray
-    is_traversal: np.ndarray
-    is_constraint: np.ndarray  # the daemon's own constraint flag for the candidate
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,6 +62,7 @@ class SessionInputs:
     query: SessionQuery  # the keyword terms and names the signals were computed from
     sources: np.ndarray  # (n,) object: each memory's source session, None when unknown
     signals: np.ndarray  # (n, N_SIGNALS) float32 (`serving.signals`), computed over the pool
+    graph: GraphColumns  # the knowledge-graph columns the features 12-16 were computed from
 
     def __len__(self) -> int:
         return len(self.memory_ids)
@@ -84,6 +78,8 @@ class SessionInputs:
                 v = v[idx]
             elif isinstance(v, tuple) and len(v) == n:
                 v = tuple(v[i] for i in idx.tolist())
+            elif isinstance(v, GraphColumns):
+                v = v.take(idx)
             kwargs[f.name] = v
         return SessionInputs(**kwargs)
 
@@ -94,8 +90,8 @@ def candidate_info(
     """The feature inputs of the candidates at corpus `rows` for a session of `project`.
 
     A candidate's constraint flag is the corpus flag for constraints in the session's scope
-    (its project or none: the ones the daemon forces in), or the daemon's recorded flag when
-    `graph` carries one."""
+    (its project or none: the ones the daemon forces in), or the flag of the `graph` columns
+    (its primary attribute is a constraint, or the daemon recorded it as one)."""
     cons = corpus.is_constraint[rows] & corpus.in_scope(project)[rows]
     if graph is not None:
         cons = cons | np.asarray(graph.is_constraint, dtype=bool)
@@ -130,6 +126,27 @@ def _signals(
     )  # fmt: skip
 
 
+def _graph(
+    corpus: Corpus,
+    rows: np.ndarray,
+    graph: GraphColumns | None,
+    store: sqlite3.Connection | None,
+    traversal: np.ndarray | None,
+) -> GraphColumns:
+    """The candidates' knowledge-graph columns (`session_inputs`): `graph` (or none with the
+    `traversal` flags), and with a `store` the slots and density computed from its graph where
+    `graph` carries no slot, by the rule the trainer applies to recorded rows."""
+    if graph is not None and traversal is not None:
+        raise ValueError("give the traversal flags in `graph` or as `traversal`, not both")
+    base = GraphColumns.none(len(rows), traversal) if graph is None else graph
+    if len(base) != len(rows):
+        raise ValueError(f"graph columns for {len(base)} candidates, {len(rows)} rows")
+    if store is None or recorded_structure(base.entity_slot, base.aspect_slot):
+        return base
+    ids = corpus.ids[rows].tolist()
+    return session_columns(base, ids, read_structure(store, ids))
+
+
 def session_inputs(
     corpus: Corpus,
     rows: np.ndarray,
@@ -145,14 +162,24 @@ def session_inputs(
     cfg: PredictorConfig = DEFAULT_CONFIG,
     query: SessionQuery = NO_QUERY,
     signal_pool: int | None = None,
+    store: sqlite3.Connection | None = None,
+    traversal: np.ndarray | None = None,
 ) -> SessionInputs:
     """Every per-candidate input of a session's candidates at corpus `rows` (baseline order);
     `query` feeds the lexical and entity signals (none: both 0). The signals of a candidate
     depend on the pool it is scored with (BM25's IDF and maximum, the source neighbours): with
     `signal_pool` k, the first k rows are the session-start pool and their signals are
     computed over those k alone, exactly as session start scored them; the rows after them
-    (candidates recorded later, e.g. prompt recalls) over every row."""
+    (candidates recorded later, e.g. prompt recalls) over every row.
+    Knowledge-graph columns: `graph` when given, else none but the `traversal` flags (one bool
+    per row: the candidate came from graph traversal). With the `store` (a connection to the
+    corpus's store) and no slot in them, the slots, density and constraint flag are computed
+    from its graph (`serving.structure`), keeping the given traversal and constraint flags:
+    the simulated daemon passes `store=` its connection and its traversal flags (`traversal=`,
+    or a `graph` of flags), and records the slots and density it got (`SessionInputs.graph`)
+    with the candidates, as Signet does."""
     rows = np.asarray(rows, dtype=np.int64)
+    graph = _graph(corpus, rows, graph, store, traversal)
     info = candidate_info(corpus, rows, project, graph)
     age = age_days(corpus.created_at[rows], start.timestamp())
     contents = tuple(corpus.contents[int(r)] for r in rows)
@@ -185,4 +212,5 @@ def session_inputs(
         query=query,
         sources=sources,
         signals=signals,
+        graph=graph,
     )

@@ -8,7 +8,10 @@ recorded; the trainer calls it on every scored session of a store (`load_samples
 session's query is its session-start query (`daemon.session_query`: the terms of the project's last
 transcripts done before it started), so the candidates' signals are the ones served then.
 The label rule's sampled negatives draw from a random stream keyed by the session, so a
-session's sample is the same whichever sessions are loaded with it.
+session's sample is the same whichever sessions are loaded with it. The knowledge-graph columns
+(features 12-16) are the ones the daemon recorded with a session's candidates, else computed
+from the store's graph as it is when read (`serving.structure.session_columns`: the rule the
+session-start hook applies too).
 
 The labels read every signal a store keeps, whichever its release line (`LabelSignals`): the
 judge's `session_scores` and per-memory `relevance_score`, FTS hits and the agent's
@@ -39,9 +42,16 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from serving.structure import (
+    GraphColumns,
+    MemoryStructure,
+    read_structure,
+    recorded_structure,
+    session_columns,
+)
 from serving.workbench import HOOK_LOG_FILE, default_workbench
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.candidates import GraphColumns, SessionInputs, session_inputs
+from signet_bench.daemon.candidates import SessionInputs, session_inputs
 from signet_bench.daemon.context import PreviousSession, previous_sessions, session_context
 from signet_bench.daemon.labels import (
     SessionLabelInput,
@@ -78,6 +88,7 @@ __all__ = [
     "sample_rng",
     "scored_sessions",
     "session_graph",
+    "session_structure",
     "shown_candidates",
     "store_workbench",
 ]
@@ -332,8 +343,8 @@ def scored_sessions(sessions: pl.DataFrame, candidates: pl.DataFrame) -> pl.Data
     return latest.join(starts, on="session_key", how="inner").sort(["start", "session_key"])
 
 
-def session_graph(cand: pl.DataFrame) -> GraphColumns:
-    """The daemon's recorded knowledge-graph columns of a session's candidate rows."""
+def _recorded_graph(cand: pl.DataFrame) -> GraphColumns:
+    """The knowledge-graph columns the daemon recorded with a session's candidate rows."""
     return GraphColumns(
         entity_slot=cand["entity_slot"].cast(pl.Float64).fill_null(-1).to_numpy(),
         aspect_slot=cand["aspect_slot"].cast(pl.Float64).fill_null(-1).to_numpy(),
@@ -341,6 +352,26 @@ def session_graph(cand: pl.DataFrame) -> GraphColumns:
         is_traversal=(cand["source"] == "ka_traversal").to_numpy(),
         is_constraint=cand["is_constraint"].fill_null(False).to_numpy().astype(bool),
     )
+
+
+def session_graph(cand: pl.DataFrame, structure: MemoryStructure | None = None) -> GraphColumns:
+    """The knowledge-graph columns of a session's candidate rows: the recorded ones when the
+    rows carry any, else computed from `structure` (the store's graph, `session_structure`), as
+    the session-start hook takes them (`serving.structure.session_columns`)."""
+    return session_columns(_recorded_graph(cand), cand["memory_id"].to_list(), structure)
+
+
+def session_structure(
+    con: sqlite3.Connection, candidates: pl.DataFrame, agent_id: str = DEFAULT_AGENT
+) -> MemoryStructure:
+    """The store's graph read once for the memories of every session whose candidate rows
+    record no knowledge-graph columns (the ones `session_graph` computes)."""
+    bare: set[str] = set()
+    for _, cand in candidates.group_by("session_key"):
+        rec = _recorded_graph(cand)
+        if not recorded_structure(rec.entity_slot, rec.aspect_slot):
+            bare.update(cand["memory_id"].to_list())
+    return read_structure(con, sorted(bare), agent_id=agent_id)
 
 
 def label_input(
@@ -382,11 +413,14 @@ def build_sample(
     cfg: PredictorConfig = DEFAULT_CONFIG,
     seed: int = 0,
     query: SessionQuery = NO_QUERY,
+    structure: MemoryStructure | None = None,
 ) -> SessionSample | None:
     """One session's sample (None when no candidate of it is left, no context can be formed,
     or the labels are not trainable). `session` holds session_key, project, start, score,
     confidence, novel_context_count (and end: the score row's time); `cand` its
-    `session_memories` rows; `query` its session-start query (`daemon.session_query.start_query`)."""
+    `session_memories` rows; `query` its session-start query (`daemon.session_query.start_query`);
+    `structure` the store's graph for rows that record no knowledge-graph columns
+    (`session_graph`; None: they have none)."""
     cand = cand.filter(pl.col("memory_id").is_in(list(corpus.row_of)))
     if cand.height == 0:
         return None
@@ -414,7 +448,7 @@ def build_sample(
         previous_start=previous.start if previous else None,
         context=ctx.vector,
         context_rule=ctx.rule,
-        graph=session_graph(cand),
+        graph=session_graph(cand, structure),
         cfg=cfg,
         query=query,
         signal_pool=len(baseline),  # fts_only rows sort last: the first rows are the start pool
@@ -490,6 +524,7 @@ def load_samples(
         cands = candidate_signals(signals)
         sessions = scored_sessions(signals.sessions, cands)
         jobs = StartQueries.read(con)
+        structure = session_structure(con, cands)
     finally:
         if not isinstance(store, sqlite3.Connection):
             con.close()
@@ -509,7 +544,7 @@ def load_samples(
             prev = previous[s["session_key"]]
             sample = build_sample(
                 corpus, s, by_key[s["session_key"]], prev, tz=tz, cfg=cfg, seed=seed,
-                query=jobs.query(s.get("project"), s["start"]),
+                query=jobs.query(s.get("project"), s["start"]), structure=structure,
             )  # fmt: skip
         if sample is None:
             skipped += 1

@@ -29,7 +29,7 @@ from signet_bench.daemon.trainers import model_dir, model_path
 from signet_bench.learn.export import convert_model
 from signet_bench.learn.model.checkpoint import load_checkpoint
 from signet_bench.learn.model.ranker import ModelRanker
-from signet_bench.learn.samples import scored_sessions, session_graph
+from signet_bench.learn.samples import scored_sessions, session_graph, session_structure
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.hook_log import read_hook_injections, read_hook_invocations
 from signet_bench.store.read import open_readonly, read_session_memories, read_sessions
@@ -100,7 +100,8 @@ def _library_inputs(db, now):
         return session_inputs(
             corpus, rows, session_key=KEY, start=now, tz=TZ, project=PROJECT,
             previous_start=prev.start, context=ctx.vector, context_rule=ctx.rule,
-            graph=session_graph(cand), query=start_query(con, PROJECT, now),
+            graph=session_graph(cand, session_structure(con, cand)),
+            query=start_query(con, PROJECT, now),
         )  # fmt: skip
     finally:
         con.close()
