@@ -330,6 +330,7 @@ class Lifecycle:
             graph=_graph_columns(flags),
             cfg=self.cfg,
             query=query,
+            store=self.con,
         )
 
     def _start(
@@ -712,6 +713,7 @@ def _candidate_rows(res: SessionStartResult, inputs: SessionInputs) -> list[w.Ca
             predictor_rank=None if res.predictor_rank[i] < 0 else int(res.predictor_rank[i]),
             is_constraint=bool(inputs.is_constraint[i]),
             path_json=paths[i],
+            **inputs.graph.recorded(i),
         )
         for i in range(len(res.index))
     ]
