@@ -158,22 +158,23 @@ def _first_render(nb: ModuleType, db: Path) -> float:
     return ms
 
 
-def _filter_change(nb: ModuleType, data, projects: list[str], days) -> float:
-    """What re-runs when a filter changes: the view, its charts, tables and cards."""
-    import marimo as mo
-
+def _filter_change(data, projects: list[str], days) -> float:
+    """What re-runs when a filter changes: the view and the panels drawn from it (the
+    notebook's `dashboard_panels`), with the project slices' chart and table."""
     from signet_bench.analysis.queries import dashboard as dash
+    from signet_bench.app import dashboard_panels as panels
+    from signet_bench.app.dashboard_charts import project_chart
+    from signet_bench.app.ui import static, table
 
     t0 = time.perf_counter()
     view = dash.dashboard_view(data, projects, *days)
-    _html(nb.static(nb.alpha_gauge(view.status.alpha)))
-    _html(mo.ui.altair_chart(nb.win_loss_chart(view.sessions, view.resets), legend_selection=False))
-    _html(nb.static(nb.training_chart(view.steps, view.markers)))
-    _html(nb.static(nb.project_chart(view.projects)))
-    latest = view.sessions.sort("n", descending=True).head(nb.TABLE_SESSIONS)
-    _html(nb.table(latest, selection="single", page_size=8))
-    _html(nb.table(view.projects))
-    dash.verdict(view)
+    _html(panels.overview(data, view, []))
+    _html(panels.status(data, view))
+    _html(panels.timeline(*panels.timeline_widgets(view)))
+    _html(panels.training(view))
+    _html(panels.errors(view))
+    _html(static(project_chart(view.projects)))
+    _html(table(view.projects))
     return (time.perf_counter() - t0) * 1000.0
 
 
@@ -214,8 +215,8 @@ def dashboard_timings(db: Path) -> list[Row]:
             ([], (span[0], span[0] + (span[1] - span[0]) / 2)),
             (projects_of(data.sessions)[:2], span),
         ]
-        _filter_change(nb, data, [], (None, None))  # warm-up
-        filters = [_filter_change(nb, data, *choices[i % 3]) for i in range(FILTER_REPEATS)]
+        _filter_change(data, [], (None, None))  # warm-up
+        filters = [_filter_change(data, *choices[i % 3]) for i in range(FILTER_REPEATS)]
         inspect = _inspector_ms(con, data)
     finally:
         con.close()

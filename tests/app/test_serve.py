@@ -67,6 +67,19 @@ def test_preloading_every_notebook_imports_its_setup():
     assert "signet_bench.config.DEFAULT_CONFIG" in imported  # a name, held by its module
 
 
+def test_warming_builds_what_every_session_reuses():
+    """In a fresh interpreter: before `warm`, marimo's Markdown extensions are not imported;
+    after it they are, and what it rendered holds a chart and a table."""
+    code = (
+        "import sys; ext = 'pymdownx.superfences'; before = ext in sys.modules;"
+        " from signet_bench.app.serve import warm; html = warm();"
+        " print(before, ext in sys.modules, '<marimo-vega' in html, '<marimo-table' in html)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True", "True", "True"]
+
+
 def test_the_app_is_served_through_the_launcher(tmp_path):
     db = tmp_path / "memories.db"
     db.touch()
