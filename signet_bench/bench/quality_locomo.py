@@ -45,6 +45,24 @@ Method:
    variant for NDCG). Means with 95% bootstrap intervals over questions (`bootstrap_interval`);
    for each learned variant minus each heuristic the paired interval; overall and per category.
    `*_all` rows are the heuristics over every question (the probe's reference set).
+6. The knowledge graph's route, when every store carries a graph (`world/locomo_graph.py`):
+   a question's focal entities are the entities its query terms name (the session start's
+   query-term route, `traversal.focal_entities`), the conversation's two speakers left out
+   (`FOCAL_SPEAKERS`); the walk (one pass, one hop over the strong dependencies) joins the
+   pool as at session start (`prefilter.traversal_join`: a memory already among the top 50
+   by effective score keeps the higher of its two scores, at most `pool_quota` others join
+   with their traversal score, flagged as traversal candidates, source 'ka_traversal'), and
+   every candidate gets its entity and aspect slots and structural density from the store's
+   graph (`serving.structure`). The pool holds every memory with or without the graph, so
+   the graph changes its order (the baseline order the pool is handed on in) and the
+   candidates' graph features, never its members. Rows: `pool` and `pool_graph` (the pool in
+   baseline order; `pool` is `effective`), `learned_graph` (`learned` trained and scored
+   with the graph) and `learned_fused_graph` (fused as `learned_fused`: `SERVED`, what a
+   user is served, with the graph), on the held-out questions; paired differences
+   `pool_graph-pool`, `learned_fused_graph-learned_fused` and `learned_fused_graph-<each
+   heuristic>`, the first two also on the questions whose pool the graph changed alone
+   (`*_delta[graph]`); `held_out_graph_reached`: the share of held-out questions whose pool
+   the graph changed. Without a graph every other row is what it is without this route.
 """
 
 from __future__ import annotations
@@ -58,9 +76,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 
 from serving.contract import SIGNAL_NAMES
 from serving.signals import signal_column
+from serving.structure import GraphColumns, MemoryStructure, read_structure, session_columns
 from signet_bench.analysis.metrics import (
     bootstrap_interval,
     coverage_recall_at_k,
@@ -71,8 +91,24 @@ from signet_bench.bench.report import Row
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.candidates import SessionInputs, session_inputs
 from signet_bench.daemon.context import mean_unit
+from signet_bench.daemon.ranking.baseline import (
+    age_days,
+    decayed_importance,
+    effective_score,
+    rank_order,
+)
 from signet_bench.daemon.ranking.fusion import ranks_from_scores, rrf_fuse
-from signet_bench.daemon.ranking.ranker import HybridRanker, LexicalRanker
+from signet_bench.daemon.ranking.prefilter import TraversalJoin, eligible_mask, traversal_join
+from signet_bench.daemon.ranking.ranker import EffectiveScoreRanker, HybridRanker, LexicalRanker
+from signet_bench.daemon.ranking.traversal import (
+    Focal,
+    GraphIndex,
+    Traversal,
+    focal_entities,
+    graph_index,
+    pool_quota,
+    traverse,
+)
 from signet_bench.daemon.session_query import prompt_query
 from signet_bench.errors import UserError
 from signet_bench.learn.holdout import fresh_start
@@ -81,21 +117,31 @@ from signet_bench.learn.pairs import base_params, pair_frame, train_base, write_
 from signet_bench.learn.samples import SessionSample
 from signet_bench.learn.train import train_model
 from signet_bench.store.corpus import Corpus, read_corpus
+from signet_bench.store.graph import EntityGraph, read_graph
 from signet_bench.store.read import open_readonly, read_session_memories
 from signet_bench.world.locomo import CATEGORIES, Query, read_queries, relevance
+from signet_bench.world.locomo_graph import MENTION_CONFIDENCE
 
 __all__ = [
     "ABLATIONS",
+    "FOCAL_SPEAKERS",
+    "GRAPH_RANKERS",
     "HEURISTICS",
+    "SERVED",
     "SPLITS",
     "ConversationData",
+    "GraphRoute",
     "evaluate_queries",
+    "graph_question_inputs",
     "locomo_rows",
     "question_context",
     "question_inputs",
     "question_sample",
+    "question_traversal",
     "seen_evidence",
+    "speaker_entities",
     "split_queries",
+    "traversal_pool",
 ]
 
 _log = logging.getLogger(__name__)
@@ -120,6 +166,19 @@ _ABLATED["learned_without_signals"] = SIGNAL_NAMES
 ABLATIONS = tuple(_ABLATED)
 # experiments: no deltas
 DIAGNOSTIC = ("learned_oracle", "learned_pooled", "learned_init", *ABLATIONS)
+# What a user is served: their own model (`learned`) fused by RRF with the best heuristic on
+# their training questions.
+SERVED = "learned_fused"
+# The knowledge graph's route (module docstring, 6): reported apart, never a best heuristic.
+GRAPH_RANKERS = ("pool", "pool_graph", "learned_graph", f"{SERVED}_graph")
+# Whether the speakers count as a question's focal entities. They do not: a speaker is named
+# in nearly every question and by 54-66% of a conversation's memories, so the walk from one
+# takes its memories by importance, not by the question. Measured on the 7 conversations
+# (wordllama, chronological split, held-out questions): with the speakers the graph changed
+# 99% of the pools and moved recall@10 of the pool by +0.6 points [-1.8, +3.0] (recall@50 by
+# -10.5: the speaker's memories push out recent ones); without them 15%, by +7.8 [+5.4, +10.1]
+# (+53 on the questions it changed). The served model moved by at most 0.2 either way.
+FOCAL_SPEAKERS = False
 
 
 @dataclass(frozen=True)
@@ -133,6 +192,14 @@ class ConversationData:
     inputs: list[SessionInputs]
     covers: list[frozenset[str]]  # per corpus row: its source turns
     samples: dict[str, SessionSample | None] = field(default_factory=dict)
+    # with the graph (module docstring, 6); empty when the store has none
+    graph_inputs: list[SessionInputs] = field(default_factory=list)
+    graph_samples: dict[str, SessionSample | None] = field(default_factory=dict)
+
+    @property
+    def has_graph(self) -> bool:
+        """Whether every question has its inputs with the graph."""
+        return bool(self.queries) and len(self.graph_inputs) == len(self.queries)
 
 
 def question_context(vector: np.ndarray) -> np.ndarray | None:
@@ -142,14 +209,20 @@ def question_context(vector: np.ndarray) -> np.ndarray | None:
 
 
 def question_inputs(
-    corpus: Corpus, query: Query, at, vector: np.ndarray, rows: np.ndarray
+    corpus: Corpus,
+    query: Query,
+    at,
+    vector: np.ndarray,
+    rows: np.ndarray,
+    graph: GraphColumns | None = None,
 ) -> SessionInputs:
-    """A question's session inputs: candidates at corpus `rows` (baseline order), asked at `at`."""
+    """A question's session inputs: candidates at corpus `rows` (baseline order), asked at `at`;
+    `graph`: the candidates' knowledge-graph columns (none: every graph feature 0)."""
     ctx = question_context(vector)
     return session_inputs(
         corpus, rows, session_key=query.key, start=at, tz="UTC", project=None,
         previous_start=None, context=ctx, context_rule="question" if ctx is not None else "none",
-        query=prompt_query(query.question),
+        query=prompt_query(query.question), graph=graph,
     )  # fmt: skip
 
 
@@ -169,28 +242,154 @@ def question_sample(inputs: SessionInputs, cand) -> SessionSample | None:
     return SessionSample.from_inputs(inputs, labels, rank, confidence=1.0, continuity=1.0)
 
 
+# --- the knowledge graph's route ----------------------------------------------------------------
+
+
+def speaker_entities(graph: EntityGraph) -> np.ndarray:
+    """Positions of the conversation's speakers in a LoCoMo store's graph: the entities
+    mentioned at a speaker's mention confidence (`locomo_graph.MENTION_CONFIDENCE`)."""
+    at = (graph.mention_confidence == MENTION_CONFIDENCE[True]) & (graph.mention_entity >= 0)
+    return np.unique(graph.mention_entity[at]).astype(np.int64)
+
+
+def question_traversal(
+    index: GraphIndex,
+    corpus: Corpus,
+    terms: Sequence[str],
+    now: float,
+    left_out: np.ndarray | None = None,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+) -> Traversal | None:
+    """The walk of a question asked at epoch `now`: focal entities the ones its query `terms`
+    name (the session start's query-term route: no project, no pinned entity), without the
+    entities `left_out`; None when it reaches nothing."""
+    focal = focal_entities(index, None, terms)
+    ents = focal.entities
+    if left_out is not None:
+        ents = ents[~np.isin(ents, left_out)]
+    live = ~corpus.absent_at(now) & ~corpus.superseded_by(now)
+    walked = traverse(index, Focal(ents, focal.source), now, live, cfg)
+    return None if walked.empty else walked
+
+
+def traversal_pool(
+    corpus: Corpus, walked: Traversal, now: float, cfg: PredictorConfig = DEFAULT_CONFIG
+) -> TraversalJoin:
+    """The pool's effective scores (corpus-aligned) once the walk joins it at epoch `now`, as
+    session start joins it: eligibility and effective scores at `now`, the scope's and the
+    focal entities' constraints forced, at most `pool_quota` memories joining."""
+    age = age_days(corpus.created_at, now)
+    cons = corpus.is_constraint & corpus.in_scope(None)
+    if len(walked.constraint_rows):
+        cons = cons.copy()
+        cons[walked.constraint_rows] = True
+    dec = decayed_importance(corpus.importance, age, cfg)
+    eligible = eligible_mask(
+        dec, pinned=corpus.pinned, is_constraint=cons, excluded=corpus.absent_at(now), cfg=cfg
+    )
+    eff = effective_score(corpus.importance, age, corpus.pinned, cfg)
+    return traversal_join(
+        eff, eligible, corpus.ids, walked.rows, walked.score, is_constraint=cons,
+        quota=pool_quota(cfg), cfg=cfg,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, eq=False)
+class GraphRoute:
+    """A store's graph made ready for its questions: the traversal index against the corpus,
+    every memory's structural columns, and the entities never focal (positions)."""
+
+    index: GraphIndex
+    structure: MemoryStructure
+    left_out: np.ndarray
+
+    @classmethod
+    def read(
+        cls, con: sqlite3.Connection, corpus: Corpus, speakers: bool = FOCAL_SPEAKERS
+    ) -> GraphRoute | None:
+        """The route of the store at `con` (None when its graph reaches nothing); without
+        `speakers`, the conversation's speakers are never focal."""
+        graph = read_graph(con)
+        if not graph.has_graph:
+            return None
+        left_out = np.zeros(0, dtype=np.int64) if speakers else speaker_entities(graph)
+        index = graph_index(graph, corpus.ids, corpus.importance)
+        return cls(index, read_structure(con), left_out)
+
+
+def graph_question_inputs(
+    route: GraphRoute,
+    corpus: Corpus,
+    query: Query,
+    at,
+    vector: np.ndarray,
+    rows: np.ndarray,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+) -> SessionInputs:
+    """A question's inputs with the graph: the same candidates in the same order, the walk's
+    memories joined as session start joins them (`effective_score` raised, `is_traversal` for
+    the ones that joined), every candidate's slots and density from the store's graph."""
+    rows = np.asarray(rows, dtype=np.int64)
+    now = at.timestamp()
+    walked = question_traversal(
+        route.index, corpus, prompt_query(query.question).terms, now, route.left_out, cfg
+    )
+    joined = np.zeros(len(rows), dtype=bool)
+    eff = None
+    if walked is not None:
+        join = traversal_pool(corpus, walked, now, cfg)
+        joined, eff = join.joined[rows], join.eff[rows]
+    ids = corpus.ids[rows].astype(str).tolist()
+    cols = session_columns(GraphColumns.none(len(rows), joined), ids, route.structure)
+    out = question_inputs(corpus, query, at, vector, rows, graph=cols)
+    return out if eff is None else dataclasses.replace(out, effective_score=eff)
+
+
+def _baseline_rank(inputs: SessionInputs) -> np.ndarray:
+    """Each candidate's 0-based place in the baseline order of its effective scores."""
+    rank = np.empty(len(inputs), dtype=np.int64)
+    rank[rank_order(inputs.effective_score, inputs.memory_ids)] = np.arange(len(inputs))
+    return rank
+
+
 def _sources(con: sqlite3.Connection, corpus: Corpus) -> list[frozenset[str]]:
     src = dict(con.execute("SELECT id, COALESCE(source_id, '') FROM memories").fetchall())
     return [frozenset(x for x in src.get(m, "").split(",") if x) for m in corpus.ids]
 
 
-def read_conversation(store: Path, cfg: PredictorConfig, seed: int) -> ConversationData:
-    """A converted store with every question's inputs and training sample."""
+def read_conversation(
+    store: Path,
+    cfg: PredictorConfig,
+    seed: int,
+    *,
+    graph: bool = True,
+    speakers: bool = FOCAL_SPEAKERS,
+) -> ConversationData:
+    """A converted store with every question's inputs and training sample, and with `graph`
+    (when the store has one) the same with the graph (`graph_question_inputs`; `speakers`:
+    whether the speakers may be focal)."""
     corpus = read_corpus(store)
     con = open_readonly(store)
     try:
         queries = read_queries(con)
         covers = _sources(con, corpus)
         sid = con.execute("SELECT value FROM locomo_meta WHERE key = 'sample_id'").fetchone()[0]
+        route = GraphRoute.read(con, corpus, speakers) if graph else None
     finally:
         con.close()
     cands = {k[0]: g for k, g in read_session_memories(store).group_by("session_key")}
     data = ConversationData(sid, store, corpus, [q for q, _, _ in queries], [], covers)
     for q, at, vec in queries:
         cand = cands[q.key].sort("rank")
-        inputs = question_inputs(corpus, q, at, vec, corpus.rows(cand["memory_id"].to_list()))
+        rows = corpus.rows(cand["memory_id"].to_list())
+        inputs = question_inputs(corpus, q, at, vec, rows)
         data.inputs.append(inputs)
         data.samples[q.key] = question_sample(inputs, cand)
+        if route is not None:
+            joined = graph_question_inputs(route, corpus, q, at, vec, rows, cfg)
+            data.graph_inputs.append(joined)
+            rank = cand.with_columns(rank=pl.Series(_baseline_rank(joined)))
+            data.graph_samples[q.key] = question_sample(joined, rank)
     return data
 
 
@@ -309,8 +508,11 @@ def _without(item, signals: Sequence[str] = ()):
     return dataclasses.replace(item, signals=values)
 
 
-def _trainable(data: ConversationData, positions: Sequence[int]) -> list[SessionSample]:
-    out = [data.samples[data.queries[i].key] for i in positions]
+def _trainable(
+    data: ConversationData, positions: Sequence[int], graph: bool = False
+) -> list[SessionSample]:
+    samples = data.graph_samples if graph else data.samples
+    out = [samples[data.queries[i].key] for i in positions]
     return [s for s in out if s is not None]
 
 
@@ -432,10 +634,22 @@ def _row(name: str, metric: str, values: np.ndarray, seed: int) -> Row:
     return Row(name, metric, float(np.mean(values)), unit, lo, hi, n=len(values))
 
 
-def _delta_rows(a: str, qa: QueryScores, b: str, qb: QueryScores, seed: int) -> list[Row]:
-    """Paired differences a - b per question (recall@10, ndcg@10), with paired intervals."""
+def _delta_rows(
+    a: str,
+    qa: QueryScores,
+    b: str,
+    qb: QueryScores,
+    seed: int,
+    where: np.ndarray | None = None,
+    tag: str = "",
+) -> list[Row]:
+    """Paired differences a - b per question (recall@10, ndcg@10), with paired intervals; with
+    `where`, on the questions it selects only (metric `<m>_delta<tag>`; none selected: no row)."""
+    if where is not None and not where.any():
+        return []
+    sel = slice(None) if where is None else where
     return [
-        _row(f"{a}-{b}", f"{m}_delta", qa.values[m] - qb.values[m], seed)
+        _row(f"{a}-{b}", f"{m}_delta{tag}", (qa.values[m] - qb.values[m])[sel], seed)
         for m in ("recall@10", "ndcg@10")
     ]
 
@@ -463,7 +677,75 @@ def _run(convs: list[ConversationData], tmp: Path, epochs: int, seed: int, cfg, 
         for name in LEARNED:
             learned[f"{name}_fused"] = _fused(c, scores[sid][best], learned[name])
         scores[sid].update(learned)
+    if all(c.has_graph for c in convs):
+        for c in convs:
+            sid = c.sample_id
+            split_of = (train[sid], held[sid])
+            scores[sid].update(_graph_scores(c, split_of, scores[sid][best], (epochs, seed, cfg)))
     return run
+
+
+def _graph_scores(
+    data: ConversationData,
+    split: tuple[list[int], list[int]],
+    best: list,
+    opts: tuple[int, int, PredictorConfig],
+) -> dict[str, list[np.ndarray | None]]:
+    """The graph route's scores (`GRAPH_RANKERS`): the pool in baseline order without and with
+    the graph, and `learned` trained and scored with it, alone and fused with `best` (the
+    best heuristic's scores) as `SERVED` is."""
+    epochs, seed, cfg = opts
+    train, held = split
+    pool = EffectiveScoreRanker(name="pool")
+    params = _train(_trainable(data, train, graph=True), None, epochs, seed, cfg)
+    ranker = ModelRanker(params, cfg, name="learned_graph")
+    learned: list[np.ndarray | None] = [None] * len(data.queries)
+    for i in held:
+        learned[i] = ranker.score(data.graph_inputs[i])
+    return {
+        "pool": [pool.score(x) for x in data.inputs],
+        "pool_graph": [pool.score(x) for x in data.graph_inputs],
+        "learned_graph": learned,
+        f"{SERVED}_graph": _fused(data, best, learned),
+    }
+
+
+def _graph_changed(data: ConversationData, positions: Sequence[int]) -> np.ndarray:
+    """Per question at `positions`: whether the graph changed its pool (a memory joined or
+    had its effective score raised)."""
+    return np.array(
+        [
+            bool(data.graph_inputs[i].graph.is_traversal.any())
+            or bool((data.graph_inputs[i].effective_score != data.inputs[i].effective_score).any())
+            for i in positions
+        ],
+        dtype=bool,
+    )
+
+
+def _graph_rows(
+    run: _Run,
+    convs: list[ConversationData],
+    held: dict[str, QueryScores],
+    opts: tuple[str, int, bool, list[str]],
+) -> list[Row]:
+    """The graph route's rows (module docstring, 6) on the held-out questions; `held`: the
+    other rankers' held-out metrics."""
+    suffix, seed, graded, heuristics = opts
+    ours = {n: _pooled(run, convs, n, "held", graded) for n in GRAPH_RANKERS}
+    changed = np.concatenate([_graph_changed(c, run.held[c.sample_id]) for c in convs])
+    share = float(changed.sum()) / max(1, len(changed))
+    rows = [Row(f"held_out_graph_reached{suffix}", "share", share, "share", n=len(changed))]
+    metrics = [f"recall@{k}" for k in RECALL_KS] + ["ndcg@10", "mrr"]
+    for n in GRAPH_RANKERS:
+        rows += _rows_of(n + suffix, ours[n], seed, metrics)
+    served = f"{SERVED}_graph"
+    for a, b, qb in (("pool_graph", "pool", ours["pool"]), (served, SERVED, held[SERVED])):
+        rows += _delta_rows(a + suffix, ours[a], b + suffix, qb, seed)
+        rows += _delta_rows(a + suffix, ours[a], b + suffix, qb, seed, changed, "[graph]")
+    for h in heuristics:
+        rows += _delta_rows(served + suffix, ours[served], h + suffix, held[h], seed)
+    return rows
 
 
 def _embedder_rows(
@@ -479,7 +761,7 @@ def _embedder_rows(
         seen_evidence(c.queries, run.train[c.sample_id], run.held[c.sample_id]) for c in convs
     )
     _log.info(f"  {split} split: {seen}/{n_held} held-out questions share evidence with training")
-    names = list(run.scores[convs[0].sample_id])
+    names = [n for n in run.scores[convs[0].sample_id] if n not in GRAPH_RANKERS]
     heuristics = [n for n in names if not n.startswith("learned")]
     held = {n: _pooled(run, convs, n, "held", graded) for n in names}
     metrics = [f"recall@{k}" for k in RECALL_KS] + ["ndcg@10", "mrr"]
@@ -495,6 +777,8 @@ def _embedder_rows(
     for n in (x for x in names if x.startswith("learned") and x not in DIAGNOSTIC):
         for h in heuristics:
             rows += _delta_rows(n + suffix, held[n], h + suffix, held[h], seed)
+    if GRAPH_RANKERS[0] in run.scores[convs[0].sample_id]:
+        rows += _graph_rows(run, convs, held, (suffix, seed, graded, heuristics))
     return rows
 
 
@@ -540,9 +824,11 @@ def locomo_rows(
     audit: Sequence[str | Path] | None = None,
     embedders: Sequence[str] | None = None,
     split: str = "chronological",
+    graph: bool = True,
 ) -> list[Row]:
     """The LoCoMo quality table (see the module docstring); `quick`: two conversations, the
-    offline embedder, a few epochs."""
+    offline embedder, a few epochs; `graph`: with the knowledge graph's route where every
+    store has a graph (without: its rows left out, every other row the same)."""
     from signet_bench.world.minilm import minilm_available
 
     path = Path(data)
@@ -556,7 +842,7 @@ def locomo_rows(
         stores = _stores(path, Path(tmp), embedders, audit_files, 2 if quick else None)
         for suffix, paths in stores.items():
             _log.info(f"LoCoMo{suffix or ''}: {len(paths)} conversations")
-            convs = [read_conversation(p, DEFAULT_CONFIG, seed) for p in paths]
+            convs = [read_conversation(p, DEFAULT_CONFIG, seed, graph=graph) for p in paths]
             epochs = QUICK_EPOCHS if quick else EPOCHS
             rows += _embedder_rows(convs, Path(tmp), suffix, (epochs, seed, graded, split))
     return rows
