@@ -10,6 +10,7 @@ with app.setup:
 
     from signet_bench.analysis.queries import drift
     from signet_bench.analysis.queries.derived import line_sessions
+    from signet_bench.analysis.queries.entities import focal_entities
     from signet_bench.analysis.queries.feature_drift import (
         feature_drift,
         feature_frames,
@@ -122,7 +123,7 @@ def _(db_path):
     sessions = line_sessions(con, db_path, DEFAULT_CONFIG)
     resets = drift_resets(sessions, DEFAULT_CONFIG)
     judged = drift.judged_memories(con)
-    return judged, resets, sessions
+    return con, judged, resets, sessions
 
 
 @app.cell
@@ -132,7 +133,26 @@ def _():
 
 
 @app.cell
-def _(db_path, window):
+def _(con):
+    focal = focal_entities(con)
+    _options = drift.entity_options(focal.pairs)
+    entity = mo.ui.dropdown(
+        options=_options,
+        value=drift.ALL_SESSIONS,
+        label="Focal entity",
+        disabled=len(_options) == 1,
+    )
+    return entity, focal
+
+
+@app.cell
+def _(entity, focal, sessions):
+    shown = drift.sessions_of_entity(sessions, focal.pairs, entity.value)
+    return (shown,)
+
+
+@app.cell
+def _(db_path, entity, focal, window):
     _cfg = DEFAULT_CONFIG
     mo.vstack(
         [
@@ -149,19 +169,26 @@ def _(db_path, window):
                 trained on.
                 """
             ),
-            window,
+            mo.hstack([window, entity], justify="start", gap=2),
+            mo.md(f"<small>{focal.note}</small>"),
         ]
     )
 
 
 @app.cell
-def _(judged, resets, sessions, window):
+def _(entity, judged, resets, shown, window):
     _limit = DEFAULT_CONFIG.judge_drift_signal_threshold
-    overall = drift.drift_by_window(judged, sessions, window.value, cfg=DEFAULT_CONFIG)
+    overall = drift.drift_by_window(judged, shown, window.value, cfg=DEFAULT_CONFIG)
     per_project = drift.drift_by_window(
-        judged, sessions, window.value, by_project=True, cfg=DEFAULT_CONFIG
+        judged, shown, window.value, by_project=True, cfg=DEFAULT_CONFIG
     )
-    success = drift.success_by_window(sessions, window.value, by_project=True)
+    success = drift.success_by_window(shown, window.value, by_project=True)
+    _of = (
+        ""
+        if entity.value is None
+        else f" Shown at the {shown.height} sessions `{entity.value}` is focal in; the EMA and "
+        "its resets are the whole loop's."
+    )
     _flagged = overall.filter(pl.col("flagged"))
     _valid = overall.filter(pl.col("drift").is_not_nan())
     _note = (
@@ -196,9 +223,9 @@ def _(judged, resets, sessions, window):
                 f"## Success rate and drift resets ({resets.height})\n"
                 f"The EMA with the reset floor ({DEFAULT_CONFIG.drift_reset_threshold:g}); a "
                 "reset fires after "
-                f"{DEFAULT_CONFIG.drift_reset_window} consecutive counted sessions below it."
+                f"{DEFAULT_CONFIG.drift_reset_window} consecutive counted sessions below it." + _of
             ),
-            static(success_chart(sessions, resets)),
+            static(success_chart(shown, resets)),
             mo.md("**Win rate per project**"),
             static(project_success_chart(success)),
         ]
@@ -213,8 +240,14 @@ def _(db_path):
 
 
 @app.cell
-def _(features):
-    _n = features.samples.select("session_key").n_unique()
+def _(entity, features, focal):
+    samples = drift.sessions_of_entity(features.samples, focal.pairs, entity.value)
+    return (samples,)
+
+
+@app.cell
+def _(samples):
+    _n = samples.select("session_key").n_unique()
     current = mo.ui.slider(
         1,
         max(2, _n - 1),
@@ -229,9 +262,9 @@ def _(features):
 
 
 @app.cell
-def _(current, features, test_choice):
+def _(current, samples, test_choice):
     _test = None if test_choice.value == "default" else test_choice.value
-    drift_table = feature_drift(features.samples, current.value, _test)
+    drift_table = feature_drift(samples, current.value, _test)
     feature_picker = mo.ui.dropdown(
         options=drift_table["feature"].to_list(),
         value=drift_table.sort("statistic", descending=True, nulls_last=True)["feature"][0],
@@ -241,7 +274,7 @@ def _(current, features, test_choice):
 
 
 @app.cell
-def _(current, drift_table, feature_picker, features, test_choice):
+def _(current, drift_table, entity, feature_picker, features, samples, test_choice):
     _registry = pl.DataFrame(
         [
             {
@@ -255,12 +288,14 @@ def _(current, drift_table, feature_picker, features, test_choice):
         ]
     )
     _drifted = drift_table.filter(pl.col("drifted")).height
+    _scope = "" if entity.value is None else f" (of the sessions `{entity.value}` is focal in)"
     mo.vstack(
         [
             mo.md(
                 "## Training vs serving features\n"
-                "Every trainable candidate's 17 input features: the latest sessions (serving) "
-                "against all earlier ones (what the model learned from), judged per feature "
+                f"Every trainable candidate's 17 input features{_scope}: the latest sessions "
+                "(serving) against all earlier ones (what the model learned from), judged per "
+                "feature "
                 f"by a drift test. **{_drifted} of {drift_table.height} features drifted.** "
                 "The time features (tod_, dow_, moy_) move with the calendar by design; "
                 "drift in the memory features (recency, importance, usage, ...) means the "
@@ -274,7 +309,7 @@ def _(current, drift_table, feature_picker, features, test_choice):
             feature_picker,
             static(
                 distribution_chart(
-                    feature_histogram(features.samples, feature_picker.value, current.value),
+                    feature_histogram(samples, feature_picker.value, current.value),
                     feature_picker.value,
                 )
             ),

@@ -286,7 +286,15 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     opts = SimOptions(**chosen, train_epochs=args.epochs, progress=sys.stderr.isatty())
     report = simulate(args.db, args.sessions, opts, load_config(args.config))
     print(report.summary())
+    print(_slices(args.db))
     return 0
+
+
+def _slices(db: str | Path) -> str:
+    """The store's success by project and focal entity (read once the loop has closed it)."""
+    from signet_bench.analysis.queries.slices import slices_text, store_slices
+
+    return slices_text(store_slices(db))
 
 
 def _add_simulate(sub: argparse._SubParsersAction) -> None:
@@ -512,6 +520,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     demo = run_demo(args.out or "out", args.sessions, progress=sys.stderr.isatty())
     print(f"demo store: {demo.store}")
     print(demo.report.summary())
+    print(_slices(demo.store))
     if demo.blocks.height:
         print("judge-scored NDCG@10 per block of 20 sessions:")
         with pl.Config(tbl_rows=50):

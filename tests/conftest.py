@@ -1,5 +1,5 @@
-"""Fixtures shared across test folders: the small demo and the young store
-(tests/queries/stores.py), a simulated store of each of Signet's release lines
+"""Fixtures shared across test folders: the small demo, the young store and the architect
+stores (tests/analysis/queries/stores.py), a simulated store of each of Signet's release lines
 (tests/lines.py), and the current one as Signet's daemon would have left it, built once per
 run."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from signet_bench.store.schema import RELEASE_LINES
-from tests.analysis.queries.stores import small_demo, young_store
+from tests.analysis.queries.stores import architect_store, small_demo, young_store
 from tests.lines import as_signet_leaves_it, simulated_store
 
 
@@ -44,3 +44,10 @@ def bare_current(line_stores, tmp_path_factory) -> Path:
     predictor state, no comparisons, no session plan (read only)."""
     root = tmp_path_factory.getbasetemp() / "shared-lines"
     return as_signet_leaves_it(line_stores["current"], root / "current-bare.db")
+
+
+@pytest.fixture(scope="session")
+def architect(tmp_path_factory) -> dict[str, Path]:
+    """A simulated architect store (with a knowledge graph) per release line (read only)."""
+    root = tmp_path_factory.getbasetemp() / "shared-architect"
+    return {line: architect_store(root, line) for line in RELEASE_LINES}

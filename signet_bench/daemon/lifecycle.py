@@ -64,7 +64,7 @@ from signet_bench.daemon.ranking.compat import signet058_session_start
 from signet_bench.daemon.ranking.fts import fts_search, recall_terms
 from signet_bench.daemon.ranking.ranker import CosineRanker
 from signet_bench.daemon.ranking.session_start import SessionStartResult, session_start
-from signet_bench.daemon.ranking.traversal import TraversalFlags
+from signet_bench.daemon.ranking.traversal import Traversal, TraversalFlags
 from signet_bench.daemon.session_query import SessionQuery, start_query
 from signet_bench.daemon.trainers import Trainer, TrainingJob
 from signet_bench.errors import UserError
@@ -400,6 +400,7 @@ class Lifecycle:
         alpha = effective_alpha(self.state, cfg)
         prev = self.previous.before(plan.project)
         res, inputs = self._start(plan, prev, rng, alpha)
+        focal = _focal_record(res.traversal)
         at = format_iso(plan.start)
         self.con.execute("BEGIN IMMEDIATE")
         try:
@@ -409,10 +410,11 @@ class Lifecycle:
             n_prompts = self._prompts(plan, rng, injected)
             cosine = CosineRanker().score(inputs)
             cos_top = inputs.memory_ids[rank_order(cosine, inputs.memory_ids)][: cfg.comparison_k]
-            judged = self._judge(plan, rng, injected, cos_top.tolist(), n_prompts)
+            judged = self._judge(plan, rng, injected, cos_top.tolist(), n_prompts, focal)
             cand = read_session_memories(self.con, [plan.session_key])
             sample = self._sample(plan, prev, cand, judged)
-            comp, due = self._compare(idx, plan, cand, judged, alpha, sample is not None, report)
+            trainable = sample is not None
+            comp, due = self._compare(idx, plan, cand, judged, alpha, trainable, report, focal)
             rated = cand.filter(pl.col("relevance_score").is_not_null())
             ratings = dict(zip(rated["memory_id"], rated["relevance_score"], strict=True))
             cos_ndcg = judged_ndcg(comp, cosine, inputs.memory_ids, cfg, ratings)
@@ -453,6 +455,7 @@ class Lifecycle:
         injected: set[str],
         also: Sequence[str] = (),
         n_prompts: int = 0,
+        focal: w.FocalEntityRecord = w.NO_FOCAL_ENTITIES,
     ) -> Judgement:
         """The continuity judge's verdict and its rows. The judge is shown what the transcript
         shows (the injected memories and those the prompts recalled) and, in its second pass,
@@ -484,14 +487,20 @@ class Lifecycle:
         w.write_relevance_scores(
             self.con, plan.session_key, dict(zip(ids[rated], rel[rated].tolist(), strict=True))
         )
-        self._end_rows(plan, judged, int(inj.sum()), n_prompts)
+        self._end_rows(plan, judged, int(inj.sum()), n_prompts, focal)
         return judged
 
     def _end_rows(
-        self, plan: SessionContext, judged: Judgement, n_injected: int, n_prompts: int
+        self,
+        plan: SessionContext,
+        judged: Judgement,
+        n_injected: int,
+        n_prompts: int,
+        focal: w.FocalEntityRecord = w.NO_FOCAL_ENTITIES,
     ) -> None:
         """session_scores, summary_jobs and session_checkpoints rows of a finished session (a
-        current store's checkpoint requires its harness, digest and prompt count)."""
+        current store's checkpoint requires its harness, digest and prompt count; the
+        checkpoint names the session's focal entities)."""
         end_at = format_iso(judged.end)
         w.insert_session_score(
             self.con,
@@ -530,6 +539,7 @@ class Lifecycle:
             project=plan.project,
             created_at=end_at,
             **required,
+            **focal.checkpoint_columns(),
         )
 
     def _sample(
@@ -563,8 +573,10 @@ class Lifecycle:
         alpha: float,
         trainable: bool,
         report: SimReport,
+        focal: w.FocalEntityRecord = w.NO_FOCAL_ENTITIES,
     ) -> tuple[Comparison, bool]:
-        """The comparison row and the state's update; True when a training is due."""
+        """The comparison row (naming the session's primary focal entity) and the state's
+        update; True when a training is due."""
         cfg = self.cfg
         inp = ComparisonInput.from_candidates(
             plan.session_key, cand, scorer_confidence=judged.confidence, project=plan.project
@@ -573,6 +585,7 @@ class Lifecycle:
         if self.line == "0.58":  # current Signet has no predictor_comparisons
             row = comp.to_row()
             row["created_at"] = format_iso(judged.end + COMPARE_DELAY)
+            row |= focal.comparison_columns()
             w.insert_comparison(self.con, plan.session_key, row)
         report.comparisons += 1
         self.state = on_session_labelled(self.state, trainable=trainable).state
@@ -690,6 +703,21 @@ def _graph_columns(flags: TraversalFlags | None) -> GraphColumns | None:
         structural_density=np.zeros(n),
         is_traversal=flags.is_traversal,
         is_constraint=flags.is_constraint,
+    )
+
+
+def _focal_record(walked: Traversal | None) -> w.FocalEntityRecord:
+    """The focal entities of the session start's graph walk, as its checkpoint and comparison
+    record them. The primary one is the first the project (or else the query terms) names: the
+    pinned entities are focal in every session and say nothing of this one, so one of them is
+    primary only when nothing else is focal. The others follow in the walk's order."""
+    if walked is None:
+        return w.NO_FOCAL_ENTITIES
+    g, ents = walked.graph, walked.focal_entities.entities.tolist()
+    named = [e for e in ents if not g.entity_pinned[e]]
+    order = named[:1] + [e for e in ents if e not in named[:1]]
+    return w.FocalEntityRecord(
+        tuple(str(g.entity_id[e]) for e in order), tuple(str(g.entity_name[e]) for e in order)
     )
 
 

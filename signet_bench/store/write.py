@@ -33,7 +33,9 @@ from signet_bench.store.timestamps import format_iso
 
 __all__ = [
     "MEMORY_COLUMNS",
+    "NO_FOCAL_ENTITIES",
     "CandidateRow",
+    "FocalEntityRecord",
     "comparison_id",
     "insert_comparison",
     "insert_embeddings",
@@ -642,6 +644,41 @@ def insert_summary_job(con: sqlite3.Connection, session_key: str, **cols: Any) -
     replace_row(
         con, "summary_jobs", {"id": _uid("job", session_key), "session_key": session_key, **cols}
     )
+
+
+@dataclass(frozen=True, slots=True)
+class FocalEntityRecord:
+    """A session's focal entities as Signet records them, the primary one first (ids and names
+    aligned): all of them on the session's checkpoint (`focal_entity_ids`,
+    `focal_entity_names`: JSON lists), the primary one on its comparison (`focal_entity_id`,
+    `focal_entity_name`). Empty: the session named none, and those columns stay NULL."""
+
+    ids: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.ids) != len(self.names):
+            raise ValueError(
+                f"focal entities: {len(self.ids)} ids but {len(self.names)} names (one each)"
+            )
+
+    def checkpoint_columns(self) -> dict[str, str]:
+        """The `session_checkpoints` columns (none when the session named no entity)."""
+        if not self.ids:
+            return {}
+        return {
+            "focal_entity_ids": json.dumps(list(self.ids)),
+            "focal_entity_names": json.dumps(list(self.names)),
+        }
+
+    def comparison_columns(self) -> dict[str, str]:
+        """The `predictor_comparisons` columns (none when the session named no entity)."""
+        if not self.ids:
+            return {}
+        return {"focal_entity_id": self.ids[0], "focal_entity_name": self.names[0]}
+
+
+NO_FOCAL_ENTITIES = FocalEntityRecord()
 
 
 def insert_session_checkpoint(

@@ -58,7 +58,8 @@ def test_dashboard_on_a_current_store_as_signet_leaves_it(bare_current):
     assert not text.startswith("Not yet") and "Judged offline" in text
     assert "timeline" in d and d["detail"].baseline_top.height == 10
     assert details.label_sources.filter(details.label_sources["present"]).height == 6
-    assert details.focal.note.startswith("No session names a focal entity")
+    # the loop's checkpoints name each session's focal entities, as current Signet's do
+    assert details.focal.note.startswith("Focal entities as the store names them: checkpoint (")
 
 
 def test_drift_on_a_current_store_follows_the_recomputed_comparisons(bare_current):

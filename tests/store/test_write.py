@@ -12,8 +12,12 @@ import pytest
 from signet_bench.store.content import content_hash, normalized_content
 from signet_bench.store.schema import connect_writer, create_store
 from signet_bench.store.write import (
+    NO_FOCAL_ENTITIES,
+    FocalEntityRecord,
+    insert_comparison,
     insert_embeddings,
     insert_memories,
+    insert_session_checkpoint,
     soft_delete,
     supersede_attribute,
     supersede_memory,
@@ -249,3 +253,27 @@ def test_writers_join_the_callers_transaction(con):
             insert_memories(con, [_mem(2, "Decided to use redis for cache 1.")])
         # the failed inner write was rolled back to its savepoint; the outer one survives
     assert con.execute("SELECT id FROM memories").fetchall() == [("m1",)]
+
+
+def test_focal_entities_on_the_checkpoint_and_the_comparison(con):
+    """The checkpoint lists every focal entity (JSON, primary first), the comparison names the
+    primary one; a session naming none leaves the columns NULL; ids and names pair up."""
+    focal = FocalEntityRecord(("e1", "e2"), ("storefront", "Tomas"))
+    insert_session_checkpoint(
+        con, "s1", "session_end", created_at="2026-03-01", **focal.checkpoint_columns()
+    )
+    insert_session_checkpoint(
+        con, "s2", "session_end", created_at="2026-03-01", **NO_FOCAL_ENTITIES.checkpoint_columns()
+    )
+    row = {"predictor_ndcg": 0.5, "baseline_ndcg": 0.4, "predictor_won": 1, "margin": 0.1}
+    row |= {"alpha": 1.0, "candidate_count": 3, "created_at": "2026-03-01"}
+    insert_comparison(con, "s1", row | focal.comparison_columns())
+    got = con.execute(
+        "SELECT session_key, focal_entity_ids, focal_entity_names FROM session_checkpoints"
+        " ORDER BY session_key"
+    ).fetchall()
+    assert got == [("s1", '["e1", "e2"]', '["storefront", "Tomas"]'), ("s2", None, None)]
+    named = con.execute("SELECT focal_entity_id, focal_entity_name FROM predictor_comparisons")
+    assert named.fetchall() == [("e1", "storefront")]
+    with pytest.raises(ValueError, match="2 ids but 1 names"):
+        FocalEntityRecord(("e1", "e2"), ("storefront",))

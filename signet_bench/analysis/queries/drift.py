@@ -1,6 +1,7 @@
 """The judge's drift signal over time (seed 000 §4.10: mean relevance of memories under 7 days
 old minus that of memories over 30 days old, at the time they were judged), overall and per
-project, and the success rate per stretch of sessions.
+project, and the success rate per stretch of sessions; any of them over the sessions of one
+focal entity (`entity_options`, `sessions_of_entity`).
 
 `judged_memories` reads the judged rows (`relevance_score` set) from the raw `store` view
 and parses timestamps once per session and per memory, not per row; on a current store, the
@@ -17,7 +18,18 @@ from signet_bench.analysis.queries.source import agent_condition
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.store.duck import ts_expr
 
-__all__ = ["drift_by_window", "judged_memories", "judged_of_sessions", "success_by_window"]
+__all__ = [
+    "ALL_SESSIONS",
+    "drift_by_window",
+    "entity_options",
+    "judged_memories",
+    "judged_of_sessions",
+    "sessions_of_entity",
+    "success_by_window",
+]
+
+ALL_SESSIONS = "all"
+"""The focal-entity filter's label for no filter."""
 
 _JUDGED_SQL = """
 WITH judged AS (
@@ -82,12 +94,46 @@ def judged_of_sessions(con: duckdb.DuckDBPyConnection, sessions: pl.DataFrame) -
     )
 
 
+def entity_options(pairs: pl.DataFrame) -> dict[str, str | None]:
+    """The focal-entity filter's choices, label -> entity: ALL_SESSIONS (None: every session)
+    first, then each entity of `pairs` (`entities.focal_entities`' session_key, entity) with
+    its number of sessions, most sessions first (by name at ties)."""
+    counts = (
+        pairs.group_by("entity")
+        .agg(pl.col("session_key").n_unique().alias("sessions"))
+        .sort(["sessions", "entity"], descending=[True, False])
+    )
+    options: dict[str, str | None] = {ALL_SESSIONS: None}
+    for entity, n in counts.iter_rows():
+        options[f"{entity} ({n} session{'' if n == 1 else 's'})"] = entity
+    return options
+
+
+def sessions_of_entity(
+    frame: pl.DataFrame, pairs: pl.DataFrame, entity: str | None
+) -> pl.DataFrame:
+    """The rows of `frame` (sessions, judged memories, feature samples: any frame keyed by
+    `session_key`) of the sessions whose focal entities (`pairs`) include `entity`, in their
+    order and with their own columns (a session keeps its number `n`); None: every row. An
+    entity no session names is an error (a stale choice would otherwise show empty charts as
+    if nothing had happened)."""
+    if entity is None:
+        return frame
+    keys = pairs.filter(pl.col("entity") == entity)["session_key"]
+    if keys.len() == 0:
+        raise ValueError(f"focal entity {entity!r}: no session names it")
+    return frame.filter(pl.col("session_key").is_in(keys.implode()))
+
+
 def _windows(sessions: pl.DataFrame, window: int) -> pl.DataFrame:
-    """Each session's stretch: `window` consecutive sessions (by `n`), labelled by its last
+    """Each session's stretch: `window` consecutive sessions of the frame (in the order of
+    `n`; a filtered frame's stretches hold `window` of its own sessions), labelled by its last
     session's number and start."""
     w = max(1, int(window))
-    keyed = sessions.select("session_key", "n", "project", "started_at").with_columns(
-        ((pl.col("n") - 1) // w).alias("window")
+    keyed = (
+        sessions.select("session_key", "n", "project", "started_at")
+        .sort("n")
+        .with_columns((pl.int_range(pl.len()) // w).alias("window"))
     )
     ends = keyed.group_by("window").agg(
         pl.col("n").max().alias("last_n"), pl.col("started_at").max().alias("until")

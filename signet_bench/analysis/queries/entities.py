@@ -2,8 +2,11 @@
 0.58's `predictor_comparisons.focal_entity_name`), the focal entities a session's checkpoints
 name (`session_checkpoints.focal_entity_names`, a JSON list), and the entities its
 graph-traversal candidates mention (`session_memories.source` 'ka_traversal' or
-'ka_traversal_pinned', through `memory_entity_mentions` to `entities`). When no session names
-one, `FocalEntities.note` says what the store holds and what is missing.
+'ka_traversal_pinned', through `memory_entity_mentions` to `entities`). The traversal's
+mentions are read only for the sessions whose comparison and checkpoint name none: a reached
+memory mentions the focal entities and every other entity it names too, so where the store
+records a session's focal entities, those are its own. When no session names one,
+`FocalEntities.note` says what the store holds and what is missing.
 """
 
 from __future__ import annotations
@@ -110,16 +113,15 @@ def _missing_note(con: duckdb.DuckDBPyConnection, tables: dict, agent: str) -> s
 
 def focal_entities(con: duckdb.DuckDBPyConnection, agent_id: str = DEFAULT_AGENT) -> FocalEntities:
     """Every session's focal entities from what the store holds (see the module docstring),
-    each pair once, named by the first source that names it (comparison, checkpoint, graph
-    traversal); on a current store, `agent_id`'s sessions."""
+    each pair once, named by the first source that names it (comparison, checkpoint), else,
+    for a session neither names any for, by the entities its graph-traversal candidates
+    mention; on a current store, `agent_id`'s sessions."""
     tables = dict(attached_tables(con).columns)
-    found = pl.concat(
-        [
-            _from_comparisons(con, tables),
-            _from_checkpoints(con, tables, agent_id),
-            _from_traversal(con, tables, agent_id),
-        ]
+    recorded = pl.concat([_from_comparisons(con, tables), _from_checkpoints(con, tables, agent_id)])
+    mentioned = _from_traversal(con, tables, agent_id).filter(
+        ~pl.col("session_key").is_in(recorded["session_key"].implode())
     )
+    found = pl.concat([recorded, mentioned])
     pairs = found.unique(["session_key", "entity"], keep="first", maintain_order=True)
     if pairs.height == 0:
         return FocalEntities(pairs, _missing_note(con, tables, agent_id))

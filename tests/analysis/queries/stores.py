@@ -1,7 +1,8 @@
 """The stores the query, notebook and browser tests share, each built once per test session:
 a small embedded demo (80 sessions, 200 memories: cold start, active mode, a drift reset, two
-projects, training runs, an exported model, calibration labels, benchmark reports) and a
-young store still in cold start (5 sessions, never trained)."""
+projects, training runs, an exported model, calibration labels, benchmark reports), a
+young store still in cold start (5 sessions, never trained) and an architect store, whose
+knowledge graph names each session's focal entities (12 sessions, 300 memories)."""
 
 from __future__ import annotations
 
@@ -31,4 +32,19 @@ def young_store(root: Path) -> Path:
     db = root / "young.db"
     build_persona_store("light", db, seed=3, n_memories=120)
     simulate(db, YOUNG_SESSIONS, SimOptions(scorer="model", seed=3))
+    return db
+
+
+ARCHITECT_SESSIONS = 12
+ARCHITECT_MEMORIES = 300
+
+
+@functools.cache
+def architect_store(root: Path, schema: str = "0.58") -> Path:
+    """The architect persona (a knowledge graph: four products, pinned entities) after a few
+    sessions of the loop, which walks its graph at every session start."""
+    root.mkdir(parents=True, exist_ok=True)
+    db = root / f"architect-{schema}.db"
+    build_persona_store("architect", db, seed=5, n_memories=ARCHITECT_MEMORIES, schema=schema)
+    simulate(db, ARCHITECT_SESSIONS, SimOptions(scorer="random", seed=5))
     return db

@@ -135,11 +135,20 @@ def test_sessions_of_other_agents_are_left_out(line_stores, tmp_path):
 
 
 def test_focal_entities_from_checkpoints_and_traversal(line_stores, tmp_path):
-    """A store whose sessions name none says what it holds; a checkpoint naming focal entities
-    and a candidate reached by graph traversal that mentions one make them the sessions'
-    focal entities."""
+    """The loop's checkpoints name each session's focal entities; a store whose sessions name
+    none says what it holds; a checkpoint naming focal entities and a candidate reached by
+    graph traversal that mentions one make them the sessions' focal entities."""
+    with _duck(line_stores["current"]) as con:
+        recorded = focal_entities(con)
+        checkpoints = con.sql("SELECT COUNT(*) FROM store.session_checkpoints").fetchone()[0]
+    assert set(recorded.pairs["via"]) == {"checkpoint"}
+    assert recorded.pairs["session_key"].n_unique() == checkpoints > 0
     store = tmp_path / "graph.db"
     shutil.copy(line_stores["current"], store)
+    con = sqlite3.connect(store)
+    con.execute("UPDATE session_checkpoints SET focal_entity_ids = NULL, focal_entity_names = NULL")
+    con.commit()
+    con.close()
     with _duck(store) as con:
         none = focal_entities(con)
     assert none.pairs.height == 0
