@@ -331,11 +331,19 @@ def test_forgetting_is_rejected_only_when_the_base_is_a_trained_model(samples, t
 @pytest.fixture(scope="module")
 def two_projects(tmp_path_factory):
     """The multi-project persona cut to its first two projects (shopfront, datapipe: weekday
-    mornings vs afternoons), 300 memories, 150 sessions run with the random scorer."""
+    mornings vs afternoons), 300 memories, 150 sessions run with the random scorer. Its
+    supersessions name each project as a knowledge-graph entity; the entities are removed
+    (the attributes stay, and with them what is superseded) so that session start walks no
+    graph: the traversal would add each project's newest facts to its pools, which the model
+    learns to rank on their own, and this test measures the project preference alone."""
     base = get_persona("multi-project")
     persona = dataclasses.replace(base, projects=base.projects[:2])
     path = tmp_path_factory.mktemp("two") / "memories.db"
     build_persona_store(persona, path, seed=0, n_memories=300)
+    con = sqlite3.connect(path)
+    con.execute("DELETE FROM entities")
+    con.commit()
+    con.close()
     simulate(path, 150, SimOptions(scorer="random", seed=0))
     got, _ = load_samples(path, tz=persona.tz)
     mem = read_memories(path, include_deleted=True).frame

@@ -167,7 +167,7 @@ def traversal_join(
     score (memory id asc at ties) join with their traversal score, eligible whatever their
     decayed importance; the rest stay as they were."""
     eff = np.asarray(eff_scores, dtype=np.float64)
-    id_arr = as_ids(ids)
+    id_arr = np.asarray(ids)  # compared only where scores tie (top_k_indices converts those)
     elig_idx = np.flatnonzero(eligible)
     picked = np.zeros(len(eff), dtype=bool)
     picked[

@@ -281,7 +281,9 @@ def session_start(
     `use_budget=False` to skip), then the first `top_k` if given, then every constraint.
     Exploration runs only with an `rng`, a used predictor and `cold_start_exited`; it never
     displaces a constraint nor explores a superseded row in. `graph` adds its traversal
-    (focal entities from the pinned ones, the project and `query_terms`; see traversal.py).
+    (focal entities from the pinned ones, the project and `query_terms`; see traversal.py); it
+    reaches no memory already superseded at `now_epoch` (current Signet's traversal takes
+    current memories only; Signet 0.58's, replayed in compat.py, took any live row).
     Exploration never explores in a memory the graph alone brought: its row would record
     'exploration' instead of 'ka_traversal', and training would lose the traversal flag the
     scorer saw."""
@@ -290,8 +292,9 @@ def session_start(
     dec = decayed_importance(corpus.importance, age, cfg)
     eff = effective_score(corpus.importance, age, corpus.pinned, cfg)
     absent = corpus.absent_at(now_epoch)
+    reachable = ~absent & ~corpus.superseded_by(now_epoch)
     walked = session_traversal(
-        graph, ids, corpus.importance, project, query_terms, now_epoch, ~absent, cfg
+        graph, ids, corpus.importance, project, query_terms, now_epoch, reachable, cfg
     )
     cons_all = _forced(corpus, project, walked)
     pool = _candidate_pool(corpus, eff, dec, cons_all, absent, previous_used, cfg, walked)

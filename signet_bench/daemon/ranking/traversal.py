@@ -493,12 +493,22 @@ class TraversalFlags:
     `is_traversal` joined the pool through the graph alone (recorded with source
     'ka_traversal'), `carried` owes its place to the graph (joined, or its score raised),
     `is_constraint` must be injected (a constraint of the session's scope or of a focal
-    entity), `path_json` the traversal path of the memories the graph reached (else None)."""
+    entity), `walk_index` its place in the traversal (-1: the graph did not reach it)."""
 
     is_traversal: np.ndarray
     carried: np.ndarray
     is_constraint: np.ndarray
-    path_json: np.ndarray
+    walk_index: np.ndarray
+    walked: Traversal = field(repr=False)
+
+    @property
+    def path_json(self) -> np.ndarray:
+        """(n,) object: the traversal path of each candidate the graph reached (else None), as
+        `session_memories.path_json` records it; rendered when asked for."""
+        paths = np.full(len(self.walk_index), None, dtype=object)
+        for k in np.flatnonzero(self.walk_index >= 0).tolist():
+            paths[k] = self.walked.path_json(int(self.walk_index[k]))
+        return paths
 
 
 def candidate_flags(
@@ -511,17 +521,16 @@ def candidate_flags(
     """The flags of the candidates at corpus rows `cand`; `joined` and `carried` are
     corpus-aligned, `is_constraint` aligned with `cand`."""
     cand = np.asarray(cand, dtype=np.int64)
-    paths = np.full(len(cand), None, dtype=object)
     by_row = np.argsort(walked.rows)
-    hit = np.flatnonzero(np.isin(cand, walked.rows))
-    found = by_row[np.searchsorted(walked.rows[by_row], cand[hit])]
-    for k, i in zip(hit.tolist(), found.tolist(), strict=True):
-        paths[k] = walked.path_json(i)
+    at = np.minimum(np.searchsorted(walked.rows[by_row], cand), max(len(by_row) - 1, 0))
+    found = by_row[at] if len(by_row) else np.zeros(len(cand), dtype=np.int64)
+    hit = (walked.rows[found] == cand) if len(by_row) else np.zeros(len(cand), dtype=bool)
     return TraversalFlags(
         is_traversal=np.asarray(joined, dtype=bool)[cand],
         carried=np.asarray(carried, dtype=bool)[cand],
         is_constraint=np.asarray(is_constraint, dtype=bool),
-        path_json=paths,
+        walk_index=np.where(hit, found, -1),
+        walked=walked,
     )
 
 

@@ -256,3 +256,19 @@ def test_recorded_rows_carry_the_source_and_the_path_where_the_store_has_it(tmp_
             assert "path_json" not in cols
     finally:
         con.close()
+
+
+def test_our_walk_skips_superseded_memories_signet_058s_does_not(tmp_path):
+    g = GraphStore(tmp_path / "m.db")
+    _memories(g, n=60)
+    g.entity("app", "app")
+    g.aspect("asp", "app")
+    g.attribute("m040", "asp", importance=0.9, status="superseded", updated_at="2026-02-01")
+    g.mention("m040", "app", 0.9)  # still mentioned: the mention fallback would reach it
+    g.attribute("m041", "asp", importance=0.9)
+    path = g.close()
+    corpus, graph = read_corpus(path), read_graph(path)
+    ours = _ours(corpus, graph)
+    assert corpus.ids[ours.traversal.rows].tolist() == ["m041"]
+    replica = _replica(corpus, graph)
+    assert sorted(corpus.ids[replica.traversal.rows].tolist()) == ["m040", "m041"]
