@@ -33,8 +33,9 @@ Rows (stable names; `<p>` is the persona, `heavy` by default):
 With --quick: 50 starts, n = 100, d = 10.
 
 Session times, projects and contexts follow the loop: the persona's session plan gives each
-start time and project; the context is the unit mean of a few memories the previous session of
-the same project injected (none for a project's first session: the top-10 baseline fallback).
+start time and project; the context is built, as the loop builds it, from a few memories the
+previous session of the same project injected (none for a project's first session: the top-10
+baseline fallback); a store with a knowledge graph is walked at every start (traversal).
 """
 
 from __future__ import annotations
@@ -76,66 +77,42 @@ def blas_threads() -> int | None:
 
 def session_start_latencies(path: str | Path, n: int, seed: int = 0) -> list[float]:
     """Milliseconds per `session_start` call (predictor=None) over `n` planned sessions of the
-    store's persona, after `WARMUP` untimed calls. Only the call is timed."""
+    store's persona, after `WARMUP` untimed calls: the loop's own call, with the store's
+    knowledge graph (traversal when it has one) and each start's query terms. Only the call
+    is timed; the graph is read once, as the loop reads it."""
     import numpy as np
 
-    from signet_bench.daemon.context import mean_unit
     from signet_bench.daemon.ranking.session_start import session_start
-    from signet_bench.store.read import open_readonly, read_memories
+    from signet_bench.daemon.session_query import start_query
+    from signet_bench.store.corpus import read_corpus
+    from signet_bench.store.graph import read_graph
+    from signet_bench.store.read import open_readonly
     from signet_bench.world.synth.plans import plan_sessions
     from signet_bench.world.synth.truth import load_truth
 
     con = open_readonly(path)
     try:
         persona, truth = load_truth(con)
-        mem = read_memories(con, include_deleted=True)
+        corpus, graph = read_corpus(con), read_graph(con)
+        plans = plan_sessions(persona, n + WARMUP, start=truth.now, seed=seed)
+        terms = [start_query(con, ctx.project, ctx.start).terms for ctx in plans]
     finally:
         con.close()
-    f = mem.frame
-    ids = np.asarray(f["id"].to_list(), dtype=object)
-    created = f["created_at"].dt.epoch("us").to_numpy() / 1e6
-    importance = f["importance"].to_numpy().astype(np.float64)
-    pinned = f["pinned"].to_numpy().astype(bool)
-    deleted = f["is_deleted"].to_numpy().astype(bool)
-    constraint = f["is_constraint"].to_numpy().astype(bool)
-    project = np.asarray(f["project"].to_list(), dtype=object)
-    contents = f["content"].to_list()
-    has = f["has_embedding"].to_numpy().astype(bool)
-    emb = mem.embeddings
-    scope: dict[str | None, np.ndarray] = {}
     rng = np.random.default_rng(seed)
-    last_injected: dict[str | None, np.ndarray] = {}
+    last_injected: dict[str | None, list[str]] = {}
     out: list[float] = []
-    for k, ctx in enumerate(plan_sessions(persona, n + WARMUP, start=truth.now, seed=seed)):
-        mask = scope.get(ctx.project)
-        if mask is None:
-            mask = scope[ctx.project] = np.array([p is None or p == ctx.project for p in project])
-        prev = last_injected.get(ctx.project)
-        context = None
-        if prev is not None and len(prev):
-            pick = rng.choice(prev, size=min(len(prev), int(rng.integers(3, 11))), replace=False)
-            context = mean_unit(emb[pick[has[pick]]])
-        start_s = ctx.start.timestamp()
+    for k, ctx in enumerate(plans):
+        prev = last_injected.get(ctx.project, [])
+        used = rng.choice(prev, size=min(len(prev), int(rng.integers(3, 11))), replace=False)
         t0 = time.perf_counter()
         res = session_start(
-            ids,
-            created,
-            importance,
-            pinned,
-            contents,
-            emb,
-            has,
-            start_s,
-            is_constraint=constraint & mask,
-            is_deleted=deleted | (created > start_s),
-            context=context,
-            predictor=None,
-            cold_start_exited=False,
-        )
+            corpus, ctx.start.timestamp(), project=ctx.project, previous_used=used.tolist(),
+            graph=graph, query_terms=terms[k],
+        )  # fmt: skip
         ms = (time.perf_counter() - t0) * 1000.0
         if k >= WARMUP:
             out.append(ms)
-        last_injected[ctx.project] = np.asarray(res.index)[np.asarray(res.injected_order)]
+        last_injected[ctx.project] = list(res.injected_ids)
     return out
 
 
