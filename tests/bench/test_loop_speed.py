@@ -44,6 +44,8 @@ def test_the_timed_starts_walk_the_graph(architect):
     sources = {
         str(s)
         for ctx in plans[WARMUP:]
-        for s in session_start(corpus, ctx.start.timestamp(), project=ctx.project, graph=graph).source
+        for s in session_start(
+            corpus, ctx.start.timestamp(), project=ctx.project, graph=graph
+        ).source
     }
     assert "ka_traversal" in sources
