@@ -48,6 +48,7 @@ class Corpus:
     # None when no memory records one
     _tokens: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     _scope: dict[str | None, np.ndarray] = field(default_factory=dict, repr=False)
+    _id_text: list[np.ndarray] = field(default_factory=list, repr=False)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -98,6 +99,14 @@ class Corpus:
             if source_session is None
             else np.asarray(list(source_session), dtype=object),
         )
+
+    @property
+    def id_text(self) -> np.ndarray:
+        """The ids as a numpy unicode array, made once: the rankers sort and compare ids in
+        that form, and converting 4,000 ids on every call was most of a session start."""
+        if not self._id_text:
+            self._id_text.append(self.ids.astype(str))
+        return self._id_text[0]
 
     @property
     def dim(self) -> int:

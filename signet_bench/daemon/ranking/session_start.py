@@ -150,7 +150,7 @@ def _candidate_pool(
 ) -> _Pool:
     """The session context (`context.session_context` over the eligible memories' baseline
     order) and the pre-filter over the live corpus, the graph's traversal candidates joined."""
-    ids, has, pin = corpus.ids, corpus.has_embedding, corpus.pinned
+    ids, has, pin = corpus.id_text, corpus.has_embedding, corpus.pinned
     eligible = eligible_mask(dec, pinned=pin, is_constraint=cons, excluded=absent, cfg=cfg)
     join = None
     if walked is not None:
@@ -287,7 +287,7 @@ def session_start(
     Exploration never explores in a memory the graph alone brought: its row would record
     'exploration' instead of 'ka_traversal', and training would lose the traversal flag the
     scorer saw."""
-    ids, has = corpus.ids, corpus.has_embedding
+    ids, has = corpus.id_text, corpus.has_embedding
     age = age_days(corpus.created_at, now_epoch)
     dec = decayed_importance(corpus.importance, age, cfg)
     eff = effective_score(corpus.importance, age, corpus.pinned, cfg)
