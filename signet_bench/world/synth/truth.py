@@ -442,11 +442,15 @@ def _explained(full: np.ndarray, part: np.ndarray) -> float:
 
 
 def _coalition_values(
-    truth: MemoryTruth, plans: Sequence[SessionContext], pools: Sequence[np.ndarray] | None
+    truth: MemoryTruth,
+    plans: Sequence[SessionContext],
+    pools: Sequence[np.ndarray] | None,
+    effects: Sequence[str] = EFFECTS,
 ) -> np.ndarray:
     """v[mask]: the truth's within-session variance explained by the truth with only the
-    effects whose bit is set in `mask` switched on, summed over the sessions."""
-    n = len(EFFECTS)
+    `effects` whose bit is set in `mask` switched on (the rest of `EFFECTS` always on),
+    summed over the sessions."""
+    n = len(effects)
     v = np.zeros(1 << n)
     for i, ctx in enumerate(plans):
         rows = live_rows(truth, ctx) if pools is None else np.asarray(pools[i], dtype=np.int64)
@@ -455,7 +459,7 @@ def _coalition_values(
         sub = truth.take(rows)
         full = true_relevance(sub, ctx)
         for mask in range(1 << n):
-            off = [e for k, e in enumerate(EFFECTS) if not (mask >> k) & 1]
+            off = [e for k, e in enumerate(effects) if not (mask >> k) & 1]
             v[mask] += _explained(full, true_relevance(sub, ctx, without=off))
     return v
 
@@ -479,16 +483,19 @@ def variance_shares(
     """
     if pools is not None and len(pools) != len(plans):
         raise ValueError(f"pools: expected one per plan ({len(plans)}), got {len(pools)}")
-    v = _coalition_values(truth, plans, pools)
+    # an effect that cannot act on this truth (the graph, in a store without one) changes no
+    # coalition's value: its share is 0 and leaving it out halves the coalitions to score
+    active = [e for e in EFFECTS if e != "graph" or truth.graph is not None]
+    v = _coalition_values(truth, plans, pools, active)
     full = v[-1]
     if full <= 0.0:
         raise ValueError("variance_shares: the truth does not vary within any session")
-    n = len(EFFECTS)
+    n = len(active)
     size = np.array([m.bit_count() for m in range(1 << n)])
     weight = np.array([math.factorial(k) * math.factorial(n - k - 1) for k in range(n)])
     weight = weight / math.factorial(n)
-    shares = {}
-    for k, effect in enumerate(EFFECTS):
+    shares = dict.fromkeys(EFFECTS, 0.0)
+    for k, effect in enumerate(active):
         without = np.array([m for m in range(1 << n) if not (m >> k) & 1])
         gain = v[without | (1 << k)] - v[without]
         shares[effect] = float(np.sum(weight[size[without]] * gain) / full)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -17,6 +18,7 @@ from signet_bench.world.synth.truth import (
     ALL_WEEKDAYS_MASK,
     EFFECTS,
     MemoryTruth,
+    _coalition_values,
     live_rows,
     load_truth,
     save_truth,
@@ -315,6 +317,25 @@ def test_variance_shares_sum_to_one_and_follow_what_was_planted():
     one = dataclasses.replace(one, project=np.full(len(one), "a", dtype=object))
     in_a = [c for c in plans if c.project == "a"]
     assert abs(variance_shares(one, in_a)["project"]) < 1e-12  # one project: nothing to tell
+
+
+def test_a_truth_without_a_graph_scores_the_graph_effect_zero_without_scoring_it():
+    """The graph cannot act on a store without one: every coalition with or without it is
+    worth the same, so its share is 0 and the others' Shapley values are those of the game
+    over all the effects (computed here the long way)."""
+    t, plans = _random_truth(80, friday=0.2, stale=0.1), _plans(4)
+    assert t.graph is None
+    shares = variance_shares(t, plans)
+    v = _coalition_values(t, plans, None, EFFECTS)
+    n, g = len(EFFECTS), EFFECTS.index("graph")
+    with_graph = [m for m in range(1 << n) if (m >> g) & 1]
+    assert np.allclose(v[with_graph], v[[m & ~(1 << g) for m in with_graph]])
+    assert shares["graph"] == 0.0
+    for k, effect in enumerate(EFFECTS):
+        without = [m for m in range(1 << n) if not (m >> k) & 1]
+        w = [math.factorial(m.bit_count()) * math.factorial(n - m.bit_count() - 1) for m in without]
+        gain = v[[m | (1 << k) for m in without]] - v[without]
+        assert shares[effect] == pytest.approx(np.dot(w, gain) / math.factorial(n) / v[-1])
 
 
 def test_variance_shares_over_given_pools():
