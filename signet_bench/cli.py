@@ -28,7 +28,11 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH also writes it as J
            time to simulate 1,000 sessions (s)
   quality  NDCG@10 against the planted truth on held-out sessions: baseline, cosine, the
            served and offline predictor, the fused injection, the true-label ceiling after
-           10/50/100/300 sessions; paired differences; ablations; the truth's variance shares
+           10/50/100/300 sessions; paired differences; ablations (--ablations NAMES runs only
+           those: query, prior, context, project, time, superseded, structure, effect_<effect>);
+           the truth's variance shares; on a persona with a knowledge graph (architect) the
+           pool recall of each session's 10 most relevant memories with and without the graph
+           (pool_recall_graph, pool_recall_nograph, their difference; per seed too)
   train    500 sessions x ~80 candidates x 50 epochs: wall time (s), peak memory (MB);
            then one scheduled training per size of a heavy user's history (--sizes, default
            250,1000,3000,5000; --no-history leaves it out): its wall time (s), peak memory
@@ -158,10 +162,26 @@ def _bench_rows(args: argparse.Namespace) -> list:
         seeds=seeds,
         quick=args.quick,
         embedder=args.embedder,
-        ablations=args.ablations,
+        ablations=_ablations(args.ablations),
         cfg=load_config(args.config),
         checkpoints=args.checkpoints,
+        n_memories=args.memories,
     )
+
+
+def _ablations(text: str) -> bool | list[str]:
+    """`--ablations`: "all" (True), "none" (`--no-ablations`: False) or a list of names, each
+    one `bench quality` knows (else a UserError naming the valid ones)."""
+    from signet_bench.bench.quality import ablation_selection
+
+    if text in ("all", "none"):
+        return text == "all"
+    names = _names(text)
+    try:
+        ablation_selection(names)
+    except ValueError as err:
+        raise UserError(f"--ablations: {err}") from err
+    return names
 
 
 def _names(text: str) -> list[str]:
@@ -261,7 +281,16 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
         "memory's topic away)",
     )
     p.add_argument(
-        "--ablations", action=argparse.BooleanOptionalAction, default=True, help="quality"
+        "--ablations", nargs="?", const="all", default="all", metavar="NAMES",
+        help="quality: the ablations to run (default all; or a comma-separated list, e.g. "
+        "structure,effect_graph)",
+    )  # fmt: skip
+    p.add_argument(
+        "--no-ablations", dest="ablations", action="store_const", const="none",
+        help="quality: no ablations",
+    )  # fmt: skip
+    p.add_argument(
+        "--memories", type=int, default=None, help="quality: resize the personas' stores"
     )
     p.add_argument(
         "--config", default=None, help="quality, train: agent.yaml with a predictor: block"

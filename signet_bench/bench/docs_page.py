@@ -38,6 +38,7 @@ __all__ = [
 UNSEEN_SEEDS = "131,132,133,134,135,136,137,138,139,140"
 UNSEEN_PERSONAS = ("heavy", "drifting", "multi-project")
 UNSEEN_SEEDS_300 = "131,132,133"  # 300 sessions cost ~15 min per seed on 2 cores
+GRAPH_PERSONA = "architect"  # the persona with a knowledge graph
 COMMANDS: Mapping[str, str] = {
     "quality-locomo": "signet-bench bench quality --dataset locomo "
     "--data ../shared/data/locomo/locomo7.json --json {dir}/quality-locomo.json",
@@ -58,6 +59,9 @@ COMMANDS: Mapping[str, str] = {
         f"--json {{dir}}/quality-unseen-300-{p}.json"
         for p in UNSEEN_PERSONAS
     },
+    f"quality-{GRAPH_PERSONA}": f"signet-bench bench quality --personas {GRAPH_PERSONA} "
+    "--seeds 1,2 --checkpoints 50,100 --ablations structure,effect_graph "
+    f"--embedder wordllama --json {{dir}}/quality-{GRAPH_PERSONA}.json",
     "store": "signet-bench bench store --json {dir}/store.json",
     "loop": "signet-bench bench loop --json {dir}/loop.json",
     "train": "signet-bench bench train --json {dir}/train.json",
@@ -71,6 +75,7 @@ TITLES = {
     "quality": "Ranking quality on a synthetic user",
     **{f"quality-unseen-{p}": f"Worst case over unseen seeds: {p}" for p in UNSEEN_PERSONAS},
     **{f"quality-unseen-300-{p}": f"Unseen seeds after 300 sessions: {p}" for p in UNSEEN_PERSONAS},
+    f"quality-{GRAPH_PERSONA}": "What the knowledge graph adds: the architect persona",
     "store": "Store",
     "loop": "Session loop latency",
     "train": "Training",
@@ -391,8 +396,30 @@ def _quality_section(
             ),
             pivot_markdown(part, ("variance_share",)),
             pivot_markdown(part, ("ndcg@10_full", "ndcg@10_ablated", "ndcg@10_drop")),
+            *_graph_route_markdown(part, prefix),
         ]
     return out
+
+
+GRAPH_METRICS = ("recall_top10", "recall_top10_delta", "candidates")
+
+
+def _graph_route_markdown(rows: Sequence[Mapping[str, Any]], prefix: str) -> list[str]:
+    """The knowledge graph's route into the pool (a store with a graph only): pool recall
+    with and without the graph, their paired difference and the pool sizes, per checkpoint,
+    pooled over the seeds and per seed."""
+    if not any(r["metric"] == "recall_top10" for r in rows):
+        return []
+    return [
+        (
+            "What the knowledge graph adds to the pool: the share of each held-out session's "
+            "10 most relevant live memories (planted truth, relevance above 0) in the pool the "
+            "session start built with the graph's traversal, and in the same session start's "
+            "pool without the graph (all seeds, then each seed; 95% bootstrap intervals, "
+            "paired for the difference), and the mean pool sizes:"
+        ),
+        *(_by_n_markdown(rows, metric, prefix) for metric in GRAPH_METRICS),
+    ]
 
 
 def _locomo_section(

@@ -40,6 +40,20 @@ Method (no ranker ever sees the truth):
    pools (`synth.truth.variance_shares`), so a reader can see what there is to learn beyond topic.
    Effect ablations say what learning each planted effect is worth: the true-label ceiling
    against the same training on the planted relevance with that one effect switched off.
+   `ablations` (`--ablations NAMES`) runs only the named ones: groups of `ABLATIONS`, and
+   `effect_<effect>` for an effect ablation. The "structure" group (the knowledge-graph
+   features: entity and aspect slot, is constraint, structural density, is traversal) runs
+   only on stores with a knowledge graph; each seed's drop is reported beside the pooled one.
+
+5. Pool recall, on stores with a knowledge graph: what the graph's traversal adds to the
+   pre-filter pool a ranker chooses from. A held-out session's truly relevant memories are
+   the `RELEVANT_K` (10) live memories (created by its start, not deleted) with the highest
+   planted relevance, of those with relevance above 0 (ties: memory id). Pool recall is the
+   share of them in the session's pool: the pool the loop built (with the graph), against the
+   pool of the same session start (same corpus, time, project, previous session and query
+   terms) without the graph (`session_start(graph=None)`). A store has a graph when its graph
+   tables reach memories (`EntityGraph.has_graph`): the architect persona's full one, or the
+   few entities another persona's graph-attribute supersessions write.
 
 Per-session NDCGs are pooled over the seeds of a persona; intervals are 95% bootstrap
 intervals over the pooled sessions, paired for differences.
@@ -57,6 +71,13 @@ Rows (stable names; with several personas each name is prefixed `<persona>/`):
   predictor_served-cosine   ndcg@10_delta_share_below share of seeds below -0.01 (likewise
                                                  fused_served-cosine)
   ablation_<group>          ndcg@10_full / ndcg@10_ablated / ndcg@10_drop
+  seed_<s>/ablation_structure  the same three, one seed's sessions
+  pool_recall_graph         recall_top10  share  mean over held-out sessions, n = N (likewise
+                                                 pool_recall_nograph; and each seed's,
+                                                 seed_<s>/pool_recall_graph, ...)
+  pool_recall_graph-pool_recall_nograph  recall_top10_delta  share  paired difference, n = N
+                                                 (pooled and per seed)
+  pool_size_graph           candidates     memories  mean pool size, n = N (pool_size_nograph)
   effect_<effect>           ndcg@10_full / ndcg@10_ablated / ndcg@10_drop (true labels)
   truth_share_<effect>      variance_share share  mean over the seeds (interval: min, max)
 """
@@ -65,9 +86,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import sqlite3
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,20 +100,26 @@ from signet_bench.analysis.metrics import bootstrap_interval, ndcg_at_k
 from signet_bench.bench.report import Row
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.candidates import SessionInputs
+from signet_bench.daemon.context import previous_sessions
 from signet_bench.daemon.features import SESSION_FEATURES, feature_index, feature_indices
 from signet_bench.daemon.loop import SimOptions, Simulator
 from signet_bench.daemon.predictor_state import effective_alpha, on_session_start
+from signet_bench.daemon.ranking.baseline import rank_order
 from signet_bench.daemon.ranking.ranker import (
     CosineRanker,
     EffectiveScoreRanker,
     FusedRanker,
     Ranker,
 )
+from signet_bench.daemon.ranking.session_start import session_start
 from signet_bench.learn.holdout import fresh_start
 from signet_bench.learn.model.params import query_held
 from signet_bench.learn.model.ranker import ModelRanker
-from signet_bench.learn.samples import SessionSample, load_samples
+from signet_bench.learn.samples import SessionSample, load_samples, scored_sessions
 from signet_bench.learn.train import train_model
+from signet_bench.store.corpus import Corpus
+from signet_bench.store.graph import EntityGraph
+from signet_bench.store.read import read_session_memories, read_sessions
 from signet_bench.world.synth.build import build_persona_store
 from signet_bench.world.synth.persona import Persona
 from signet_bench.world.synth.plans import SessionContext
@@ -100,11 +128,17 @@ from signet_bench.world.synth.truth import EFFECTS, true_relevance, variance_sha
 __all__ = [
     "ABLATIONS",
     "HeldOut",
+    "PoolRecall",
     "ablate_inputs",
     "ablate_samples",
     "ablation_frozen",
+    "ablation_selection",
     "held_out_session",
+    "pool_recall",
+    "pool_recall_rows",
     "quality_rows",
+    "start_pool",
+    "truly_relevant",
     "truth_share_rows",
     "worst_seed_rows",
 ]
@@ -123,11 +157,17 @@ MEMORY_FEATURES = feature_indices(
     "recency", "importance", "usage", "entity_slot", "aspect_slot", "is_constraint",
     "structural_density",
 )  # fmt: skip
+STRUCTURE_FEATURES = feature_indices(
+    "entity_slot", "aspect_slot", "is_constraint", "structural_density", "is_traversal",
+)  # fmt: skip
 ABLATED_FEATURES = {
     "time": TIME_FEATURES,
     "superseded": (SUPERSEDED_FEATURE,),
     "prior": MEMORY_FEATURES,
+    "structure": STRUCTURE_FEATURES,
 }
+GRAPH_ONLY = ("structure",)  # ablations run only on stores with a knowledge graph
+RELEVANT_K = 10  # a session's truly relevant memories: its top 10 live ones by planted truth
 RANKERS = (
     "baseline",
     "cosine",
@@ -176,6 +216,9 @@ ABLATIONS: dict[str, Ablation] = {
     "project": Ablation("the session's project slot set to 0", ("project",)),
     "time": Ablation("the session features zeroed (time of day, weekday, month, gap)", ("time",)),
     "superseded": Ablation("the superseded feature zeroed", ("stale",)),
+    "structure": Ablation("the knowledge-graph features zeroed (entity slot, aspect slot, is "
+                          "constraint, structural density, is traversal) and their gate weights "
+                          "held at 0", ("graph",)),
 }  # fmt: skip
 
 
@@ -183,11 +226,27 @@ def ablation_frozen(group: str | None, params: Params) -> dict[str, np.ndarray]:
     """The parameter entries a component ablation holds at their (zero) initial values."""
     if group == "query":
         return query_held(params)
-    if group == "prior":
+    if group in ("prior", "structure"):
+        v_dim = params["v_proj"].shape[0]
         mask = np.zeros(params["gate_proj"].shape, dtype=bool)
-        mask[..., : params["v_proj"].shape[0]] = True
+        if group == "prior":
+            mask[..., :v_dim] = True
+        else:  # the gate's weights on the graph's feature columns
+            mask[..., [v_dim + c for c in STRUCTURE_FEATURES]] = True
         return {"gate_proj": mask}
     return {}
+
+
+def ablation_selection(ablations: bool | Sequence[str]) -> frozenset[str]:
+    """The ablations to run: every group of `ABLATIONS` and every `effect_<effect>` (True),
+    none (False), or the ones named; ValueError naming an unknown one."""
+    every = [*ABLATIONS, *(f"effect_{e}" for e in EFFECTS)]
+    if isinstance(ablations, bool):
+        return frozenset(every if ablations else ())
+    unknown = [a for a in ablations if a not in every]
+    if unknown:
+        raise ValueError(f"unknown ablations {unknown}; valid: {', '.join(every)}")
+    return frozenset(ablations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,11 +319,17 @@ class Run:
     checkpoints: dict[int, Checkpoint]
     pools: dict[int, list[HeldOut]]  # checkpoint -> the held-out sessions that follow it
     scores: dict[tuple, np.ndarray] = field(default_factory=dict)
+    recalls: dict[str, PoolRecall] = field(default_factory=dict)  # session key -> pool recall
 
     @property
     def held(self) -> list[HeldOut]:
         """The last checkpoint's held-out sessions (ablations, truth shares)."""
         return self.pools[max(self.pools)]
+
+    @property
+    def has_graph(self) -> bool:
+        """Whether the store's knowledge graph can reach memories (the loop's own read)."""
+        return self.sim.loop.graph.has_graph
 
     def true_labels(self, n: int, without: Sequence[str] = ()) -> list[SessionSample]:
         """The first `n` sessions' samples with every label replaced by the planted relevance
@@ -317,13 +382,15 @@ def simulate_run(
     cfg: PredictorConfig = DEFAULT_CONFIG,
     embedder: str = "topic",
     label: str | None = None,
+    n_memories: int | None = None,
 ) -> Run:
-    """Build the store, run the loop to each checkpoint, then on through the held-out
-    sessions of the last; each checkpoint's pool is the `held_out` sessions after it."""
+    """Build the store (`n_memories`: the persona resized), run the loop to each checkpoint,
+    then on through the held-out sessions of the last; each checkpoint's pool is the
+    `held_out` sessions after it."""
     label = label or (persona if isinstance(persona, str) else persona.name)
     path = tmp / f"{label}-{seed}.db"
     t0 = time.perf_counter()
-    build_persona_store(persona, path, seed=seed, embedder=embedder)
+    build_persona_store(persona, path, seed=seed, embedder=embedder, n_memories=n_memories)
     _log.info(f"  [{label} seed {seed}] store built in {time.perf_counter() - t0:.1f} s")
     sim = Simulator(path, SimOptions(scorer="model", seed=seed), cfg)
     last = max(checkpoints)
@@ -375,9 +442,9 @@ def checkpoint_ndcgs(run: Run, n: int, cfg: PredictorConfig) -> dict[str, np.nda
     }
 
 
-def _row(name: str, metric: str, values: np.ndarray, n: int, seed: int) -> Row:
+def _row(name: str, metric: str, values: np.ndarray, n: int, seed: int, unit: str = "ndcg") -> Row:
     lo, hi = bootstrap_interval(values, seed, draws=BOOTSTRAP)
-    return Row(name, metric, float(np.mean(values)), "ndcg", lo, hi, n=n)
+    return Row(name, metric, float(np.mean(values)), unit, lo, hi, n=n)
 
 
 def curve_rows(runs: list[Run], checkpoints: Sequence[int], prefix: str, cfg) -> list[Row]:
@@ -458,34 +525,210 @@ def _drop_rows(name: str, full: np.ndarray, ablated: np.ndarray, n: int, seed: i
     ]
 
 
-def ablation_rows(runs: list[Run], last: int, prefix: str, cfg: PredictorConfig) -> list[Row]:
-    """The NDCG@10 drop of each ablation at the last checkpoint (offline retrains, pooled over
-    `runs`); positive = the model uses what the ablation takes away."""
-    full = np.concatenate([r.offline(last, None, None, cfg) for r in runs])
+def ablation_rows(
+    runs: list[Run],
+    last: int,
+    prefix: str,
+    cfg: PredictorConfig,
+    selected: Collection[str] = tuple(ABLATIONS),
+) -> list[Row]:
+    """The NDCG@10 drop of each ablation in `selected` at the last checkpoint (offline
+    retrains, pooled over `runs`); positive = the model uses what the ablation takes away."""
     rows: list[Row] = []
-    for group in ABLATIONS:
+    for group in (g for g in ABLATIONS if g in selected):
+        if group in GRAPH_ONLY:
+            rows += _graph_ablation_rows(runs, group, last, prefix, cfg)
+            continue
+        full = np.concatenate([r.offline(last, None, None, cfg) for r in runs])
         ablated = np.concatenate([r.offline(last, group, None, cfg) for r in runs])
         rows += _drop_rows(f"{prefix}ablation_{group}", full, ablated, last, runs[0].seed)
     return rows
 
 
+def _graph_ablation_rows(
+    runs: list[Run], group: str, last: int, prefix: str, cfg: PredictorConfig
+) -> list[Row]:
+    """An ablation of the knowledge graph's inputs, on the runs whose store has a graph: the
+    pooled drop and each seed's (none, with a log line, when no store has a graph)."""
+    graphed = [r for r in runs if r.has_graph]
+    if not graphed:
+        _log.info(f"  ablation_{group}: skipped, no store of {prefix or 'the persona'} has a graph")
+        return []
+    full = {r.seed: r.offline(last, None, None, cfg) for r in graphed}
+    ablated = {r.seed: r.offline(last, group, None, cfg) for r in graphed}
+    rows = _drop_rows(
+        f"{prefix}ablation_{group}", np.concatenate(list(full.values())),
+        np.concatenate(list(ablated.values())), last, graphed[0].seed,
+    )  # fmt: skip
+    for s, values in full.items():
+        rows += _drop_rows(f"{prefix}seed_{s}/ablation_{group}", values, ablated[s], last, s)
+    return rows
+
+
 def effect_rows(
-    runs: list[Run], last: int, prefix: str, shares: dict[str, float], cfg: PredictorConfig
+    runs: list[Run],
+    last: int,
+    prefix: str,
+    shares: dict[str, float],
+    cfg: PredictorConfig,
+    selected: Collection[str] | None = None,
 ) -> list[Row]:
     """What learning each planted effect is worth: the true-label ceiling at the last
     checkpoint against the same training on the planted relevance with that effect switched
     off (`true_relevance(without=...)`), both scored against the full truth; for every
-    non-topic effect carrying at least `EFFECT_MIN_SHARE` of the truth's variance."""
+    non-topic effect carrying at least `EFFECT_MIN_SHARE` of the truth's variance (and, with
+    `selected`, named there as `effect_<effect>`)."""
     full = np.concatenate([r.offline(last, None, (), cfg) for r in runs])
     rows: list[Row] = []
     for effect, share in shares.items():
+        if selected is not None and f"effect_{effect}" not in selected:
+            continue
         if effect != "topic" and share >= EFFECT_MIN_SHARE:
             ablated = np.concatenate([r.offline(last, None, (effect,), cfg) for r in runs])
             rows += _drop_rows(f"{prefix}effect_{effect}", full, ablated, last, runs[0].seed)
     return rows
 
 
+@dataclass(frozen=True, slots=True)
+class PoolRecall:
+    """One held-out session's recall of its truly relevant memories in the pool the loop built
+    (with the graph) and in the same session start's pool without it, and the pools' sizes."""
+
+    graph: float
+    nograph: float
+    size_graph: int
+    size_nograph: int
+
+
+def truly_relevant(
+    relevance: np.ndarray, ids: np.ndarray, live: np.ndarray, k: int = RELEVANT_K
+) -> np.ndarray:
+    """The rows of the `k` live memories with the highest planted relevance, of those above 0
+    (ties: memory id ascending); fewer when fewer are relevant."""
+    rows = np.flatnonzero(np.asarray(live, dtype=bool) & (np.asarray(relevance) > 0))
+    return rows[rank_order(relevance[rows], ids[rows])[:k]]
+
+
+def pool_recall(relevant: np.ndarray, pool: np.ndarray) -> float:
+    """The share of the `relevant` rows that are in `pool` (NaN when none is relevant)."""
+    return float(np.isin(relevant, pool).mean()) if len(relevant) else float("nan")
+
+
+def start_pool(
+    corpus: Corpus,
+    start_s: float,
+    *,
+    project: str | None,
+    previous_used: Sequence[str],
+    query_terms: Sequence[str],
+    graph: EntityGraph | None,
+    cfg: PredictorConfig,
+) -> np.ndarray:
+    """The pre-filter pool (corpus rows, baseline order) of our session start at `start_s`,
+    with the graph's traversal candidates or (`graph` None) without them."""
+    res = session_start(corpus, start_s, project=project, previous_used=previous_used,
+                        cfg=cfg, graph=graph, query_terms=query_terms)  # fmt: skip
+    return res.index
+
+
+def previous_used(con: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
+    """Per session key, the memories its previous scored session of the project used, replayed
+    from the store as the trainer replays it (sessions without one are left out)."""
+    cands = read_session_memories(con)
+    by_key = {k[0]: g for k, g in cands.group_by("session_key")}
+    prev = previous_sessions(scored_sessions(read_sessions(con), cands), by_key)
+    return {k: p.used for k, p in prev.items() if p is not None}
+
+
+def run_pool_recalls(run: Run) -> dict[str, PoolRecall]:
+    """Every held-out session's `PoolRecall` (computed once per run): the truly relevant
+    memories (`truly_relevant` over the live corpus at the session start) in the recorded pool,
+    and in the pool of the same session start with `graph=None`."""
+    sim = run.sim
+    held = {h.plan.session_key: h for pool in run.pools.values() for h in pool}
+    todo = [k for k in held if k not in run.recalls]
+    used = previous_used(sim.con) if todo else {}
+    for key in todo:
+        h = held[key]
+        start_s = h.plan.start.timestamp()
+        rel = true_relevance(sim.truth, h.plan)[sim.truth_rows]
+        relevant = truly_relevant(rel, sim.corpus.ids, ~sim.corpus.absent_at(start_s))
+        plain = start_pool(
+            sim.corpus, start_s, project=h.plan.project, previous_used=used.get(key, ()),
+            query_terms=h.inputs.query.terms, graph=None, cfg=sim.cfg,
+        )  # fmt: skip
+        run.recalls[key] = PoolRecall(
+            pool_recall(relevant, h.inputs.rows), pool_recall(relevant, plain),
+            len(h.inputs.rows), len(plain),
+        )  # fmt: skip
+    return run.recalls
+
+
+def _recall_rows(name: str, recalls: list[PoolRecall], n: int, seed: int) -> list[Row]:
+    """Pool recall with and without the graph and their paired difference, as rows."""
+    got = [x for x in recalls if np.isfinite(x.graph)]
+    graph, plain = np.array([x.graph for x in got]), np.array([x.nograph for x in got])
+    return [
+        _row(f"{name}pool_recall_graph", "recall_top10", graph, n, seed, "share"),
+        _row(f"{name}pool_recall_nograph", "recall_top10", plain, n, seed, "share"),
+        _row(f"{name}pool_recall_graph-pool_recall_nograph", "recall_top10_delta",
+             graph - plain, n, seed, "share"),
+    ]  # fmt: skip
+
+
+def pool_recall_rows(runs: list[Run], checkpoints: Sequence[int], prefix: str) -> list[Row]:
+    """Per checkpoint, the pool recall of its held-out sessions with and without the graph,
+    pooled over the runs whose store has a knowledge graph and per seed, with the mean pool
+    sizes; none (with a log line) when no store has a graph."""
+    graphed = [r for r in runs if r.has_graph]
+    if not graphed:
+        _log.info(f"  pool recall: skipped, no store of {prefix or 'the persona'} has a graph")
+        return []
+    rows: list[Row] = []
+    for n in checkpoints:
+        per_run = {r.seed: [run_pool_recalls(r)[h.plan.session_key] for h in r.pools[n]]
+                   for r in graphed}  # fmt: skip
+        pooled = [x for got in per_run.values() for x in got]
+        if not pooled:
+            continue
+        both = _recall_rows(prefix, pooled, n, graphed[0].seed)
+        rows += both
+        for size in ("graph", "nograph"):
+            mean = float(np.mean([getattr(x, f"size_{size}") for x in pooled]))
+            rows.append(Row(f"{prefix}pool_size_{size}", "candidates", mean, "memories", n=n))
+        for s, got in per_run.items():
+            rows += _recall_rows(f"{prefix}seed_{s}/", got, n, s) if got else []
+        _log.info(
+            f"  pool recall after {n}: with the graph {both[0].value:.3f}, without "
+            f"{both[1].value:.3f}, difference {both[2].value:+.3f}"
+        )
+    return rows
+
+
 UNCAPPED_TRAINING_S = 1e6
+
+
+def persona_rows(
+    runs: list[Run],
+    checkpoints: Sequence[int],
+    prefix: str,
+    cfg: PredictorConfig,
+    selected: Collection[str] = frozenset(),
+    quick: bool = False,
+) -> list[Row]:
+    """One persona's rows over its runs: the truth's variance shares, the rankers per
+    checkpoint, the pool recall with and without the graph, and the `selected` ablations
+    (`--quick`: on the first seed only)."""
+    share_rows = truth_share_rows(runs, prefix)
+    rows = share_rows + curve_rows(runs, checkpoints, prefix, cfg)
+    rows += pool_recall_rows(runs, checkpoints, prefix)
+    if selected:
+        ablated = runs[:1] if quick else runs
+        last = max(checkpoints)
+        rows += ablation_rows(ablated, last, prefix, cfg, selected)
+        shares = {r.name.rsplit("truth_share_", 1)[1]: r.value for r in share_rows}
+        rows += effect_rows(ablated, last, prefix, shares, cfg, selected)
+    return rows
 
 
 def quality_rows(
@@ -494,19 +737,22 @@ def quality_rows(
     seeds: Sequence[int] = (0,),
     quick: bool = False,
     embedder: str = "wordllama",
-    ablations: bool = True,
+    ablations: bool | Sequence[str] = True,
     cfg: PredictorConfig = DEFAULT_CONFIG,
     checkpoints: Sequence[int] | None = None,
+    n_memories: int | None = None,
 ) -> list[Row]:
     """Simulate every persona on every seed, evaluate each checkpoint's rankers on the
     held-out sessions (pooled per persona), ablate; the rows. `cfg` is the predictor's
     configuration (a training schedule to try, say); `checkpoints` replaces the default
-    session counts (a shorter horizon for many seeds)."""
+    session counts (a shorter horizon for many seeds); `ablations` names the ones to run
+    (`ablation_selection`); `n_memories` resizes the personas."""
     if checkpoints is None:
         checkpoints = QUICK_CHECKPOINTS if quick else CHECKPOINTS
     if not checkpoints or min(checkpoints) < 1:
         raise ValueError(f"checkpoints must be positive session counts, got {list(checkpoints)}")
     checkpoints = tuple(sorted(set(checkpoints)))
+    selected = ablation_selection(ablations)
     # the quality of a model must not depend on how busy the machine is: every training runs
     # to its epoch budget (the daemon's time cap would cut it short on a loaded machine, and
     # the same seed gave models 0.08 NDCG@10 apart under load)
@@ -519,23 +765,17 @@ def quality_rows(
     )
     runs: dict[str, list[Run]] = {}
     rows: list[Row] = []
-    last = max(checkpoints)
     with tempfile.TemporaryDirectory(prefix="signet-bench-quality-") as tmp_name:
         tmp = Path(tmp_name)
         try:
             for persona in personas:
                 runs[persona] = [
-                    simulate_run(persona, s, checkpoints, held_out, tmp, cfg, embedder)
+                    simulate_run(persona, s, checkpoints, held_out, tmp, cfg, embedder,
+                                 n_memories=n_memories)
                     for s in seeds
-                ]
+                ]  # fmt: skip
                 prefix = f"{persona}/" if len(personas) > 1 else ""
-                share_rows = truth_share_rows(runs[persona], prefix)
-                rows += share_rows + curve_rows(runs[persona], checkpoints, prefix, cfg)
-                if ablations:
-                    ablated = runs[persona][:1] if quick else runs[persona]
-                    rows += ablation_rows(ablated, last, prefix, cfg)
-                    shares = {r.name.rsplit("truth_share_", 1)[1]: r.value for r in share_rows}
-                    rows += effect_rows(ablated, last, prefix, shares, cfg)
+                rows += persona_rows(runs[persona], checkpoints, prefix, cfg, selected, quick)
         finally:
             for group_runs in runs.values():
                 for r in group_runs:

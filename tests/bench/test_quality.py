@@ -17,11 +17,13 @@ from signet_bench.world.synth.truth import EFFECTS
 
 
 def test_every_ablation_names_planted_effects():
-    assert set(ABLATIONS) == {"query", "prior", "context", "project", "time", "superseded"}
+    assert set(ABLATIONS) == {
+        "query", "prior", "context", "project", "time", "superseded", "structure",
+    }  # fmt: skip
     for ablation in ABLATIONS.values():
         assert ablation.effects and set(ablation.effects) <= set(EFFECTS)
     carried = {e for a in ABLATIONS.values() for e in a.effects}
-    assert {"project", "global", "time", "stale"} <= carried
+    assert {"project", "global", "time", "stale", "graph"} <= carried
 
 
 def test_component_ablations_freeze_exactly_their_weights():
@@ -83,7 +85,9 @@ def test_quality_rows_report_shares_curves_and_ablations_consistently():
         delta = by["predictor_served-cosine", "ndcg@10_delta", n]
         assert abs(delta.value - (served.value - cosine.value)) < 1e-9
         assert delta.ci_low <= delta.value <= delta.ci_high
-    for group in ABLATIONS:
+    groups = [g for g in ABLATIONS if (f"ablation_{g}", "ndcg@10_drop", 50) in by]
+    assert set(ABLATIONS) - set(groups) <= {"structure"}  # only it needs the store's graph
+    for group in groups:
         full = by[f"ablation_{group}", "ndcg@10_full", 50].value
         ablated = by[f"ablation_{group}", "ndcg@10_ablated", 50].value
         assert abs(by[f"ablation_{group}", "ndcg@10_drop", 50].value - (full - ablated)) < 1e-9
