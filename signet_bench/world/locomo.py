@@ -34,7 +34,7 @@ the dialog turns that answer them. The conversion:
   embeddings are kept in the store's own tables `locomo_meta` and `locomo_queries`.
 - The **knowledge graph** (`world/locomo_graph.py`: the speakers and the named things the
   memories mention, their mentions, per-session aspects, attributes pointing at the memories,
-  co-occurrence dependencies) fills the store's graph tables: `entities`,
+  co-occurrence dependencies) fills the store's graph tables (`store.graph_write`): `entities`,
   `memory_entity_mentions`, `entity_aspects`, `entity_attributes`, and `relations` on a 0.58
   store or `entity_dependencies` on a current one. It adds rows to those tables only, so the
   memories, embeddings, FTS index and recorded sessions are the same with or without it.
@@ -57,6 +57,7 @@ import numpy as np
 from signet_bench.daemon.ranking.baseline import age_days, effective_score, rank_order
 from signet_bench.errors import UserError
 from signet_bench.store.content import content_hash, storage_content
+from signet_bench.store.graph_write import write_graph
 from signet_bench.store.schema import new_store
 from signet_bench.store.timestamps import format_iso
 from signet_bench.store.write import (
@@ -69,7 +70,7 @@ from signet_bench.store.write import (
     write_relevance_scores,
 )
 from signet_bench.world.embed import Embedder
-from signet_bench.world.locomo_graph import DEPENDENCY_TYPE, Graph, build_graph
+from signet_bench.world.locomo_graph import build_graph
 
 __all__ = [
     "CATEGORIES",
@@ -521,57 +522,6 @@ def _write_queries(con, conv, queries, question_vectors, memories) -> None:
         _record_query(con, q, at, memories, rank_order(eff, ids), eff)
 
 
-def _write_graph(con: sqlite3.Connection, graph: Graph, schema: str) -> None:
-    """The graph's rows into the store's graph tables; its dependencies go to `relations` on
-    a 0.58 store and to `entity_dependencies` (which current Signet traverses) on a current
-    one."""
-    ts = format_iso
-    con.executemany(
-        "INSERT INTO entities (id, name, entity_type, description, created_at, updated_at,"
-        " canonical_name, mentions) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [(e.id, e.name, e.entity_type, e.description, ts(e.created_at), ts(e.updated_at),
-          e.canonical_name, e.mentions) for e in graph.entities],
-    )  # fmt: skip
-    con.executemany(
-        "INSERT INTO memory_entity_mentions (memory_id, entity_id, mention_text, confidence,"
-        " created_at) VALUES (?, ?, ?, ?, ?)",
-        [(m.memory_id, m.entity_id, m.mention_text, m.confidence, ts(m.created_at))
-         for m in graph.mentions],
-    )  # fmt: skip
-    con.executemany(
-        "INSERT INTO entity_aspects (id, entity_id, name, canonical_name, weight, created_at,"
-        " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [(a.id, a.entity_id, a.name, a.canonical_name, a.weight, ts(a.created_at),
-          ts(a.updated_at)) for a in graph.aspects],
-    )  # fmt: skip
-    con.executemany(
-        "INSERT INTO entity_attributes (id, aspect_id, memory_id, kind, content,"
-        " normalized_content, confidence, importance, status, created_at, updated_at)"
-        " VALUES (?, ?, ?, 'attribute', ?, ?, ?, ?, 'active', ?, ?)",
-        [(a.id, a.aspect_id, a.memory_id, a.content, a.normalized_content, a.confidence,
-          a.importance, ts(a.created_at), ts(a.created_at)) for a in graph.attributes],
-    )  # fmt: skip
-    if schema == "current":
-        sql = (
-            "INSERT INTO entity_dependencies (id, source_entity_id, target_entity_id,"
-            " dependency_type, strength, confidence, reason, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        )
-        rows = [(d.id, d.source_entity_id, d.target_entity_id, DEPENDENCY_TYPE, d.strength,
-                 d.confidence, d.reason, ts(d.created_at), ts(d.updated_at))
-                for d in graph.dependencies]  # fmt: skip
-    else:
-        sql = (
-            "INSERT INTO relations (id, source_entity_id, target_entity_id, relation_type,"
-            " strength, metadata, created_at, mentions, confidence, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        )
-        rows = [(d.id, d.source_entity_id, d.target_entity_id, DEPENDENCY_TYPE, d.strength,
-                 json.dumps({"reason": d.reason}), ts(d.created_at), d.co_occurrences,
-                 d.confidence, ts(d.updated_at)) for d in graph.dependencies]  # fmt: skip
-    con.executemany(sql, rows)
-
-
 def write_conversation_store(
     path: str | Path,
     conv: Conversation,
@@ -600,7 +550,7 @@ def write_conversation_store(
         insert_embeddings(con, [m.id for m in memories], vectors, embedder.name)
         _write_queries(con, conv, queries, qvec, memories)
         if graph:
-            _write_graph(con, build_graph(conv.sample_id, conv.speakers, memories), schema)
+            write_graph(con, build_graph(conv.sample_id, conv.speakers, memories))
     return p
 
 

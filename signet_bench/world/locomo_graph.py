@@ -39,8 +39,9 @@ for one conversation's store.
   passes a traversal's `confidence × strength ≥ 0.3` only between names that mostly appear
   together.
 
-`entities_named_in` finds the entities a text (a question) names by the same tokens. Pure: no
-I/O; the same memories give the same graph, row for row.
+The rows are `store.graph_write`'s, which writes them. `entities_named_in` finds the entities
+a text (a question) names by the same tokens. Pure: no I/O; the same memories give the same
+graph, row for row.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ from typing import NamedTuple, Protocol
 
 from serving.signals import query_entities
 from serving.tokenize import tokenize
-from signet_bench.store.content import normalized_content, storage_content
+from signet_bench.store.graph import canonical as canonical_name
+from signet_bench.store.graph_write import Aspect, Attribute, Dependency, Entity, Mention
 
 __all__ = [
     "CONNECTORS",
@@ -63,13 +65,8 @@ __all__ = [
     "MENTION_CONFIDENCE",
     "STOPWORDS",
     "TYPE_CUES",
-    "Aspect",
-    "Attribute",
-    "Dependency",
-    "Entity",
     "Graph",
     "GraphMemory",
-    "Mention",
     "NameFound",
     "build_graph",
     "canonical_name",
@@ -126,8 +123,10 @@ MENTION_CONFIDENCE: Mapping[bool, float] = {True: 1.0, False: 0.8}
 """A mention's confidence by whether it names a speaker."""
 DEPENDENCY_TYPE = "related_to"
 SPEAKER_TYPE = "person"
+SPEAKER_DESCRIPTION = "a speaker of the conversation"
 OTHER_TYPE = "thing"
 ATTRIBUTE_KIND = "attribute"
+ATTRIBUTE_STATUS = "active"
 
 
 class GraphMemory(Protocol):
@@ -145,87 +144,17 @@ class GraphMemory(Protocol):
     def importance(self) -> float: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Entity:
-    """An `entities` row: `mentions` memories name it, first at `created_at`; `speaker`:
-    one of the conversation's two speakers."""
-
-    id: str
-    name: str
-    canonical_name: str
-    entity_type: str
-    mentions: int
-    created_at: datetime
-    updated_at: datetime
-    speaker: bool
-
-    @property
-    def description(self) -> str | None:
-        return "a speaker of the conversation" if self.speaker else None
-
-
-@dataclass(frozen=True, slots=True)
-class Mention:
-    """A `memory_entity_mentions` row."""
-
-    memory_id: str
-    entity_id: str
-    mention_text: str
-    confidence: float
-    created_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class Aspect:
-    """An `entity_aspects` row: one session of an entity's mentions."""
-
-    id: str
-    entity_id: str
-    name: str
-    canonical_name: str
-    weight: float
-    created_at: datetime
-    updated_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class Attribute:
-    """An `entity_attributes` row (kind 'attribute', status 'active') pointing at a memory."""
-
-    id: str
-    aspect_id: str
-    memory_id: str
-    content: str
-    normalized_content: str
-    confidence: float
-    importance: float
-    created_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class Dependency:
-    """A directed co-occurrence edge (`relations` on 0.58, `entity_dependencies` on current)."""
-
-    id: str
-    source_entity_id: str
-    target_entity_id: str
-    strength: float
-    confidence: float
-    co_occurrences: int
-    reason: str
-    created_at: datetime
-    updated_at: datetime
-
-
 @dataclass(frozen=True)
 class Graph:
-    """One conversation's graph rows, in a fixed order."""
+    """One conversation's graph rows, in a fixed order; `speakers`: the ids of the entities
+    that are its speakers."""
 
     entities: tuple[Entity, ...]
     mentions: tuple[Mention, ...]
     aspects: tuple[Aspect, ...]
     attributes: tuple[Attribute, ...]
     dependencies: tuple[Dependency, ...]
+    speakers: tuple[str, ...]
 
 
 class NameFound(NamedTuple):
@@ -235,11 +164,6 @@ class NameFound(NamedTuple):
     text: str
     speaker: bool
     cue: str | None
-
-
-def canonical_name(name: str) -> str:
-    """Signet's canonical entity name: lower case, whitespace trimmed and collapsed."""
-    return storage_content(name).lower()
 
 
 def _base(token: str) -> str:
@@ -427,11 +351,12 @@ def _entities(sample_id, seen, speakers, memories) -> dict[str, Entity]:
         if times[0] is None:
             continue  # a speaker of a conversation without memories
         if info.speaker:
-            name, kind = written[key], SPEAKER_TYPE
+            name, kind, about = written[key], SPEAKER_TYPE, SPEAKER_DESCRIPTION
         else:
             name, kind = _most_common(info.forms), _entity_type(info.votes, info.forms.total())
-        out[key] = Entity(_uid(sample_id, "entity", key), name, key, kind, len(info.memories),
-                          min(times), max(times), info.speaker)  # fmt: skip
+            about = None
+        out[key] = Entity(_uid(sample_id, "entity", key), name, key, kind, about,
+                          len(info.memories), min(times), max(times))  # fmt: skip
     return out
 
 
@@ -458,9 +383,11 @@ def _aspects_and_attributes(sample_id, entities, seen):
                 Aspect(aid, entity.id, name, name, weight, ms[0].created_at, ms[-1].created_at)
             )
             attributes += [
-                Attribute(_uid(sample_id, "attribute", key, m.id), aid, m.id, m.content,
-                          normalized_content(m.content), MENTION_CONFIDENCE[seen[key].speaker],
-                          float(m.importance), m.created_at)
+                Attribute(_uid(sample_id, "attribute", key, m.id), aid, m.id, ATTRIBUTE_KIND,
+                          m.content, importance=float(m.importance),
+                          confidence=MENTION_CONFIDENCE[seen[key].speaker],
+                          status=ATTRIBUTE_STATUS, superseded_by=None,
+                          created_at=m.created_at, updated_at=m.created_at)
                 for m in ms
             ]  # fmt: skip
     return aspects, attributes
@@ -481,8 +408,10 @@ def _dependencies(sample_id, entities, seen, per_memory, memories) -> list[Depen
         reason = f"named together in {c} of the {union} memories naming either"
         for src, dst in ((a, b), (b, a)):
             out.append(Dependency(_uid(sample_id, "dependency", src, dst), entities[src].id,
-                                  entities[dst].id, c / union, c / (c + 1), c, reason,
-                                  ms[0].created_at, ms[-1].created_at))  # fmt: skip
+                                  entities[dst].id, DEPENDENCY_TYPE, strength=c / union,
+                                  confidence=c / (c + 1), reason=reason,
+                                  created_at=ms[0].created_at, updated_at=ms[-1].created_at,
+                                  co_occurrences=c))  # fmt: skip
     return out
 
 
@@ -497,8 +426,9 @@ def build_graph(sample_id: str, speakers: Sequence[str], memories: Sequence[Grap
     ]
     aspects, attributes = _aspects_and_attributes(sample_id, entities, seen)
     deps = _dependencies(sample_id, entities, seen, per_memory, memories)
+    speakers = tuple(entities[key].id for key in entities if seen[key].speaker)
     return Graph(tuple(entities.values()), tuple(mentions), tuple(aspects), tuple(attributes),
-                 tuple(deps))  # fmt: skip
+                 tuple(deps), speakers)  # fmt: skip
 
 
 def entities_named_in(text: str, entities: Iterable[Entity]) -> list[Entity]:
@@ -524,6 +454,10 @@ def evidence_named(
     """Whether one of the evidence memories mentions an entity the question names
     (`entities_named_in`; without `speakers`, only the named things count): whether a
     traversal from the question's names could reach its answer in one step."""
-    named = {e.id for e in entities_named_in(question, graph.entities) if speakers or not e.speaker}
+    named = {
+        e.id
+        for e in entities_named_in(question, graph.entities)
+        if speakers or e.id not in graph.speakers
+    }
     evidence = set(evidence_memory_ids)
     return any(m.entity_id in named and m.memory_id in evidence for m in graph.mentions)

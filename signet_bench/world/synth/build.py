@@ -8,16 +8,15 @@ type, importance, time pattern, pinned flag (a handful per store) and text; then
 marked superseded with the old row left live), user deletions, access counts and each memory's
 hidden usefulness (a factor of the truth that nothing in the store shows); for a persona with a
 knowledge graph, the graph (`synth.graph`: its entities named in the memories' texts).
-`build_persona_store` writes the plan through `store.write` (and the graph into the release
-line's graph tables: dependencies in `entity_dependencies` where the store has it, else in
-`relations`), embeds the final contents (a few memories are left without an embedding, so the
-text path matters) and saves the truth next to it.
+`build_persona_store` writes the plan through `store.write` (and the graph through
+`store.graph_write` into the release line's graph tables: dependencies in `entity_dependencies`
+where the store has it, else in `relations`), embeds the final contents (a few memories are
+left without an embedding, so the text path matters) and saves the truth next to it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import sqlite3
 import sys
 import uuid
@@ -25,14 +24,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from tqdm import tqdm
 
 from signet_bench.errors import UserError
-from signet_bench.store.content import normalized_content
-from signet_bench.store.read import table_names
+from signet_bench.store.graph_write import write_graph
 from signet_bench.store.schema import check_release_line, new_store
 from signet_bench.store.timestamps import format_iso, format_sqlite
 from signet_bench.store.write import (
@@ -45,7 +42,7 @@ from signet_bench.store.write import (
 )
 from signet_bench.world.embed import Embedder, get_embedder
 from signet_bench.world.synth.embedding import TopicEmbedder
-from signet_bench.world.synth.graph import WorldGraph, plan_graph
+from signet_bench.world.synth.graph import WorldGraph, plan_graph, traversable
 from signet_bench.world.synth.persona import (
     TIME_PATTERNS,
     Persona,
@@ -165,8 +162,14 @@ class StorePlan:
         if g is None:
             return truth
         rows = graph_truth(
-            [(e.id, e.name, e.home_project, e.home_topic, int(e.pinned)) for e in g.entities],
-            [(d.source, d.target, d.strength, d.confidence) for d in g.dependencies],
+            [
+                (e.id, e.name, g.homes[e.id].project, g.homes[e.id].topic, int(e.pinned))
+                for e in g.entities
+            ],
+            [
+                (d.source_entity_id, d.target_entity_id, d.strength, d.confidence)
+                for d in g.dependencies
+            ],
             [(m, e, kind) for m, (e, kind) in g.subjects.items()],
             truth.ids,
         )
@@ -578,69 +581,6 @@ def _apply(con: sqlite3.Connection, plan: StorePlan, specs_by_id: dict[str, Memo
             raise ValueError(f"unknown event kind {e.kind!r}")
 
 
-def _insert(con: sqlite3.Connection, table: str, rows: list[dict[str, Any]]) -> None:
-    """Insert `rows` (dicts with the same keys, the column names) into `table`."""
-    if rows:
-        cols = list(rows[0])
-        con.executemany(
-            f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-            [tuple(r[c] for c in cols) for r in rows],
-        )
-
-
-def _dependency_rows(con: sqlite3.Connection, graph: WorldGraph) -> tuple[str, list[dict]]:
-    """The graph's edges as rows of the store's dependency table: `entity_dependencies` where
-    it exists (current Signet), else `relations` (Signet 0.58)."""
-    if "entity_dependencies" in table_names(con):
-        return "entity_dependencies", [
-            {"id": d.id, "source_entity_id": d.source, "target_entity_id": d.target,
-             "dependency_type": d.dependency_type, "strength": d.strength,
-             "confidence": d.confidence, "reason": d.reason,
-             "created_at": format_iso(d.created), "updated_at": format_iso(d.created)}
-            for d in graph.dependencies
-        ]  # fmt: skip
-    return "relations", [
-        {"id": d.id, "source_entity_id": d.source, "target_entity_id": d.target,
-         "relation_type": d.dependency_type, "strength": d.strength,
-         "confidence": d.confidence, "metadata": json.dumps({"reason": d.reason}),
-         "mentions": 1, "created_at": format_iso(d.created), "updated_at": format_iso(d.created)}
-        for d in graph.dependencies
-    ]  # fmt: skip
-
-
-def _write_graph(con: sqlite3.Connection, graph: WorldGraph) -> None:
-    """The knowledge graph in the store's graph tables (inside the caller's transaction, after
-    the memories its attributes and mentions point at)."""
-    mentions = Counter(m.entity_id for m in graph.mentions)
-    stamp = format_iso
-    _insert(con, "entities", [
-        {"id": e.id, "name": e.name, "entity_type": e.entity_type, "description": e.description,
-         "created_at": stamp(e.created), "updated_at": stamp(e.updated),
-         "canonical_name": e.canonical_name, "mentions": mentions[e.id], "pinned": int(e.pinned),
-         "pinned_at": stamp(e.created) if e.pinned else None}
-        for e in graph.entities
-    ])  # fmt: skip
-    _insert(con, "entity_aspects", [
-        {"id": a.id, "entity_id": a.entity_id, "name": a.name, "canonical_name": a.name.lower(),
-         "weight": a.weight, "created_at": stamp(a.created), "updated_at": stamp(a.created)}
-        for a in graph.aspects
-    ])  # fmt: skip
-    _insert(con, "entity_attributes", [
-        {"id": a.id, "aspect_id": a.aspect_id, "memory_id": a.memory_id, "kind": a.kind,
-         "content": a.content, "normalized_content": normalized_content(a.content),
-         "confidence": a.confidence, "importance": a.importance, "status": a.status,
-         "superseded_by": a.superseded_by, "created_at": stamp(a.created),
-         "updated_at": stamp(a.updated)}
-        for a in graph.attributes
-    ])  # fmt: skip
-    _insert(con, "memory_entity_mentions", [
-        {"memory_id": m.memory_id, "entity_id": m.entity_id, "mention_text": m.mention_text,
-         "confidence": m.confidence, "created_at": stamp(m.created)}
-        for m in graph.mentions
-    ])  # fmt: skip
-    _insert(con, *_dependency_rows(con, graph))
-
-
 def _embedder(embedder: str | Embedder, seed: int) -> Embedder:
     """The embedder called "topic" (the seeded topic-vector generator) or any registered text
     embedder (`embed.get_embedder`, e.g. "wordllama")."""
@@ -695,7 +635,7 @@ def _summary(plan: StorePlan, path: Path, embedder: Embedder, n_embedded: int) -
 def _graph_summary(graph: WorldGraph) -> str:
     """One sentence on the knowledge graph of a store that has one."""
     types = Counter(e.entity_type for e in graph.entities)
-    strong = sum(d.traversable for d in graph.dependencies)
+    strong = sum(traversable(d.strength, d.confidence) for d in graph.dependencies)
     n_constraints = sum(a.kind == "constraint" for a in graph.attributes)
     return (
         f" Knowledge graph: {len(graph.entities)} entities ({types['project']} projects,"
@@ -740,7 +680,7 @@ def build_persona_store(
         with new_store(path, now=plan.now, schema=schema) as con, transaction(con):
             insert_memories(con, _memory_rows(plan))
             if plan.graph is not None:
-                _write_graph(con, plan.graph)
+                write_graph(con, plan.graph)
             bar.update()
             _apply(con, plan, {s.id: s for s in plan.specs})
             bar.update()

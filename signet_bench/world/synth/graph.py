@@ -26,6 +26,9 @@ and its planned memories it lays out:
 A supersession pair shares its subject and aspect; a pair superseded in the graph (mode
 'attribute') always has one, and its old attribute is marked 'superseded'. A memory the user
 deleted keeps its attribute with status 'deleted'.
+
+The rows are `store.graph_write`'s, which writes them; `WorldGraph.homes` says which sessions
+make an entity focal.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.store.content import content_hash
+from signet_bench.store.graph import canonical
+from signet_bench.store.graph_write import Aspect, Attribute, Dependency, Entity, Mention
 from signet_bench.world.synth.persona import Persona
 from signet_bench.world.synth.text import name_entity, tokens
 
@@ -51,11 +56,6 @@ __all__ = [
     "MIN_DEPENDENCY_CONFIDENCE",
     "MIN_DEPENDENCY_STRENGTH",
     "SUBJECT_MIX",
-    "Aspect",
-    "Attribute",
-    "Dependency",
-    "Entity",
-    "Mention",
     "WorldGraph",
     "plan_graph",
     "traversable",
@@ -117,82 +117,12 @@ _STREAM = 0x6A4F  # the graph's own random stream
 
 
 @dataclass(frozen=True, slots=True)
-class Entity:
-    """An `entities` row; `home_project` / `home_topic`: the session project (and focus topic,
-    None for any) that makes it a focal entity of the session."""
+class Home:
+    """The session project (and focus topic, None for any) that makes an entity a focal
+    entity of the session; no project: no session does by its project."""
 
-    id: str
-    name: str
-    entity_type: str  # project | system | tool | person
-    description: str
-    home_project: str | None = None
-    home_topic: str | None = None
-    pinned: bool = False
-    created: datetime | None = None
-    updated: datetime | None = None
-
-    @property
-    def canonical_name(self) -> str:
-        """Signet's canonical name: lower case, whitespace collapsed."""
-        return " ".join(self.name.lower().split())
-
-
-@dataclass(frozen=True, slots=True)
-class Dependency:
-    """An edge between two entities (`entity_dependencies`, or `relations` in 0.58 stores)."""
-
-    id: str
-    source: str
-    target: str
-    dependency_type: str  # uses | requires | owned_by | informs
-    strength: float
-    confidence: float
-    reason: str
-    created: datetime
-
-    @property
-    def traversable(self) -> bool:
-        """Whether a one-hop traversal follows it (`traversable`)."""
-        return traversable(self.strength, self.confidence)
-
-
-@dataclass(frozen=True, slots=True)
-class Aspect:
-    """An `entity_aspects` row."""
-
-    id: str
-    entity_id: str
-    name: str
-    weight: float
-    created: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class Attribute:
-    """An `entity_attributes` row: a memory as an attribute (or constraint) of an aspect."""
-
-    id: str
-    aspect_id: str
-    memory_id: str
-    kind: str  # attribute | constraint
-    content: str
-    importance: float
-    confidence: float
-    status: str  # active | superseded | deleted
-    superseded_by: str | None
-    created: datetime
-    updated: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class Mention:
-    """A `memory_entity_mentions` row: the memory's text names the entity."""
-
-    memory_id: str
-    entity_id: str
-    mention_text: str
-    confidence: float
-    created: datetime
+    project: str | None = None
+    topic: str | None = None
 
 
 @dataclass(frozen=True)
@@ -204,6 +134,7 @@ class WorldGraph:
     aspects: tuple[Aspect, ...]
     attributes: tuple[Attribute, ...]
     mentions: tuple[Mention, ...]
+    homes: dict[str, Home]  # entity id -> the sessions that make it focal
     subjects: dict[str, tuple[str, str]]  # memory id -> (entity id, kind)
     texts: dict[str, tuple[str, str]]  # memory id -> (content, final content)
 
@@ -235,9 +166,20 @@ def _names(pool: Sequence[str], rng: np.random.Generator, n: int) -> list[str]:
             for k in range(n)]  # fmt: skip
 
 
-def _entities(persona: Persona, rng: np.random.Generator) -> list[Entity]:
+def _entity(
+    name: str, entity_type: str, description: str, at: datetime, pinned: bool = False
+) -> Entity:
+    """An entity row as first laid out: not yet mentioned, dated `at`."""
+    return Entity(_id("entity", name), name, canonical(name), entity_type, description,
+                  0, at, at, pinned)  # fmt: skip
+
+
+def _entities(
+    persona: Persona, rng: np.random.Generator, start: datetime
+) -> tuple[list[Entity], dict[str, Home]]:
     """Projects, one service per project and topic, one library per topic, people; a library
-    shared by several projects (if any) and a person pinned."""
+    shared by several projects (if any) and a person pinned. With each one's home (a project's
+    is its project, a service's its project and topic, the others have none)."""
     homes = [(p.name, t.name) for p in persona.projects for t in p.topics]
     topics = list(dict.fromkeys(t for _, t in homes))
     services = _names(SERVICE_NAMES, rng, len(homes))
@@ -246,43 +188,51 @@ def _entities(persona: Persona, rng: np.random.Generator) -> list[Entity]:
     shared = [t for t in topics if sum(t == h for _, h in homes) > 1] or topics
     pinned_topic = shared[int(rng.integers(len(shared)))]
     pinned_person = people[int(rng.integers(len(people)))]
-    out = [
-        Entity(_id("entity", p.name), p.name, "project", f"the {p.name} project", p.name)
-        for p in persona.projects
+    projects = [
+        _entity(p.name, "project", f"the {p.name} project", start) for p in persona.projects
     ]
-    out += [
-        Entity(_id("entity", s), s, "system", f"the {t} service of {p}", p, t)
+    systems = [
+        _entity(s, "system", f"the {t} service of {p}", start)
         for s, (p, t) in zip(services, homes, strict=True)
     ]
+    out = [*projects, *systems]
     out += [
-        Entity(_id("entity", lib), lib, "tool", f"the shared {t} library",
-               pinned=t == pinned_topic)
+        _entity(lib, "tool", f"the shared {t} library", start, pinned=t == pinned_topic)
         for lib, t in zip(libraries, topics, strict=True)
-    ]  # fmt: skip
+    ]
     out += [
-        Entity(_id("entity", n), n, "person", "a colleague who owns services",
-               pinned=n == pinned_person)
+        _entity(n, "person", "a colleague who owns services", start, pinned=n == pinned_person)
         for n in people
-    ]  # fmt: skip
-    return out
+    ]
+    where = {e.id: Home(e.name) for e in projects}
+    where |= {e.id: Home(p, t) for e, (p, t) in zip(systems, homes, strict=True)}
+    return out, {e.id: where.get(e.id, Home()) for e in out}
 
 
 class _Index:
     """Lookups over the entities: project, home service, topic library, owner."""
 
-    def __init__(self, entities: Sequence[Entity], persona: Persona, rng: np.random.Generator):
+    def __init__(
+        self,
+        entities: Sequence[Entity],
+        homes: dict[str, Home],
+        persona: Persona,
+        rng: np.random.Generator,
+    ):
         self.by_id = {e.id: e for e in entities}
         self.project = {e.name: e for e in entities if e.entity_type == "project"}
         self.service = {
-            (e.home_project, e.home_topic): e for e in entities if e.entity_type == "system"
+            (homes[e.id].project, homes[e.id].topic): e
+            for e in entities
+            if e.entity_type == "system"
         }
         topics = list(dict.fromkeys(t.name for p in persona.projects for t in p.topics))
         libs = [e for e in entities if e.entity_type == "tool"]
         self.library = dict(zip(topics, libs, strict=True))
         self.people = [e for e in entities if e.entity_type == "person"]
-        homes = list(self.service)
-        order = rng.permutation(len(homes))
-        self.owner = {homes[int(k)]: self.people[i % len(self.people)] for i, k in enumerate(order)}
+        owned = list(self.service)
+        order = rng.permutation(len(owned))
+        self.owner = {owned[int(k)]: self.people[i % len(self.people)] for i, k in enumerate(order)}
 
 
 def _edge(
@@ -381,7 +331,7 @@ def _texts(
     an entity the subject depends on; every final content stays unique."""
     targets: dict[str, list[str]] = {}
     for d in deps:
-        targets.setdefault(d.source, []).append(ix.by_id[d.target].name)
+        targets.setdefault(d.source_entity_id, []).append(ix.by_id[d.target_entity_id].name)
     out: dict[str, tuple[str, str]] = {}
     for s, (u, pick) in zip(specs, rng.random((len(specs), 2)), strict=True):
         if s.id not in subjects:
@@ -426,18 +376,17 @@ def _mentions(
     return out
 
 
-def _dated(
-    entities: Sequence[Entity], mentions: Sequence[Mention], start: datetime
-) -> list[Entity]:
-    """Entities with created/updated: their first and last mention (the span's start if
-    none)."""
+def _mentioned(entities: Sequence[Entity], mentions: Sequence[Mention]) -> list[Entity]:
+    """Entities with their mention count and created/updated: their first and last mention
+    (as laid out, the span's start, if none)."""
     seen: dict[str, list[datetime]] = {}
     for m in mentions:
-        seen.setdefault(m.entity_id, []).append(m.created)
+        seen.setdefault(m.entity_id, []).append(m.created_at)
     return [
-        replace(e, created=min(seen.get(e.id, [start])), updated=max(seen.get(e.id, [start])))
+        replace(e, mentions=len(seen[e.id]), created_at=min(seen[e.id]),
+                updated_at=max(seen[e.id])) if e.id in seen else e
         for e in entities
-    ]
+    ]  # fmt: skip
 
 
 def _attributes(
@@ -459,7 +408,9 @@ def _attributes(
         name = ASPECTS[s.type]
         aid = _id("aspect", by_id[entity_id].name, name)
         if aid not in aspects:  # the weight: the draw of the aspect's first attribute
-            aspects[aid] = Aspect(aid, entity_id, name, round(0.3 + 0.6 * float(w), 3), s.created)
+            weight = round(0.3 + 0.6 * float(w), 3)
+            aspects[aid] = Aspect(aid, entity_id, name, canonical(name), weight, s.created,
+                                  s.created)  # fmt: skip
         status, by, updated = "active", None, s.created
         if s.replaced_by and s.stale_since is not None:
             status, by, updated = "superseded", _id("attribute", s.replaced_by), s.stale_since
@@ -480,22 +431,26 @@ def plan_graph(
     `start` (deterministic per seed; `specs` are left unchanged: `WorldGraph.texts` holds the
     texts that name entities)."""
     rng = np.random.default_rng([int(seed), _STREAM])
-    ix = _Index(_entities(persona, rng), persona, rng)
+    laid_out, homes = _entities(persona, rng, start)
+    ix = _Index(laid_out, homes, persona, rng)
     edges = [
-        Dependency(_id("dependency", a.id, b.id, t), a.id, b.id, t, st, cf, why, start)
+        Dependency(_id("dependency", a.id, b.id, t), a.id, b.id, t, st, cf, why, start, start)
         for a, b, t, st, cf, why in _edges(persona, ix, rng)
     ]
     subjects = _subjects(specs, ix, rng)
     texts = _texts(specs, subjects, ix, edges, rng)
     _check_unique(specs, texts)
     mentions = _mentions(specs, texts, subjects, list(ix.by_id.values()))
-    entities = {e.id: e for e in _dated(list(ix.by_id.values()), mentions, start)}
-    deps = [
-        replace(d, created=max(entities[d.source].created, entities[d.target].created))
-        for d in edges
-    ]  # an edge is known once both its ends are
+    entities = {e.id: e for e in _mentioned(list(ix.by_id.values()), mentions)}
+    deps = [_known(d, entities) for d in edges]
     aspects, attrs = _attributes(specs, subjects, entities, texts, rng)
     return WorldGraph(
         tuple(entities.values()), tuple(deps), tuple(aspects), tuple(attrs), tuple(mentions),
-        subjects, texts,
+        homes, subjects, texts,
     )  # fmt: skip
+
+
+def _known(d: Dependency, entities: dict[str, Entity]) -> Dependency:
+    """The edge dated when it is known: once both its ends are."""
+    at = max(entities[d.source_entity_id].created_at, entities[d.target_entity_id].created_at)
+    return replace(d, created_at=at, updated_at=at)
