@@ -26,7 +26,8 @@ Rows (stable names):
                                               sidecar: heavy persona, 2,000 memories, 300
                                               scored sessions (40 with --quick; 300: a
                                               scheduled training of full size, 240 trained
-                                              on, 60 held out), at learning rate 1e-4
+                                              on, 60 held out), at learning rate 1e-4, after
+                                              a first training without the last 10 sessions
   hotswap                  train_wall    s    that `train_from_db` call, request to answer
   hotswap                  swapped       -    1 when the trained model was swapped in
   score_idle               p50/p99       ms   score round trips (80 x 768) of that sidecar just
@@ -57,15 +58,19 @@ import numpy as np
 
 from serving import ScoreQuery, Scorer, jsonio
 from signet_bench.bench.report import Row, percentiles
+from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.daemon.loop import SimOptions, Simulator, simulate
 from signet_bench.learn.export import model_bytes
 from signet_bench.learn.model.checkpoint import CheckpointMeta
 from signet_bench.learn.model.params import DEFAULT_SEED, init_params
+from signet_bench.world.synth.build import build_persona_store
 
 __all__ = ["daemon_score_line", "serve_rows"]
 
 _log = logging.getLogger(__name__)
 
 DIM = 768
+_SIM = SimOptions(scorer="random", seed=0)
 FULL = {"inprocess": 5_000, "rpc": 500, "rss": 10_000, "starts": 5, "idle": 1_000, "history": 300}
 QUICK = {"inprocess": 1_000, "rpc": 100, "rss": 1_000, "starts": 3, "idle": 300, "history": 40}
 SCORE_TIMEOUT = "< 120 ms"  # Signet's score timeout
@@ -231,14 +236,23 @@ def _rss_rows(model: Path, n: int) -> list[Row]:
     ]
 
 
-def _store(tmp: Path, sessions: int) -> Path:
-    from signet_bench.daemon.loop import SimOptions, simulate
-    from signet_bench.world.synth.build import build_persona_store
-
+def _store(tmp: Path, sessions: int, first: int) -> Path:
+    """A heavy store whose plan holds `sessions` scored sessions, the first `first` of them run
+    (`_more_sessions` runs the rest)."""
     db = tmp / "memories.db"
     build_persona_store("heavy", db, seed=0, n_memories=2000)
-    simulate(db, sessions, SimOptions(scorer="random", seed=0))
+    sim = Simulator(db, _SIM)
+    try:
+        sim.plan(sessions)  # fixes the horizon: drift depends on it
+        sim.run(first)
+    finally:
+        sim.close()
     return db
+
+
+def _more_sessions(db: Path, sessions: int) -> None:
+    """Run the store's plan up to `sessions`."""
+    simulate(db, sessions, _SIM)
 
 
 def _latency_rows(name: str, times: list[float], p99_goal: str | None = None) -> list[Row]:
@@ -270,7 +284,11 @@ def _scores_while_training(
 
 
 def _hotswap_rows(tmp: Path, n_idle: int, history: int) -> list[Row]:
-    db = _store(tmp, history)
+    """As the daemon schedules it: a first training on all but the last interval's sessions
+    gives the served model; the timed one sees those new sessions too (on unchanged history the
+    held-out gate rightly keeps the served model, and nothing would swap)."""
+    interval = DEFAULT_CONFIG.train_interval_sessions
+    db = _store(tmp, history, history - interval)
     served = tmp / "served.onnx"  # absent: the first training makes it
     config = tmp / "agent.yaml"  # fine-tuning a served model at the incremental rate (lr/10)
     config.write_text("predictor:\n  learningRate: 1.0e-4\n")
@@ -282,6 +300,7 @@ def _hotswap_rows(tmp: Path, n_idle: int, history: int) -> list[Row]:
         if "result" not in first or not first["result"].get("accepted"):
             _log.info(f"  hot swap: the first training did not give a model ({first})")
             return []
+        _more_sessions(db, history)
         _timed_scores(side, line, WARMUP)
         idle = _timed_scores(side, line, n_idle)
         times, done, wall = _scores_while_training(side, line, db)

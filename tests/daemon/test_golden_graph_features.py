@@ -32,6 +32,7 @@ from signet_bench.store.write import (
     insert_memories,
     insert_session_score,
     record_session_candidates,
+    track_fts_hits,
     transaction,
     write_relevance_scores,
 )
@@ -81,6 +82,8 @@ SESSION = (
     ("gm4", "effective", False, None),
     ("gm5", "ka_traversal", False, None),
 )
+# gm5 came by traversal alone, so only a signal of its own (an FTS hit) keeps it in the sample
+FTS_HITS = ("gm5",)
 
 
 def fnv1a32(text: str) -> int:
@@ -171,10 +174,12 @@ def _write_session(
     relevance: dict[str, float],
     start: datetime,
     project: str,
+    fts_hits: tuple[str, ...] = (),
 ) -> None:
     with transaction(con):
         record_session_candidates(con, key, rows, start.isoformat().replace("+00:00", "Z"))
         write_relevance_scores(con, key, relevance)
+        track_fts_hits(con, key, fts_hits, start.isoformat().replace("+00:00", "Z"))
         insert_session_score(
             con, key, project=project, harness="golden", score=0.8, memories_recalled=len(rows),
             memories_used=sum(r.was_injected for r in rows), novel_context_count=0,
@@ -208,7 +213,7 @@ def build_store(path: Path) -> Path:
         with transaction(con):
             _write_graph(con)
         relevance = {m: r for m, _, _, r in SESSION if r is not None}
-        _write_session(con, KEY, _session_rows(), relevance, START, "alpha")
+        _write_session(con, KEY, _session_rows(), relevance, START, "alpha", FTS_HITS)
     finally:
         con.close()
     return path
@@ -398,7 +403,7 @@ def test_what_the_loop_records_the_trainer_reads_back(store, tmp_path):
             con.execute("DELETE FROM session_memories WHERE session_key = ?", [KEY])
             con.execute("DELETE FROM entity_attributes")
         relevance = {m: r for m, _, _, r in SESSION if r is not None}
-        _write_session(con, KEY, rows, relevance, START, "alpha")
+        _write_session(con, KEY, rows, relevance, START, "alpha", FTS_HITS)
     finally:
         con.close()
     trainer = trainer_features(db, KEY)
