@@ -168,6 +168,15 @@ class PredictorConfig:
     # was 1.1-2.7 in four and 0.6-0.9 in three (these start at cosine); the learned scorer's
     # held-out recall@10 went from 56.2 to 56.9 with this rule and the loop's fallback start.
     hybrid_start_evidence: float = 1.0
+    # Project decision: the held-out judgement (the gate, the epoch it keeps, the free ranker
+    # a fresh model starts at) scores a session against the ratings it has, the agent's where
+    # given and the continuity judge's otherwise, over the rated candidates only; its labels
+    # only where fewer than two are rated (false: always the labels). The labels' FTS rules
+    # come from the agent's keyword searches, which the lexical signal predicts by
+    # construction: on synthetic heavy and drifting users the labels put the lexical hybrid
+    # 0.02-0.07 NDCG@10 above cosine (up to 3.4 standard errors) where the planted truth put
+    # it 0.01-0.08 below, and the ratings agreed with the truth within 0.01-0.02 every time.
+    holdout_on_ratings: bool = True
     # Project decision: a Gaussian prior centred on the start weights (the free ranker the
     # model starts as), `prior_strength / sessions * ||w - w0||^2` (0 switches it off).
     prior_strength: float = 1.0
@@ -316,7 +325,7 @@ def _check_range(name: str, value: Any) -> None:
                 f"predictor.{key}: expected one of {', '.join(TRAINING_JUDGES)}, got {value!r}"
             )
         return
-    if name == "enabled" or name == "agent_feedback":
+    if name in ("enabled", "agent_feedback", "holdout_on_ratings"):
         if not isinstance(value, bool):
             raise ConfigError(f"predictor.{key}: expected true/false, got {value!r}")
         return

@@ -339,7 +339,8 @@ class Run:
         for s in self.checkpoints[n].samples:
             rel = true_relevance(self.sim.truth, plan[s.session_key], without=without)
             rows = self.sim.truth.positions(s.memory_ids.astype(str))
-            out.append(dataclasses.replace(s, labels=rel[rows].astype(s.labels.dtype)))
+            # judged on the truth too, not on the store's ratings
+            out.append(dataclasses.replace(s, labels=rel[rows].astype(s.labels.dtype), rated=None))
         return out
 
     def offline(

@@ -149,6 +149,7 @@ __all__ = [
     "edited_recently",
     "fts_adjustment",
     "label_spread",
+    "ratings",
     "seed_labels",
     "session_skip_reason",
     "session_trainable",
@@ -567,6 +568,16 @@ def compute_labels(
         known = ", ".join(sorted(LABEL_RULESETS))
         raise ValueError(f"unknown label rule set {ruleset!r} (known: {known})") from None
     return fn(inp, cfg, rng=rng)
+
+
+def ratings(inp: SessionLabelInput) -> np.ndarray:
+    """Per candidate, the relevance someone rated it: the agent's rating where it gave one
+    (negatives are "not relevant": 0), the continuity judge's per-memory relevance otherwise,
+    NaN unrated. What a held-out judgement scores rankers against (`learn.holdout`): unlike the
+    labels, no rule of it comes from keyword matches, which a lexical ranker predicts by
+    construction."""
+    agent = np.clip(inp.agent_relevance_score, 0.0, 1.0)
+    return np.where(np.isnan(agent), inp.relevance_score, agent)
 
 
 def label_spread(labels: ArrayLike) -> float:

@@ -56,6 +56,7 @@ from signet_bench.daemon.context import PreviousSession, previous_sessions, sess
 from signet_bench.daemon.labels import (
     SessionLabelInput,
     edited_recently,
+    ratings,
     seed_labels,
     session_trainable,
 )
@@ -133,6 +134,9 @@ class SessionSample:
     labels: np.ndarray  # (n,) float64
     baseline_rank: np.ndarray  # (n,) 0-based rank at session start (fts_only rows last)
     signals: np.ndarray | None = None  # (n, N_SIGNALS) float32 (`serving.signals`); None: 0
+    # (n,) float64, the agent's or the judge's rating (`daemon.labels.ratings`), NaN unrated;
+    # None: the source has no ratings (held-out judgements then score against the labels)
+    rated: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.memory_ids)
@@ -146,6 +150,7 @@ class SessionSample:
         *,
         confidence: float,
         continuity: float,
+        rated: np.ndarray | None = None,
     ) -> SessionSample:
         """A sample of a session's candidates (already restricted to the labelled ones)."""
         if inputs.context is None:
@@ -155,7 +160,7 @@ class SessionSample:
             inputs.memory_ids.astype(object), inputs.context, inputs.embeddings,
             inputs.has_embedding, inputs.tokens, inputs.features, inputs.project_slot,
             np.asarray(labels, dtype=np.float64), np.asarray(baseline_rank, dtype=np.int64),
-            inputs.signals,
+            inputs.signals, None if rated is None else np.asarray(rated, dtype=np.float64),
         )  # fmt: skip
 
 
@@ -455,11 +460,8 @@ def build_sample(
         signal_pool=len(baseline),  # fts_only rows sort last: the first rows are the start pool
     )
     end = session.get("end") or start
-    result = seed_labels(
-        label_input(corpus, inputs, cand, session, end.timestamp()),
-        cfg,
-        rng=sample_rng(seed, session["session_key"]),
-    )
+    label_in = label_input(corpus, inputs, cand, session, end.timestamp())
+    result = seed_labels(label_in, cfg, rng=sample_rng(seed, session["session_key"]))
     keep = np.asarray(result.include, dtype=bool)
     labels = np.asarray(result.labels, dtype=np.float64)
     if keep.sum() < 2 or not session_trainable(float(session["confidence"]), labels[keep], cfg):
@@ -470,6 +472,7 @@ def build_sample(
         cand["rank"].to_numpy()[keep],
         confidence=float(session["confidence"]),
         continuity=float(session["score"]),
+        rated=ratings(label_in)[keep],
     )
 
 

@@ -138,3 +138,19 @@ def test_changed_value_is_reported_by_name(golden):
     feats[ids.index(mid), feature_index("usage")] += 1e-3
     lines = _mismatches({key: cands}, {key: (ids, feats)})
     assert len(lines) == 1 and lines[0].startswith(f"{key} {mid} usage:")
+
+
+def test_samples_carry_the_ratings_a_held_out_judgement_uses(loaded):
+    """Per candidate, the agent's rating where it gave one, else the judge's relevance (the
+    fixture's sessions as the generator writes them), NaN unrated."""
+    samples, _skipped = loaded
+    gen = _generator()
+    by_key = {s.session_key: s for s in samples}
+    for session in gen.SESSIONS:
+        sample = by_key.get(session.key)
+        if sample is None:
+            continue
+        judge = {c.memory_id: c.relevance for c in session.cands if c.relevance is not None}
+        want = {**judge, **dict(session.agent)}
+        got = dict(zip(sample.memory_ids.tolist(), sample.rated.tolist(), strict=True))
+        assert {m: v for m, v in got.items() if not np.isnan(v)} == pytest.approx(want)

@@ -19,6 +19,7 @@ from signet_bench.daemon.labels import (
     edited_recently,
     fts_adjustment,
     label_spread,
+    ratings,
     seed_labels,
     session_skip_reason,
     session_trainable,
@@ -633,3 +634,17 @@ def test_edited_recently_defaults_to_false_and_is_not_an_inclusion_signal():
     assert signet058_labels(edited).labels.tolist() == [0.0, 0.0]
     with pytest.raises(ValueError, match="edited_recently"):
         SessionLabelInput.build(["a"], [True], continuity_score=0.5, edited_recently=[True, True])
+
+
+def test_ratings_take_the_agents_rating_then_the_judges():
+    inp = SessionLabelInput.build(
+        ["a", "b", "c", "d", "e"],
+        [True, True, True, False, False],
+        continuity_score=0.8,
+        confidence=0.9,
+        relevance_score=[0.9, 0.2, np.nan, 0.4, np.nan],
+        agent_relevance_score=[np.nan, 0.7, -0.5, np.nan, np.nan],
+    )
+    got = ratings(inp)
+    assert got[:4].tolist() == [0.9, 0.7, 0.0, 0.4]  # a negative rating: not relevant
+    assert np.isnan(got[4])

@@ -17,6 +17,7 @@ from signet_bench.learn.holdout import (
     heuristic_scores,
     holdout_plan,
     hybrid_leads,
+    judged_relevance,
     session_ndcgs,
     start_at_best_free_ranker,
 )
@@ -166,3 +167,50 @@ def test_the_hybrid_start_needs_a_lead_beyond_the_noise_of_the_labels():
     assert hybrid_leads(mixed, any_lead)
     assert start_at_best_free_ranker(start, mixed, any_lead) is start
     assert hybrid_leads(with_lexical(samples), DEFAULT_CONFIG)  # a clear lead
+
+
+def _rated(samples, rated):
+    """Copies of `samples` whose ratings are `rated(sample)` (NaN: unrated)."""
+    return [dataclasses.replace(s, rated=np.asarray(rated(s), dtype=np.float64)) for s in samples]
+
+
+def test_held_out_sessions_are_judged_on_their_ratings_over_the_rated_candidates():
+    samples = _rated(
+        _samples(6), lambda s: np.where(np.arange(len(s)) % 2 == 0, s.labels[::-1], np.nan)
+    )
+    scores = [np.random.default_rng(i).normal(size=len(s)) for i, s in enumerate(samples)]
+    got = session_ndcgs(samples, scores)
+    for s, p, g in zip(samples, scores, got, strict=True):
+        rated = np.arange(len(s)) % 2 == 0
+        ids = s.memory_ids.astype(str)
+        assert g == pytest.approx(ndcg_at_k(s.rated[rated], p[rated], ids[rated], k=10))
+        relevance, mask = judged_relevance(s)
+        assert np.array_equal(mask, rated) and np.array_equal(relevance, s.rated[rated])
+    labels_only = DEFAULT_CONFIG.replace(holdout_on_ratings=False)
+    want = [
+        ndcg_at_k(s.labels, p, s.memory_ids.astype(str), k=10)
+        for s, p in zip(samples, scores, strict=True)
+    ]
+    assert np.allclose(session_ndcgs(samples, scores, labels_only), want)
+
+
+def test_a_session_with_fewer_than_two_ratings_is_judged_on_its_labels():
+    one = _rated(_samples(3), lambda s: np.where(np.arange(len(s)) == 0, 1.0, np.nan))
+    unrated = [dataclasses.replace(s, rated=None) for s in one]
+    scores = [s.labels for s in one]
+    assert np.array_equal(session_ndcgs(one, scores), session_ndcgs(unrated, scores))
+    assert judged_relevance(one[0])[1] is None
+
+
+def test_the_start_follows_the_ratings_where_keyword_labels_favour_the_lexical_ranker():
+    """Labels that the lexical signal explains (as FTS-hit labels are) but ratings that it
+    misleads on: judged on the ratings the hybrid does not lead, so a fresh model starts at
+    cosine; judged on the labels it would have started at the hybrid."""
+    samples = with_lexical(_samples(DEFAULT_CONFIG.holdout_min_sessions + 20))
+    rated = _rated(samples, lambda s: s.labels.max() - s.labels)
+    assert hybrid_leads(samples, DEFAULT_CONFIG)
+    assert hybrid_leads(rated, DEFAULT_CONFIG.replace(holdout_on_ratings=False))
+    assert not hybrid_leads(rated, DEFAULT_CONFIG)
+    start = init_params(DEFAULT_CONFIG, 16)
+    lex = signal_column("lexical")
+    assert start_at_best_free_ranker(start, rated, DEFAULT_CONFIG)["signal_weights"][lex] == 0.0
