@@ -28,7 +28,7 @@ Rows (name `scheduled_training`, n = sessions of history):
   epochs           epochs    epochs run (each over at most `epochSessionBudget` sessions)
   train_sessions   sessions  the sessions it trained on
   gate_sessions    sessions  the held-out sessions its gate judged it on
-  gate_ndcg@10     ndcg      its NDCG@10 there against the store's labels
+  gate_ndcg@10     ndcg      its NDCG@10 there against the store's ratings (`judged_relevance`)
   gate_bar@10      ndcg      the bar: the best of the served model and the free rankers
   accepted         0/1       whether the gate let it be served
   heldout_ndcg@10  ndcg      the served model on the next `held_out` sessions, against the
