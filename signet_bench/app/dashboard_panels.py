@@ -361,6 +361,7 @@ def training(view: dash.DashboardView) -> mo.Html:
                 "accepted, red rejected by the gates), labels are model versions, dashed red "
                 "lines are drift resets. A run is served only if, on sessions it never "
                 "trained on (the newest ones, or forward folds while there are few), its NDCG@10 "
+                "against the agent's and the judge's ratings of their memories "
                 "(`heldout_ndcg`) reaches the bar (`heldout_bar`): the best of the model "
                 "served now and the free rankers (cosine, and its hybrid with BM25), named in "
                 "`heldout_comparator` (`start`: too few sessions to learn from, so the "

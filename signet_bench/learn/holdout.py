@@ -21,10 +21,12 @@ sessions' ratings (`judged_relevance`): the agent's or the continuity judge's ra
 rated candidate, over those candidates only, and the labels where a session has fewer than
 two (or a source has none, as LoCoMo's questions). The labels' FTS rules reward what the
 agent's keyword searches matched, which the lexical signal predicts by construction, so on
-the labels the lexical hybrid looked best where it was worst (synthetic heavy and drifting
-users, before 50 / 100 sessions: labels hybrid - cosine +0.03 / +0.07 NDCG@10, ratings -0.04 /
--0.03, planted truth -0.04 / -0.04); training still learns from every label. With forward folds the served model learned from most of the judged sessions
-and would win in-sample, so there only the free rankers are the bar (`learn.train`).
+the labels the lexical hybrid looked best where it was worst (a synthetic drifting user,
+seed 151, after 50 / 100 sessions: hybrid - cosine NDCG@10 on the labels +0.063 / +0.073, on
+the ratings -0.037 / -0.033, on the planted truth -0.045 / -0.039); training still learns
+from every label. With forward
+folds the served model learned from most of the judged sessions and would win in-sample, so
+there only the free rankers are the bar (`learn.train`).
 
 The baseline order is not a comparator: a store's labels exist mostly for what session start
 injected, and in cold start that is the baseline's own top, so on the store's labels the
@@ -164,7 +166,8 @@ def session_ndcgs(
 def heuristic_ndcgs(
     samples: Sequence[SessionSample], cfg: PredictorConfig = DEFAULT_CONFIG
 ) -> dict[str, np.ndarray]:
-    """Each free ranker's (`heuristic_scores`) per-session NDCG@10 on the labels of `samples`."""
+    """Each free ranker's (`heuristic_scores`) per-session NDCG@10 on `samples`
+    (`session_ndcgs`)."""
     per_session = [heuristic_scores(s) for s in samples]
     return {
         name: session_ndcgs(samples, [h[name] for h in per_session], cfg) for name in per_session[0]
@@ -203,9 +206,9 @@ def start_at_best_free_ranker(
 
 
 def hybrid_leads(samples: Sequence[SessionSample], cfg: PredictorConfig = DEFAULT_CONFIG) -> bool:
-    """Whether the hybrid's per-session NDCG@10 lead over cosine on the labels of `samples` is
-    at least `hybrid_start_evidence` standard errors of its mean. A lead of exactly 0 on every
-    session (no query terms: the hybrid is cosine) counts as one."""
+    """Whether the hybrid's per-session NDCG@10 lead over cosine on `samples` (their ratings,
+    `session_ndcgs`) is at least `hybrid_start_evidence` standard errors of its mean. A lead of
+    exactly 0 on every session (no query terms: the hybrid is cosine) counts as one."""
     ndcgs = heuristic_ndcgs(samples, cfg)
     lead = ndcgs["hybrid"] - ndcgs["cosine"]
     if len(lead) < 2:
