@@ -238,7 +238,7 @@ def _rss_rows(model: Path, n: int) -> list[Row]:
 
 def _store(tmp: Path, sessions: int, first: int) -> Path:
     """A heavy store whose plan holds `sessions` scored sessions, the first `first` of them run
-    (`_more_sessions` runs the rest)."""
+    (`simulate` up to `sessions` runs the rest)."""
     db = tmp / "memories.db"
     build_persona_store("heavy", db, seed=0, n_memories=2000)
     sim = Simulator(db, _SIM)
@@ -248,11 +248,6 @@ def _store(tmp: Path, sessions: int, first: int) -> Path:
     finally:
         sim.close()
     return db
-
-
-def _more_sessions(db: Path, sessions: int) -> None:
-    """Run the store's plan up to `sessions`."""
-    simulate(db, sessions, _SIM)
 
 
 def _latency_rows(name: str, times: list[float], p99_goal: str | None = None) -> list[Row]:
@@ -300,7 +295,7 @@ def _hotswap_rows(tmp: Path, n_idle: int, history: int) -> list[Row]:
         if "result" not in first or not first["result"].get("accepted"):
             _log.info(f"  hot swap: the first training did not give a model ({first})")
             return []
-        _more_sessions(db, history)
+        simulate(db, history, _SIM)  # the last interval's sessions
         _timed_scores(side, line, WARMUP)
         idle = _timed_scores(side, line, n_idle)
         times, done, wall = _scores_while_training(side, line, db)

@@ -24,9 +24,8 @@ agent's keyword searches matched, which the lexical signal predicts by construct
 the labels the lexical hybrid looked best where it was worst (a synthetic drifting user,
 seed 151, after 50 / 100 sessions: hybrid - cosine NDCG@10 on the labels +0.063 / +0.073, on
 the ratings -0.037 / -0.033, on the planted truth -0.045 / -0.039); training still learns
-from every label. With forward
-folds the served model learned from most of the judged sessions and would win in-sample, so
-there only the free rankers are the bar (`learn.train`).
+from every label. With forward folds the served model learned from most of the judged
+sessions and would win in-sample, so there only the free rankers are the bar (`learn.train`).
 
 The baseline order is not a comparator: a store's labels exist mostly for what session start
 injected, and in cold start that is the baseline's own top, so on the store's labels the
