@@ -12,6 +12,7 @@ with app.setup:
     from signet_bench.analysis.queries.source import open_store
     from signet_bench.app import dashboard_panels as panels
     from signet_bench.app.launch import notebook_args
+    from signet_bench.app.priority import yield_to_interface
     from signet_bench.config import DEFAULT_CONFIG
 
 
@@ -36,6 +37,8 @@ def _(con, db_path):
 
 @app.cell
 def _(bench_dir, con, db_path, workbench_path):
+    # The first chart is sent: the session's reads from here on yield to the browser drawing it.
+    yield_to_interface(con, mo.app_meta().mode)
     data = dash.load_dashboard(con, db_path, workbench_path, DEFAULT_CONFIG, bench_dir)
     return (data,)
 

@@ -5,14 +5,18 @@ only: how long it takes is the benchmark's to report, never a test's to assert."
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 
 import pytest
 
+from signet_bench.app.priority import SESSION_NICE
 from signet_bench.bench.dashboard_browser import browser_rows, first_chart
 from signet_bench.bench.dashboard_speed import add_comparisons
 from signet_bench.store.scale import write_session_memories_scale
 from tests.notebooks import test_browser
 from tests.notebooks.test_browser import TOKEN, _our_tracebacks, _served
+from tests.serving.test_train_from_db import thread_nices
 
 pytestmark = test_browser.pytestmark
 browser = test_browser.browser  # the shared Chromium fixture
@@ -28,9 +32,24 @@ def heavy_use(tmp_path_factory):
     return db
 
 
+def _server_pid(url: str) -> int:
+    """The pid of the server listening on `url`'s port (from its command line)."""
+    flag = f"--port\0{url.rsplit(':', 1)[1]}\0".encode()
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and flag in (proc / "cmdline").read_bytes():
+                pids.append(int(proc.name))
+        except OSError:  # a process that ended while read
+            continue
+    assert len(pids) == 1, pids
+    return pids[0]
+
+
 def test_the_first_chart_is_the_judged_sessions_per_week(browser, heavy_use):
     """The first chart drawn is a painted canvas with a box, and it belongs to the panel read
-    before the session frame."""
+    before the session frame; the sessions' reads after it ran at a lower priority than the
+    server (`app.priority`)."""
     with _served("dashboard", "--db", str(heavy_use)) as url:
         chart = first_chart(browser, f"{url}/?access_token={TOKEN}")
         assert chart.seconds > 0 and chart.width > 0 and chart.height > 0 and chart.painted > 0
@@ -41,6 +60,9 @@ def test_the_first_chart_is_the_judged_sessions_per_week(browser, heavy_use):
         page.get_by_text("Comparison inspector · session #").first.wait_for(timeout=60_000)
         page.get_by_text("Labels learn from").first.wait_for(timeout=120_000)
         assert page.get_by_text(test_browser.INTERNAL_ERROR).count() == 0
+        server = _server_pid(url)
+        base = os.getpriority(os.PRIO_PROCESS, server)
+        assert base < 19 and min(19, base + SESSION_NICE) in thread_nices(server)
         page.close()
 
 
