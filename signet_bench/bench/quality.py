@@ -23,6 +23,11 @@ Method (no ranker ever sees the truth):
    cosine              cosine(context, memory) (`CosineRanker`): the strongest simple ranker
    predictor_served    the loop's own accepted model at N (`ModelRanker`); the baseline order
                        while it has none (what a user then gets)
+   predictor_live      the model the loop itself had in place at each held-out session: it
+                       goes on training every few sessions through them, as in use (those
+                       after N learn from the sessions between N and them), so this is what a
+                       user meets over the sessions after N, not a model fixed at N
+                       (`live_scores`; the baseline order where none scored)
    fused_served        what session start injects from at N: RRF of the baseline and the
                        served model with the loop's alpha, then topic diversity (`FusedRanker`)
    predictor_offline   a full retrain on the first N sessions as the loop retrains: fresh
@@ -61,15 +66,16 @@ intervals over the pooled sessions, paired for differences.
 Rows (stable names; with several personas each name is prefixed `<persona>/`):
   <ranker>                  ndcg@10        ndcg  mean over held-out sessions, n = N
   predictor_served-cosine   ndcg@10_delta  ndcg  paired difference, n = N (likewise
+                                                 predictor_live-cosine,
                                                  fused_served-cosine, fused_served-baseline,
                                                  predictor_served-predictor_offline,
                                                  predictor_offline-cosine)
   predictor_offline         train_samples  sessions  trainable sessions learned from, n = N
   seed_<s>/predictor_served-cosine  ndcg@10_delta  one seed's mean and paired interval
-                            (likewise fused_served-cosine)
+                            (likewise predictor_live-cosine, fused_served-cosine)
   predictor_served-cosine   ndcg@10_delta_worst_seed  the lowest seed's mean (its interval)
   predictor_served-cosine   ndcg@10_delta_share_below share of seeds below -0.01 (likewise
-                                                 fused_served-cosine)
+                                                 predictor_live-cosine, fused_served-cosine)
   ablation_<group>          ndcg@10_full / ndcg@10_ablated / ndcg@10_drop
   seed_<s>/ablation_structure  the same three, one seed's sessions
   pool_recall_graph         recall_top10  share  mean over held-out sessions, n = N (likewise
@@ -111,7 +117,7 @@ from signet_bench.daemon.ranking.ranker import (
     FusedRanker,
     Ranker,
 )
-from signet_bench.daemon.ranking.session_start import session_start
+from signet_bench.daemon.ranking.session_start import SessionStartResult, session_start
 from signet_bench.learn.holdout import fresh_start
 from signet_bench.learn.model.params import query_held
 from signet_bench.learn.model.ranker import ModelRanker
@@ -134,6 +140,7 @@ __all__ = [
     "ablation_frozen",
     "ablation_selection",
     "held_out_session",
+    "live_scores",
     "pool_recall",
     "pool_recall_rows",
     "quality_rows",
@@ -172,12 +179,14 @@ RANKERS = (
     "baseline",
     "cosine",
     "predictor_served",
+    "predictor_live",
     "fused_served",
     "predictor_offline",
     "true_label_ceiling",
 )
 DIFFERENCES = (
     ("predictor_served", "cosine"),
+    ("predictor_live", "cosine"),
     ("fused_served", "cosine"),
     ("fused_served", "baseline"),
     ("predictor_served", "predictor_offline"),
@@ -185,7 +194,11 @@ DIFFERENCES = (
 )
 # The differences whose worst seed is reported: what a user is served against the strongest
 # free ranker on these worlds. A seed "costs the user" when its mean is below -WORST_TOLERANCE.
-WORST_CASE = (("predictor_served", "cosine"), ("fused_served", "cosine"))
+WORST_CASE = (
+    ("predictor_served", "cosine"),
+    ("predictor_live", "cosine"),
+    ("fused_served", "cosine"),
+)
 WORST_TOLERANCE = 0.01
 
 Params = dict[str, np.ndarray]
@@ -258,6 +271,7 @@ class HeldOut:
     relevance: np.ndarray  # true relevance at the session start
     plan: SessionContext  # the planned session (its focus topic, project and start)
     truth_rows: np.ndarray  # the candidates' rows in the store's truth
+    live: np.ndarray  # what the loop's own model in place then scored (`live_scores`)
 
 
 def _ablated(item: SessionSample | SessionInputs, group: str | None) -> dict[str, Any]:
@@ -425,7 +439,21 @@ def held_out_session(sim: Simulator, i: int) -> HeldOut | None:
     if inputs.context is None or len(inputs) < 2:
         return None
     rec = sim.records[i]
-    return HeldOut(inputs, sim.true_relevance(i), rec.plan, sim.truth_rows[rec.inputs.rows])
+    live = live_scores(rec.start, inputs)
+    return HeldOut(inputs, sim.true_relevance(i), rec.plan, sim.truth_rows[rec.inputs.rows], live)
+
+
+def live_scores(start: SessionStartResult, inputs: SessionInputs) -> np.ndarray:
+    """What the loop's model in place at a session start (retrained every few sessions, as in
+    use) scored each of `inputs`' candidates, in `inputs`' order; the baseline's scores when
+    no model scored that start, and below every scored candidate those it did not score."""
+    if not start.predictor_used:
+        return EffectiveScoreRanker().score(inputs)
+    by_id = dict(zip(start.memory_id.tolist(), start.predictor_score.tolist(), strict=True))
+    scores = np.array([by_id.get(m, np.nan) for m in inputs.memory_ids.tolist()], dtype=float)
+    scored = np.isfinite(scores)
+    floor = scores[scored].min() - 1.0 if scored.any() else 0.0
+    return np.where(scored, scores, floor)
 
 
 def checkpoint_ndcgs(run: Run, n: int, cfg: PredictorConfig) -> dict[str, np.ndarray]:
@@ -437,6 +465,9 @@ def checkpoint_ndcgs(run: Run, n: int, cfg: PredictorConfig) -> dict[str, np.nda
         "baseline": ndcgs(EffectiveScoreRanker(), pool),
         "cosine": ndcgs(CosineRanker(), pool),
         "predictor_served": ndcgs(served, pool),
+        "predictor_live": np.array(
+            [ndcg_at_k(h.relevance, h.live, h.inputs.memory_ids, k=K) for h in pool]
+        ),
         "fused_served": ndcgs(FusedRanker(served, cp.alpha, cfg), pool),
         "predictor_offline": run.offline(n, None, None, cfg),
         "true_label_ceiling": run.offline(n, None, (), cfg),

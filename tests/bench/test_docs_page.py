@@ -126,8 +126,8 @@ def test_the_worst_seed_is_named_per_checkpoint_and_drawn_per_seed(tmp_path):
         (50, {101: 0.05, 102: 0.04, 103: 0.03}),
     ):
         runs = [SimpleNamespace(seed=s) for s in shifts]
-        per_run = [{"cosine": base, "predictor_served": base + d, "fused_served": base}
-                   for d in shifts.values()]  # fmt: skip
+        per_run = [{"cosine": base, "predictor_served": base + d, "predictor_live": base + d,
+                    "fused_served": base} for d in shifts.values()]  # fmt: skip
         mean = float(np.mean(list(shifts.values())))
         rows.append(Row("predictor_served-cosine", "ndcg@10_delta", mean, "ndcg", mean - 0.01,
                         mean + 0.01, n=n))  # fmt: skip

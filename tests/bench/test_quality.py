@@ -7,10 +7,12 @@ from signet_bench.bench.quality import (
     ablate_samples,
     ablation_frozen,
     quality_rows,
+    simulate_run,
     worst_seed_rows,
 )
 from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.daemon.ranking.ranker import EffectiveScoreRanker
 from signet_bench.learn.model.params import init_params
 from signet_bench.learn.train import train_model
 from signet_bench.world.synth.truth import EFFECTS
@@ -85,6 +87,9 @@ def test_quality_rows_report_shares_curves_and_ablations_consistently():
         delta = by["predictor_served-cosine", "ndcg@10_delta", n]
         assert abs(delta.value - (served.value - cosine.value)) < 1e-9
         assert delta.ci_low <= delta.value <= delta.ci_high
+        live = by["predictor_live", "ndcg@10", n]
+        live_delta = by["predictor_live-cosine", "ndcg@10_delta", n]
+        assert abs(live_delta.value - (live.value - cosine.value)) < 1e-9
     groups = [g for g in ABLATIONS if (f"ablation_{g}", "ndcg@10_drop", 50) in by]
     assert set(ABLATIONS) - set(groups) <= {"structure"}  # only it needs the store's graph
     for group in groups:
@@ -113,7 +118,12 @@ def test_worst_seed_rows_name_the_lowest_seed_and_the_share_below_tolerance():
     shifts = {11: +0.05, 12: -0.03, 13: -0.005}  # seed 12 costs the user, 13 is within 0.01
     runs = [SimpleNamespace(seed=s) for s in shifts]
     per_run = [
-        {"cosine": base, "predictor_served": base + d, "fused_served": base + d / 2}
+        {
+            "cosine": base,
+            "predictor_served": base + d,
+            "predictor_live": base + 1.5 * d,
+            "fused_served": base + d / 2,
+        }
         for d in shifts.values()
     ]
     rows = worst_seed_rows(runs, per_run, 25, "heavy/")  # type: ignore[arg-type]
@@ -127,6 +137,9 @@ def test_worst_seed_rows_name_the_lowest_seed_and_the_share_below_tolerance():
     assert by["heavy/fused_served-cosine", "ndcg@10_delta_worst_seed"].value == pytest.approx(
         -0.015
     )
+    live = by["heavy/predictor_live-cosine", "ndcg@10_delta_worst_seed"]
+    assert live.value == pytest.approx(-0.045)
+    assert by["heavy/predictor_live-cosine", "ndcg@10_delta_share_below"].value == 1 / 3
 
 
 def test_quality_rows_judge_at_the_checkpoints_asked_for():
@@ -166,3 +179,30 @@ def test_the_offline_retrain_starts_and_falls_back_as_the_loop_does():
     start = fresh_start(samples, cfg)
     assert params is not None and set(params) == set(start)
     assert all(np.array_equal(params[k], start[k]) for k in start)
+
+
+def test_live_scores_are_what_the_loops_model_scored_at_each_session(tmp_path):
+    """Each held-out session's live scores order its candidates as the model the loop had in
+    place then ranked them (`predictor_rank`), and are the baseline's where none scored."""
+    run = simulate_run("light", 3, (10,), 30, tmp_path, embedder="topic")
+    keys = {h.plan.session_key for h in run.pools[10]}
+    records = [r for r in run.sim.records.values() if r.plan.session_key in keys]
+    assert len(records) == len(run.pools[10])
+    used = 0
+    for held, rec in zip(run.pools[10], sorted(records, key=lambda r: r.plan.start), strict=True):
+        assert held.plan.session_key == rec.plan.session_key
+        if not rec.start.predictor_used:
+            np.testing.assert_array_equal(held.live, EffectiveScoreRanker().score(held.inputs))
+            continue
+        used += 1
+        rank = dict(
+            zip(rec.start.memory_id.tolist(), rec.start.predictor_rank.tolist(), strict=True)
+        )
+        ranks = np.array([rank.get(m, -1) for m in held.inputs.memory_ids.tolist()])
+        scored = ranks > 0
+        assert scored.sum() >= 2 and np.isfinite(held.live).all()
+        by_live = np.argsort(-held.live[scored], kind="stable")
+        assert (np.diff(ranks[scored][by_live]) > 0).all()  # the same order
+        if (~scored).any():
+            assert held.live[~scored].max() < held.live[scored].min()
+    assert used > 0
