@@ -405,7 +405,6 @@ def label_input(
         edited_recently=edited_recently([corpus.edited_at[r] for r in rows], end_s),
         recall_count=_optional(cand, "recall_count", 0.0),
         path_reward=_optional(cand, "path_reward", np.nan),
-        graph_only=inputs.graph.is_traversal,
     )
 
 

@@ -404,19 +404,6 @@ def test_negative_sampling_takes_all_when_pool_small():
     assert r.include.all()
 
 
-def test_graph_only_candidates_are_never_sampled_as_negatives():
-    """Check a candidate the graph alone brought is left out of the negatives (only its own
-    signal can label it), while an injected one and one with an FTS match stay in."""
-    graph_only = [False, True] + [True] * 20 + [False] * 20
-    inp = _session(40, graph_only=graph_only, fts_hit_count=[0] * 2 + [3] + [0] * 39)
-    r = seed_labels(inp, rng=np.random.default_rng(7))
-    assert r.include[:3].all()  # both injected, and the graph-only one FTS matched
-    assert not r.include[3:22].any()
-    assert int(r.include[22:].sum()) == 9  # 3 positives -> 9 negatives from the other 20
-    plain = [seed_labels(_session(40), rng=np.random.default_rng(g)) for g in range(10)]
-    assert any(p.include[3:22].any() for p in plain)  # without the flag they are drawn
-
-
 def test_negative_sampling_deterministic_and_order_independent():
     """Check the same generator seed picks the same memories whatever the input order."""
     inp = _session(30)
