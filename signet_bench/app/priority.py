@@ -4,10 +4,10 @@
 first chart is sent, its browser still has to load Vega, compile the chart and paint it, while
 the kernel goes on with the dashboard's reads (DuckDB on every core, then seconds of SQLite
 scans). On two cores the browser and those reads share the CPU, and the first chart waited for
-them: on the one-year store, navigation to the first drawn chart took 3.04 s (p50 of 6 fresh
-apps, max 3.14 s); with the session's later work at a lower priority and its DuckDB on one
-thread, 2.46 s (max 2.64 s), the same as when those reads were held back until the chart was
-drawn (2.46 s); marimo's one-chart notebook took 2.02 s in the same runs.
+them. On the one-year store, served in turn with and without this, 8 fresh apps each: the first
+drawn chart after 2.45 s against 2.75 s (p50; marimo's one-chart notebook 2.44 s). Holding
+those reads back until the chart was drawn did no better (in another set of runs, 2.46 s
+against 2.46 s for this at niceness 19).
 
 `yield_to_interface` lowers the calling thread's priority (Linux sets niceness per thread, so
 the server's own thread, which answers every browser, keeps its priority, and so do other
