@@ -411,10 +411,21 @@ def _held_out_line(r) -> str:
         return ""
     rivals = ", ".join(f"{k} {v:.4f}" for k, v in sorted(d.heuristics.items()))
     served = "" if d.served is None else f", served model {d.served:.4f}"
+    evidence = ""
+    if d.evidence_needed > 0:
+        evidence = f"; lead {d.lead_evidence:+.2f} standard errors (needs {d.evidence_needed:g})"
+    demoted = ""
+    if d.demoted_to is not None:
+        why = (
+            "nothing is served yet"
+            if r.gate_reason == "start"
+            else "the served model trails the free rankers on these sessions"
+        )
+        demoted = f"\n{why}: the run's start, {d.demoted_to}, is served instead"
     return (
         f"held out: {d.sessions} sessions never trained on ({d.method}); ndcg@10 "
-        f"{d.candidate:.4f} vs {rivals}{served}; bar: {d.comparator}; best epoch "
-        f"{r.best_epoch}\n"
+        f"{d.candidate:.4f} vs {rivals}{served}; bar: {d.comparator}{evidence}; best epoch "
+        f"{r.best_epoch}{demoted}\n"
     )
 
 

@@ -168,6 +168,16 @@ class PredictorConfig:
     # was 1.1-2.7 in four and 0.6-0.9 in three (these start at cosine); the learned scorer's
     # held-out recall@10 went from 56.2 to 56.9 with this rule and the loop's fallback start.
     hybrid_start_evidence: float = 1.0
+    # Project decision: a trained model is served only when its per-session NDCG@10 lead over
+    # the strongest free ranker on the held-out sessions is at least this many standard errors
+    # of its mean (0: any lead; `learn.holdout.decide`). A mean lead within the noise of a few
+    # dozen sessions' ratings is as often a loss on the sessions that follow (README "Serving
+    # only on evidence" has the measurements).
+    holdout_gain_evidence: float = 1.5
+    # Project decision: a run whose candidate is rejected while the model served now trails
+    # the strongest free ranker on the held-out sessions (time hold-out) serves that free
+    # ranker instead (`HoldoutDecision.free_ranker_instead`; false: the served model stays).
+    holdout_demote: bool = True
     # Project decision: the held-out judgement (the gate, the epoch it keeps, the free ranker
     # a fresh model starts at) scores a session against the ratings it has, the agent's where
     # given and the continuity judge's otherwise, over the rated candidates only; its labels
@@ -309,6 +319,7 @@ _ZERO_ALLOWED = {
     "holdout_min_sessions",
     "query_min_sessions",
     "hybrid_start_evidence",
+    "holdout_gain_evidence",
     "training_window_sessions",
     "holdout_max_sessions",
     "epoch_session_budget",
@@ -326,7 +337,7 @@ def _check_range(name: str, value: Any) -> None:
                 f"predictor.{key}: expected one of {', '.join(TRAINING_JUDGES)}, got {value!r}"
             )
         return
-    if name in ("enabled", "agent_feedback", "holdout_on_ratings"):
+    if name in ("enabled", "agent_feedback", "holdout_on_ratings", "holdout_demote"):
         if not isinstance(value, bool):
             raise ConfigError(f"predictor.{key}: expected true/false, got {value!r}")
         return

@@ -14,6 +14,7 @@ import pytest
 
 from signet_bench.cli import main
 from signet_bench.daemon.loop import SimOptions, simulate
+from signet_bench.learn.holdout import free_ranker_name
 from signet_bench.learn.model.checkpoint import (
     FLAG_PRETRAINED_BASE,
     load_any,
@@ -122,7 +123,10 @@ def _poison(monkeypatch) -> None:
 def test_train_saves_a_gated_model_and_records_the_run(db, tmp_path, capsys):
     before = _files(db.parent)
     out = tmp_path / "out"
-    assert _train(db, out, "--epochs", "3") == 0
+    # any held-out lead serves the run here: the evidence it needs is tested below
+    config = tmp_path / "agent.yaml"
+    config.write_text("predictor:\n  holdoutGainEvidence: 0\n")
+    assert _train(db, out, "--epochs", "3", "--config", str(config)) == 0
     text = capsys.readouterr().out
     assert "accepted" in text
     params, meta = load_any(out / "model.sbm")
@@ -265,3 +269,18 @@ def test_base_weights_that_are_not_a_checkpoint_exit_2(db, tmp_path, capsys):
     bogus.write_bytes(b"not a model at all")
     assert _train(db, tmp_path / "out", "--base-weights", str(bogus)) == 2
     assert "not a model checkpoint" in capsys.readouterr().err
+
+
+def test_a_first_run_without_evidence_serves_its_start(db, tmp_path, capsys):
+    out = tmp_path / "out"
+    config = tmp_path / "agent.yaml"
+    config.write_text("predictor:\n  holdoutGainEvidence: 100\n")
+    assert _train(db, out, "--epochs", "2", "--config", str(config)) == 0
+    text = capsys.readouterr().out
+    assert "standard errors (needs 100)" in text and "-> accepted" in text
+    (run,) = _runs(out)
+    assert run["gate_passed"] is True and run["gate_reason"] == "start"
+    holdout = json.loads(run["holdout"])
+    assert holdout["accepted"] is False and holdout["demoted_to"] in ("cosine", "hybrid")
+    params, _ = load_any(out / "model.sbm")
+    assert free_ranker_name(params) == holdout["demoted_to"]

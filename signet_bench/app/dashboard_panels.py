@@ -60,8 +60,9 @@ SESSION_COLUMNS = (
 )  # fmt: skip
 RUN_COLUMNS = (
     "run", "model_version", "accepted", "heldout_comparator", "heldout_ndcg", "heldout_bar",
-    "heldout_served_ndcg", "heldout_sessions", "heldout_method", "loss", "sample_count",
-    "canary_ndcg", "canary_topk_churn", "created_at",
+    "heldout_lead_se", "heldout_lead_needed", "heldout_demoted_to", "heldout_served_ndcg",
+    "heldout_sessions", "heldout_method", "loss", "sample_count", "canary_ndcg",
+    "canary_topk_churn", "created_at",
 )  # fmt: skip
 INJECTED_COLUMNS = (
     "baseline_rank", "predictor_rank", "preview", "relevance_score", "fts_hit_count",
@@ -365,9 +366,12 @@ def training(view: dash.DashboardView) -> mo.Html:
                 "(`heldout_ndcg`) reaches the bar (`heldout_bar`): the best of the model "
                 "served now and the free rankers (cosine, and its hybrid with BM25), named in "
                 "`heldout_comparator` (`start`: too few sessions to learn from, so the "
-                "model is its start, cosine, served as it is). Runs judged by Signet's own "
-                "canary gates show the "
-                "canary figures instead."
+                "model is its start, cosine, served as it is), and leads the strongest free "
+                "ranker by at least `heldout_lead_needed` standard errors of the per-session "
+                "lead (`heldout_lead_se`). When a run is rejected and the model served "
+                "before it, a learned one, trails a free ranker on those sessions, the run's "
+                "start is served instead (`heldout_demoted_to` names it). Runs judged by "
+                "Signet's own canary gates show the canary figures instead."
             ),
             curve,
             table(runs, page_size=5, label="Runs and canary figures"),

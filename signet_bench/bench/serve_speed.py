@@ -285,8 +285,10 @@ def _hotswap_rows(tmp: Path, n_idle: int, history: int) -> list[Row]:
     interval = DEFAULT_CONFIG.train_interval_sessions
     db = _store(tmp, history, history - interval)
     served = tmp / "served.onnx"  # absent: the first training makes it
-    config = tmp / "agent.yaml"  # fine-tuning a served model at the incremental rate (lr/10)
-    config.write_text("predictor:\n  learningRate: 1.0e-4\n")
+    # fine-tuning a served model at the incremental rate (lr/10); any held-out lead is
+    # served, since what is timed is the swap, not the gate's evidence
+    config = tmp / "agent.yaml"
+    config.write_text("predictor:\n  learningRate: 1.0e-4\n  holdoutGainEvidence: 0\n")
     args = ("--model", str(served), "--native-dim", str(DIM), "--tz", "UTC")
     side = _Sidecar(*args, "--train-config", str(config))
     line = daemon_score_line(80, seed=3, rid="s")

@@ -14,7 +14,7 @@ import math
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,6 +29,7 @@ from signet_bench.learn.holdout import (
     HoldoutPlan,
     decide,
     enough_to_learn,
+    free_ranker_name,
     heuristic_ndcgs,
     holdout_plan,
     query_learnable,
@@ -135,6 +136,9 @@ def holdout_record(result: TrainResult) -> dict[str, object]:
         "method": d.method, "sessions": d.sessions, "candidate": d.candidate,
         "served": d.served, "heuristics": d.heuristics, "comparator": d.comparator,
         "bar": d.bar, "accepted": d.accepted, "best_epoch": result.best_epoch,
+        # +-Infinity (a lead alike on every session) is kept; JSON's NaN is not
+        "lead_evidence": None if math.isnan(d.lead_evidence) else d.lead_evidence,
+        "evidence_needed": d.evidence_needed, "demoted_to": d.demoted_to,
     }  # fmt: skip
 
 
@@ -591,10 +595,15 @@ def _finite_fit(work: Params, run: _Epochs) -> bool:
 
 
 def _held_out_result(
-    fitted: _HeldOutFit, served: Params | None, cfg: PredictorConfig, t0: float, learned: bool
-) -> TrainResult:
+    fitted: _HeldOutFit, served: Params | None, cfg: PredictorConfig, t0: float, learned: bool,
+    start: Params | None = None,
+) -> TrainResult:  # fmt: skip
     """Gate the candidate (finite, score variance, and the held-out verdict against the
-    served model and the strongest free ranker) into a TrainResult."""
+    served model and the strongest free ranker) into a TrainResult. With `start` (the free
+    ranker a fresh run started at) and `holdoutDemote`, a rejected run whose served model
+    learned and trails the strongest free ranker on the held-out sessions serves its start
+    instead (`HoldoutDecision.start_instead`): accepted, gate reason "demoted"; with nothing
+    served yet, a rejected run serves its start (gate reason "start")."""
     held, work = fitted.held, fitted.params
     finite = _finite(work) and fitted.losses_finite
     probs = _predict(work, held, cfg) if finite else []
@@ -604,25 +613,51 @@ def _held_out_result(
     fair = served is not None and fitted.plan.method == "time"
     served_ndcgs = session_ndcgs(held, _predict(served, held, cfg), cfg) if fair else None
     heuristics = heuristic_ndcgs(held, cfg)
-    decision = decide(fitted.plan.method, fitted.ndcgs, served_ndcgs, heuristics)
+    decision = decide(
+        fitted.plan.method, fitted.ndcgs, served_ndcgs, heuristics,
+        evidence=cfg.holdout_gain_evidence,
+    )  # fmt: skip
     if not learned:
         decision = decision.unjudged_start()
     variance = float(np.var(np.concatenate(probs))) if probs else 0.0
     gates = {"finite_losses": finite, "canary_variance": variance > 0.0,
              "holdout": finite and decision.accepted}  # fmt: skip
     failed = [k for k, ok in gates.items() if not ok]
+    demoted, start_name = None, None if start is None else free_ranker_name(start, cfg)
+    if failed and finite and start_name is not None and served is None:
+        # nothing served yet: the start, a free ranker, is better than the baseline order
+        demoted = replace(decision, demoted_to=start_name)
+    # only a served model that learned is demoted: a free ranker is its own start
+    learned_served = served is not None and free_ranker_name(served, cfg) is None
+    if failed and cfg.holdout_demote and start_name is not None and learned_served:
+        demoted = decision.start_instead(start_name)
+    if demoted is not None:
+        assert start is not None
+        decision, work, failed = demoted, start, []
+    # the held-out NDCG@10 of what the run serves
+    ndcg = decision.heuristics[demoted.demoted_to] if demoted else decision.candidate
     return TrainResult(
-        accepted=not failed, gate_reason=failed[0] if failed else "passed",
+        accepted=not failed,
+        gate_reason=failed[0] if failed else _served_reason(demoted, served),
         params=None if failed else work, loss_curve=fitted.run.curve,
         sample_count=fitted.trained_on, canary_count=len(held),
         epochs_run=len(fitted.run.curve), steps=fitted.run.steps,
-        duration_ms=int((time.perf_counter() - t0) * 1000), canary_ndcg=decision.candidate,
+        duration_ms=int((time.perf_counter() - t0) * 1000), canary_ndcg=ndcg,
         canary_ndcg_before=decision.served,
-        canary_ndcg_delta=None if decision.served is None else decision.candidate - decision.served,
+        canary_ndcg_delta=None if decision.served is None else ndcg - decision.served,
         canary_score_variance=variance, canary_topk_overlap=None,
         stopped_early=fitted.run.stopped, gates=gates, holdout=decision,
         best_epoch=fitted.best_epoch,
     )  # fmt: skip
+
+
+def _served_reason(demoted: HoldoutDecision | None, served: Params | None) -> str:
+    """The gate reason of an accepted run: "passed" (its candidate), "demoted" (its start in
+    place of a learned model that trailed the free rankers) or "start" (its start, nothing
+    being served yet)."""
+    if demoted is None:
+        return "passed"
+    return "start" if served is None else "demoted"
 
 
 def train_model(
@@ -671,7 +706,8 @@ def train_model(
         if current is None:  # fresh weights start at the better free ranker
             base = start_at_best_free_ranker(base, samples, cfg)
         fitted = _held_out_fit(samples, base, how)
-        return _held_out_result(fitted, served if had_model else None, cfg, t0, learned)
+        served = served if had_model else None
+        return _held_out_result(fitted, served, cfg, t0, learned, base if current is None else None)
     work = copy_params(base)
     train, canary = _train_and_canary(samples, canary, cfg)
     replay = list(replay_buffer(train, cfg) if replay is None else replay)

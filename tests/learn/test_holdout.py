@@ -18,6 +18,7 @@ from signet_bench.learn.holdout import (
     holdout_plan,
     hybrid_leads,
     judged_relevance,
+    lead_evidence,
     session_ndcgs,
     start_at_best_free_ranker,
 )
@@ -130,6 +131,43 @@ def test_the_candidate_must_reach_the_served_model_and_every_heuristic():
     assert tie.accepted and tie.comparator == "served"  # ties name the served model
     assert not decide("time", np.array([np.nan]), None, {"cosine": np.array([0.0])}).accepted
     assert decide("time", np.array([0.59]), None, {"cosine": np.array([0.6])}, 0.02).accepted
+
+
+def test_a_lead_within_the_noise_of_the_held_out_sessions_is_not_served():
+    cosine = np.full(8, 0.6)
+    h = {"cosine": cosine, "hybrid": np.full(8, 0.5)}
+    noisy = cosine + np.array([0.30, -0.25, 0.20, -0.22, 0.28, -0.24, 0.01, -0.04])
+    shown = lead_evidence(noisy, cosine)
+    assert noisy.mean() > cosine.mean() and 0 < shown < 1
+    assert shown == pytest.approx(
+        (noisy - cosine).mean() / ((noisy - cosine).std(ddof=1) / np.sqrt(8))
+    )
+    assert decide("time", noisy, None, h).accepted  # any lead, as without the rule
+    verdict = decide("time", noisy, None, h, evidence=1.0)
+    assert not verdict.accepted and verdict.lead_evidence == pytest.approx(shown)
+    assert verdict.evidence_needed == 1.0 and verdict.comparator == "cosine"
+    steady = cosine + np.array([0.05, 0.04, 0.06, 0.05, 0.03, 0.05, 0.04, 0.06])
+    assert decide("time", steady, None, h, evidence=1.0).lead_evidence > 1.0
+    assert decide("time", steady, None, h, evidence=1.0).accepted
+    # level with the strongest free ranker on every session: no evidence, the served model
+    # (or the start) stays
+    assert lead_evidence(cosine, cosine) == 0.0
+    assert not decide("time", cosine.copy(), None, h, evidence=1.0).accepted
+    assert decide("time", cosine.copy(), None, h).accepted
+    assert lead_evidence(cosine + 0.1, cosine) == np.inf
+    # the lead is measured against the strongest free ranker, not the served model
+    served = decide("time", steady, np.full(8, 0.7), h, evidence=1.0)
+    assert not served.accepted and served.comparator == "served" and served.lead_evidence > 1
+    # a rejected run gives way to its start only where the served model trails a free ranker
+    below = decide("time", noisy, np.full(8, 0.55), h, evidence=1.0)
+    assert below.start_instead("cosine").demoted_to == "cosine"
+    above = decide("time", noisy, np.full(8, 0.65), h, evidence=1.0)
+    assert not above.accepted and above.start_instead("cosine") is None
+    assert decide("time", steady, np.full(8, 0.55), h, evidence=1.0).start_instead("x") is None
+    assert decide("forward", noisy, None, h, evidence=1.0).start_instead("cosine") is None
+    # below the minimum of sessions the start is served whatever the evidence
+    start = decide("forward", noisy, None, h, evidence=1.0).unjudged_start()
+    assert start.accepted and start.evidence_needed == 0.0
 
 
 def test_samples_in_the_same_instant_keep_one_order():

@@ -15,13 +15,14 @@ from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.loop import SimOptions, simulate
 from signet_bench.daemon.trainers import model_path
-from signet_bench.learn.holdout import holdout_plan
+from signet_bench.learn.holdout import free_ranker_name, holdout_plan, start_at_best_free_ranker
 from signet_bench.learn.model.optim import densify
 from signet_bench.learn.model.params import init_params
 from signet_bench.learn.model.scorer import forward, loss_and_grads
 from signet_bench.learn.samples import load_samples
 from signet_bench.learn.train import (
     canary_metrics,
+    holdout_record,
     replay_buffer,
     split_canary,
     to_batch,
@@ -431,9 +432,47 @@ def test_a_full_retrain_through_train_model_is_judged_out_of_sample(samples, tra
     # the oldest block is never judged
     assert d.sessions == len(holdout_plan(samples).held) < len(samples)
     assert d.served is None and res.canary_topk_overlap is None
-    assert res.accepted == (d.candidate >= max(d.heuristics.values()))
+    convincing = d.lead_evidence >= DEFAULT_CONFIG.holdout_gain_evidence
+    assert res.accepted == (d.candidate >= max(d.heuristics.values()) and convincing)
     many = _fake(60, dim=16)
     served = train_model(many, None, epochs=1, seed=0, canary=many).params
     timed = train_model(many, None, epochs=2, seed=3, reference=served, previous_is_trained=True)
     assert timed.holdout.method == "time" and timed.holdout.served is not None
     assert timed.canary_ndcg_before == timed.holdout.served
+
+
+def _against_cosine(params):
+    """A model that learned the wrong way round: the start with cosine's weight negated."""
+    out = {k: np.array(v, copy=True) for k, v in params.items()}
+    out["cosine_weight"] = -np.abs(out["cosine_weight"]) - 1.0
+    return out
+
+
+def test_a_learned_model_below_the_free_rankers_gives_way_to_the_start():
+    """A rejected run whose served model learned and trails the strongest free ranker on the
+    time hold-out serves the run's start instead; a served free ranker, or the rule switched
+    off, leaves the served model in place."""
+    many = _fake(60, dim=16)
+    strict = DEFAULT_CONFIG.replace(holdout_gain_evidence=1e9)  # every candidate rejected
+    bad = _against_cosine(init_params(strict, 16))
+    res = train_model(many, None, cfg=strict, epochs=1, seed=3, reference=bad)
+    d = res.holdout
+    assert d is not None and d.method == "time" and not d.accepted
+    assert d.served < max(d.heuristics.values())
+    assert res.accepted and res.gate_reason == "demoted" and not res.gates["holdout"]
+    assert d.demoted_to == free_ranker_name(res.params) in ("cosine", "hybrid")
+    assert res.canary_ndcg == pytest.approx(d.heuristics[d.demoted_to])
+    start = start_at_best_free_ranker(init_params(strict, 16), many, strict)
+    _assert_identical(res.params, start)
+    record = holdout_record(res)
+    assert record["demoted_to"] == d.demoted_to and record["accepted"] is False
+    kept = train_model(many, None, cfg=strict.replace(holdout_demote=False), epochs=1, seed=3,
+                       reference=bad)  # fmt: skip
+    assert not kept.accepted and kept.params is None and kept.holdout.demoted_to is None
+    # nothing served yet: a rejected run serves its start rather than leave the baseline order
+    first = train_model(many, None, cfg=strict, epochs=1, seed=3, previous_is_trained=False)
+    assert first.accepted and first.gate_reason == "start" and not first.holdout.accepted
+    _assert_identical(first.params, start)
+    # a served free ranker is the start itself: nothing to give way
+    free = train_model(many, None, cfg=strict, epochs=1, seed=3, reference=start)
+    assert not free.accepted and free.gate_reason == "holdout"

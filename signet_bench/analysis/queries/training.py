@@ -55,6 +55,9 @@ HOLDOUT_COLUMNS = {
     "heldout_served_ndcg": ("served", pl.Float64),
     "heldout_comparator": ("comparator", pl.String),
     "heldout_bar": ("bar", pl.Float64),
+    "heldout_lead_se": ("lead_evidence", pl.Float64),
+    "heldout_lead_needed": ("evidence_needed", pl.Float64),
+    "heldout_demoted_to": ("demoted_to", pl.String),
 }
 
 _LOG_SCHEMA = {

@@ -34,7 +34,13 @@ def test_runs_carry_their_held_out_verdicts(con, demo):
     assert set(judged["heldout_comparator"].to_list()) <= {"cosine", "hybrid", "served", "start"}
     for r in judged.iter_rows(named=True):
         assert r["heldout_sessions"] > 0
-        assert r["accepted"] == (r["heldout_ndcg"] >= r["heldout_bar"])
+        needed = r["heldout_lead_needed"] or 0.0
+        convincing = r["heldout_comparator"] == "start" or needed == 0.0
+        convincing = convincing or (r["heldout_lead_se"] or -math.inf) >= needed
+        passed = r["heldout_ndcg"] >= r["heldout_bar"] and convincing
+        # a rejected run whose served model trailed the free rankers serves its start
+        assert r["accepted"] == (passed or r["heldout_demoted_to"] is not None)
+    assert judged["heldout_lead_needed"].max() == DEFAULT_CONFIG.holdout_gain_evidence
 
 
 def test_an_older_workbench_without_verdicts_still_reads(con, tmp_path):
