@@ -93,7 +93,7 @@ TITLES = {
     "(measured at 7a62934, before the held-out gain evidence)",
     "store": "Store",
     "loop": "Session loop latency",
-    "train": "Training",
+    "train": "Training (measured at 38ae312, before the held-out gain evidence)",
     "serve": "Serving latency",
     "hook": "Session-start hook overhead",
     "dashboard": "Dashboard on a year of heavy use",
