@@ -45,7 +45,9 @@ def test_enough_sessions_are_judged_on_the_newest_ones_against_cosine():
     # no query terms in these sessions: the hybrid orders as cosine
     assert d.heuristics == {name: pytest.approx(cosine) for name in ("cosine", "hybrid")}
     assert d.served is None  # nothing served yet: the bar is the free ranker
-    assert d.accepted == (d.candidate >= cosine) == res.accepted
+    assert d.accepted == (d.candidate >= cosine and d.lead_evidence >= 1.5)
+    # the candidate, or (nothing being served yet) the start it came from
+    assert res.accepted and (d.accepted or res.gate_reason == "start")
 
 
 def test_when_nothing_beats_the_free_ranker_the_start_is_what_is_served():
@@ -144,7 +146,9 @@ def test_the_verdict_is_recorded_with_the_run(tmp_path):
     assert got["method"] == "time" and got["sessions"] == 25
     assert got["comparator"] in {"cosine", "hybrid"}
     assert got["best_epoch"] == res.best_epoch
-    assert got["accepted"] == res.accepted
+    assert got["accepted"] == res.holdout.accepted
+    assert res.accepted == (got["accepted"] or got["demoted_to"] is not None)
+    assert got["evidence_needed"] == DEFAULT_CONFIG.holdout_gain_evidence
 
 
 def test_a_workbench_made_before_the_verdict_column_gets_it(tmp_path):
@@ -164,10 +168,11 @@ def test_below_the_query_minimum_only_cosine_matches_the_context():
     while the rest of the model learns; with the minimum switched off the same run moves it."""
     data = _samples(60, seed=1)
     start = init_params(DEFAULT_CONFIG, DIM)
-    held = train_model(data, None, epochs=4, seed=0)
+    any_lead = DEFAULT_CONFIG.replace(holdout_gain_evidence=0.0)  # the fit is served
+    held = train_model(data, None, cfg=any_lead, epochs=4, seed=0)
     assert held.best_epoch > 0 and 60 < DEFAULT_CONFIG.query_min_sessions
     assert np.array_equal(held.params["q_proj"], start["q_proj"])
     assert not np.array_equal(held.params["gate_proj"], start["gate_proj"])
-    cfg = DEFAULT_CONFIG.replace(query_min_sessions=0)
+    cfg = any_lead.replace(query_min_sessions=0)
     moved = train_model(data, None, cfg=cfg, epochs=4, seed=0)
     assert moved.best_epoch > 0 and not np.array_equal(moved.params["q_proj"], start["q_proj"])
