@@ -209,9 +209,7 @@ def start_at_best_free_ranker(
         return start
     if enough_to_learn(len(samples), cfg) and hybrid_leads(samples, cfg):
         return start
-    weights = np.array(start["signal_weights"], copy=True)
-    weights[signal_column("lexical")] = 0.0
-    return {**start, "signal_weights": weights}
+    return _cosine_only(start)
 
 
 def hybrid_leads(samples: Sequence[SessionSample], cfg: PredictorConfig = DEFAULT_CONFIG) -> bool:
@@ -236,14 +234,17 @@ def free_ranker_name(
     fresh = init_params(cfg, int(np.asarray(params["down_proj"]).shape[1]))
     if set(fresh) != set(params):
         return None
-    lexical = signal_column("lexical")
-    for name in ("hybrid", "cosine"):
-        if name == "cosine":
-            fresh["signal_weights"] = np.array(fresh["signal_weights"], copy=True)
-            fresh["signal_weights"][lexical] = 0.0
-        if all(np.array_equal(np.asarray(params[k]), fresh[k]) for k in fresh):
+    for name, free in (("hybrid", fresh), ("cosine", _cosine_only(fresh))):
+        if all(np.array_equal(np.asarray(params[k]), free[k]) for k in free):
             return name
     return None
+
+
+def _cosine_only(start: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Fresh weights `start` with the lexical weight zeroed: they rank as cosine."""
+    weights = np.array(start["signal_weights"], copy=True)
+    weights[signal_column("lexical")] = 0.0
+    return {**start, "signal_weights": weights}
 
 
 def fresh_start(
