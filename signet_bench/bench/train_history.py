@@ -18,8 +18,8 @@ Method:
    samples, training, gates, saving); peak memory is its `ru_maxrss`.
 4. Run the loop on through the next `held_out` sessions, keep their candidate pools, and
    score the model the daemon would serve (the one this training saved, else the one served
-   before it, else the baseline order) and cosine by NDCG@10 against the persona's planted
-   relevance.
+   before it, else the baseline order), cosine, and the model served after the smallest
+   size's training by NDCG@10 against the persona's planted relevance.
 
 Rows (name `scheduled_training`, n = sessions of history):
   wall_s           s         the child process, start to exit (goal <= 10 s at 5,000)
@@ -34,7 +34,12 @@ Rows (name `scheduled_training`, n = sessions of history):
   heldout_ndcg@10  ndcg      the served model on the next `held_out` sessions, against the
                              planted relevance (95% bootstrap interval)
   cosine_ndcg@10   ndcg      cosine on the same sessions
-  heldout-cosine   ndcg@10_delta  their paired difference
+  first_ndcg@10    ndcg      the model served after the smallest size's training, on the same
+                             sessions: whether more history made the served model better or
+                             worse, on sessions that are equally hard for both (the sessions
+                             after 1,000 are harder for every ranker than those after 250)
+  heldout-cosine   ndcg@10_delta  served - cosine, paired
+  heldout-first    ndcg@10_delta  served - the smallest size's model, paired
 """
 
 from __future__ import annotations
@@ -168,9 +173,15 @@ def _ndcg_row(metric: str, values: np.ndarray, n: int, seed: int, unit: str = "n
 
 
 def _size_rows(
-    n: int, child: ChildRun, run: tuple, served: np.ndarray, cosine: np.ndarray, seed: int
+    n: int,
+    child: ChildRun,
+    run: tuple,
+    scores: dict[str, np.ndarray],
+    seed: int,
 ) -> list[Row]:
-    """The rows of one size: the training's cost, its gate, and what it serves."""
+    """The rows of one size: the training's cost, its gate, and what it serves (`scores`:
+    per-session NDCG@10 of "served", "cosine" and "first" on the next sessions)."""
+    served = scores["served"]
     epochs, duration_ms, trained_on, accepted, holdout = run
     gate = json.loads(holdout) if holdout else {}
     full = n == max(HISTORY)
@@ -185,8 +196,10 @@ def _size_rows(
         Row(NAME, "gate_bar@10", float(gate.get("bar", np.nan)), "ndcg", n=n),
         Row(NAME, "accepted", float(bool(accepted)), "0/1", n=n),
         _ndcg_row("heldout_ndcg@10", served, n, seed),
-        _ndcg_row("cosine_ndcg@10", cosine, n, seed),
-        _ndcg_row("heldout-cosine", served - cosine, n, seed, "ndcg@10_delta"),
+        _ndcg_row("cosine_ndcg@10", scores["cosine"], n, seed),
+        _ndcg_row("first_ndcg@10", scores["first"], n, seed),
+        _ndcg_row("heldout-cosine", served - scores["cosine"], n, seed, "ndcg@10_delta"),
+        _ndcg_row("heldout-first", served - scores["first"], n, seed, "ndcg@10_delta"),
     ]
 
 
@@ -217,6 +230,7 @@ def history_rows(
         path = Path(tmp) / f"{persona}-{seed}.db"
         build_persona_store(persona, path, seed=seed, embedder=embedder)
         sim = Simulator(path, SimOptions(scorer="none", seed=seed), cfg)
+        first: Ranker | None = None  # the model served after the smallest size's training
         try:
             sim.plan(sizes[-1] + held_out)
             for n in sizes:
@@ -225,13 +239,18 @@ def history_rows(
                 _log.info(f"  loop to {n} sessions ({time.perf_counter() - t0:.0f} s)")
                 child, run = _scheduled_training(sim, n, cfg, config)
                 held = _next_sessions(sim, n, held_out)
-                served = ndcgs(_served(sim, cfg), held)
-                cosine = ndcgs(CosineRanker(), held)
-                rows += _size_rows(n, child, run, served, cosine, seed)
+                served = _served(sim, cfg)
+                first = served if first is None else first
+                scores = {
+                    "served": ndcgs(served, held),
+                    "cosine": ndcgs(CosineRanker(), held),
+                    "first": ndcgs(first, held),
+                }
+                rows += _size_rows(n, child, run, scores, seed)
                 _log.info(
                     f"  {n} sessions: {child.wall_s:.1f} s, {child.peak_mb:.0f} MB, "
                     f"{run[0]} epochs, accepted {bool(run[3])}; next {len(held)} sessions: "
-                    f"served {served.mean():.4f}, cosine {cosine.mean():.4f}"
+                    + ", ".join(f"{k} {v.mean():.4f}" for k, v in scores.items())
                 )
         finally:
             sim.close()

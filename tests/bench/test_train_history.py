@@ -16,6 +16,7 @@ from signet_bench.bench.train_history import QUICK_HISTORY, history_rows, run_ch
 METRICS = {
     "wall_s", "peak_mb", "train_s", "epochs", "train_sessions", "gate_sessions", "gate_ndcg@10",
     "gate_bar@10", "accepted", "heldout_ndcg@10", "cosine_ndcg@10", "heldout-cosine",
+    "first_ndcg@10", "heldout-first",
 }  # fmt: skip
 
 
@@ -39,9 +40,22 @@ def test_every_size_has_every_metric_once(rows):
     for metrics in by_size.values():
         assert set(metrics) == METRICS
         assert all(math.isfinite(r.value) for r in metrics.values())
-        for name in ("heldout_ndcg@10", "cosine_ndcg@10"):
+        for name in ("heldout_ndcg@10", "cosine_ndcg@10", "first_ndcg@10"):
             r = metrics[name]
             assert 0.0 <= r.ci_low <= r.value <= r.ci_high <= 1.0
+
+
+def test_the_smallest_size_s_model_is_judged_on_every_later_size_s_sessions(rows):
+    """At the smallest size it is the served model; later it is scored on the same sessions as
+    the model served then, and the paired difference is theirs."""
+    by_size = _by_size(rows)
+    first = by_size[min(by_size)]
+    assert first["first_ndcg@10"].value == first["heldout_ndcg@10"].value
+    assert first["heldout-first"].value == 0.0
+    for m in by_size.values():
+        diff = m["heldout_ndcg@10"].value - m["first_ndcg@10"].value
+        assert m["heldout-first"].value == pytest.approx(diff, abs=1e-12)
+        assert m["heldout-first"].ci_low <= m["heldout-first"].value <= m["heldout-first"].ci_high
 
 
 def test_each_training_was_gated_on_held_out_sessions(rows):
