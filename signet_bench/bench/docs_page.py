@@ -406,6 +406,7 @@ def _quality_section(
             "Paired differences:",
             _by_n_markdown(pooled, "ndcg@10_delta", prefix),
             *_worst_case_markdown(part, prefix),
+            *_familiarity_markdown(pooled, prefix),
             (
                 "How much of the truth's within-session variance each planted effect carries "
                 "(mean over seeds, min–max), and the ablations (NDCG@10 drop when a route is "
@@ -416,6 +417,25 @@ def _quality_section(
             *_graph_route_markdown(part, prefix),
         ]
     return out
+
+
+FAMILIARITY_METRICS = ("ndcg@10_delta_familiar", "ndcg@10_delta_unfamiliar", "share_unfamiliar")
+
+
+def _familiarity_markdown(rows: Sequence[Mapping[str, Any]], prefix: str) -> list[str]:
+    """The paired differences on the held-out sessions of familiar projects and of the others
+    (`bench.quality.familiarity_rows`), and the others' share, per checkpoint."""
+    if not any(r["metric"] == "share_unfamiliar" for r in rows):
+        return []
+    return [
+        (
+            "The same differences on the held-out sessions of a project the history had at "
+            "least 5 sessions of by the checkpoint (familiar; `bench.quality.FAMILIAR_SESSIONS`), "
+            "on the others (unfamiliar), "
+            "and the share of the latter:"
+        ),
+        *(_by_n_markdown(rows, metric, prefix) for metric in FAMILIARITY_METRICS),
+    ]
 
 
 GRAPH_METRICS = ("recall_top10", "recall_top10_delta", "candidates")

@@ -143,6 +143,27 @@ def test_the_worst_seed_is_named_per_checkpoint_and_drawn_per_seed(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "(b/quality-unseen-worst.png)" in text
 
 
+def test_the_familiar_and_unfamiliar_projects_get_their_own_tables(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    rows = [
+        Row("predictor_served-cosine", "ndcg@10_delta", 0.01, "ndcg", 0.0, 0.02, n=50),
+        Row("predictor_served-cosine", "ndcg@10_delta_familiar", 0.05, "ndcg", 0.04, 0.06, n=50),
+        Row("predictor_served-cosine", "ndcg@10_delta_unfamiliar", -0.08, "ndcg", -0.1, -0.06,
+            n=50),
+        Row("held_out", "share_unfamiliar", 0.3, "share", n=50),
+    ]  # fmt: skip
+    write_report(results / "quality-unseen.json", "quality", rows)
+    text = write_benchmarks_doc(results, tmp_path / "b.md").read_text()
+    assert "on the others (unfamiliar)" in text
+    assert "| predictor_served-cosine | 0.05 (0.04–0.06) |" in text
+    assert "| predictor_served-cosine | -0.08 (-0.1–-0.06) |" in text
+    assert "| held_out | 0.3 |" in text
+    plain = results / "quality-unseen.json"
+    write_report(plain, "quality", rows[:1])
+    assert "(unfamiliar)" not in write_benchmarks_doc(results, tmp_path / "c.md").read_text()
+
+
 def test_training_over_history_gets_a_table_per_size_and_a_chart(tmp_path):
     results = tmp_path / "results"
     results.mkdir()

@@ -6,6 +6,8 @@ from signet_bench.bench.quality import (
     EFFECT_MIN_SHARE,
     ablate_samples,
     ablation_frozen,
+    familiar_sessions,
+    familiarity_rows,
     quality_rows,
     simulate_run,
     worst_seed_rows,
@@ -90,6 +92,15 @@ def test_quality_rows_report_shares_curves_and_ablations_consistently():
         delta = by["predictor_served-cosine", "ndcg@10_delta", n]
         assert abs(delta.value - (served.value - cosine.value)) < 1e-9
         assert delta.ci_low <= delta.value <= delta.ci_high
+        unfamiliar = by["held_out", "share_unfamiliar", n].value
+        split = [by.get(("predictor_served-cosine", f"ndcg@10_delta_{w}", n))
+                 for w in ("familiar", "unfamiliar")]  # fmt: skip
+        assert (split[0] is not None) == (unfamiliar < 1) and (split[1] is not None) == (
+            unfamiliar > 0
+        )
+        parts = [(1 - unfamiliar, split[0]), (unfamiliar, split[1])]
+        mean = sum(w * r.value for w, r in parts if r is not None)
+        assert mean == pytest.approx(delta.value, abs=1e-9)
         live = by["predictor_live", "ndcg@10", n]
         live_delta = by["predictor_live-cosine", "ndcg@10_delta", n]
         assert abs(live_delta.value - (live.value - cosine.value)) < 1e-9
@@ -143,6 +154,47 @@ def test_worst_seed_rows_name_the_lowest_seed_and_the_share_below_tolerance():
     live = by["heavy/predictor_live-cosine", "ndcg@10_delta_worst_seed"]
     assert live.value == pytest.approx(-0.045)
     assert by["heavy/predictor_live-cosine", "ndcg@10_delta_share_below"].value == 1 / 3
+
+
+def test_familiar_sessions_count_the_projects_sessions_before_the_checkpoint():
+    history = ["api"] * 5 + ["web"] * 4 + ["cli"]
+    got = familiar_sessions(history, ["api", "web", "cli", "new", "api"])
+    assert got.tolist() == [True, False, False, False, True]
+    assert familiar_sessions(history, ["web"], min_sessions=4).tolist() == [True]
+
+
+def test_familiarity_rows_split_the_paired_difference_by_the_sessions_project():
+    """Two seeds: the served model gains 0.1 on familiar projects' sessions and loses 0.2 on
+    the others; the split rows say so, and their weighted mean is the pooled difference."""
+    from types import SimpleNamespace
+
+    def run(seed, history, held):
+        plan = [SimpleNamespace(project=p) for p in history]
+        pool = [SimpleNamespace(plan=SimpleNamespace(project=p)) for p in held]
+        return SimpleNamespace(seed=seed, sim=SimpleNamespace(plan=lambda n: plan), pools={6: pool})
+
+    runs = [
+        run(1, ["a"] * 5 + ["b"] + ["z"] * 4, ["a", "b", "a"]),  # the 4 "z" come after n = 6
+        run(2, ["c"] * 6, ["c", "d"]),
+    ]
+    familiar = [[True, False, True], [True, False]]
+    per_run = []
+    for mask in familiar:
+        cosine = np.full(len(mask), 0.5)
+        served = cosine + np.where(mask, 0.1, -0.2)
+        per_run.append({"cosine": cosine, "predictor_served": served, "predictor_live": served})
+    rows = familiarity_rows(runs, per_run, 6, "p/")  # type: ignore[arg-type]
+    by = {(r.name, r.metric): r for r in rows}
+    assert by["p/held_out", "share_unfamiliar"].value == pytest.approx(2 / 5)
+    for who in ("p/predictor_served-cosine", "p/predictor_live-cosine"):
+        assert by[who, "ndcg@10_delta_familiar"].value == pytest.approx(0.1)
+        assert by[who, "ndcg@10_delta_unfamiliar"].value == pytest.approx(-0.2)
+        assert by[who, "ndcg@10_delta_familiar"].n == 6
+    known = {"cosine": np.zeros(2), "predictor_served": np.ones(2), "predictor_live": np.ones(2)}
+    every = familiarity_rows([run(3, ["a"] * 6, ["a", "a"])], [known], 6, "")  # type: ignore[arg-type]
+    assert ("predictor_served-cosine", "ndcg@10_delta_unfamiliar") not in {
+        (r.name, r.metric) for r in every
+    }  # a split with no session has no row
 
 
 def test_quality_rows_judge_at_the_checkpoints_asked_for():
