@@ -40,8 +40,9 @@ __all__ = [
 # were looked at while the held-out judgement moved from the labels to the ratings, 161-170
 # reported that one; that rule was then dropped on `bench train`'s heavy user, seed 0;
 # 171-180 reported that design, and heavy 174 and 179 and multi-project 171 and 179 were
-# looked at while the held-out gain evidence and the served model's demotion were designed);
-# the personas the worst case is reported for.
+# looked at while the held-out gain evidence and the served model's demotion were designed;
+# 181-190 reported that design, and heavy 183 and multi-project 185 and 190 were traced for
+# the familiar-project rows); the personas the worst case is reported for.
 UNSEEN_SEEDS = "181,182,183,184,185,186,187,188,189,190"
 UNSEEN_PERSONAS = ("heavy", "drifting", "multi-project")
 # 300 sessions: 40-45 min per persona on 2 cores, shared; 171-173 reported the design before
