@@ -421,43 +421,42 @@ def _quality_section(
 
 
 FAMILIARITY_METRICS = ("ndcg@10_delta_familiar", "ndcg@10_delta_unfamiliar", "share_unfamiliar")
+GRAPH_METRICS = ("recall_top10", "recall_top10_delta", "candidates")
+
+
+def _metric_tables(
+    rows: Sequence[Mapping[str, Any]], prefix: str, intro: str, metrics: Sequence[str]
+) -> list[str]:
+    """`intro` and a table per metric (`_by_n_markdown`), or nothing when no row has any of
+    `metrics` (a run that did not measure them)."""
+    if not any(r["metric"] in metrics for r in rows):
+        return []
+    return [intro, *(_by_n_markdown(rows, metric, prefix) for metric in metrics)]
 
 
 def _familiarity_markdown(rows: Sequence[Mapping[str, Any]], prefix: str) -> list[str]:
     """The paired differences on the held-out sessions of familiar projects and of the others
     (`bench.quality.familiarity_rows`), and the others' share, per checkpoint."""
-    if not any(r["metric"] == "share_unfamiliar" for r in rows):
-        return []
-    return [
-        (
-            "The same differences on the held-out sessions of a project the history had at "
-            "least 5 sessions of by the checkpoint (familiar; `bench.quality.FAMILIAR_SESSIONS`), "
-            "on the others (unfamiliar), "
-            "and the share of the latter:"
-        ),
-        *(_by_n_markdown(rows, metric, prefix) for metric in FAMILIARITY_METRICS),
-    ]
-
-
-GRAPH_METRICS = ("recall_top10", "recall_top10_delta", "candidates")
+    intro = (
+        "The same differences on the held-out sessions of a project the history had at "
+        "least 5 sessions of by the checkpoint (familiar; `bench.quality.FAMILIAR_SESSIONS`), "
+        "on the others (unfamiliar), and the share of the latter:"
+    )
+    return _metric_tables(rows, prefix, intro, FAMILIARITY_METRICS)
 
 
 def _graph_route_markdown(rows: Sequence[Mapping[str, Any]], prefix: str) -> list[str]:
     """The knowledge graph's route into the pool (a store with a graph only): pool recall
     with and without the graph, their paired difference and the pool sizes, per checkpoint,
     pooled over the seeds and per seed."""
-    if not any(r["metric"] == "recall_top10" for r in rows):
-        return []
-    return [
-        (
-            "What the knowledge graph adds to the pool: the share of each held-out session's "
-            "10 most relevant live memories (planted truth, relevance above 0) in the pool the "
-            "session start built with the graph's traversal, and in the same session start's "
-            "pool without the graph (all seeds, then each seed; 95% bootstrap intervals, "
-            "paired for the difference), and the mean pool sizes:"
-        ),
-        *(_by_n_markdown(rows, metric, prefix) for metric in GRAPH_METRICS),
-    ]
+    intro = (
+        "What the knowledge graph adds to the pool: the share of each held-out session's "
+        "10 most relevant live memories (planted truth, relevance above 0) in the pool the "
+        "session start built with the graph's traversal, and in the same session start's "
+        "pool without the graph (all seeds, then each seed; 95% bootstrap intervals, "
+        "paired for the difference), and the mean pool sizes:"
+    )
+    return _metric_tables(rows, prefix, intro, GRAPH_METRICS)
 
 
 def _locomo_section(
