@@ -176,7 +176,7 @@ class PredictorConfig:
     holdout_gain_evidence: float = 1.5
     # Project decision: a run whose candidate is rejected while the model served now trails
     # the strongest free ranker on the held-out sessions (time hold-out) serves that free
-    # ranker instead (`HoldoutDecision.free_ranker_instead`; false: the served model stays).
+    # ranker instead (`HoldoutDecision.start_instead`; false: the served model stays).
     holdout_demote: bool = True
     # Project decision: the held-out judgement (the gate, the epoch it keeps, the free ranker
     # a fresh model starts at) scores a session against the ratings it has, the agent's where

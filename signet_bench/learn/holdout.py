@@ -218,10 +218,9 @@ def hybrid_leads(samples: Sequence[SessionSample], cfg: PredictorConfig = DEFAUL
     exactly 0 on every session (no query terms: the hybrid is cosine) counts as one."""
     ndcgs = heuristic_ndcgs(samples, cfg)
     lead = ndcgs["hybrid"] - ndcgs["cosine"]
-    if len(lead) < 2:
-        return bool(lead.size and lead[0] >= 0.0)
-    error = float(np.std(lead, ddof=1) / np.sqrt(len(lead)))
-    return bool(lead.mean() >= 0.0 and lead.mean() >= cfg.hybrid_start_evidence * error)
+    tie = not np.any(lead)
+    shown = lead_evidence(ndcgs["hybrid"], ndcgs["cosine"])
+    return bool(lead.size and (tie or shown >= cfg.hybrid_start_evidence))
 
 
 def free_ranker_name(
