@@ -247,6 +247,12 @@ def quality_chart(rows: Sequence[Mapping[str, Any]]):
 
 WORST_METRIC = "ndcg@10_delta_worst_seed"
 SHARE_METRIC = "ndcg@10_delta_share_below"
+# what a worst case is of, where the difference's name does not say it
+WORST_CASE_NOTES = {
+    "served_familiar_only-cosine": " (a counterfactual nothing serves: the served model on the "
+    "sessions of a project the history had at least 5 sessions of, cosine on the others; "
+    "`bench.quality.familiar_only`)",
+}
 
 
 def _worst_seed(seeds: Sequence[Mapping[str, Any]], worst: Mapping[str, Any]) -> str:
@@ -276,7 +282,7 @@ def _worst_case_markdown(rows: Sequence[Mapping[str, Any]], prefix: str) -> list
         }
         count = len({_seed_of(r["name"]) for r in seeds})
         out += [
-            f"Worst case of `{short}` over {count} seeds:",
+            f"Worst case of `{short}` over {count} seeds{WORST_CASE_NOTES.get(short, '')}:",
             "",
             "| | " + " | ".join(f"after {n}" for n in ns) + " |",
             "|---|" + "---|" * len(ns),

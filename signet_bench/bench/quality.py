@@ -81,6 +81,11 @@ Rows (stable names; with several personas each name is prefixed `<persona>/`):
                             to the checkpoint has at least `FAMILIAR_SESSIONS` sessions of, and
                             on the others (likewise predictor_live-cosine; pooled, n = N)
   held_out                  share_unfamiliar  share  the held-out sessions of the latter
+  served_familiar_only-cosine  ndcg@10_delta, _worst_seed, _share_below, seed_<s>/...: a
+                            counterfactual that nothing serves (`familiar_only`): the served
+                            model on the sessions of familiar projects and cosine on the
+                            others, what a scorer falling back to cosine on a project it has
+                            seen little of would have given
   ablation_<group>          ndcg@10_full / ndcg@10_ablated / ndcg@10_drop
   seed_<s>/ablation_structure  the same three, one seed's sessions
   pool_recall_graph         recall_top10  share  mean over held-out sessions, n = N (likewise
@@ -145,6 +150,8 @@ __all__ = [
     "ablate_samples",
     "ablation_frozen",
     "ablation_selection",
+    "familiar_masks",
+    "familiar_only",
     "familiar_sessions",
     "familiarity_rows",
     "held_out_session",
@@ -199,6 +206,7 @@ DIFFERENCES = (
     ("fused_served", "baseline"),
     ("predictor_served", "predictor_offline"),
     ("predictor_offline", "cosine"),
+    ("served_familiar_only", "cosine"),
 )
 # The differences whose worst seed is reported: what a user is served against the strongest
 # free ranker on these worlds. A seed "costs the user" when its mean is below -WORST_TOLERANCE.
@@ -206,6 +214,7 @@ WORST_CASE = (
     ("predictor_served", "cosine"),
     ("predictor_live", "cosine"),
     ("fused_served", "cosine"),
+    ("served_familiar_only", "cosine"),
 )
 WORST_TOLERANCE = 0.01
 # A project the history has at least this many sessions of is familiar (`familiar_sessions`):
@@ -214,6 +223,7 @@ WORST_TOLERANCE = 0.01
 # projects' 95 sessions, -0.087 on the 55 of a project with no session yet)
 FAMILIAR_SESSIONS = 5
 FAMILIARITY = (("predictor_served", "cosine"), ("predictor_live", "cosine"))
+FAMILIAR_ONLY = "served_familiar_only"  # the counterfactual of `familiar_only`
 
 Params = dict[str, np.ndarray]
 _log = logging.getLogger(__name__)
@@ -500,7 +510,10 @@ def curve_rows(runs: list[Run], checkpoints: Sequence[int], prefix: str, cfg) ->
     for n in checkpoints:
         t0 = time.perf_counter()
         per_run = [checkpoint_ndcgs(r, n, cfg) for r in runs]
-        pooled = {k: np.concatenate([p[k] for p in per_run]) for k in RANKERS}
+        masks = familiar_masks(runs, n)
+        for p, familiar in zip(per_run, masks, strict=True):
+            p[FAMILIAR_ONLY] = familiar_only(p, familiar)
+        pooled = {k: np.concatenate([p[k] for p in per_run]) for k in (*RANKERS, FAMILIAR_ONLY)}
         rows += [_row(prefix + k, "ndcg@10", pooled[k], n, seed) for k in RANKERS]
         for a, b in DIFFERENCES:
             rows.append(_row(f"{prefix}{a}-{b}", "ndcg@10_delta", pooled[a] - pooled[b], n, seed))
@@ -545,19 +558,31 @@ def familiar_sessions(
     return np.array([counts[p] >= min_sessions for p in held], dtype=bool)
 
 
-def familiarity_rows(
-    runs: list[Run], per_run: list[dict[str, np.ndarray]], n: int, prefix: str
-) -> list[Row]:
-    """Each `FAMILIARITY` difference at checkpoint `n` on the held-out sessions of familiar
-    projects and on the others (`familiar_sessions`, pooled over `runs`), and the share of
-    the others: where a model fixed at `n` gains or loses."""
-    masks = [
+def familiar_masks(runs: list[Run], n: int) -> list[np.ndarray]:
+    """Per run, which of checkpoint `n`'s held-out sessions are of a familiar project
+    (`familiar_sessions` over the projects of its first `n` sessions)."""
+    return [
         familiar_sessions(
             [c.project for c in r.sim.plan(n)[:n]], [h.plan.project for h in r.pools[n]]
         )
         for r in runs
     ]
-    familiar = np.concatenate(masks)
+
+
+def familiar_only(ndcgs_by_ranker: dict[str, np.ndarray], familiar: np.ndarray) -> np.ndarray:
+    """Per held-out session, the NDCG@10 of the served model on the sessions of a familiar
+    project and of cosine on the others: a scorer that serves its start (cosine) on a project
+    it has seen little of, judged on the same sessions without training anything."""
+    return np.where(familiar, ndcgs_by_ranker["predictor_served"], ndcgs_by_ranker["cosine"])
+
+
+def familiarity_rows(
+    runs: list[Run], per_run: list[dict[str, np.ndarray]], n: int, prefix: str
+) -> list[Row]:
+    """Each `FAMILIARITY` difference at checkpoint `n` on the held-out sessions of familiar
+    projects and on the others (`familiar_masks`, pooled over `runs`), and the share of
+    the others: where a model fixed at `n` gains or loses."""
+    familiar = np.concatenate(familiar_masks(runs, n))
     rows = [Row(f"{prefix}held_out", "share_unfamiliar", float(np.mean(~familiar)), "share", n=n)]
     for a, b in FAMILIARITY:
         delta = np.concatenate([p[a] - p[b] for p in per_run])

@@ -127,7 +127,8 @@ def test_the_worst_seed_is_named_per_checkpoint_and_drawn_per_seed(tmp_path):
     ):
         runs = [SimpleNamespace(seed=s) for s in shifts]
         per_run = [{"cosine": base, "predictor_served": base + d, "predictor_live": base + d,
-                    "fused_served": base} for d in shifts.values()]  # fmt: skip
+                    "fused_served": base, "served_familiar_only": base + d / 2}
+                   for d in shifts.values()]  # fmt: skip
         mean = float(np.mean(list(shifts.values())))
         rows.append(Row("predictor_served-cosine", "ndcg@10_delta", mean, "ndcg", mean - 0.01,
                         mean + 0.01, n=n))  # fmt: skip
@@ -139,6 +140,8 @@ def test_the_worst_seed_is_named_per_checkpoint_and_drawn_per_seed(tmp_path):
     assert "Worst case of `predictor_served-cosine` over 3 seeds:" in text
     assert "| worst seed | seed 102: -0.02 (-0.02–-0.02) | seed 103: 0.03 (0.03–0.03) |" in text
     assert "| share of seeds below −0.01 | 33% | 0% |" in text
+    # the counterfactual's table says what it is
+    assert "Worst case of `served_familiar_only-cosine` over 3 seeds (a counterfactual" in text
     png = tmp_path / "b" / "quality-unseen-worst.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "(b/quality-unseen-worst.png)" in text
 

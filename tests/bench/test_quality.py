@@ -6,6 +6,7 @@ from signet_bench.bench.quality import (
     EFFECT_MIN_SHARE,
     ablate_samples,
     ablation_frozen,
+    familiar_only,
     familiar_sessions,
     familiarity_rows,
     quality_rows,
@@ -101,6 +102,10 @@ def test_quality_rows_report_shares_curves_and_ablations_consistently():
         parts = [(1 - unfamiliar, split[0]), (unfamiliar, split[1])]
         mean = sum(w * r.value for w, r in parts if r is not None)
         assert mean == pytest.approx(delta.value, abs=1e-9)
+        # the counterfactual keeps the familiar projects' difference and gives up the others'
+        fallback = by["served_familiar_only-cosine", "ndcg@10_delta", n].value
+        kept = (1 - unfamiliar) * split[0].value if split[0] is not None else 0.0
+        assert fallback == pytest.approx(kept, abs=1e-9)
         live = by["predictor_live", "ndcg@10", n]
         live_delta = by["predictor_live-cosine", "ndcg@10_delta", n]
         assert abs(live_delta.value - (live.value - cosine.value)) < 1e-9
@@ -137,6 +142,7 @@ def test_worst_seed_rows_name_the_lowest_seed_and_the_share_below_tolerance():
             "predictor_served": base + d,
             "predictor_live": base + 1.5 * d,
             "fused_served": base + d / 2,
+            "served_familiar_only": base + d / 4,
         }
         for d in shifts.values()
     ]
@@ -154,6 +160,9 @@ def test_worst_seed_rows_name_the_lowest_seed_and_the_share_below_tolerance():
     live = by["heavy/predictor_live-cosine", "ndcg@10_delta_worst_seed"]
     assert live.value == pytest.approx(-0.045)
     assert by["heavy/predictor_live-cosine", "ndcg@10_delta_share_below"].value == 1 / 3
+    fallback = by["heavy/served_familiar_only-cosine", "ndcg@10_delta_worst_seed"]
+    assert fallback.value == pytest.approx(-0.0075)
+    assert by["heavy/served_familiar_only-cosine", "ndcg@10_delta_share_below"].value == 0
 
 
 def test_familiar_sessions_count_the_projects_sessions_before_the_checkpoint():
@@ -161,6 +170,12 @@ def test_familiar_sessions_count_the_projects_sessions_before_the_checkpoint():
     got = familiar_sessions(history, ["api", "web", "cli", "new", "api"])
     assert got.tolist() == [True, False, False, False, True]
     assert familiar_sessions(history, ["web"], min_sessions=4).tolist() == [True]
+
+
+def test_familiar_only_serves_cosine_on_the_others():
+    ndcgs = {"predictor_served": np.array([0.9, 0.2, 0.7]), "cosine": np.array([0.5, 0.6, 0.8])}
+    got = familiar_only(ndcgs, np.array([True, False, True]))
+    assert got.tolist() == [0.9, 0.6, 0.7]
 
 
 def test_familiarity_rows_split_the_paired_difference_by_the_sessions_project():
