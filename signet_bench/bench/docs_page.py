@@ -91,7 +91,7 @@ TITLES = {
     "loop": "Session loop latency",
     "train": "Training (on a slower host than the hook's timings: its 500-session reference "
     "training, `train_500x80x768_50ep`, took 3.6 s against 1.0 s at 38ae312, same code)",
-    "serve": "Serving latency (on the slower host of the training section, every time 2.8 "
+    "serve": "Serving latency (on the slower host of the training section, each latency 2.8 "
     "to 6.3 times its value at b7bafd1: score p99 while a training runs 17.2 ms against 5.2 ms, "
     "idle 15.4 ms against 3.6 ms)",
     "hook": "Session-start hook overhead",
