@@ -518,7 +518,7 @@ def curve_rows(runs: list[Run], checkpoints: Sequence[int], prefix: str, cfg) ->
         for a, b in DIFFERENCES:
             rows.append(_row(f"{prefix}{a}-{b}", "ndcg@10_delta", pooled[a] - pooled[b], n, seed))
         rows += worst_seed_rows(runs, per_run, n, prefix)
-        rows += familiarity_rows(runs, per_run, n, prefix)
+        rows += familiarity_rows(runs, per_run, masks, n, prefix)
         trained = sum(len(r.checkpoints[n].samples) for r in runs)
         rows.append(Row(prefix + "predictor_offline", "train_samples", trained, "sessions", n=n))
         _log.info(
@@ -577,12 +577,16 @@ def familiar_only(ndcgs_by_ranker: dict[str, np.ndarray], familiar: np.ndarray) 
 
 
 def familiarity_rows(
-    runs: list[Run], per_run: list[dict[str, np.ndarray]], n: int, prefix: str
+    runs: list[Run],
+    per_run: list[dict[str, np.ndarray]],
+    masks: list[np.ndarray],
+    n: int,
+    prefix: str,
 ) -> list[Row]:
     """Each `FAMILIARITY` difference at checkpoint `n` on the held-out sessions of familiar
-    projects and on the others (`familiar_masks`, pooled over `runs`), and the share of
-    the others: where a model fixed at `n` gains or loses."""
-    familiar = np.concatenate(familiar_masks(runs, n))
+    projects and on the others (`masks`: `familiar_masks`, pooled over `runs`), and the share
+    of the others: where a model fixed at `n` gains or loses."""
+    familiar = np.concatenate(masks)
     rows = [Row(f"{prefix}held_out", "share_unfamiliar", float(np.mean(~familiar)), "share", n=n)]
     for a, b in FAMILIARITY:
         delta = np.concatenate([p[a] - p[b] for p in per_run])

@@ -6,6 +6,7 @@ from signet_bench.bench.quality import (
     EFFECT_MIN_SHARE,
     ablate_samples,
     ablation_frozen,
+    familiar_masks,
     familiar_only,
     familiar_sessions,
     familiarity_rows,
@@ -198,7 +199,8 @@ def test_familiarity_rows_split_the_paired_difference_by_the_sessions_project():
         cosine = np.full(len(mask), 0.5)
         served = cosine + np.where(mask, 0.1, -0.2)
         per_run.append({"cosine": cosine, "predictor_served": served, "predictor_live": served})
-    rows = familiarity_rows(runs, per_run, 6, "p/")  # type: ignore[arg-type]
+    masks = familiar_masks(runs, 6)  # type: ignore[arg-type]
+    rows = familiarity_rows(runs, per_run, masks, 6, "p/")  # type: ignore[arg-type]
     by = {(r.name, r.metric): r for r in rows}
     assert by["p/held_out", "share_unfamiliar"].value == pytest.approx(2 / 5)
     for who in ("p/predictor_served-cosine", "p/predictor_live-cosine"):
@@ -206,7 +208,8 @@ def test_familiarity_rows_split_the_paired_difference_by_the_sessions_project():
         assert by[who, "ndcg@10_delta_unfamiliar"].value == pytest.approx(-0.2)
         assert by[who, "ndcg@10_delta_familiar"].n == 6
     known = {"cosine": np.zeros(2), "predictor_served": np.ones(2), "predictor_live": np.ones(2)}
-    every = familiarity_rows([run(3, ["a"] * 6, ["a", "a"])], [known], 6, "")  # type: ignore[arg-type]
+    only = [run(3, ["a"] * 6, ["a", "a"])]
+    every = familiarity_rows(only, [known], familiar_masks(only, 6), 6, "")  # type: ignore[arg-type]
     assert ("predictor_served-cosine", "ndcg@10_delta_unfamiliar") not in {
         (r.name, r.metric) for r in every
     }  # a split with no session has no row
