@@ -201,15 +201,17 @@ def _seed_of(name: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _by_n_markdown(rows: Sequence[Mapping[str, Any]], metric: str, prefix: str = "") -> str:
-    """A Markdown table of `metric`: one line per name (less the persona `prefix`), one column
-    per checkpoint n."""
+def _by_n_markdown(
+    rows: Sequence[Mapping[str, Any]], metric: str, prefix: str = "", label: str = "name"
+) -> str:
+    """A Markdown table of `metric`: one line per name (less the persona `prefix`) under the
+    heading `label`, one column per checkpoint n."""
     picked = [r for r in rows if r["metric"] == metric and r.get("n") is not None]
     ns = sorted({int(r["n"]) for r in picked})
     cells: dict[str, dict[int, str]] = {}
     for r in picked:
         cells.setdefault(r["name"].removeprefix(prefix), {})[int(r["n"])] = _cell(r)
-    head = "| name | " + " | ".join(f"after {n}" for n in ns) + " |"
+    head = f"| {label} | " + " | ".join(f"after {n}" for n in ns) + " |"
     rule = "|---|" + "---|" * len(ns)
     body = [f"| {k} | " + " | ".join(c.get(n, "") for n in ns) + " |" for k, c in cells.items()]
     return "\n".join([head, rule, *body])
@@ -430,18 +432,30 @@ def _quality_section(
     return out
 
 
-FAMILIARITY_METRICS = ("ndcg@10_delta_familiar", "ndcg@10_delta_unfamiliar", "share_unfamiliar")
+FAMILIARITY_METRICS = {  # metric -> the heading of its table (the rows share their names)
+    "ndcg@10_delta_familiar": "familiar projects",
+    "ndcg@10_delta_unfamiliar": "unfamiliar projects",
+    "share_unfamiliar": "held-out sessions, share unfamiliar",
+}
 GRAPH_METRICS = ("recall_top10", "recall_top10_delta", "candidates")
 
 
 def _metric_tables(
-    rows: Sequence[Mapping[str, Any]], prefix: str, intro: str, metrics: Sequence[str]
+    rows: Sequence[Mapping[str, Any]],
+    prefix: str,
+    intro: str,
+    metrics: Sequence[str] | Mapping[str, str],
 ) -> list[str]:
-    """`intro` and a table per metric (`_by_n_markdown`), or nothing when no row has any of
-    `metrics` (a run that did not measure them)."""
-    if not any(r["metric"] in metrics for r in rows):
+    """`intro` and a table per metric (`_by_n_markdown`, headed by the metric's label when
+    `metrics` maps them to labels) that some row has (after 300 sessions no held-out session
+    is of an unfamiliar project), or nothing when no row has any (a run that did not measure
+    them)."""
+    labels = metrics if isinstance(metrics, Mapping) else {}
+    measured = [m for m in metrics if any(r["metric"] == m for r in rows)]
+    if not measured:
         return []
-    return [intro, *(_by_n_markdown(rows, metric, prefix) for metric in metrics)]
+    tables = [_by_n_markdown(rows, m, prefix, labels.get(m, "name")) for m in measured]
+    return [intro, *tables]
 
 
 def _familiarity_markdown(rows: Sequence[Mapping[str, Any]], prefix: str) -> list[str]:

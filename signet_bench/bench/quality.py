@@ -69,7 +69,12 @@ Rows (stable names; with several personas each name is prefixed `<persona>/`):
                                                  predictor_live-cosine,
                                                  fused_served-cosine, fused_served-baseline,
                                                  predictor_served-predictor_offline,
-                                                 predictor_offline-cosine)
+                                                 predictor_offline-cosine;
+                                                 true_label_ceiling-cosine: what the same
+                                                 training on the planted relevance gains over
+                                                 cosine, the most better labels could give;
+                                                 predictor_offline-true_label_ceiling: what
+                                                 the store's labels cost against it)
   predictor_offline         train_samples  sessions  trainable sessions learned from, n = N
   seed_<s>/predictor_served-cosine  ndcg@10_delta  one seed's mean and paired interval
                             (likewise predictor_live-cosine, fused_served-cosine)
@@ -207,6 +212,8 @@ DIFFERENCES = (
     ("predictor_served", "predictor_offline"),
     ("predictor_offline", "cosine"),
     ("served_familiar_only", "cosine"),
+    ("true_label_ceiling", "cosine"),
+    ("predictor_offline", "true_label_ceiling"),
 )
 # The differences whose worst seed is reported: what a user is served against the strongest
 # free ranker on these worlds. A seed "costs the user" when its mean is below -WORST_TOLERANCE.

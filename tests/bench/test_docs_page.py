@@ -159,9 +159,18 @@ def test_the_familiar_and_unfamiliar_projects_get_their_own_tables(tmp_path):
     write_report(results / "quality-unseen.json", "quality", rows)
     text = write_benchmarks_doc(results, tmp_path / "b.md").read_text()
     assert "on the others (unfamiliar)" in text
-    assert "| predictor_served-cosine | 0.05 (0.04–0.06) |" in text
-    assert "| predictor_served-cosine | -0.08 (-0.1–-0.06) |" in text
-    assert "| held_out | 0.3 |" in text
+
+    def table(heading: str, line: str) -> str:
+        return f"| {heading} | after 50 |\n|---|---|\n| {line} |"
+
+    familiar = table("familiar projects", "predictor_served-cosine | 0.05 (0.04–0.06)")
+    unfamiliar = table("unfamiliar projects", "predictor_served-cosine | -0.08 (-0.1–-0.06)")
+    assert familiar in text and unfamiliar in text
+    assert table("held-out sessions, share unfamiliar", "held_out | 0.3") in text
+    # a checkpoint with no session of an unfamiliar project: no empty table for them
+    write_report(results / "quality-unseen.json", "quality", [*rows[:2], rows[3]])
+    text = write_benchmarks_doc(results, tmp_path / "d.md").read_text()
+    assert familiar in text and "| unfamiliar projects |" not in text
     plain = results / "quality-unseen.json"
     write_report(plain, "quality", rows[:1])
     assert "(unfamiliar)" not in write_benchmarks_doc(results, tmp_path / "c.md").read_text()
