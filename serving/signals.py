@@ -30,6 +30,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 import numpy as np
 
@@ -90,12 +91,27 @@ def signal_column(name: str) -> int:
 _TEXT_CACHE = 1 << 13
 
 
+class _Text(NamedTuple):
+    """What the signals read of one candidate text, tokenized once."""
+
+    counts: Counter  # lowercased token -> count (BM25's term frequencies)
+    length: int  # tokens (BM25's document length)
+    lowered: frozenset[str]  # the lowercased tokens (does a query term occur at all?)
+    tokens: frozenset[str]  # the tokens, case kept (entity match)
+
+
 @functools.lru_cache(maxsize=_TEXT_CACHE)
-def _lower_terms(text: str) -> tuple[Counter, int]:
-    """Lowercased token counts of a text and its token count (cached: a pool is re-scored for
-    every query of its session)."""
-    tokens = [t.lower() for t in tokenize(text)]
-    return Counter(tokens), len(tokens)
+def _text(text: str) -> _Text:
+    """One text's tokens as the signals read them (cached: a pool is re-scored for every query
+    of its session, and its texts recur across sessions)."""
+    tokens = tokenize(text)
+    counts = Counter(t.lower() for t in tokens)
+    return _Text(counts, len(tokens), frozenset(counts), frozenset(tokens))
+
+
+def _texts(candidate_texts: Sequence[str | None]) -> list[_Text]:
+    """The pool's texts (`_text`); a missing text (None) is an empty document."""
+    return [_text(t or "") for t in candidate_texts]
 
 
 def _query_tokens(query_terms: Sequence[str]) -> list[str]:
@@ -109,24 +125,34 @@ def lexical_scores(
     """(n,) float32 BM25 of each text for the query terms over this pool, divided by the
     pool's maximum; all 0 when no term matches (or there are no terms). A missing text (None)
     is an empty document."""
-    n = len(candidate_texts)
+    return _lexical(query_terms, _texts(candidate_texts))
+
+
+def _lexical(query_terms: Sequence[str] | None, docs: Sequence[_Text]) -> np.ndarray:
+    """`lexical_scores` over tokenized texts. Only the texts holding a query term are scored
+    (the others score 0 whatever the IDF); every value is computed as over the whole pool."""
+    n = len(docs)
     out = np.zeros(n, dtype=np.float32)
     query = _query_tokens(query_terms or ())
     if n == 0 or not query:
         return out
-    docs = [_lower_terms(t or "") for t in candidate_texts]
-    length = np.array([size for _, size in docs], dtype=np.float64)
+    wanted = frozenset(query)
+    matched = [i for i, d in enumerate(docs) if not wanted.isdisjoint(d.lowered)]
+    if not matched:
+        return out
+    length = np.array([d.length for d in docs], dtype=np.float64)
     norm = BM25_K1 * (1.0 - BM25_B + BM25_B * length / max(float(length.mean()), 1e-12))
-    score = np.zeros(n, dtype=np.float64)
+    norm = norm[matched]
+    score = np.zeros(len(matched), dtype=np.float64)
     for term in query:
-        tf = np.array([counts.get(term, 0) for counts, _ in docs], dtype=np.float64)
+        tf = np.array([docs[i].counts.get(term, 0) for i in matched], dtype=np.float64)
         hits = int(np.count_nonzero(tf))
         if hits == 0:
             continue
         idf = max(math.log((n - hits + 0.5) / (hits + 0.5)), IDF_FLOOR)
         score += idf * tf * (BM25_K1 + 1.0) / (tf + norm)
-    top = float(score.max())
-    return (score / top).astype(np.float32) if top > 0 else out
+    out[matched] = (score / float(score.max())).astype(np.float32)
+    return out
 
 
 def session_start_terms(transcripts: Sequence[str]) -> list[str]:
@@ -200,37 +226,38 @@ def query_entities(text: str | None) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-@functools.lru_cache(maxsize=_TEXT_CACHE)
-def _token_set(text: str) -> frozenset[str]:
-    return frozenset(tokenize(text))
-
-
 def entity_match(
     entities: Sequence[str] | None, candidate_texts: Sequence[str | None]
 ) -> np.ndarray:
     """(n,) float32: the share of `entities` that are tokens of each text (0 without
     entities; a missing text matches none)."""
-    names = list(dict.fromkeys(entities or ()))
-    n = len(candidate_texts)
-    if not names or n == 0:
-        return np.zeros(n, dtype=np.float32)
-    hits = [sum(name in _token_set(t or "") for name in names) for t in candidate_texts]
-    return (np.asarray(hits, dtype=np.float64) / len(names)).astype(np.float32)
+    return _entity_match(entities, _texts(candidate_texts))
+
+
+def _entity_match(entities: Sequence[str] | None, docs: Sequence[_Text]) -> np.ndarray:
+    """`entity_match` over tokenized texts."""
+    names = frozenset(entities or ())
+    hits = np.zeros(len(docs), dtype=np.float64)
+    if not names:
+        return hits.astype(np.float32)
+    for i, d in enumerate(docs):
+        if not names.isdisjoint(d.tokens):
+            hits[i] = len(names & d.tokens)
+    return (hits / len(names)).astype(np.float32)
 
 
 # --- source neighbourhood -----------------------------------------------------------------------
 
 
 def _context_cosines(context: np.ndarray, embeddings: np.ndarray, has: np.ndarray) -> np.ndarray:
-    """cosine(context, embedding) in float64 by elementwise sums (no BLAS, so the value does
-    not depend on the arrays' layout or thread count); 0 where either vector is zero."""
+    """cosine(context, embedding) in float64 by elementwise sums over a C-ordered copy (no
+    BLAS, so the value does not depend on the arrays' layout or thread count); 0 where either
+    vector is zero or the candidate has no embedding."""
     ctx = np.asarray(context, dtype=np.float64).reshape(-1)
-    emb = np.asarray(embeddings, dtype=np.float64)[has]
+    emb = np.ascontiguousarray(embeddings, dtype=np.float64)
     dots = np.einsum("ij,j->i", emb, ctx)
     norms = np.sqrt(np.einsum("ij,ij->i", emb, emb)) * math.sqrt(float(np.dot(ctx, ctx)))
-    out = np.zeros(len(has), dtype=np.float64)
-    out[has] = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
-    return out
+    return np.divide(dots, norms, out=np.zeros_like(dots), where=has & (norms > 0))
 
 
 def source_neighbourhood(
@@ -247,22 +274,25 @@ def source_neighbourhood(
     if context is None or n == 0:
         return out
     has = np.asarray(has_embedding, dtype=bool)
-    cos = _context_cosines(context, embeddings, has)
     codes: dict[str, int] = {}
     group = np.array([-1 if s is None else codes.setdefault(str(s), len(codes)) for s in sources])
     mates = np.flatnonzero((group >= 0) & has)
     if mates.size < 2:
         return out
+    cos = _context_cosines(context, embeddings, has)
     # per group, the best and second-best embedded member: a member's best mate is the
     # group's best unless it is that best itself, then the second
     order = mates[np.lexsort((mates, -cos[mates], group[mates]))]
-    first = np.r_[True, group[order][1:] != group[order][:-1]]
+    in_order = group[order]
+    first = np.empty(order.size, dtype=bool)
+    first[0] = True
+    np.not_equal(in_order[1:], in_order[:-1], out=first[1:])
     best = np.full(len(codes), -1, dtype=np.int64)
     second = np.full(len(codes), -1, dtype=np.int64)
     best[group[order[first]]] = order[first]
     after = np.flatnonzero(first) + 1
     after = after[after < order.size]
-    after = after[group[order[after]] == group[order[after - 1]]]
+    after = after[in_order[after] == in_order[after - 1]]
     second[group[order[after]]] = order[after]
     known = group >= 0
     g = group[known]
@@ -286,10 +316,10 @@ def candidate_signals(
     sources: Sequence[str | None] | None,
 ) -> np.ndarray:
     """(n, N_SIGNALS) float32, columns in `SIGNAL_NAMES` order (module docstring)."""
-    n = len(candidate_texts)
-    out = np.zeros((n, N_SIGNALS), dtype=np.float32)
-    out[:, signal_column("lexical")] = lexical_scores(query_terms, candidate_texts)
-    out[:, signal_column("entity_match")] = entity_match(query_entities, candidate_texts)
+    docs = _texts(candidate_texts)
+    out = np.zeros((len(docs), N_SIGNALS), dtype=np.float32)
+    out[:, signal_column("lexical")] = _lexical(query_terms, docs)
+    out[:, signal_column("entity_match")] = _entity_match(query_entities, docs)
     if sources is not None:
         out[:, signal_column("source_neighbourhood")] = source_neighbourhood(
             context, embeddings, has_embedding, sources

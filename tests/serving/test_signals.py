@@ -207,6 +207,22 @@ def test_neighbourhood_is_the_best_other_member_of_the_source(seed):
     assert tie[0] == tie[1] != 0.0 and not tie[2:].any()
 
 
+def test_neighbourhood_does_not_depend_on_the_embeddings_layout_or_precision():
+    """The trainer's samples and the server's requests hold the same vectors in arrays of other
+    layouts (a column-major block, a strided view, float64): every one gives the same bits."""
+    rng = np.random.default_rng(11)
+    n, dim = 60, 300
+    emb = rng.normal(size=(n, dim)).astype(np.float32)
+    has = rng.random(n) > 0.2
+    sources = [f"s{i % 7}" for i in range(n)]
+    ctx = rng.normal(size=dim).astype(np.float32)
+    want = source_neighbourhood(ctx, emb, has, sources)
+    wide = np.zeros((n, 2 * dim), np.float32)
+    wide[:, ::2] = emb
+    for other in (np.asfortranarray(emb), wide[:, ::2], emb.astype(np.float64)):
+        np.testing.assert_array_equal(source_neighbourhood(ctx, other, has, sources), want)
+
+
 def test_neighbourhood_without_context_or_sources_is_zero():
     emb = np.eye(3, dtype=np.float32)
     has = np.ones(3, bool)
