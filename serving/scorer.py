@@ -186,20 +186,21 @@ def _embeddings(params: Mapping[str, Any], n: int, dim: int) -> tuple[np.ndarray
     """(embeddings [n, dim], has [n]): rows that are null, missing or of another length take
     the text path (Signet's rule); a row of the right length must be finite numbers."""
     rows = _optional_list(params, "candidate_embeddings", n)
+    m = 0 if rows is None else len(rows)
+    whole = m > 0 and (
+        rows.shape == (m, dim)
+        if isinstance(rows, np.ndarray)
+        else all(isinstance(r, list) and len(r) == dim for r in rows)  # the daemon's common case
+    )
+    if whole and m == n:  # every candidate embedded: the array as it is
+        return _finite_f32("candidate_embeddings", rows, (m, dim)), np.ones(n, dtype=bool)
     emb = np.zeros((n, dim), dtype=np.float32)
     has = np.zeros(n, dtype=bool)
-    if rows is None or len(rows) == 0:
-        return emb, has
-    m = len(rows)
-    if isinstance(rows, np.ndarray) and rows.shape == (m, dim):
-        emb[:m] = _finite_f32("candidate_embeddings", rows)
-        has[:m] = True
-        return emb, has
-    if all(isinstance(r, list) and len(r) == dim for r in rows):  # the daemon's common case
+    if whole:
         emb[:m] = _finite_f32("candidate_embeddings", rows, (m, dim))
         has[:m] = True
         return emb, has
-    for i, row in enumerate(rows):
+    for i, row in enumerate(() if rows is None else rows):
         if row is None:
             continue
         if not isinstance(row, list | np.ndarray):
