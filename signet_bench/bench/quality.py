@@ -72,7 +72,8 @@ Rows (stable names; with several personas each name is prefixed `<persona>/`):
                                                  predictor_offline-cosine;
                                                  true_label_ceiling-cosine: what the same
                                                  training on the planted relevance gains over
-                                                 cosine, the most better labels could give;
+                                                 cosine, about the most that better labels
+                                                 could give this model;
                                                  predictor_offline-true_label_ceiling: what
                                                  the store's labels cost against it)
   predictor_offline         train_samples  sessions  trainable sessions learned from, n = N

@@ -294,7 +294,13 @@ def entity_slices(sessions: pl.DataFrame, pairs: pl.DataFrame | None = None) -> 
         return _slices(named, "focal_entity_name").rename({"focal_entity_name": "entity"})
     if pairs.height == 0:
         return _slices(sessions.head(0).with_columns(entity=pl.lit(None, pl.String)), "entity")
-    named = sessions.join(pairs.select("session_key", "entity").unique(), on="session_key")
+    # in the sessions' order, so each entity's means add up as a project's do (a join's own
+    # order varies from run to run, and with it the last bit of a mean)
+    named = sessions.join(
+        pairs.select("session_key", "entity").unique(maintain_order=True),
+        on="session_key",
+        maintain_order="left",
+    )
     return _slices(named, "entity")
 
 
