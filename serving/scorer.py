@@ -341,12 +341,13 @@ def parse_score_params(params: Mapping[str, Any], info: ModelInfo) -> ScoreReque
 def ranked(ids: Sequence[str], scores: np.ndarray) -> list[tuple[str, float]]:
     """(id, score) by score descending, then id ascending."""
     values = np.asarray(scores, dtype=np.float64)
-    idx = np.argsort(-values, kind="stable").tolist()
-    top = values[idx]
-    if top.size > 1 and bool(np.any(top[1:] == top[:-1])):  # ties: order them by id
+    order = np.argsort(-values, kind="stable")
+    top = values[order]
+    idx = order.tolist()
+    if top.size > 1 and (top[1:] == top[:-1]).any():  # ties: order them by id
         idx.sort(key=lambda i: (-values[i], ids[i]))
-    vals = values.tolist()
-    return [(ids[i], vals[i]) for i in idx]
+        top = values[idx]
+    return list(zip([ids[i] for i in idx], top.tolist(), strict=True))
 
 
 # --- the model ----------------------------------------------------------------------------------

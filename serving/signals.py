@@ -140,18 +140,19 @@ def _lexical(query_terms: Sequence[str] | None, docs: Sequence[_Text]) -> np.nda
     matched = [i for i, d in enumerate(docs) if not wanted.isdisjoint(d.lowered)]
     if not matched:
         return out
-    length = np.array([d.length for d in docs], dtype=np.float64)
-    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * length / max(float(length.mean()), 1e-12))
-    norm = norm[matched]
-    score = np.zeros(len(matched), dtype=np.float64)
+    # token counts are whole numbers, so this sum is exact and the mean is numpy's to the bit
+    mean = max(sum(d.length for d in docs) / n, 1e-12)
+    score = dict.fromkeys(matched, 0.0)
     for term in query:
-        tf = np.array([docs[i].counts.get(term, 0) for i in matched], dtype=np.float64)
-        hits = int(np.count_nonzero(tf))
-        if hits == 0:
+        tfs = [(i, docs[i].counts[term]) for i in matched if term in docs[i].counts]
+        if not tfs:
             continue
-        idf = max(math.log((n - hits + 0.5) / (hits + 0.5)), IDF_FLOOR)
-        score += idf * tf * (BM25_K1 + 1.0) / (tf + norm)
-    out[matched] = (score / float(score.max())).astype(np.float32)
+        idf = max(math.log((n - len(tfs) + 0.5) / (len(tfs) + 0.5)), IDF_FLOOR)
+        for i, tf in tfs:
+            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * docs[i].length / mean)
+            score[i] += idf * tf * (BM25_K1 + 1.0) / (tf + norm)
+    top = max(score.values())
+    out[matched] = np.array([score[i] / top for i in matched], dtype=np.float64).astype(np.float32)
     return out
 
 

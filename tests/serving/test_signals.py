@@ -329,14 +329,20 @@ def test_a_graph_exported_before_the_signals_still_serves(golden_onnx, tmp_path)
 
     model = onnx.load(str(golden_onnx))
     graph = model.graph
-    keep = [n for n in graph.node if not n.name.startswith("signals/")]
-    for node in keep:
-        if node.name == "logits/evidence":  # the cosine term alone, as before the signals
-            node.CopyFrom(
-                helper.make_node("Identity", ["cosine/weighted"], list(node.output), name=node.name)
-            )
+    # the signal columns become zeros made from the features, and the input goes
+    n_signals = len(contract.SIGNAL_NAMES)
+    zeros = [
+        helper.make_node("Constant", [], ["old/bounds"], value_ints=[0, n_signals, 1]),
+        helper.make_node("Split", ["old/bounds"], ["old/start", "old/stop", "old/axis"], axis=0),
+        helper.make_node(
+            "Slice", [contract.INPUT_FEATURES, "old/start", "old/stop", "old/axis"], ["old/cols"]
+        ),
+        helper.make_node("Constant", [], ["old/zero"], value_float=0.0),
+        helper.make_node("Mul", ["old/cols", "old/zero"], [contract.INPUT_SIGNALS]),
+    ]
+    nodes = zeros + list(graph.node)
     del graph.node[:]
-    graph.node.extend(keep)
+    graph.node.extend(nodes)
     inputs = [i for i in graph.input if i.name != contract.INPUT_SIGNALS]
     del graph.input[:]
     graph.input.extend(inputs)
