@@ -94,6 +94,10 @@ Rows (stable names; with several personas each name is prefixed `<persona>/`):
                             seen little of would have given
   ablation_<group>          ndcg@10_full / ndcg@10_ablated / ndcg@10_drop
   seed_<s>/ablation_structure  the same three, one seed's sessions
+  ablation_structure_retrains  the same three, each session's NDCG@10 averaged over
+                            `GRAPH_ABLATION_RETRAINS` retrains (training seeds) per store
+                            (pooled and per seed); true_label_ablation_structure_retrains: the
+                            same on the planted relevance (would perfect labels use the inputs?)
   pool_recall_graph         recall_top10  share  mean over held-out sessions, n = N (likewise
                                                  pool_recall_nograph; and each seed's,
                                                  seed_<s>/pool_recall_graph, ...)
@@ -195,6 +199,10 @@ ABLATED_FEATURES = {
     "structure": STRUCTURE_FEATURES,
 }
 GRAPH_ONLY = ("structure",)  # ablations run only on stores with a knowledge graph
+# A graph ablation is also averaged over this many retrains per store (training seeds), on the
+# store's labels and on the planted relevance: its drop (about 0.01) is below the spread of one
+# retrain's (-0.046 to +0.021 over five training seeds of architect seed 1)
+GRAPH_ABLATION_RETRAINS = 5
 RELEVANT_K = 10  # a session's truly relevant memories: its top 10 live ones by planted truth
 RANKERS = (
     "baseline",
@@ -390,19 +398,44 @@ class Run:
         return out
 
     def offline(
-        self, n: int, group: str | None, truth: tuple[str, ...] | None, cfg: PredictorConfig
+        self,
+        n: int,
+        group: str | None,
+        truth: tuple[str, ...] | None,
+        cfg: PredictorConfig,
+        retrain: int = 0,
     ) -> np.ndarray:
         """Per-held-out-session NDCG@10 (against the full truth, on checkpoint `n`'s pool) of
         a fresh model trained on the first `n` sessions with `group` removed, on the store's
         labels (`truth` None) or on the planted relevance with the effects in `truth` switched
-        off; the baseline order when there is too little data."""
-        key = (n, group, truth)
+        off; the baseline order when there is too little data. `retrain` k > 0 trains with
+        another seed (`retrain_seed`)."""
+        key = (n, group, truth, retrain)
         if key not in self.scores:
             samples = self.checkpoints[n].samples if truth is None else self.true_labels(n, truth)
-            params = _train(ablate_samples(samples, group), self.seed, cfg, group)
+            seed = retrain_seed(self.seed, retrain)
+            params = _train(ablate_samples(samples, group), seed, cfg, group)
             ranker = EffectiveScoreRanker() if params is None else ModelRanker(params, cfg)
             self.scores[key] = ndcgs(ranker, self.pools[n], group)
         return self.scores[key]
+
+    def offline_mean(
+        self,
+        n: int,
+        group: str | None,
+        truth: tuple[str, ...] | None,
+        cfg: PredictorConfig,
+        retrains: int,
+    ) -> np.ndarray:
+        """`offline`, each held-out session's NDCG@10 averaged over `retrains` retrains."""
+        runs = [self.offline(n, group, truth, cfg, k) for k in range(retrains)]
+        return np.mean(runs, axis=0)
+
+
+def retrain_seed(seed: int, retrain: int) -> int:
+    """The training seed of a store's `retrain`-th retrain: the store's seed for the first
+    (the one every other row trains with), distinct seeds for the others."""
+    return seed if retrain == 0 else seed * 1_000 + retrain
 
 
 def _train(
@@ -666,19 +699,40 @@ def _graph_ablation_rows(
     runs: list[Run], group: str, last: int, prefix: str, cfg: PredictorConfig
 ) -> list[Row]:
     """An ablation of the knowledge graph's inputs, on the runs whose store has a graph: the
-    pooled drop and each seed's (none, with a log line, when no store has a graph)."""
+    pooled drop and each seed's (none, with a log line, when no store has a graph); then the
+    same averaged over `GRAPH_ABLATION_RETRAINS` retrains per store, on the store's labels
+    (`ablation_<group>_retrains`) and on the planted relevance
+    (`true_label_ablation_<group>_retrains`: whether perfect labels would use the inputs)."""
     graphed = [r for r in runs if r.has_graph]
     if not graphed:
         _log.info(f"  ablation_{group}: skipped, no store of {prefix or 'the persona'} has a graph")
         return []
     full = {r.seed: r.offline(last, None, None, cfg) for r in graphed}
     ablated = {r.seed: r.offline(last, group, None, cfg) for r in graphed}
+    rows = _seeded_drop_rows(f"ablation_{group}", full, ablated, last, prefix)
+    k = GRAPH_ABLATION_RETRAINS
+    for label, truth in (("", None), ("true_label_", ())):
+        full = {r.seed: r.offline_mean(last, None, truth, cfg, k) for r in graphed}
+        ablated = {r.seed: r.offline_mean(last, group, truth, cfg, k) for r in graphed}
+        rows += _seeded_drop_rows(f"{label}ablation_{group}_retrains", full, ablated, last, prefix)
+    return rows
+
+
+def _seeded_drop_rows(
+    name: str,
+    full: dict[int, np.ndarray],
+    ablated: dict[int, np.ndarray],
+    last: int,
+    prefix: str,
+) -> list[Row]:
+    """`_drop_rows` of the sessions of every seed pooled, then of each seed's."""
+    first = next(iter(full))
     rows = _drop_rows(
-        f"{prefix}ablation_{group}", np.concatenate(list(full.values())),
-        np.concatenate(list(ablated.values())), last, graphed[0].seed,
+        f"{prefix}{name}", np.concatenate(list(full.values())),
+        np.concatenate(list(ablated.values())), last, first,
     )  # fmt: skip
     for s, values in full.items():
-        rows += _drop_rows(f"{prefix}seed_{s}/ablation_{group}", values, ablated[s], last, s)
+        rows += _drop_rows(f"{prefix}seed_{s}/{name}", values, ablated[s], last, s)
     return rows
 
 

@@ -14,6 +14,7 @@ import pytest
 from signet_bench.bench.docs_page import benchmarks_markdown
 from signet_bench.bench.quality import (
     ABLATIONS,
+    GRAPH_ABLATION_RETRAINS,
     Run,
     ablate_samples,
     ablation_frozen,
@@ -21,6 +22,7 @@ from signet_bench.bench.quality import (
     persona_rows,
     pool_recall,
     previous_used,
+    retrain_seed,
     run_pool_recalls,
     simulate_run,
     start_pool,
@@ -181,6 +183,12 @@ def test_the_held_out_pools_are_the_session_starts_the_loop_ran(run: Run):
         np.testing.assert_array_equal(again, h.inputs.rows)
 
 
+def test_a_stores_first_retrain_keeps_its_seed_and_the_others_differ():
+    assert retrain_seed(7, 0) == 7
+    seeds = [retrain_seed(7, k) for k in range(GRAPH_ABLATION_RETRAINS)]
+    assert len(set(seeds)) == len(seeds)
+
+
 def test_architect_rows_exist_with_finite_values(run: Run, rows):
     by = {(r.name, r.metric, r.n): r for r in rows}
     assert all(np.isfinite(r.value) for r in rows)
@@ -207,6 +215,17 @@ def test_architect_rows_exist_with_finite_values(run: Run, rows):
     assert by["seed_5/ablation_structure", "ndcg@10_drop", last].value == pytest.approx(
         full - ablated
     )
+    k = GRAPH_ABLATION_RETRAINS
+    for label, truth in (("", None), ("true_label_", ())):
+        name = f"{label}ablation_structure_retrains"
+        full = by[name, "ndcg@10_full", last].value
+        each = [run.offline(last, None, truth, DEFAULT_CONFIG, i).mean() for i in range(k)]
+        assert full == pytest.approx(np.mean(each))  # the retrains' mean, retrain 0 among them
+        retrains = {key[3] for key in run.scores if key[:3] == (last, None, truth)}
+        assert retrains == set(range(k))  # k retrains were run, each under its own key
+        drop = by[name, "ndcg@10_drop", last].value
+        assert drop == pytest.approx(full - by[name, "ndcg@10_ablated", last].value)
+        assert by[f"seed_5/{name}", "ndcg@10_drop", last].value == pytest.approx(drop)
     assert ("effect_graph", "ndcg@10_drop", last) in by
     assert not any(r.name.startswith("ablation_") and "structure" not in r.name for r in rows)
 
