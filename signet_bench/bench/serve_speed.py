@@ -8,6 +8,10 @@ Rows (stable names):
   score_inprocess_100x768_signals  p50/p99  ms   the same with the candidates' texts, query
                                               terms, names and source sessions, so the
                                               signals are computed too (same goals)
+  signals_100x768          p50           ms   of that score: `serving.signals.candidate_signals`
+                                              alone, timed in a loop of its own
+  graph_100x768            p50           ms   of that score: onnxruntime's run of the parsed
+                                              inputs alone, likewise
   rpc_roundtrip_80x768     p50/p95       ms   one `score` round trip through `python -m serving`
                                               on stdio: write the request line, read and parse
                                               the answer; 80 candidates x 768-d serialised as the
@@ -52,11 +56,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from serving import ScoreQuery, Scorer, jsonio
+from serving.scorer import parse_score_params
+from serving.signals import candidate_signals
 from signet_bench.bench.report import Row, percentiles
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.loop import SimOptions, Simulator, simulate
@@ -164,26 +171,56 @@ def _inprocess_query(with_signals: bool) -> ScoreQuery:
     )  # fmt: skip
 
 
+def _timed_calls(call: Callable[[], object], n: int) -> list[float]:
+    """Milliseconds of `n` calls of `call`, after `WARMUP` untimed ones."""
+    times = []
+    for i in range(WARMUP + n):
+        t = time.perf_counter()
+        call()
+        if i >= WARMUP:
+            times.append((time.perf_counter() - t) * 1000.0)
+    return times
+
+
 def _inprocess_rows(model: Path, n: int) -> list[Row]:
     scorer = Scorer.open(model, native_dim=DIM)
+    if scorer.model is None:
+        raise RuntimeError(f"bench serve: {model} did not load: {scorer.reason}")
     rows = []
     for name, with_signals in (
         ("score_inprocess_100x768", False),
         ("score_inprocess_100x768_signals", True),
     ):
         query = _inprocess_query(with_signals)
-        times = []
-        for i in range(WARMUP + n):
-            t = time.perf_counter()
-            scorer.score(query)
-            if i >= WARMUP:
-                times.append((time.perf_counter() - t) * 1000.0)
-        p = percentiles(times, (50, 99))
+        p = percentiles(_timed_calls(lambda q=query: scorer.score(q), n), (50, 99))
         rows += [
             Row(name, "p50", p["p50"], "ms", n=n, goal="<= 0.5 ms"),
             Row(name, "p99", p["p99"], "ms", n=n, goal="<= 2 ms"),
         ]
-    return rows
+    return rows + _part_rows(scorer, n)
+
+
+def _part_rows(scorer: Scorer, n: int) -> list[Row]:
+    """Where a score with the signals goes, each part timed in a loop of its own (so with
+    warmer caches than inside a whole score): the signals alone and onnxruntime's run alone."""
+    query = _inprocess_query(True)
+    inputs = parse_score_params(query.rpc_params(), scorer.info).inputs
+    emb = np.asarray(query.candidate_embeddings, dtype=np.float32)
+
+    def signals() -> np.ndarray:
+        return candidate_signals(
+            query_terms=query.query_terms, query_entities=query.query_entities,
+            candidate_texts=query.candidate_texts, context=query.context_embedding,
+            embeddings=emb, has_embedding=np.ones(len(emb), dtype=bool),
+            sources=query.candidate_sources,
+        )  # fmt: skip
+
+    model = scorer.model
+    parts = (("signals_100x768", signals), ("graph_100x768", lambda: model.run(inputs)))
+    return [
+        Row(name, "p50", percentiles(_timed_calls(call, n), (50,))["p50"], "ms", n=n)
+        for name, call in parts
+    ]
 
 
 def _rpc_rows(model: Path, n: int) -> list[Row]:
