@@ -206,13 +206,13 @@ def _part_rows(scorer: Scorer, n: int) -> list[Row]:
     query = _inprocess_query(True)
     inputs = parse_score_params(query.rpc_params(), scorer.info).inputs
     emb = np.asarray(query.candidate_embeddings, dtype=np.float32)
+    has = np.ones(len(emb), dtype=bool)
 
     def signals() -> np.ndarray:
         return candidate_signals(
             query_terms=query.query_terms, query_entities=query.query_entities,
             candidate_texts=query.candidate_texts, context=query.context_embedding,
-            embeddings=emb, has_embedding=np.ones(len(emb), dtype=bool),
-            sources=query.candidate_sources,
+            embeddings=emb, has_embedding=has, sources=query.candidate_sources,
         )  # fmt: skip
 
     model = scorer.model

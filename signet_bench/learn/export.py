@@ -126,11 +126,9 @@ def _centred_down(g: _Graph) -> str:
     return g.op("Sub", ["down_proj", mean], "down/centred")
 
 
-def _query(g: _Graph, cfg: PredictorConfig, w_down: str) -> str:
+def _query(g: _Graph, cfg: PredictorConfig, w_down: str, ctx: str, row0: str) -> str:
     """a [1, d], what a candidate's logit reads of its encoding: (q W_k)/sqrt(d) + w_v W_v,
-    q the context on the embedded path plus the project and session-time terms."""
-    row0 = g.const("axis0", np.array([0], dtype=np.int64))
-    ctx = g.op("Unsqueeze", [c.INPUT_CONTEXT, row0], "query/context_row")
+    q the context row `ctx` on the embedded path plus the project and session-time terms."""
     h = g.op("Gemm", [ctx, w_down], "query/down_proj", transB=1)
     ctx_norm = _layer_norm(g, h, "ln_embedded_gamma", "ln_embedded_beta", cfg, "query/ln")
     proj = g.op("Gather", ["query_project", c.INPUT_PROJECT_SLOT], "query/project", axis=0)
@@ -188,11 +186,9 @@ def _encodings(g: _Graph, cfg: PredictorConfig, w_down: str, has: str) -> str:
     return g.op("If", [embedded_only], "enc/select", then_branch=only, else_branch=text)
 
 
-def _cosine(g: _Graph, has: str) -> str:
-    """cos [N, 1]: cosine(context, embedding) of the embedded candidates, 0 for the text path
-    and wherever either vector is zero (the numpy model's rule)."""
-    row0 = g.const("cosine_axis0", np.array([0], dtype=np.int64))
-    ctx = g.op("Unsqueeze", [c.INPUT_CONTEXT, row0], "cosine/context_row")
+def _cosine(g: _Graph, has: str, ctx: str) -> str:
+    """cos [N, 1]: cosine(context row `ctx`, embedding) of the embedded candidates, 0 for the
+    text path and wherever either vector is zero (the numpy model's rule)."""
     emb = c.INPUT_CANDIDATE_EMBEDDINGS
     dots = g.op("Gemm", [emb, ctx], "cosine/dot", transB=1)
     axis1 = g.const("cosine_axis1", np.array([1], dtype=np.int64))
@@ -231,11 +227,13 @@ def _logits(g: _Graph, cfg: PredictorConfig) -> str:
     numpy forward's folded form of the attention and the gate)."""
     axis1 = g.const("has_axis1", np.array([1], dtype=np.int64))
     has = g.op("Unsqueeze", [c.INPUT_HAS_EMBEDDING, axis1], "enc/has_embedding")
+    row0 = g.const("axis0", np.array([0], dtype=np.int64))
+    ctx = g.op("Unsqueeze", [c.INPUT_CONTEXT, row0], "context_row")  # [1, native_dim]
     w_down = _centred_down(g)
     enc = _encodings(g, cfg, w_down, has)
-    inputs = [enc, c.INPUT_FEATURES, c.INPUT_SIGNALS, _cosine(g, has)]
+    inputs = [enc, c.INPUT_FEATURES, c.INPUT_SIGNALS, _cosine(g, has, ctx)]
     x = g.op("Concat", inputs, "logits/inputs", axis=1)
-    weights = [_query(g, cfg, w_down), _evidence_weights(g, cfg)]
+    weights = [_query(g, cfg, w_down, ctx, row0), _evidence_weights(g, cfg)]
     w = g.op("Concat", weights, "logits/weights", axis=1)
     column = g.op("Gemm", [x, w, _project_bias(g, cfg)], "logits/column", transB=1)
     return g.op("Squeeze", [column, axis1], c.OUTPUT_LOGITS)
