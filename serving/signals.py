@@ -253,12 +253,48 @@ def _entity_match(entities: Sequence[str] | None, docs: Sequence[_Text]) -> np.n
 def _context_cosines(context: np.ndarray, embeddings: np.ndarray, has: np.ndarray) -> np.ndarray:
     """cosine(context, embedding) in float64 by elementwise sums over a C-ordered copy (no
     BLAS, so the value does not depend on the arrays' layout or thread count); 0 where either
-    vector is zero or the candidate has no embedding."""
+    vector is zero or the candidate has no embedding. The signal's definition: the float32
+    values `source_neighbourhood` returns are these cosines rounded."""
     ctx = np.asarray(context, dtype=np.float64).reshape(-1)
     emb = np.ascontiguousarray(embeddings, dtype=np.float64)
     dots = np.einsum("ij,j->i", emb, ctx)
     norms = np.sqrt(np.einsum("ij,ij->i", emb, emb)) * math.sqrt(float(np.dot(ctx, ctx)))
     return np.divide(dots, norms, out=np.zeros_like(dots), where=has & (norms > 0))
+
+
+def _fast_context_cosines(
+    context: np.ndarray, embeddings: np.ndarray, has: np.ndarray, used: np.ndarray
+) -> np.ndarray:
+    """`_context_cosines` by BLAS dot products (half the time), or by that function itself
+    when the rows in `used` might round to other float32 values or pick another best mate.
+
+    Any float64 cosine of n-dim vectors is within e = (2n + 4)·2^-53 of the exact one (the
+    standard bound for a sum of products, a square root, a product and a quotient), so the
+    two computations differ by at most 2e. A value more than 2e (plus its own rounding)
+    from every float32 rounding midpoint therefore rounds as the reference does; and when
+    all used values are, two mates the computations order differently lie within 4e of each
+    other with no midpoint between them, so either choice rounds to the same float32 value.
+    Only float32 vectors take this path (their squares and products are exact in float64,
+    with no underflow); anything else, and any value too near a midpoint, takes the
+    reference computation."""
+    if np.asarray(embeddings).dtype != np.float32 or np.asarray(context).dtype != np.float32:
+        return _context_cosines(context, embeddings, has)
+    ctx = np.asarray(context, dtype=np.float64).reshape(-1)
+    emb = np.ascontiguousarray(embeddings, dtype=np.float64)
+    norms = np.sqrt(np.vecdot(emb, emb)) * math.sqrt(float(np.dot(ctx, ctx)))
+    cos = np.divide(np.vecdot(emb, ctx), norms, out=np.zeros(len(emb)), where=has & (norms > 0))
+    margin = (4 * ctx.size + 12) * 2.0**-53 * 1.01
+    if not _rounds_alike(cos[used[norms[used] > 0]], margin):  # a zero vector's 0 is exact
+        return _context_cosines(context, embeddings, has)
+    return cos
+
+
+def _rounds_alike(values: np.ndarray, margin: float) -> bool:
+    """True when every float64 value rounds to the same float32 as anything within `margin`
+    of it: no float32 rounding midpoint lies in [value − margin, value + margin]."""
+    return np.array_equal(
+        (values - margin).astype(np.float32), (values + margin).astype(np.float32)
+    )
 
 
 def source_neighbourhood(
@@ -280,7 +316,7 @@ def source_neighbourhood(
     mates = np.flatnonzero((group >= 0) & has)
     if mates.size < 2:
         return out
-    cos = _context_cosines(context, embeddings, has)
+    cos = _fast_context_cosines(context, embeddings, has, mates)
     # per group, the best and second-best embedded member: a member's best mate is the
     # group's best unless it is that best itself, then the second
     order = mates[np.lexsort((mates, -cos[mates], group[mates]))]

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from serving import ScoreQuery, contract
+from serving import ScoreQuery, contract, signals
 from serving.scorer import ParamError, Scorer, parse_score_params
 from serving.signals import (
     candidate_signals,
@@ -221,6 +221,41 @@ def test_neighbourhood_does_not_depend_on_the_embeddings_layout_or_precision():
     wide[:, ::2] = emb
     for other in (np.asfortranarray(emb), wide[:, ::2], emb.astype(np.float64)):
         np.testing.assert_array_equal(source_neighbourhood(ctx, other, has, sources), want)
+
+
+@pytest.mark.parametrize("dim", [3, 64, 768, 1536])
+def test_neighbourhood_by_blas_rounds_as_the_reference(dim, monkeypatch):
+    """The BLAS cosines give the reference's float32 values to the bit, duplicates, scaled
+    and nearly equal mates, zero and orthogonal rows included (then the reference runs)."""
+    rng = np.random.default_rng(dim)
+    for _ in range(40):
+        n = int(rng.integers(2, 120))
+        emb = rng.normal(size=(n, dim)) * rng.choice([1.0, 1e-3, 1e3])
+        for i, j in rng.integers(0, n, size=(n // 3, 2)):
+            emb[i] = rng.choice([1.0, 2.0, 0.0]) * emb[j] + 1e-7 * rng.normal(size=dim)
+        emb = emb.astype(np.float32)
+        has = rng.random(n) > 0.1
+        ctx = emb[: int(rng.integers(1, 6))].mean(axis=0)
+        sources = [None if rng.random() < 0.1 else f"s{int(rng.integers(0, 8))}" for _ in range(n)]
+        got = source_neighbourhood(ctx, emb, has, sources)
+        with monkeypatch.context() as m:
+            m.setattr(
+                signals,
+                "_fast_context_cosines",
+                lambda c, e, h, used: signals._context_cosines(c, e, h),
+            )
+            want = source_neighbourhood(ctx, emb, has, sources)
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    one_hot = np.eye(4, dtype=np.float32)  # exact zero cosines: the reference decides
+    assert not source_neighbourhood(one_hot[0], one_hot, np.ones(4, bool), ["a"] * 4)[0]
+
+
+def test_a_value_near_a_float32_midpoint_does_not_round_alike():
+    low = np.float32(0.3)
+    mid = (float(low) + float(np.nextafter(low, np.float32(1)))) / 2
+    assert not signals._rounds_alike(np.array([0.1, mid]), 1e-12)
+    assert signals._rounds_alike(np.array([0.1, mid + 2e-12, float(low)]), 1e-12)
+    assert not signals._rounds_alike(np.array([mid + 2e-12]), 3e-12)
 
 
 def test_neighbourhood_without_context_or_sources_is_zero():
