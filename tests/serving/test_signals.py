@@ -250,6 +250,19 @@ def test_neighbourhood_by_blas_rounds_as_the_reference(dim, monkeypatch):
     assert not source_neighbourhood(one_hot[0], one_hot, np.ones(4, bool), ["a"] * 4)[0]
 
 
+def test_ordinary_vectors_take_the_blas_path(monkeypatch):
+    """The reference computation is the exception: 100 random 768-d candidates never need it."""
+    rng = np.random.default_rng(5)
+    emb = rng.normal(size=(100, 768)).astype(np.float32)
+    sources = [f"s{i // 10}" for i in range(100)]
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("the reference cosines ran")
+
+    monkeypatch.setattr(signals, "_context_cosines", refuse)
+    assert source_neighbourhood(emb[:10].mean(axis=0), emb, np.ones(100, bool), sources).all()
+
+
 def test_a_value_near_a_float32_midpoint_does_not_round_alike():
     low = np.float32(0.3)
     mid = (float(low) + float(np.nextafter(low, np.float32(1)))) / 2
