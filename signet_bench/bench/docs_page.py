@@ -92,7 +92,7 @@ TITLES = {
     "train": "Training (on a slower host than the hook's timings: its 500-session reference "
     "training, `train_500x80x768_50ep`, took 3.6 s against 1.0 s at 38ae312, same code)",
     "serve": "Serving latency (on a host between the training section's and b7bafd1's: its "
-    "reference training took 1.9 s; score p99 while a training runs 8.2 ms, against 17.2 ms on "
+    "reference training took 1.9 s; score p99 while a training runs 8.0 ms, against 17.2 ms on "
     "the training section's host and 5.2 ms at b7bafd1)",
     "hook": "Session-start hook overhead",
     "dashboard": "Dashboard on a year of heavy use (on the slower host of the training "
