@@ -127,7 +127,7 @@ def _centred_down(g: _Graph) -> str:
 
 
 def _query(g: _Graph, cfg: PredictorConfig, w_down: str, ctx: str, row0: str) -> str:
-    """a [1, d], what a candidate's logit reads of its encoding: (q W_k)/sqrt(d) + w_v W_v,
+    """a [1, d], what a candidate's logit reads of its encoding: (q W_k)/sqrt(d) + g_v W_v,
     q the context row `ctx` on the embedded path plus the project and session-time terms."""
     h = g.op("Gemm", [ctx, w_down], "query/down_proj", transB=1)
     ctx_norm = _layer_norm(g, h, "ln_embedded_gamma", "ln_embedded_beta", cfg, "query/ln")
