@@ -6,13 +6,15 @@ import json
 import os
 import platform
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Row", "machine_info", "percentiles", "render_table", "write_report"]
+__all__ = ["Row", "machine_info", "percentiles", "render_table", "timed_ms", "write_report"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,18 @@ def machine_info() -> dict[str, object]:
         "platform": platform.platform(),
         "versions": versions,
     }
+
+
+def timed_ms(fn: Callable[[], object], warmup: int, repeats: int) -> list[float]:
+    """Milliseconds of each of `repeats` calls of `fn`, after `warmup` untimed ones."""
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1000.0)
+    return out
 
 
 def percentiles(samples_ms: list[float] | np.ndarray, qs: tuple[int, ...] = (50, 95, 99)):

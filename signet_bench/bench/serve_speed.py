@@ -56,7 +56,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +63,7 @@ import numpy as np
 from serving import ScoreQuery, Scorer, jsonio
 from serving.scorer import parse_score_params
 from serving.signals import candidate_signals
-from signet_bench.bench.report import Row, percentiles
+from signet_bench.bench.report import Row, percentiles, timed_ms
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.loop import SimOptions, Simulator, simulate
 from signet_bench.learn.export import model_bytes
@@ -171,17 +170,6 @@ def _inprocess_query(with_signals: bool) -> ScoreQuery:
     )  # fmt: skip
 
 
-def _timed_calls(call: Callable[[], object], n: int) -> list[float]:
-    """Milliseconds of `n` calls of `call`, after `WARMUP` untimed ones."""
-    times = []
-    for i in range(WARMUP + n):
-        t = time.perf_counter()
-        call()
-        if i >= WARMUP:
-            times.append((time.perf_counter() - t) * 1000.0)
-    return times
-
-
 def _inprocess_rows(model: Path, n: int) -> list[Row]:
     scorer = Scorer.open(model, native_dim=DIM)
     if scorer.model is None:
@@ -192,7 +180,7 @@ def _inprocess_rows(model: Path, n: int) -> list[Row]:
         ("score_inprocess_100x768_signals", True),
     ):
         query = _inprocess_query(with_signals)
-        p = percentiles(_timed_calls(lambda q=query: scorer.score(q), n), (50, 99))
+        p = percentiles(timed_ms(lambda q=query: scorer.score(q), WARMUP, n), (50, 99))
         rows += [
             Row(name, "p50", p["p50"], "ms", n=n, goal="<= 0.5 ms"),
             Row(name, "p99", p["p99"], "ms", n=n, goal="<= 2 ms"),
@@ -218,7 +206,7 @@ def _part_rows(scorer: Scorer, n: int) -> list[Row]:
     model = scorer.model
     parts = (("signals_100x768", signals), ("graph_100x768", lambda: model.run(inputs)))
     return [
-        Row(name, "p50", percentiles(_timed_calls(call, n), (50,))["p50"], "ms", n=n)
+        Row(name, "p50", percentiles(timed_ms(call, WARMUP, n), (50,))["p50"], "ms", n=n)
         for name, call in parts
     ]
 

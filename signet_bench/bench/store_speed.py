@@ -15,12 +15,11 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
 
-from signet_bench.bench.report import Row, percentiles
+from signet_bench.bench.report import Row, percentiles, timed_ms
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.store.duck import connect_duckdb, session_memory_summary
 from signet_bench.store.read import read_memories, release_line
@@ -31,18 +30,6 @@ _log = logging.getLogger(__name__)
 
 LOAD_MEMORIES = 4000
 FULL_ROWS, QUICK_ROWS = 1_500_000, 150_000
-
-
-def _timed(fn: Callable[[], object], warmup: int, repeats: int) -> list[float]:
-    """Milliseconds per call, after `warmup` untimed calls."""
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t0) * 1000.0)
-    return out
 
 
 def _size_label(n: int) -> str:
@@ -87,7 +74,7 @@ def store_rows(*, quick: bool = False, seed: int = 0, schema: str = "0.58") -> l
 
         load_path = _load_store(tmp, heavy, seed, schema)
         repeats = 10 if quick else 30
-        ms = _timed(
+        ms = timed_ms(
             lambda: read_memories(load_path, include_deleted=True), warmup=2, repeats=repeats
         )
         name = f"load_memories_{LOAD_MEMORIES}x{DEFAULT_CONFIG.native_dim}"
@@ -119,7 +106,7 @@ def store_rows(*, quick: bool = False, seed: int = 0, schema: str = "0.58") -> l
                 )
 
             repeats = 10
-            ms = _timed(aggregate, warmup=2, repeats=repeats)
+            ms = timed_ms(aggregate, warmup=2, repeats=repeats)
         finally:
             con.close()
         goal = "<= 1000 ms" if n_rows == FULL_ROWS else None
