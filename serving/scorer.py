@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnxruntime as ort
 
 from serving import contract as c
 from serving.library import TrainerError, TrainerOptions, convert
 from serving.query import ScoreQuery
+from serving.runtime import LOG_SEVERITY, ort
 from serving.signals import candidate_signals
 from serving.tokenize import token_buckets
 
@@ -385,7 +385,7 @@ def _session(data: bytes, threads: int) -> ort.InferenceSession:
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.log_severity_level = 3
+    so.log_severity_level = LOG_SEVERITY
     return ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
 
 

@@ -1,16 +1,37 @@
-"""Where a store's workbench lives and the files the serving side keeps in it: the served model
-and the session-start hook's injection log. Standard library only; the library's readers
-(`signet_bench.analysis.queries.source`, `signet_bench.store.hook_log`) use the same names."""
+"""Where Signet's store and a store's workbench live, and the files the serving side keeps in
+the workbench: the served model and the session-start hook's injection log. Standard library
+only; the library's readers (`signet_bench.analysis.queries.source`,
+`signet_bench.store.hook_log`) use the same names."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["HOOK_LOG_FILE", "SERVED_MODEL_FILE", "WORKBENCH_FILE", "default_workbench"]
+__all__ = [
+    "HOOK_LOG_FILE",
+    "SERVED_MODEL_FILE",
+    "SIGNET_PATH_VAR",
+    "WORKBENCH_FILE",
+    "default_store",
+    "default_workbench",
+]
 
 WORKBENCH_FILE = "workbench.duckdb"
 SERVED_MODEL_FILE = "model.onnx"  # the exported model beside the workbench
 HOOK_LOG_FILE = "hook_injections.db"  # what the session-start hook injected (SQLite)
+SIGNET_PATH_VAR = "SIGNET_PATH"  # Signet's own way to move its folder, `~/.agents`
+
+
+def default_store(env: Mapping[str, str] | None = None) -> Path:
+    """Signet's store as Signet finds it: `$SIGNET_PATH/memory/memories.db` when the variable is
+    set (and not empty), else `~/.agents/memory/memories.db` (`~`: the `HOME` of `env`, the
+    environment read, default ours)."""
+    env = os.environ if env is None else env
+    home = env.get("HOME") or "~"
+    root = env.get(SIGNET_PATH_VAR) or os.path.join(home, ".agents")
+    return Path(root).expanduser() / "memory" / "memories.db"
 
 
 def default_workbench(db: str | Path) -> Path:

@@ -1,14 +1,24 @@
 """`signet-bench-hook session-start ...`: Signet's session-start hook with the scorer's order.
 
 The harness's command `signet hook session-start ARGS` becomes `signet-bench-hook [OPTIONS]
-session-start ARGS`: same arguments, same stdin. The wrapper calls Signet's own command once,
+session-start ARGS`: same arguments, same stdin, read to its end as Signet's CLI (0.145.7) reads
+it, however late that comes (a terminal is not read). The wrapper calls Signet's own command once,
 with `--json` in place of the harness's format, re-ranks the memories of its answer with the
 exported model (`serving.hook.rank`), rebuilds the memories block of the inject text
 (`serving.hook.inject`) and prints the harness's format as Signet's command line would
 (`serving.hook.harness`). It records what it injected beside the workbench (`serving.hook.log`).
 
-**Fail-open, byte for byte.** Signet is called once (a second call with the same session key
-would get a stub), so whatever fails, the wrapper prints what Signet's command would have
+**Fail-open, byte for byte.** A setting of the wrapper's own it cannot use (an unknown option
+or one without its value, a value out of range, a store, workbench or model given that is not
+there or not a file, a `--signet` that cannot run: `config.read_command`) runs Signet exactly
+as the harness asked, once, and passes its stdout, stderr and exit code on; the invocation is
+recorded with outcome "signet" and every problem (setting, source and value) as the reason,
+in the log of the workbench the settings resolve to (the default one in place of a bad one).
+A `--signet` that cannot run is replaced by `signet` on PATH; when no `signet` can be started
+at all, the wrapper exits as a shell does for a command it cannot find or run (127 or 126) and
+prints nothing: a shell's message differs from shell to shell, and none of the wrapper's own
+is printed (the log has the reason). Otherwise Signet is called once (a second call with the
+same session key would get a stub), so whatever fails, the wrapper prints what Signet's command would have
 printed for the harness's own arguments, derived from that one call:
 
 - Signet exits non-zero (an `Error: ...` on stderr, a crash): its stdout, stderr and exit code
@@ -24,7 +34,8 @@ printed for the harness's own arguments, derived from that one call:
 The answer is re-ranked only when all of this holds: stdin is empty or a JSON object, the
 model exists and loads, the store opens read-only, every memory of the answer is in it, the
 block is found, and the wrapper is within its time budget, counted from its start (Signet's
-own time included) to the end of the re-ranking. Stderr is always Signet's.
+own time included) to the end of the re-ranking. Stderr is always Signet's: Python's warnings
+are off, and onnxruntime neither logs nor writes its telemetry (`serving.runtime`).
 
 **The resident scorer.** Loading numpy, onnxruntime and the model takes far longer than the
 ranking itself, so the ranking is asked of a resident scorer (`serving.hook.resident`) over the
@@ -36,7 +47,8 @@ a resident, detached, after printing, for the next session start (`--resident of
 in-process, no resident). Either way the output is the one of the rules above.
 
 Options (before the command; each also read from an environment variable): `--db`
-(`SIGNET_BENCH_DB`, default `~/.agents/memory/memories.db`), `--workbench`
+(`SIGNET_BENCH_DB`, default Signet's own: `$SIGNET_PATH/memory/memories.db`, or
+`~/.agents/memory/memories.db` without `SIGNET_PATH`), `--workbench`
 (`SIGNET_BENCH_WORKBENCH`, default the store's: `<db>.predictor/workbench.duckdb` when it
 exists, else beside the store), `--model` (`SIGNET_BENCH_MODEL`, default `model.onnx` beside the
 workbench), `--signet` (`SIGNET_BENCH_SIGNET`, default `signet` on PATH), `--limit`
@@ -60,9 +72,12 @@ from pathlib import Path
 from serving.hook.config import (
     SESSION_START,
     USAGE,
+    Command,
     HookConfig,
     UsageError,
     parse_command,
+    read_command,
+    usage_error,
 )
 from serving.hook.harness import (
     HookInput,
@@ -75,7 +90,13 @@ from serving.hook.harness import (
     parse_invocation,
 )
 from serving.hook.js import parse_json
-from serving.hook.signet import SignetResult, SignetRunner, exit_like, start_signet
+from serving.hook.signet import (
+    SignetCall,
+    SignetResult,
+    SignetRunner,
+    exit_like,
+    start_signet,
+)
 
 # `datetime`, `serving.hook.resident_link` and the log's `sqlite3` are imported where they are
 # used, once Signet runs: every millisecond before Signet starts adds to the session start.
@@ -95,6 +116,7 @@ __all__ = [
     "open_scorer",
     "open_store_for",
     "parse_command",
+    "read_command",
     "read_stdin",
     "run_hook",
     "save_record",
@@ -102,7 +124,6 @@ __all__ = [
 ]
 
 COMMAND = SESSION_START
-STDIN_TIMEOUT_S = 2.0  # Signet's CLI gives up on stdin after 2 s and reads it as no input
 START_WAIT_S = 60.0  # `start` waits this long for the resident to answer
 
 
@@ -456,27 +477,34 @@ def run_hook(
     session start (default: the wall clock once Signet is started)."""
     started = clock()
     env = os.environ if env is None else env
-    try:
-        cfg, command, args = parse_command(argv, env)
-        if command != COMMAND:
-            raise UsageError(f"run_hook runs {COMMAND}, not {command}")
-    except UsageError as exc:
-        return HookRun(b"", f"signet-bench-hook: {exc}\n".encode(), 2)
+    command = read_command(argv, env)
+    if command.name != COMMAND:
+        return HookRun(b"", f"signet-bench-hook: {usage_error(command)}".encode(), 2)
+    cfg, args = command.config, command.args
     run = runner or start_signet(cfg.signet, env)
     data = stdin or b""
+    if command.problems:  # a setting of the wrapper's own: Signet exactly as asked
+        return _as_asked(command, stdin, run(args, data), started, clock)
     inv = None if _bypassed(env) else parse_invocation(args)
     if inv is None:  # Signet exactly as asked
         return _as_run(run(args, data).result())
     call = run(inv.json_args, data)
     from datetime import UTC, datetime
 
-    att = _Attempt(cfg, inv, hook_input(stdin, inv), started, load_scorer,
-                   now or datetime.now(UTC))  # fmt: skip
+    att = None
     try:
+        att = _Attempt(cfg, inv, hook_input(stdin, inv), started, load_scorer,
+                       now or datetime.now(UTC))  # fmt: skip
         _prepare(att)
     except Exception as exc:  # noqa: BLE001 - fail open: Signet's output is printed
-        att.fail(f"preparing failed: {failure_text(exc)}")
+        if att is not None:
+            att.fail(f"preparing failed: {failure_text(exc)}")
     res = call.result()
+    if att is None:
+        return HookRun(signet_output(inv.output, res)[0], res.stderr, res.code)
+    failure = getattr(call, "failure", None)  # a runner's call may not say
+    if failure is not None:
+        att.fail(failure)
     try:
         done = _finish(att, res, clock)
     except Exception:  # noqa: BLE001 - fail open: whatever broke, Signet's output is printed
@@ -486,6 +514,43 @@ def run_hook(
             if held is not None:
                 held.close()
     done.start_resident = cfg.resident == "auto" and att.resident_down is not None
+    return done
+
+
+def _as_asked(command: Command, stdin: bytes | None, call: SignetCall, started: float,
+              clock: Callable[[], float]) -> HookRun:  # fmt: skip
+    """Signet run with the harness's own arguments, its output as it is, and the invocation's
+    record: outcome "signet", the reason every problem of the wrapper's settings (and why
+    Signet did not start, when it did not). The record is best effort."""
+    from datetime import UTC, datetime
+
+    res = call.result()
+    done = _as_run(res)
+    reasons = [str(p) for p in command.problems]
+    if getattr(call, "failure", None) is not None:
+        reasons.append(call.failure)
+    try:
+        at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        args = command.args
+        inv = parse_invocation(args)
+        inp = hook_input(stdin, inv) if inv is not None else None
+        output = "codex" if "--codex-json" in args else "json" if "--json" in args else "plain"
+        done.invocation = {
+            "session_key": inp.session_key if inp else "",
+            "agent_id": inp.agent_id if inp else "default",
+            "at": at,
+            "harness": inv.options["harness"] if inv else None,
+            "project": (inp.project or None) if inp else None,
+            "output": output,
+            "outcome": "signet",
+            "reason": "; ".join(reasons),
+            "model_path": str(command.config.model),
+            "signet_exit": res.code,
+            "duration_ms": (clock() - started) * 1000.0,
+        }
+        done.log = command.config.log
+    except Exception:  # noqa: BLE001 - the record is best effort, the harness is served
+        done.invocation = {}
     return done
 
 
@@ -522,25 +587,17 @@ def save_record(run: HookRun) -> None:
         writer.close()
 
 
-def read_stdin(timeout_s: float = STDIN_TIMEOUT_S) -> bytes | None:
-    """The harness's stdin as Signet's CLI reads it: None for a terminal; what arrives until
-    end of file, or nothing (b"") when it does not end within `timeout_s`."""
-    import select
-
+def read_stdin() -> bytes | None:
+    """The harness's stdin as Signet's CLI (0.145.7) reads it: None for a terminal (not
+    read); else all of it, up to its end of file, however long that takes."""
     try:
         fd = sys.stdin.fileno()
         if os.isatty(fd):
             return None
         chunks: list[bytes] = []
-        deadline = time.monotonic() + timeout_s
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                return b""
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                return b"".join(chunks)
+        while chunk := os.read(fd, 1 << 16):
             chunks.append(chunk)
+        return b"".join(chunks)
     except (OSError, ValueError):
         return None
 
@@ -598,26 +655,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     the resident scorer when it did not answer, and exit as Signet's command did (the process
     ends here); the other commands return their exit code."""
     args = sys.argv[1:] if argv is None else list(argv)
-    if args[:1] in (["-h"], ["--help"]):
+    if args[:1] in (["-h"], ["--help"]) and COMMAND not in args:
         sys.stdout.write(USAGE)
         return 0
     env = dict(os.environ)  # Signet runs with the harness's environment, as it would
     # one BLAS thread for numpy (the project's rule outside training: it also halves numpy's
     # start here), unless the user set a count
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    try:
-        cfg, command, _ = parse_command(args, env)
-    except UsageError:
-        cfg, command = None, COMMAND  # `run_hook` reports it (exit code 2)
-    if command != COMMAND:
-        return resident_command(cfg, command)
+    command = read_command(args, env)
+    if command.name != COMMAND:
+        if command.name is None or command.problems:
+            sys.stderr.write(f"signet-bench-hook: {usage_error(command)}")
+            return 2
+        return resident_command(command.config, command.name)
+    import warnings
+
+    warnings.simplefilter("ignore")  # stderr is Signet's alone
     run = run_hook(args, read_stdin(), env=env)
     for stream, data in ((sys.stdout, run.stdout), (sys.stderr, run.stderr)):
         stream.buffer.write(data)
         stream.flush()
     save_record(run)
-    if run.start_resident and cfg is not None:
-        _start_resident(cfg)
+    if run.start_resident:
+        _start_resident(command.config)
     # End at once, as Signet's command ended: the interpreter's teardown (onnxruntime's
     # included) would add tens of milliseconds to every session start and print nothing.
     os._exit(exit_like(run.code))

@@ -25,9 +25,11 @@ class SignetResult(namedtuple("SignetResult", "stdout stderr code")):
 
 
 class SignetCall:
-    """A started command; `result()` waits for it."""
+    """A started command; `result()` waits for it. `failure` says why the command could not
+    be started (None: it was)."""
 
-    def __init__(self, run: Callable[[], SignetResult]) -> None:
+    def __init__(self, run: Callable[[], SignetResult], failure: str | None = None) -> None:
+        self.failure = failure
         self._result: SignetResult | None = None
         self._thread = threading.Thread(target=self._collect, args=(run,), daemon=True)
         self._thread.start()
@@ -46,17 +48,18 @@ class SignetCall:
 SignetRunner = Callable[[Sequence[str], bytes], SignetCall]
 
 
-def finished(result: SignetResult) -> SignetCall:
-    """A call that has already ended with `result`."""
-    return SignetCall(lambda: result)
+def finished(result: SignetResult, failure: str | None = None) -> SignetCall:
+    """A call that has already ended with `result` (`failure`: why it never started)."""
+    return SignetCall(lambda: result, failure)
 
 
 def start_signet(
     binary: str, env: Mapping[str, str] | None = None
 ) -> Callable[[Sequence[str], bytes], SignetCall]:
     """A runner of `<binary> hook session-start ARGS` with the given stdin (environment: ours,
-    unless `env`). A binary that cannot be started ends as a shell would have it end: 127 (not
-    found) or 126, with the reason on stderr."""
+    unless `env`). A binary that cannot be started ends with a shell's exit code for it, 127
+    (not found) or 126, and prints nothing: a shell's own message differs from shell to shell,
+    and the wrapper prints none of its own; the call's `failure` says why."""
 
     def runner(args: Sequence[str], stdin: bytes) -> SignetCall:
         argv = [binary, *SUBCOMMAND, *args]
@@ -70,8 +73,8 @@ def start_signet(
             )
         except OSError as exc:
             code = NOT_FOUND if isinstance(exc, FileNotFoundError) else NOT_RUNNABLE
-            why = f"signet-bench-hook: cannot run {binary}: {exc.strerror or exc}\n"
-            return finished(SignetResult(b"", why.encode(), code))
+            why = f"cannot run {binary}: {exc.strerror or exc}"
+            return finished(SignetResult(b"", b"", code), why)
 
         def run() -> SignetResult:
             out, err = proc.communicate(stdin)

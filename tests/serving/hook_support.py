@@ -46,14 +46,15 @@ class World:
         env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNET")}
         return {**env, "SIGNET_STANDIN_ANSWER": str(self.answer), **extra}
 
-    def options(self, **over: str) -> list[str]:
-        """The hook's options for this world (`over`: replace some, e.g. model="..."); the
-        resident scorer is off unless asked for (resident="auto"), so that no test leaves one
-        running."""
+    def options(self, **over: str | None) -> list[str]:
+        """The hook's options for this world (`over`: replace some, e.g. model="...", or leave
+        them out, model=None); the resident scorer is off unless asked for (resident="auto"),
+        so that no test leaves one running."""
         given = {"db": str(self.db), "model": str(self.model), "signet": str(self.signet),
                  "workbench": str(self.workbench), "tz": "Europe/Berlin", "resident": "off",
                  **over}  # fmt: skip
-        return [item for k, v in given.items() for item in (f"--{k.replace('_', '-')}", v)]
+        pairs = ((f"--{k.replace('_', '-')}", v) for k, v in given.items() if v is not None)
+        return [item for pair in pairs for item in pair]
 
 
 @functools.cache
@@ -95,7 +96,7 @@ def signet_prints(world: World, args: Sequence[str], stdin: bytes, env: Mapping[
 
 
 def hook_prints(world: World, args: Sequence[str], stdin: bytes, env: Mapping[str, str],
-                **options: str) -> SignetResult:  # fmt: skip
+                **options: str | None) -> SignetResult:  # fmt: skip
     """What `signet-bench-hook OPTIONS session-start ARGS` prints (`python -m serving.hook`)."""
     argv = [sys.executable, "-m", "serving.hook", *world.options(**options), "session-start"]
     return run_process([*argv, *args], stdin, env)

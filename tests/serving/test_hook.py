@@ -92,26 +92,49 @@ def test_a_non_object_answer_from_signet_prints_what_signet_prints(world, tmp_pa
             assert hook == signet, (answer, fmt)
 
 
-def test_a_missing_signet_ends_as_a_shell_would(world):
-    got = hook_prints(world, HARNESS_ARGS["plain"], stdin_for("x"), world.env(),
-                      signet="/nonexistent/signet")  # fmt: skip
-    assert (got.stdout, got.code) == (b"", 127)
-    assert b"cannot run /nonexistent/signet" in got.stderr
+def test_a_missing_signet_ends_as_a_shell_would_and_says_nothing(world, tmp_path):
+    """No `signet` to run: a shell's exit code for a command it cannot find, and no bytes of
+    the wrapper's own (the reason is in the log)."""
+    env = world.env(PATH=str(tmp_path))  # no signet there, and none named
+    options = world.options(signet=None)
+    argv = [sys.executable, "-m", "serving.hook", *options, "session-start", "-H", "codex"]
+    got = run_process(argv, stdin_for("no-signet"), env)
+    assert got == (b"", b"", 127)
+    run = read_hook_invocations(world.workbench).filter(session_key="no-signet")
+    assert run["outcome"].to_list() == ["signet"]
+    assert run["reason"].to_list() == ["cannot run signet: No such file or directory"]
 
 
-def test_the_wrappers_own_bad_options_are_named(world):
+def test_a_signet_option_that_cannot_run_falls_back_to_signet_on_path(world):
+    env = world.env(PATH=f"{world.signet.parent}:/usr/bin:/bin")
+    args, stdin = HARNESS_ARGS["codex"], stdin_for("signet-fallback")
+    got = hook_prints(world, args, stdin, env, signet="/nonexistent/signet")
+    assert got == signet_prints(world, args, stdin, env) and got.code == 0
+    run = read_hook_invocations(world.workbench).filter(session_key="signet-fallback")
+    why = "cannot be run (no executable file); signet on PATH runs"
+    assert run["reason"].to_list() == [f"--signet '/nonexistent/signet' (command line): {why}"]
+
+
+def test_the_wrappers_own_commands_name_their_bad_options(world):
+    """Without `session-start` a problem is the wrapper's usage error (exit 2), naming the
+    setting, its source and value; with it, Signet runs (`test_hook_fail_open`)."""
     cases = {
-        ("--limit", "0"): b"--limit: expected a int >= 1, got '0'",
-        ("--tz", "Mars/Olympus"): b"'Mars/Olympus' is not a known IANA time zone",
-        ("--budget-ms", "soon"): b"--budget-ms: expected a float >= 0",
-        ("--frobnicate", "1"): b"unknown option '--frobnicate' before session-start",
+        ("--limit", "0", "status"): b"--limit '0' (command line): expected an integer >= 1",
+        ("--tz", "Mars/Olympus", "stop"): b"--tz 'Mars/Olympus' (command line): not a known",
+        ("--budget-ms", "soon", "status"): b"--budget-ms 'soon' (command line): expected a",
+        ("--frobnicate", "1", "status"): b"--frobnicate (command line): unknown option",
+        ("--db", "x"): b"missing the command: session-start",
+        ("status", "now"): b"status 'now' (command line): takes no arguments",
     }
-    for (flag, value), words in cases.items():
-        argv = [sys.executable, "-m", "serving.hook", flag, value, "session-start", "-H", "x"]
-        got = run_process(argv, b"", world.env())
-        assert got.code == 2 and words in got.stderr and got.stdout == b"", (flag, got)
-    got = run_process([sys.executable, "-m", "serving.hook", "--db", "x"], b"", world.env())
-    assert got.code == 2 and b"missing the command: session-start" in got.stderr
+    for argv, words in cases.items():
+        got = run_process([sys.executable, "-m", "serving.hook", *argv], b"", world.env())
+        assert got.code == 2 and words in got.stderr and got.stdout == b"", (argv, got)
+        assert b"usage: signet-bench-hook" in got.stderr
+    env = world.env(SIGNET_BENCH_RESIDENT="on")
+    got = run_process([sys.executable, "-m", "serving.hook", "status"], b"", env)
+    assert got.code == 2 and b"SIGNET_BENCH_RESIDENT='on' (environment): expected one of" in (
+        got.stderr
+    )
 
 
 # --- when nothing fails -------------------------------------------------------------------------
@@ -178,13 +201,25 @@ def test_a_repeated_session_key_keeps_the_first_injection(world, tmp_path):
     assert runs["reason"].to_list()[1] == "signet's answer has no memories"
 
 
-def test_a_failure_is_recorded_with_its_reason_and_signets_order(world):
+def test_a_failure_is_recorded_with_its_reason_and_signets_order(world, tmp_path):
+    """No model where the workbench's folder has it (the default): Signet's output, and its
+    order recorded as injected."""
+    workbench = tmp_path / "workbench.duckdb"
     hook_prints(world, HARNESS_ARGS["codex"], stdin_for("no-model-run"), world.env(),
-                model="/nonexistent/model.onnx")  # fmt: skip
-    run = read_hook_invocations(world.workbench).filter(session_key="no-model-run")
+                workbench=str(workbench), model=None)  # fmt: skip
+    run = read_hook_invocations(workbench).filter(session_key="no-model-run")
     assert run["outcome"].to_list() == ["signet"]
-    assert run["reason"].to_list() == ["no model at /nonexistent/model.onnx"]
-    rows = read_hook_injections(world.workbench).filter(session_key="no-model-run").sort("rank")
+    assert run["reason"].to_list() == [f"no model at {tmp_path / 'model.onnx'}"]
+    rows = read_hook_injections(workbench).filter(session_key="no-model-run").sort("rank")
     answer = json.loads(world.answer.read_text())
     assert rows["memory_id"].to_list() == [m["id"] for m in answer["memories"]]
     assert rows["chosen_by"].unique().to_list() == ["signet"] and rows["score"].null_count() == 40
+
+
+def test_a_model_option_that_is_not_there_is_recorded_as_the_setting(world):
+    hook_prints(world, HARNESS_ARGS["codex"], stdin_for("no-model-given"), world.env(),
+                model="/nonexistent/model.onnx")  # fmt: skip
+    run = read_hook_invocations(world.workbench).filter(session_key="no-model-given")
+    assert run.select(["outcome", "reason", "injected"]).rows() == [
+        ("signet", "--model '/nonexistent/model.onnx' (command line): no such file", None)
+    ]
