@@ -47,6 +47,7 @@ __all__ = [
     "latest_session",
     "render",
     "train_command",
+    "train_target",
 ]
 
 LAST_INVOCATIONS = 5  # the hook log's rows shown
@@ -318,16 +319,20 @@ def _which(signet: str) -> str | None:
 # --- the verdict --------------------------------------------------------------------------------
 
 
-def train_command(cfg: HookConfig, rows: Sequence[Mapping[str, Any]]) -> str:
-    """The commands that train and export a model where the hook looks for it: into the
-    store's `<db>.predictor` folder (the default workbench once it exists) unless the
-    workbench or the model is given."""
+def train_target(cfg: HookConfig, rows: Sequence[Mapping[str, Any]]) -> tuple[Path, Path]:
+    """(the folder to train into, the model to export) so that the hook finds the model: the
+    store's `<db>.predictor` folder (the default workbench once it exists) unless the workbench
+    or the model is given."""
     source = {r["field"]: r["source"] for r in rows}
     if source["model"] == source["workbench"] == "default":
         folder = cfg.db.with_name(cfg.db.name + ".predictor")
-        model = folder / SERVED_MODEL_FILE
-    else:
-        folder, model = cfg.model.parent, cfg.model
+        return folder, folder / SERVED_MODEL_FILE
+    return cfg.model.parent, cfg.model
+
+
+def train_command(cfg: HookConfig, rows: Sequence[Mapping[str, Any]]) -> str:
+    """The commands that train and export a model where the hook looks for it."""
+    folder, model = train_target(cfg, rows)
     return (
         f"signet-bench train --db {_arg(cfg.db)} --out {_arg(folder)} && "
         f"signet-bench export --model {_arg(folder / 'model.sbm')} --out {_arg(model)}"
@@ -375,6 +380,12 @@ def _blocker(report: dict[str, Any], cfg: HookConfig) -> str | None:
             return (
                 f"{model['problem']}, and the store has no scored session to train "
                 f"on yet: use Signet (a session is scored when it ends), then {train}"
+            )
+        folder, target = train_target(cfg, report["settings"])
+        if target != cfg.model:
+            return (
+                f"{model['problem']}: train one into {folder}, the hook's workbench and model "
+                f"folder once it exists: {train}"
             )
         return f"{model['problem']}: train one where the hook looks: {train}"
     if model.get("problem"):
