@@ -56,8 +56,8 @@ workbench), `--signet` (`SIGNET_BENCH_SIGNET`, default `signet` on PATH), `--lim
 (`SIGNET_BENCH_BUDGET_MS`, default 5000), `--tz` (`SIGNET_BENCH_TZ`, default the machine's),
 `--resident` (`SIGNET_BENCH_RESIDENT`, auto or off, default auto), `--idle-s`
 (`SIGNET_BENCH_IDLE_S`, how long the resident waits for a request before it exits, default
-1800). Commands besides `session-start`: `serve`, `start`, `stop`, `status`
-(`serving.hook.config`).
+1800). Commands besides `session-start`: `serve`, `start`, `stop`, `status` and `doctor`
+(`serving.hook.config`, `serving.hook.doctor`).
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from serving.hook.config import (
+    DOCTOR,
     SESSION_START,
     USAGE,
     Command,
@@ -662,6 +663,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # one BLAS thread for numpy (the project's rule outside training: it also halves numpy's
     # start here), unless the user set a count
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if DOCTOR in args:  # reads the options itself: a bad one is what it reports
+        from serving.hook.doctor import doctor_command
+
+        code = doctor_command(args, env)
+        if code is not None:
+            return code
     command = read_command(args, env)
     if command.name != COMMAND:
         if command.name is None or command.problems:

@@ -3,7 +3,8 @@ from an environment variable), the command and Signet's arguments after it. Stan
 only, and neither `dataclasses` nor `typing` at run time: this runs on every session start.
 
 Commands: `session-start ARGS...` (Signet's hook with the scorer's order), `serve` (the
-resident scorer in the foreground), `start` (the resident, detached), `stop` and `status`.
+resident scorer in the foreground), `start` (the resident, detached), `stop`, `status` and
+`doctor` (what the hook would use and whether it serves, `serving.hook.doctor`).
 
 Reading never fails (`read_command`): a setting that cannot be used (an unknown option, an
 option without its value, a value out of range, a path that is not there, a `--signet` that
@@ -19,7 +20,13 @@ import os
 from collections import namedtuple
 from pathlib import Path
 
-from serving.workbench import HOOK_LOG_FILE, SERVED_MODEL_FILE, default_store, default_workbench
+from serving.workbench import (
+    HOOK_LOG_FILE,
+    SERVED_MODEL_FILE,
+    SIGNET_PATH_VAR,
+    default_store,
+    default_workbench,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,14 +48,17 @@ __all__ = [
     "HookConfig",
     "Problem",
     "UsageError",
+    "default_db",
     "parse_command",
     "read_command",
     "runnable",
+    "setting_sources",
     "usage_error",
 ]
 
 SESSION_START = "session-start"
-COMMANDS = (SESSION_START, "serve", "start", "stop", "status")
+DOCTOR = "doctor"
+COMMANDS = (SESSION_START, "serve", "start", "stop", "status", DOCTOR)
 DEFAULT_DB = "~/.agents/memory/memories.db"  # without SIGNET_PATH (workbench.default_store)
 DEFAULT_SIGNET = "signet"  # on PATH
 DEFAULT_LIMIT = 50  # Signet's own recallLimit
@@ -66,6 +76,9 @@ USAGE = (
     "  start                  the resident scorer, detached\n"
     "  stop                   stop the resident scorer\n"
     "  status                 whether the resident scorer runs, and what it holds\n"
+    "  doctor [--json]        which store, workbench, model and signet the hook would use and\n"
+    "                         why, whether the model scores a session of the store, the last\n"
+    "                         session starts, and whether the scorer is serving (exit 0) or not\n"
 )
 _OPTIONS = {
     "--db": ("db", "SIGNET_BENCH_DB"),
@@ -330,3 +343,30 @@ def parse_command(argv: Sequence[str], env: Mapping[str, str]) -> tuple[HookConf
     if command.name is None or command.problems:
         raise UsageError(usage_error(command).rstrip("\n"))
     return command.config, command.name, command.args
+
+
+def default_db(env: Mapping[str, str]) -> tuple[str, str]:
+    """The store when no option or variable names it, and why: Signet's own
+    (`$SIGNET_PATH/memory/memories.db` when `SIGNET_PATH` moves Signet's `~/.agents`, else
+    `DEFAULT_DB`)."""
+    source = SIGNET_PATH_VAR if env.get(SIGNET_PATH_VAR) else "default"
+    return str(default_store(env)), source
+
+
+def setting_sources(given: Mapping[str, str], env: Mapping[str, str]) -> dict[str, tuple]:
+    """Each setting's text as the wrapper reads it and where it came from: {field: (text, source)}
+    for the fields of `HookConfig`; the source is the option (`--db`), the variable
+    (`SIGNET_BENCH_DB`), `SIGNET_PATH` or "default" (text None: the default the wrapper derives,
+    a workbench beside the store, a model beside the workbench, `signet` on PATH). `given`:
+    the options of the command line by field, as `parse_command` collects them."""
+    out: dict[str, tuple] = {}
+    for option, (field, var) in _OPTIONS.items():
+        if given.get(field):
+            out[field] = (given[field], option)
+        elif env.get(var):
+            out[field] = (env[var], var)
+        else:
+            out[field] = (None, "default")
+    if out["db"][0] is None:
+        out["db"] = default_db(env)
+    return out

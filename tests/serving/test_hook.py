@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from serving.hook.inject import find_block
+from serving.hook.inject import SCORER_ORDER, find_block, header
 from signet_bench.store.hook_log import read_hook_injections, read_hook_invocations
 from tests.serving.hook_support import (
     HARNESS_ARGS,
@@ -178,6 +178,9 @@ def test_the_scorer_reorders_and_keeps_the_rest_of_signets_output(world, fmt, tm
     # Signet's text with its own lines in the scorer's order: preamble, date and the text after
     # the block unchanged
     assert ours == _block(theirs, answer).text([ids.index(m) for m in order])
+    # the heading says who ordered the block, in Signet's shape
+    assert header(25, SCORER_ORDER) in ours and header(40) in theirs
+    assert "scored by importance x recency" not in ours
 
 
 def _order(world, key: str) -> list[str]:

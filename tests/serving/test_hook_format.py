@@ -15,7 +15,7 @@ from serving.hook.harness import (
     hook_input,
     parse_invocation,
 )
-from serving.hook.inject import find_block, header
+from serving.hook.inject import SCORER_ORDER, SIGNET_ORDER, find_block, header
 from serving.hook.js import JsNumber, js_trim, parse_json, stringify, utf8
 from signet_bench.bench.signet_standin import (
     codex_output,
@@ -182,11 +182,18 @@ def test_the_block_is_found_and_rebuilt_unchanged():
     assert block.suffix == AFTER
 
 
-def test_the_block_rebuilt_in_another_order_is_signets_text_for_that_order():
+def test_the_block_in_another_order_is_signets_text_under_the_scorers_heading():
     order = [3, 0, 2]
     block = find_block(_inject(MEMS), [m["content"] for m in MEMS])
     assert block is not None
-    assert block.text(order) == _inject([MEMS[i] for i in order])
+    signets = _inject([MEMS[i] for i in order])
+    ours = block.text(order)
+    assert SIGNET_ORDER != SCORER_ORDER
+    assert ours == signets.replace(header(3), header(3, SCORER_ORDER), 1)
+    assert (
+        "## Relevant Memories (auto-loaded | scored by signet-bench's scorer | 3 results)\n" in ours
+    )
+    assert "importance x recency" not in ours.replace(MEMS[2]["content"], "")
     with pytest.raises(ValueError):
         block.text([])
 

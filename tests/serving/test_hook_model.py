@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 from serving.hook.cli import open_scorer, run_hook
-from serving.hook.inject import find_block
+from serving.hook.inject import SCORER_ORDER, find_block
 from serving.hook.rank import HookSession, session_query
 from signet_bench.bench.hook_speed import store_memories
 from signet_bench.bench.signet_standin import signet_answer, write_standin
@@ -174,7 +174,7 @@ def test_the_console_hook_reorders_and_records(trained):
     rows = read_hook_injections(world.workbench).filter(session_key="console-run").sort("rank")
     answer = json.loads(world.answer.read_text())
     contents = {m["id"]: m["content"] for m in answer["memories"]}
-    block = find_block(context, [contents[m] for m in rows["memory_id"]])
+    block = find_block(context, [contents[m] for m in rows["memory_id"]], SCORER_ORDER)
     assert block is not None and rows.height == LIMIT
     assert rows["memory_id"].to_list() != [m["id"] for m in answer["memories"]][:LIMIT]
     assert rows["model_version"].unique().to_list() == [runs["model_version"][0]]
