@@ -29,9 +29,14 @@ def count_axis(**kw: Any) -> alt.Axis:
     return alt.Axis(format="d", tickMinStep=1, **kw)
 
 
-def blank_if_missing(value: Any) -> Any:
-    """A table cell as it is, blank when missing (marimo would print `None`)."""
-    return "" if value is None else value
+def blank_if_missing(value: Any) -> str:
+    """A table cell as text, blank when missing (marimo would print `None`); text for every
+    cell, as marimo rebuilds the formatted column as one Series of one type."""
+    if value is None:
+        return ""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
 
 
 def table(frame: pl.DataFrame, selection: str | None = None, **kw: Any) -> mo.ui.table:
