@@ -189,7 +189,7 @@ def _hook_summary(contrast: pl.DataFrame) -> str:
     shown, kept = int(served["hook_injected"].sum()), int(served["hook_kept"].sum())
     signet, outside = int(served["signet_injected"].sum()), int(served["hook_outside"].sum())
     text += (
-        f" Where it served, it injected {plural(shown, 'memory')}: {kept} of the {signet} "
+        f" Where it served, it injected {plural(shown, 'memory')}: {kept:,} of the {signet:,} "
         f"Signet chose, {plural(shown - kept - outside, 'other candidate')}"
     )
     text += f" and {outside} outside Signet's candidates." if outside else "."
@@ -217,14 +217,14 @@ def _scorer_summary(contrast: pl.DataFrame) -> str:
     share = kept / injected if injected else 0.0
     text = (
         f"In the {plural(ranked.height, 'session')} the scorer ranked, it would have injected "
-        f"{kept} of the {plural(injected, 'memory')} Signet injected ({share:.0%}), and "
+        f"{kept:,} of the {plural(injected, 'memory')} Signet injected ({share:.0%}), and "
         f"{plural(picks - kept, 'other')}."
     )
     signet, scorer = _mean(ranked, "signet"), _mean(ranked, "scorer")
     if signet is not None and scorer is not None:
         text += (
             f" The judge's mean relevance: {signet:.2f} for Signet's injected memories, "
-            f"{scorer:.2f} for the scorer's picks ({picks - judged} of its "
+            f"{scorer:.2f} for the scorer's picks ({picks - judged:,} of its "
             f"{plural(picks, 'pick')} {'was' if picks - judged == 1 else 'were'} never judged: "
             "the judge rates what was injected)."
         )
