@@ -9,6 +9,7 @@ with app.setup:
     import polars as pl
 
     from signet_bench.analysis.queries.training import bench_rows
+    from signet_bench.analysis.wording import plural
     from signet_bench.app.launch import notebook_args
     from signet_bench.app.ui import static, table
 
@@ -98,7 +99,8 @@ def _(bench_filter, results):
         mo.vstack(
             [
                 mo.md(
-                    f"## {chosen.select('bench', 'run').n_unique()} runs, {chosen.height} results"
+                    f"## {plural(chosen.select('bench', 'run').n_unique(), 'run')}, "
+                    f"{plural(chosen.height, 'result')}"
                 ),
                 static(runs_chart(chosen)),
                 mo.md("**Side by side** (one column per run)"),

@@ -11,6 +11,7 @@ with app.setup:
     from signet_bench.analysis.queries import calibration as cal
     from signet_bench.analysis.queries.sessions import session_frame
     from signet_bench.analysis.queries.source import WorkbenchBusy, open_store
+    from signet_bench.analysis.wording import plural, rank_text
     from signet_bench.app.launch import notebook_args
     from signet_bench.app.ui import static, table
     from signet_bench.config import DEFAULT_CONFIG
@@ -57,8 +58,9 @@ def _(db_path, labeler, sample, workbench_path):
         predictor and the baseline. Label what **you** think each memory was worth to the
         session, one memory at a time, by key. Each label is stored in `{workbench_path}` as
         **{labeler}** the moment you give it, is never used for training, and labelling a
-        memory again replaces your earlier label. {sample.height} recent sessions with a
-        confident judge (≥ {DEFAULT_CONFIG.calibration_min_confidence:g}) are waiting for labels.
+        memory again replaces your earlier label. {plural(sample.height, "recent session")}
+        with a confident judge (≥ {DEFAULT_CONFIG.calibration_min_confidence:g})
+        {"is" if sample.height == 1 else "are"} waiting for labels.
         """
     )
 
@@ -123,7 +125,9 @@ def _(excerpt, get_cursor, items):
         _mine = cursor.labels[cursor.position]
         _card = mo.vstack(
             [
-                mo.md(f"**{cal.progress_text(cursor)}** · memory ranked {_row['rank']}"),
+                mo.md(
+                    f"**{cal.progress_text(cursor)}** · Signet ranked it {rank_text(_row['rank'])}"
+                ),
                 mo.callout(mo.md(_row["content"]), kind="neutral"),
                 mo.md("_not labelled yet_" if _mine is None else f"your label: **{_mine:.2f}**"),
             ]
@@ -231,7 +235,7 @@ def _(labels, mae):
         _flag = _last["flagged"]
         _summary = mo.callout(
             mo.md(
-                f"Judge-vs-human MAE over all {labels.height} labels: "
+                f"Judge-vs-human MAE over {plural(labels.height, 'label')}: "
                 f"**{_last['running_mae']:.3f}**"
                 + (
                     f" — above {_limit:g}: the judge disagrees with people; consider "
@@ -282,7 +286,9 @@ def _(export_button, labels, workbench_path):
                     "delta",
                 ),
                 page_size=10,
-            ),
+            )
+            if labels.height
+            else mo.md("_None yet: the labels you give above are listed here._"),
             mo.hstack(
                 [export_button, mo.md(f"written: `{_out}`") if _out else mo.md("")],
                 justify="start",

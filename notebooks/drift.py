@@ -19,8 +19,9 @@ with app.setup:
     from signet_bench.analysis.queries.sessions import drift_resets
     from signet_bench.analysis.queries.source import open_store
     from signet_bench.analysis.queries.stattests import STATTESTS
+    from signet_bench.analysis.wording import plural
     from signet_bench.app.launch import notebook_args
-    from signet_bench.app.ui import static, table
+    from signet_bench.app.ui import count_axis, static, table
     from signet_bench.config import DEFAULT_CONFIG
 
 
@@ -33,7 +34,10 @@ def drift_chart(frame: pl.DataFrame, threshold: float, color: str | None = None)
         .mark_line(point=True)
         .encode(
             x=alt.X(
-                "last_n:Q", title="session #", scale=alt.Scale(domain=[0, frame["last_n"].max()])
+                "last_n:Q",
+                title="session #",
+                scale=alt.Scale(domain=[0, frame["last_n"].max()]),
+                axis=count_axis(),
             ),
             y=alt.Y("drift:Q", title="relevance < 7 d − > 30 d"),
             tooltip=["last_n", "until:T", alt.Tooltip("drift:Q", format="+.3f"), "recent", "old"],
@@ -50,12 +54,13 @@ def drift_chart(frame: pl.DataFrame, threshold: float, color: str | None = None)
 
 @app.function
 def success_chart(sessions: pl.DataFrame, resets: pl.DataFrame) -> alt.LayerChart:
-    """The success-rate EMA recorded with each comparison, and the drift resets."""
+    """The success-rate EMA recorded with each comparison (a dot each, so one session shows),
+    and the drift resets (no layer without one: an empty layer's domain is infinite)."""
     line = (
         alt.Chart(sessions.filter(pl.col("success_rate").is_not_null()).select("n", "success_rate"))
-        .mark_line(color="#2f6fdf")
+        .mark_line(color="#2f6fdf", point=True)
         .encode(
-            x=alt.X("n:Q", title="session #"),
+            x=alt.X("n:Q", title="session #", axis=count_axis()),
             y=alt.Y("success_rate:Q", scale=alt.Scale(domain=[0, 1]), title="success-rate EMA"),
         )
     )
@@ -69,7 +74,8 @@ def success_chart(sessions: pl.DataFrame, resets: pl.DataFrame) -> alt.LayerChar
         .mark_rule(color="#d1453b", strokeDash=[6, 4], strokeWidth=2)
         .encode(x="n:Q", tooltip=[alt.Tooltip("n:Q", title="drift reset after session")])
     )
-    return alt.layer(line, floor, rules).properties(height=200, width="container")
+    layers = [line, floor, rules] if resets.height else [line, floor]
+    return alt.layer(*layers).properties(height=200, width="container")
 
 
 @app.function
@@ -79,7 +85,7 @@ def project_success_chart(frame: pl.DataFrame) -> alt.Chart:
         alt.Chart(frame.filter(pl.col("win_rate").is_not_null()))
         .mark_line(point=True)
         .encode(
-            x=alt.X("last_n:Q", title="session #"),
+            x=alt.X("last_n:Q", title="session #", axis=count_axis()),
             y=alt.Y("win_rate:Q", scale=alt.Scale(domain=[0, 1]), title="win rate"),
             color=alt.Color("project:N", legend=alt.Legend(orient="top")),
             tooltip=["project", "last_n", "counted", alt.Tooltip("win_rate:Q", format=".0%")],
@@ -186,8 +192,8 @@ def _(entity, judged, resets, shown, window):
     _of = (
         ""
         if entity.value is None
-        else f" Shown at the {shown.height} sessions `{entity.value}` is focal in; the EMA and "
-        "its resets are the whole loop's."
+        else f" Shown at the {plural(shown.height, 'session')} `{entity.value}` is focal in; "
+        "the EMA and its resets are the whole loop's."
     )
     _flagged = overall.filter(pl.col("flagged"))
     _valid = overall.filter(pl.col("drift").is_not_nan())
@@ -195,7 +201,8 @@ def _(entity, judged, resets, shown, window):
         mo.callout(
             mo.md(
                 f"The judge favoured young memories by more than {_limit:g} in "
-                f"{_flagged.height} of {overall.height} stretches: check it for recency bias."
+                f"{_flagged.height} of {plural(overall.height, 'stretch', 'stretches')}: check it "
+                "for recency bias."
             ),
             kind="warn",
         )
@@ -205,8 +212,9 @@ def _(entity, judged, resets, shown, window):
             + (
                 ""
                 if _valid.height == overall.height
-                else f" {overall.height - _valid.height} of {overall.height} stretches judged no "
-                "memory under 7 days old (or none over 30): no point there."
+                else f" {overall.height - _valid.height} of "
+                f"{plural(overall.height, 'stretch', 'stretches')} judged no memory under 7 days "
+                "old (or none over 30): no point there."
             )
         )
     )
@@ -225,9 +233,13 @@ def _(entity, judged, resets, shown, window):
                 "reset fires after "
                 f"{DEFAULT_CONFIG.drift_reset_window} consecutive counted sessions below it." + _of
             ),
-            static(success_chart(shown, resets)),
+            static(success_chart(shown, resets))
+            if shown["success_rate"].is_not_null().any()
+            else mo.md("_No comparison yet: the EMA starts with the first one._"),
             mo.md("**Win rate per project**"),
-            static(project_success_chart(success)),
+            static(project_success_chart(success))
+            if success["win_rate"].is_not_null().any()
+            else mo.md("_No counted comparison yet._"),
         ]
     )
     return overall, per_project, success
@@ -288,6 +300,12 @@ def _(current, drift_table, entity, feature_picker, features, samples, test_choi
         ]
     )
     _drifted = drift_table.filter(pl.col("drifted")).height
+    _verdict = (
+        f"**{_drifted} of {drift_table.height} features drifted.**"
+        if drift_table["reference_rows"].max() and drift_table["current_rows"].max()
+        else f"**Nothing to compare yet**: {plural(samples['session_key'].n_unique(), 'session')}"
+        " with training candidates, and the test needs sessions on both sides of the window."
+    )
     _scope = "" if entity.value is None else f" (of the sessions `{entity.value}` is focal in)"
     mo.vstack(
         [
@@ -296,7 +314,7 @@ def _(current, drift_table, entity, feature_picker, features, samples, test_choi
                 f"Every trainable candidate's 17 input features{_scope}: the latest sessions "
                 "(serving) against all earlier ones (what the model learned from), judged per "
                 "feature "
-                f"by a drift test. **{_drifted} of {drift_table.height} features drifted.** "
+                f"by a drift test. {_verdict} "
                 "The time features (tod_, dow_, moy_) move with the calendar by design; "
                 "drift in the memory features (recency, importance, usage, ...) means the "
                 "candidates themselves changed."
@@ -320,7 +338,7 @@ def _(current, drift_table, entity, feature_picker, features, samples, test_choi
                 "differently from the one definition used here (share of candidate rows and "
                 "mean absolute difference)."
             ),
-            table(features.skew, page_size=17),
+            table(features.skew.drop("index", strict=False), page_size=17),
         ]
     )
 

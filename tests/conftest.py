@@ -1,7 +1,7 @@
-"""Fixtures shared across test folders: the small demo, the young store and the architect
-stores (tests/analysis/queries/stores.py), a simulated store of each of Signet's release lines
-(tests/lines.py), and the current one as Signet's daemon would have left it, built once per
-run."""
+"""Fixtures shared across test folders: the small demo, the young store, the one-session
+current store and the architect stores (tests/analysis/queries/stores.py), a simulated store
+of each of Signet's release lines (tests/lines.py), and the current one as Signet's daemon
+would have left it, built once per run."""
 
 from __future__ import annotations
 
@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 
 from signet_bench.store.schema import RELEASE_LINES
-from tests.analysis.queries.stores import architect_store, small_demo, young_store
+from tests.analysis.queries.stores import (
+    architect_store,
+    one_session_store,
+    small_demo,
+    young_store,
+)
 from tests.lines import as_signet_leaves_it, simulated_store
 
 
@@ -22,6 +27,12 @@ def demo(tmp_path_factory):
 @pytest.fixture(scope="session")
 def young(tmp_path_factory):
     return young_store(tmp_path_factory.getbasetemp() / "shared-young")
+
+
+@pytest.fixture(scope="session")
+def one_session(tmp_path_factory):
+    """A current store after its first session, as Signet's daemon leaves it (read only)."""
+    return one_session_store(tmp_path_factory.getbasetemp() / "shared-one-session")
 
 
 @pytest.fixture(scope="session")

@@ -11,10 +11,12 @@ import altair as alt
 import polars as pl
 
 from signet_bench.analysis.queries.sessions import CONFIDENCE_GROUPS
+from signet_bench.app.ui import count_axis
 
 __all__ = [
     "OUTCOME_COLORS",
     "alpha_gauge",
+    "finite_losses",
     "latency_chart",
     "progress_chart",
     "project_chart",
@@ -56,17 +58,22 @@ def alpha_gauge(alpha: float) -> alt.Chart:
 
 
 @functools.cache
-def win_loss_template() -> alt.LayerChart:
-    """The win/loss timeline's layers without data (built once: Altair's validation costs
-    more than the data)."""
+def win_loss_template(resets: bool = True) -> alt.LayerChart:
+    """The win/loss timeline's layers without data (built once per kind: Altair's validation
+    costs more than the data); the drift resets' layers only when there are `resets` (an
+    empty layer leaves Vega an infinite domain to warn about)."""
     pick = alt.selection_point(fields=["n"], on="click", name="pick")
-    x = alt.X("n:Q", title="session #")
+    x = alt.X("n:Q", title="session #", axis=count_axis())
     dots = (
         alt.Chart()
         .mark_point(size=45, strokeWidth=1.6)
         .encode(
             x=x,
-            y=alt.Y("margin:Q", title="predictor − baseline NDCG@10 (above 0: predictor better)"),
+            y=alt.Y(
+                "margin:Q",
+                title="predictor − baseline NDCG@10 (above 0: predictor better)",
+                axis=alt.Axis(format=".2~f"),  # a one-value domain would read 0.000000
+            ),
             color=alt.Color("outcome:N", scale=OUTCOME_COLORS, legend=alt.Legend(orient="top")),
             fill=alt.condition(
                 "datum.counted",
@@ -116,8 +123,9 @@ def win_loss_template() -> alt.LayerChart:
         .encode(x=x, y=alt.value(0), text=alt.value("drift reset"))
     )
     zero = alt.Chart().mark_rule(color="#666").encode(y=alt.datum(0))
+    left = alt.layer(zero, dots, rules, labels) if resets else alt.layer(zero, dots)
     return (
-        alt.layer(alt.layer(zero, dots, rules, labels), ema)
+        alt.layer(left, ema)
         .resolve_scale(y="independent")
         .properties(height=260, width="container")
     )
@@ -141,19 +149,24 @@ def win_loss_chart(sessions: pl.DataFrame, resets: pl.DataFrame) -> alt.LayerCha
         pl.col("success_rate").round(3),
         pl.col("n").is_in(resets["n"].to_list()).alias("reset"),
     )
-    chart = win_loss_template().copy(deep=False)
+    chart = win_loss_template(bool(data["reset"].any())).copy(deep=False)
     chart.data = data
     return chart
 
 
+def finite_losses(steps: pl.DataFrame) -> pl.DataFrame:
+    """The training steps with a finite loss: a run that trained nothing (its start served
+    as it is) or diverged logs +inf, which no axis can hold."""
+    return steps.filter(pl.col("loss").is_finite())
+
+
 def training_chart(steps: pl.DataFrame, markers: pl.DataFrame) -> alt.LayerChart:
-    """Loss over training steps (epochs), each run's end marked by its verdict and model
-    version, drift resets as dashed lines."""
-    line = (
-        alt.Chart(steps)
-        .mark_line(color="#555")
-        .encode(x=alt.X("step:Q", title="training step (epoch)"), y=alt.Y("loss:Q", title="loss"))
-    )
+    """Loss over training steps (epochs) with a finite loss (`finite_losses`; the y-domain
+    holds every point drawn), each run's end marked by its verdict and model version, drift
+    resets as dashed lines."""
+    steps = finite_losses(steps)
+    x = alt.X("step:Q", title="training step (epoch)", axis=count_axis())
+    line = alt.Chart(steps).mark_line(color="#555").encode(x=x, y=alt.Y("loss:Q", title="loss"))
     ends = (
         steps.group_by("run")
         .agg(pl.all().last())
@@ -181,8 +194,9 @@ def training_chart(steps: pl.DataFrame, markers: pl.DataFrame) -> alt.LayerChart
         )
     )
     every = max(1, ends.height // 8)
+    labelled = ends.filter(pl.col("accepted") & ((pl.col("run") - 1) % every == 0))
     labels = (
-        alt.Chart(ends.filter(pl.col("accepted") & ((pl.col("run") - 1) % every == 0)))
+        alt.Chart(labelled)
         .mark_text(dy=-10, fontSize=10, color="#2f6fdf")
         .encode(x="step:Q", y="loss:Q", text="version:N")
     )
@@ -194,9 +208,9 @@ def training_chart(steps: pl.DataFrame, markers: pl.DataFrame) -> alt.LayerChart
     reset_text = rules.mark_text(
         align="left", dx=4, dy=-4, color="#d1453b", fontWeight="bold"
     ).encode(y=alt.value(0), text=alt.value("drift reset: full retrain"))
-    return alt.layer(line, points, labels, rules, reset_text).properties(
-        height=220, width="container"
-    )
+    layers = [line, points] + ([labels] if labelled.height else [])
+    layers += [rules, reset_text] if markers.height else []  # no empty layer: no infinite domain
+    return alt.layer(*layers).properties(height=220, width="container")
 
 
 def latency_chart(latency: pl.DataFrame) -> alt.Chart:
@@ -223,9 +237,14 @@ def latency_chart(latency: pl.DataFrame) -> alt.Chart:
 
 
 def project_chart(projects: pl.DataFrame) -> alt.LayerChart:
-    """Per-project win rate over the sessions that counted (green above half), labelled."""
+    """Per-project win rate over the sessions that counted (green above half), labelled;
+    highest first, in an order both layers share (a sort by the bars' x would differ from the
+    labels' in Vega's eyes and make it warn)."""
+    counted = projects.filter(pl.col("counted") > 0).sort(
+        "win_rate", "project", descending=[True, False]
+    )
     bars = (
-        alt.Chart(projects.filter(pl.col("counted") > 0))
+        alt.Chart(counted)
         .mark_bar()
         .encode(
             x=alt.X(
@@ -234,7 +253,7 @@ def project_chart(projects: pl.DataFrame) -> alt.LayerChart:
                 title="predictor win rate (counted sessions)",
                 axis=alt.Axis(format="%"),
             ),
-            y=alt.Y("project:N", sort="-x", title=None),
+            y=alt.Y("project:N", sort=counted["project"].to_list(), title=None),
             color=alt.condition("datum.win_rate > 0.5", alt.value("#2e9d4f"), alt.value("#d1453b")),
             tooltip=["project", "sessions", "counted", alt.Tooltip("win_rate:Q", format=".0%")],
         )
@@ -253,7 +272,7 @@ def weekly_chart(weekly: pl.DataFrame) -> alt.Chart:
         .mark_bar()
         .encode(
             x=alt.X("week:T", title=None),
-            y=alt.Y("sessions:Q", title="sessions"),
+            y=alt.Y("sessions:Q", title="sessions", axis=count_axis()),
             color=alt.Color(
                 "judged:N",
                 scale=alt.Scale(domain=list(CONFIDENCE_GROUPS), range=["#2f6fdf", "#c8c8c8"]),

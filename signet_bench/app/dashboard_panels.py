@@ -7,6 +7,7 @@ again for every visitor's session before the first chart can be drawn.
 from __future__ import annotations
 
 import datetime
+import math
 from typing import Any
 
 import marimo as mo
@@ -297,9 +298,15 @@ def chosen_session(view: dash.DashboardView, chart: Any, rows: Any) -> dict | No
     return view.sessions.filter(pl.col("session_key") == key).row(0, named=True)
 
 
+def _figure(value: float | None, spec: str) -> str:
+    """A figure in a sentence, "-" when missing (never a made-up 0)."""
+    return "-" if value is None or math.isnan(value) else format(value, spec)
+
+
 def inspector(detail: SessionDetail, events: pl.DataFrame) -> mo.Html:
-    """The comparison inspector: the session's outcome, both rankers' top 10, and what was
-    injected, missed, diversified, reasoned and logged."""
+    """The comparison inspector: the session's outcome, both rankers' top 10 (one above the
+    other: side by side, their columns do not fit a 1280 px page), and what was injected,
+    missed, diversified, reasoned and logged."""
     s = detail.session
     j = detail.judge
     reason = (j.get("reasoning") or "-") + (
@@ -311,22 +318,16 @@ def inspector(detail: SessionDetail, events: pl.DataFrame) -> mo.Html:
             mo.md(
                 f"## Comparison inspector · session #{s['n']} ({s['project']}, "
                 f"{s['started_at']:%Y-%m-%d %H:%M} UTC)\n"
-                f"**{s['outcome']}** — predictor NDCG@10 {s['predictor_ndcg'] or 0:.3f}, "
-                f"baseline {s['baseline_ndcg'] or 0:.3f}, α {s['alpha'] or 1:.2f}. "
+                f"**{s['outcome']}** — predictor NDCG@10 {_figure(s['predictor_ndcg'], '.3f')}, "
+                f"baseline {_figure(s['baseline_ndcg'], '.3f')}, α {_figure(s['alpha'], '.2f')}. "
                 f"Confidence gate: {detail.gate}. EMA: {detail.ema}."
             ),
-            mo.hstack(
-                [
-                    mo.vstack(
-                        [mo.md("**Baseline's top 10**"), table(detail.baseline_top, page_size=10)]
-                    ),
-                    mo.vstack(
-                        [mo.md("**Predictor's top 10**"), table(detail.predictor_top, page_size=10)]
-                    ),
-                ],
-                widths="equal",
-                gap=1,
-            ),
+            mo.md("**Baseline's top 10**"),
+            table(detail.baseline_top, page_size=10),
+            mo.md("**Predictor's top 10**"),
+            table(detail.predictor_top, page_size=10)
+            if detail.predictor_top.height
+            else mo.md("_The predictor did not score this session: it ranked nothing._"),
             mo.accordion(
                 {
                     f"Injected memories ({injected}) with relevance and FTS hits": table(

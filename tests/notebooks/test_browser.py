@@ -67,10 +67,26 @@ def browser():
         b.close()
 
 
-def _open(browser, url: str):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+def _open(browser, url: str, width: int = 1400):
+    """A new page on the app, `width` px wide, keeping the console's messages (see
+    `_chart_problems`)."""
+    page = browser.new_page(viewport={"width": width, "height": 1000})
+    page.console_messages = []
+    page.on("console", lambda m: page.console_messages.append((m.type, m.text)))
+    page.on("pageerror", lambda e: page.console_messages.append(("error", str(e))))
     page.goto(f"{url}/?access_token={TOKEN}")
     return page
+
+
+def _chart_problems(page) -> list[str]:
+    """The page's console errors and Vega's warnings (its logger writes "WARN ..."; e.g. an
+    infinite extent: a chart whose domain does not hold its data). The browser's own notes
+    (an unused preload) are not problems of the page."""
+    return [
+        f"{kind}: {text}"
+        for kind, text in page.console_messages
+        if kind == "error" or (kind == "warning" and text.startswith("WARN"))
+    ]
 
 
 def _wait_for_charts(page, n: int, timeout_s: float = 60) -> None:
@@ -86,7 +102,7 @@ def _screenshot(page, name: str) -> Path:
     """A full-page screenshot (the app scrolls inside #App: grow the viewport to it first)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     height = page.evaluate("document.querySelector('#App')?.scrollHeight || 2000")
-    page.set_viewport_size({"width": 1400, "height": int(height) + 40})
+    page.set_viewport_size({"width": page.viewport_size["width"], "height": int(height) + 40})
     page.wait_for_timeout(500)
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
@@ -121,6 +137,7 @@ def test_dashboard_in_a_browser(browser, demo):
         row.locator("input[type=checkbox], button[role=checkbox]").first.click()
         page.get_by_text("Comparison inspector · session #78").first.wait_for(timeout=30_000)
         assert page.get_by_text(INTERNAL_ERROR).count() == 0
+        assert not _chart_problems(page)
         _screenshot(page, "dashboard")
         page.close()
 
@@ -132,6 +149,7 @@ def test_young_store_dashboard_in_a_browser(browser, young):
         _wait_for_charts(page, 1)
         assert page.get_by_text("predictor: collecting").count() > 0
         assert page.get_by_text(INTERNAL_ERROR).count() == 0
+        assert not _chart_problems(page)
         _screenshot(page, "dashboard-cold-start")
         page.close()
 
@@ -155,6 +173,7 @@ def test_current_store_dashboard_in_a_browser(browser, bare_current):
         injected.first.wait_for(timeout=90_000)
         assert page.get_by_text("Cold start: collecting training data").count() == 0
         assert page.get_by_text(INTERNAL_ERROR).count() == 0
+        assert not _chart_problems(page)
         _screenshot(page, "dashboard-current")
         page.close()
 

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from signet_bench.analysis.wording import plural
 from tests.notebooks.test_browser import (
     CHROMIUM,
     INTERNAL_ERROR,
@@ -32,7 +33,7 @@ def test_drift_filtered_by_a_focal_entity_in_a_browser(browser, architect):  # n
                       int(t.split("(")[1].split()[0]) < 12)  # fmt: skip
         entity, n = chosen.split(" (")[0], chosen.split("(")[1].split()[0]
         picker.select_option(label=chosen)
-        shown = f"Shown at the {n} sessions {entity} is focal in"
+        shown = f"Shown at the {plural(int(n), 'session')} {entity} is focal in"
         page.get_by_text(shown).first.wait_for(timeout=60_000)
         _wait_for_charts(page, 2)
         assert page.get_by_text(INTERNAL_ERROR).count() == 0

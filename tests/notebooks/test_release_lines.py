@@ -59,7 +59,9 @@ def test_dashboard_on_a_current_store_as_signet_leaves_it(bare_current):
     assert "timeline" in d and d["detail"].baseline_top.height == 10
     assert details.label_sources.filter(details.label_sources["present"]).height == 6
     # the loop's checkpoints name each session's focal entities, as current Signet's do
-    assert details.focal.note.startswith("Focal entities as the store names them: checkpoint (")
+    assert details.focal.note.startswith(
+        "Focal entities as the store names them, from the checkpoints in "
+    )
 
 
 def test_drift_on_a_current_store_follows_the_recomputed_comparisons(bare_current):

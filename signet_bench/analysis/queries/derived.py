@@ -26,6 +26,7 @@ import polars as pl
 from serving.workbench import HOOK_LOG_FILE
 from signet_bench.analysis.queries.sessions import session_frame
 from signet_bench.analysis.queries.source import child_frames, child_main
+from signet_bench.analysis.wording import plural
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.store.duck import attached_tables
 from signet_bench.store.schema import ReleaseLine, release_line_of
@@ -109,10 +110,6 @@ def _compute(db: Path, out: Path, args: argparse.Namespace) -> None:
         con.close()
 
 
-def _sessions(n: int) -> str:
-    return f"{n} session{'' if n == 1 else 's'}"
-
-
 def label_sources_text(sources: pl.DataFrame) -> str:
     """One statement of what the labels learn from: each source the store holds with the
     sessions it covers, the sources it keeps empty, and the ones this store does not have at
@@ -122,7 +119,7 @@ def label_sources_text(sources: pl.DataFrame) -> str:
     empty = sources.filter(pl.col("present") & (pl.col("sessions") == 0))
     absent = sources.filter(~pl.col("present") & (pl.col("where") != HOOK_LOG_FILE))
     parts = [
-        f"{r['source']} in {_sessions(r['sessions'])} (`{r['where']}`)"
+        f"{r['source']} in {plural(r['sessions'], 'session')} (`{r['where']}`)"
         for r in held.iter_rows(named=True)
     ]
     text = f"Labels learn from {', '.join(parts) if parts else 'no source yet'}."

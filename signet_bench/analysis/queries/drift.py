@@ -15,6 +15,7 @@ import polars as pl
 
 from signet_bench.analysis.judge_monitor import drift_signal
 from signet_bench.analysis.queries.source import agent_condition
+from signet_bench.analysis.wording import plural
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.store.duck import ts_expr
 
@@ -105,7 +106,7 @@ def entity_options(pairs: pl.DataFrame) -> dict[str, str | None]:
     )
     options: dict[str, str | None] = {ALL_SESSIONS: None}
     for entity, n in counts.iter_rows():
-        options[f"{entity} ({n} session{'' if n == 1 else 's'})"] = entity
+        options[f"{entity} ({plural(n, 'session')})"] = entity
     return options
 
 

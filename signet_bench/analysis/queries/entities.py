@@ -18,6 +18,7 @@ import duckdb
 import polars as pl
 
 from signet_bench.analysis.queries.source import agent_condition
+from signet_bench.analysis.wording import plural
 from signet_bench.store.duck import attached_tables
 from signet_bench.store.read import DEFAULT_AGENT
 
@@ -25,6 +26,12 @@ __all__ = ["FocalEntities", "focal_entities"]
 
 _SCHEMA = {"session_key": pl.String, "entity": pl.String, "via": pl.String}
 _TRAVERSAL = "('ka_traversal', 'ka_traversal_pinned')"
+# Each source (`via`) as the note names it: where the store names a session's focal entity.
+_WHERE = {
+    "comparison": "the comparison",
+    "checkpoint": "the checkpoints",
+    "graph traversal": "the graph traversal's candidates",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +133,6 @@ def focal_entities(con: duckdb.DuckDBPyConnection, agent_id: str = DEFAULT_AGENT
     if pairs.height == 0:
         return FocalEntities(pairs, _missing_note(con, tables, agent_id))
     per_via = pairs.group_by("via", maintain_order=True).agg(pl.col("session_key").n_unique())
-    sources = ", ".join(
-        f"{via} ({n} session{'' if n == 1 else 's'})" for via, n in per_via.iter_rows()
-    )
-    return FocalEntities(pairs, f"Focal entities as the store names them: {sources}.")
+    parts = [f"{_WHERE[via]} in {plural(n, 'session')}" for via, n in per_via.iter_rows()]
+    sources = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+    return FocalEntities(pairs, f"Focal entities as the store names them, from {sources}.")

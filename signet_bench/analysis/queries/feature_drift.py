@@ -85,6 +85,14 @@ def feature_frames(
     return FeatureFrames(frames["samples"], frames["skew"])
 
 
+# Typed even where every value is missing (one session: no earlier window to compare with).
+_DRIFT_SCHEMA = {
+    "feature": pl.String, "test": pl.String, "statistic": pl.Float64, "threshold": pl.Float64,
+    "drifted": pl.Boolean, "reference_mean": pl.Float64, "current_mean": pl.Float64,
+    "reference_rows": pl.Int64, "current_rows": pl.Int64,
+}  # fmt: skip
+
+
 def feature_drift(
     samples: pl.DataFrame, current_sessions: int, test: str | None = None
 ) -> pl.DataFrame:
@@ -111,7 +119,7 @@ def feature_drift(
                 "current_rows": len(c),
             }
         )
-    return pl.DataFrame(rows)
+    return pl.DataFrame(rows, schema=_DRIFT_SCHEMA)
 
 
 def _windows(samples: pl.DataFrame, current_sessions: int) -> pl.Expr:

@@ -22,6 +22,7 @@ import duckdb
 import polars as pl
 
 from signet_bench.analysis.queries.source import agent_condition
+from signet_bench.analysis.wording import plural
 from signet_bench.store.duck import attached_tables
 from signet_bench.store.hook_log import hook_record, hook_sessions, served_injections
 from signet_bench.store.read import DEFAULT_AGENT
@@ -188,8 +189,8 @@ def _hook_summary(contrast: pl.DataFrame) -> str:
     shown, kept = int(served["hook_injected"].sum()), int(served["hook_kept"].sum())
     signet, outside = int(served["signet_injected"].sum()), int(served["hook_outside"].sum())
     text += (
-        f" Where it served, it injected {shown} memories: {kept} of the {signet} Signet chose, "
-        f"{shown - kept - outside} other candidates"
+        f" Where it served, it injected {plural(shown, 'memory')}: {kept:,} of the {signet:,} "
+        f"Signet chose, {plural(shown - kept - outside, 'other candidate')}"
     )
     text += f" and {outside} outside Signet's candidates." if outside else "."
     ours, theirs = _mean(served, "hook"), _mean(served, "signet")
@@ -215,14 +216,16 @@ def _scorer_summary(contrast: pl.DataFrame) -> str:
     picks, judged = int(ranked["scorer_picks"].sum()), int(ranked["scorer_judged"].sum())
     share = kept / injected if injected else 0.0
     text = (
-        f"In the {ranked.height} sessions the scorer ranked, it would have injected {kept} of "
-        f"the {injected} memories Signet injected ({share:.0%}), and {picks - kept} others."
+        f"In the {plural(ranked.height, 'session')} the scorer ranked, it would have injected "
+        f"{kept:,} of the {plural(injected, 'memory')} Signet injected ({share:.0%}), and "
+        f"{plural(picks - kept, 'other')}."
     )
     signet, scorer = _mean(ranked, "signet"), _mean(ranked, "scorer")
     if signet is not None and scorer is not None:
         text += (
             f" The judge's mean relevance: {signet:.2f} for Signet's injected memories, "
-            f"{scorer:.2f} for the scorer's picks ({picks - judged} of its {picks} picks were "
-            "never judged: the judge rates what was injected)."
+            f"{scorer:.2f} for the scorer's picks ({picks - judged:,} of its "
+            f"{plural(picks, 'pick')} {'was' if picks - judged == 1 else 'were'} never judged: "
+            "the judge rates what was injected)."
         )
     return text

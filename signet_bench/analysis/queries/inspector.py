@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from signet_bench.analysis.queries.source import agent_condition, store_has
+from signet_bench.analysis.wording import plural
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.ranking.fusion import rrf_fuse
 from signet_bench.store.duck import store_sql
@@ -232,13 +233,19 @@ def session_events(
     events: list[tuple] = []
     if start is not None and pool.height:
         corpus = _corpus_size(con, pool["created_at"].min())
-        events.append((start, "prefilter", f"corpus {corpus} -> {pool.height} candidates"))
+        events.append(
+            (start, "prefilter", f"corpus {corpus} -> {plural(pool.height, 'candidate')}")
+        )
     if s.get("predictor_scored"):
         top = detail.predictor_top["memory_id"][0] if detail.predictor_top.height else "-"
-        what = f"{pool.height} candidates, top pick {top}, alpha {s.get('alpha') or 1.0:.2f}"
+        what = (
+            f"{plural(pool.height, 'candidate')}, top pick {top}, alpha {s.get('alpha') or 1.0:.2f}"
+        )
         events.append((start, "scored", what))
     if detail.diversity.height:
-        events.append((start, "diversity", f"attenuated {detail.diversity.height} candidates"))
+        events.append(
+            (start, "diversity", f"attenuated {plural(detail.diversity.height, 'candidate')}")
+        )
     end = s.get("ended_at") or start
     injected = pool.filter(pl.col("was_injected"))
     matched = injected.filter(pl.col("fts_hit_count") > 0).height

@@ -1,8 +1,9 @@
 """The stores the query, notebook and browser tests share, each built once per test session:
 a small embedded demo (80 sessions, 200 memories: cold start, active mode, a drift reset, two
 projects, training runs, an exported model, calibration labels, benchmark reports), a
-young store still in cold start (5 sessions, never trained) and an architect store, whose
-knowledge graph names each session's focal entities (12 sessions, 300 memories)."""
+young store still in cold start (5 sessions, never trained), a current store after its first
+session, as Signet's daemon leaves it, and an architect store, whose knowledge graph names
+each session's focal entities (12 sessions, 300 memories)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from signet_bench.app.demo import DemoPaths, demo_paths, run_demo
 from signet_bench.daemon.loop import SimOptions, simulate
 from signet_bench.world.synth.build import build_persona_store
+from tests.lines import as_signet_leaves_it
 
 DEMO_SESSIONS = 80
 DEMO_MEMORIES = 200
@@ -33,6 +35,17 @@ def young_store(root: Path) -> Path:
     build_persona_store("light", db, seed=3, n_memories=120)
     simulate(db, YOUNG_SESSIONS, SimOptions(scorer="model", seed=3))
     return db
+
+
+@functools.cache
+def one_session_store(root: Path) -> Path:
+    """A current store on day one: a light persona after its first session, without the
+    simulator's tables (what Signet's daemon leaves)."""
+    root.mkdir(parents=True, exist_ok=True)
+    db = root / "simulated.db"
+    build_persona_store("light", db, seed=4, n_memories=120, schema="current")
+    simulate(db, 1, SimOptions(scorer="none", seed=4))
+    return as_signet_leaves_it(db, root / "one-session.db")
 
 
 ARCHITECT_SESSIONS = 12

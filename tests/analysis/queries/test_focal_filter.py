@@ -130,7 +130,7 @@ def test_the_command_lines_summary_has_the_entity_slice(architect, young, tmp_pa
     none does."""
     text = slices_text(store_slices(architect["0.58"]))
     assert "success by project" in text and "success by focal entity" in text
-    assert "Focal entities as the store names them: comparison (12 sessions)" in text
+    assert "Focal entities as the store names them, from the comparison in 12 sessions" in text
     plain = tmp_path / "young.db"
     con = sqlite3.connect(plain)
     src = sqlite3.connect(f"file:{young}?mode=ro", uri=True)

@@ -185,8 +185,8 @@ def test_focal_entities_from_checkpoints_and_traversal(line_stores, tmp_path):
         (second, entity, "graph traversal"),
     }
     assert found.note == (
-        "Focal entities as the store names them: checkpoint (1 session), "
-        "graph traversal (1 session)."
+        "Focal entities as the store names them, from the checkpoints in 1 session and "
+        "the graph traversal's candidates in 1 session."
     )
     sessions = _load(store).sessions
     slices = s.entity_slices(sessions, found.pairs)
