@@ -336,7 +336,7 @@ def _label_rows(sim: Simulator, horizon: int) -> list[dict]:
                     "session_key": key,
                     "memory_id": memory_id,
                     "human_label": human,
-                    "scorer_label": judge,
+                    "judge_relevance": judge,
                     "labeler": DEMO_LABELER,
                     "labeled_at": format_iso(labeled_at),
                 }
