@@ -4,6 +4,8 @@ __generated_with = "0.25.2"
 app = marimo.App(width="medium", app_title="Judge calibration")
 
 with app.setup:
+    import html
+
     import altair as alt
     import marimo as mo
     import polars as pl
@@ -128,7 +130,9 @@ def _(excerpt, get_cursor, items):
                 mo.md("_not labelled yet_" if _mine is None else f"your label: **{_mine:.2f}**"),
             ]
         )
-    _transcript = mo.md(f"```\n{excerpt}\n```").style(max_height="28rem", overflow="auto")
+    _transcript = mo.Html(
+        f'<pre style="white-space: pre-wrap; margin: 0">{html.escape(excerpt)}</pre>'
+    ).style(max_height="28rem", overflow="auto")
     mo.hstack(
         [_card, mo.vstack([mo.md("**Transcript** (what the session was about)"), _transcript])],
         widths=[1, 1],
