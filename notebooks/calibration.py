@@ -4,6 +4,8 @@ __generated_with = "0.25.2"
 app = marimo.App(width="medium", app_title="Judge calibration")
 
 with app.setup:
+    import html
+
     import altair as alt
     import marimo as mo
     import polars as pl
@@ -42,10 +44,12 @@ def _():
 
 
 @app.cell
-def _(db_path, workbench_path):
+def _(db_path, labeler, workbench_path):
     con = open_store(db_path)
     sessions = session_frame(con, DEFAULT_CONFIG)
-    sample = cal.calibration_sample(sessions, cal.read_labels(workbench_path), DEFAULT_CONFIG)
+    sample = cal.calibration_sample(
+        sessions, cal.read_labels(workbench_path), DEFAULT_CONFIG, labeler=labeler
+    )
     return con, sample
 
 
@@ -60,7 +64,9 @@ def _(db_path, labeler, sample, workbench_path):
         **{labeler}** the moment you give it, is never used for training, and labelling a
         memory again replaces your earlier label. {plural(sample.height, "recent session")}
         with a confident judge (≥ {DEFAULT_CONFIG.calibration_min_confidence:g})
-        {"is" if sample.height == 1 else "are"} waiting for labels.
+        {"is" if sample.height == 1 else "are"} waiting for labels; a session you started
+        stays here, with how many of its memories you have labelled (as of opening this page),
+        until you have labelled them all.
         """
     )
 
@@ -77,11 +83,7 @@ def _(sample):
             kind="info",
         ),
     )
-    _options = {
-        f"#{r['n']} · {r['project']} · {r['started_at']:%Y-%m-%d %H:%M} · "
-        f"confidence {r['confidence']:.2f}": r["session_key"]
-        for r in sample.iter_rows(named=True)
-    }
+    _options = {cal.picker_label(r): r["session_key"] for r in sample.iter_rows(named=True)}
     session_picker = mo.ui.dropdown(
         options=_options, value=next(iter(_options)), label="Session to label"
     )
@@ -132,9 +134,12 @@ def _(excerpt, get_cursor, items):
                 mo.md("_not labelled yet_" if _mine is None else f"your label: **{_mine:.2f}**"),
             ]
         )
+    _transcript = mo.Html(
+        f'<pre style="white-space: pre-wrap; margin: 0">{html.escape(excerpt)}</pre>'
+    ).style(max_height="28rem", overflow="auto")
     mo.hstack(
-        [_card, mo.md(f"**Transcript excerpt**\n\n```\n{excerpt}\n```")],
-        widths=[3, 2],
+        [_card, mo.vstack([mo.md("**Transcript** (what the session was about)"), _transcript])],
+        widths=[1, 1],
         align="start",
     )
     return (cursor,)
@@ -193,7 +198,7 @@ def _(chosen_key, cursor, items, labeler, set_cursor, workbench_path):
             set_cursor(cal.revert_given)  # this cell runs again and says so
         else:
             save_status = {"session": chosen_key, "memory": _memory, "written": _written}
-            _judge = items["scorer_label"][cursor.given.index]
+            _judge = items["judge_relevance"][cursor.given.index]
             _versus = "no judge score" if _judge is None else f"judge {_judge:.2f}"
             _note = mo.callout(
                 mo.md(f"Saved memory {cursor.given.index + 1}: you {_level:.2f} · {_versus}."),
@@ -282,7 +287,7 @@ def _(export_button, labels, workbench_path):
                     pl.col("session_key").str.slice(0, 8).alias("session"),
                     pl.col("memory_id").str.slice(0, 8).alias("memory"),
                     "human_label",
-                    "scorer_label",
+                    "judge_relevance",
                     "delta",
                 ),
                 page_size=10,

@@ -555,9 +555,9 @@ def _add_skew(sub: argparse._SubParsersAction) -> None:
 def _cmd_demo(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from signet_bench.app.demo import run_demo
+    from signet_bench.app.demo import DemoProgress, run_demo
 
-    demo = run_demo(args.out or "out", args.sessions, progress=sys.stderr.isatty())
+    demo = run_demo(args.out or "out", args.sessions, progress=DemoProgress())
     print(f"demo store: {demo.store}")
     print(demo.report.summary())
     print(_slices(demo.store))
@@ -605,7 +605,7 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
     p = _command(sub, "demo", _cmd_demo, "build the demo store, run the loop on it and summarise")
     p.add_argument("--out", default=None, help="where to keep the demo store (default: ./out)")
     p.add_argument(
-        "--sessions", type=int, default=None, help="the plan's length on the first run (300)"
+        "--sessions", type=int, default=None, help="the plan's length on the first run (120)"
     )
 
 
@@ -673,12 +673,12 @@ def _cmd_app(args: argparse.Namespace) -> int:
     import subprocess
     from pathlib import Path
 
-    from signet_bench.app.demo import DEFAULT_DEMO_DIR, demo_paths, run_demo
+    from signet_bench.app.demo import DEFAULT_DEMO_DIR, DemoProgress, demo_paths, run_demo
     from signet_bench.app.launch import run_command
 
     db = Path(args.db) if args.db else None
     if db is None:
-        demo = run_demo(args.demo_dir or DEFAULT_DEMO_DIR, progress=sys.stderr.isatty())
+        demo = run_demo(args.demo_dir or DEFAULT_DEMO_DIR, progress=DemoProgress())
         db, bench_dir = demo.store, demo_paths(demo.store.parent).bench_dir
     else:
         bench_dir = Path(args.bench_dir) if args.bench_dir else None

@@ -15,12 +15,16 @@
 6. one benchmark report per stage (judge-scored NDCG of both rankers, win rate, alpha, and the
    exported model's in-process scoring latency), as DESIGN §10 JSON files and in the workbench.
 
-A second run finds everything done and changes nothing.
+A second run finds everything done and changes nothing. A build reports its progress on stderr
+(`DemoProgress`): a bar on a terminal, lines a log can show elsewhere.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import sys
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -31,7 +35,8 @@ import numpy as np
 import polars as pl
 
 from signet_bench.bench.report import Row, machine_info, percentiles
-from signet_bench.daemon.lifecycle import SimReport
+from signet_bench.config import PredictorConfig
+from signet_bench.daemon.lifecycle import LoopStore, SimReport
 from signet_bench.daemon.loop import SimOptions, Simulator
 from signet_bench.daemon.trainers import (
     InProcessTrainer,
@@ -55,6 +60,7 @@ __all__ = [
     "DEMO_SEED",
     "DEMO_SESSIONS",
     "DemoPaths",
+    "DemoProgress",
     "DemoResult",
     "comparison_blocks",
     "demo_paths",
@@ -64,7 +70,7 @@ __all__ = [
 
 DEMO_PERSONA = "drifting"
 DEMO_SEED = 7
-DEMO_SESSIONS = 300
+DEMO_SESSIONS = 120
 DEMO_MEMORIES = 600
 DEFAULT_DEMO_DIR = Path("out")
 DEMO_BENCH = "demo"
@@ -75,6 +81,8 @@ _INVERTED = ("q_proj", "gate_proj", "cosine_weight", "signal_weights")
 _LABEL_SESSIONS = 3
 _LATENCY_SESSIONS = 20
 _LATENCY_REPEATS = 5
+PROGRESS_EVERY_S = 5.0
+"""Off a terminal, a progress line at most this often while sessions run (and at each step)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +113,105 @@ def demo_paths(out_dir: str | Path = DEFAULT_DEMO_DIR) -> DemoPaths:
         mdir / "model.onnx",
         out / "demo-bench",
     )
+
+
+class DemoProgress:
+    """How a demo build reports progress on `stream` (stderr by default): on a terminal, its
+    steps and a bar over the sessions; elsewhere (a log, a pipe), one line per step and, while
+    it works, one at least every `every_s` seconds ("demo: simulating sessions 60/120 (50%) ·
+    31 s", "demo: training the model after 60 of 120 sessions · 36 s"), so a log shows what
+    the build is doing. `clock`: seconds, monotonic; `beat_s`: how often a background thread checks that a
+    line is due (None: no thread, `tick` is called by hand)."""
+
+    def __init__(
+        self,
+        stream=None,
+        *,
+        tty: bool | None = None,
+        every_s: float = PROGRESS_EVERY_S,
+        clock=time.monotonic,
+        beat_s: float | None = 1.0,
+    ) -> None:
+        self.stream = sys.stderr if stream is None else stream
+        self.tty = bool(self.stream.isatty()) if tty is None else tty
+        self.every_s, self.clock = every_s, clock
+        self.started = clock()
+        self._last, self._status = clock(), "starting"
+        self._done = self._total = 0
+        self._bar = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        if beat_s is not None and not self.tty:
+            beat = threading.Thread(target=self._beat, args=(beat_s,), daemon=True)
+            beat.start()
+
+    def _write(self, text: str) -> None:
+        line = f"demo: {text}"
+        if self._bar is not None:
+            self._bar.write(line, file=self.stream)
+        else:
+            print(line, file=self.stream, flush=True)
+        self._last = self.clock()
+
+    def step(self, text: str) -> None:
+        """One step of the build, as a line ("demo: building the store ...")."""
+        with self._lock:
+            self._status = text
+            self._write(text)
+
+    def sessions(self, done: int, total: int) -> None:
+        """`done` of the plan's `total` sessions are recorded."""
+        with self._lock:
+            share = 100 * done // max(total, 1)
+            self._done, self._total = done, total
+            self._status = f"simulating sessions {done}/{total} ({share}%)"
+            if self.tty:
+                self._draw_bar(done, total)
+            elif done == total or self.clock() - self._last >= self.every_s:
+                self._write(f"{self._status} · {self.elapsed()}")
+
+    def training(self) -> None:
+        """A training started, made due by the session after the last one reported (its count
+        comes once the training is done): the next line says so."""
+        with self._lock:
+            after = min(self._done + 1, self._total)
+            self._status = f"training the model after {after} of {self._total} sessions"
+            if self._bar is not None:
+                self._bar.set_postfix_str("training", refresh=True)
+
+    def _draw_bar(self, done: int, total: int) -> None:
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(
+                total=total, initial=done, desc="demo: sessions", unit="session",
+                file=self.stream, leave=False,
+            )  # fmt: skip
+        else:
+            self._bar.set_postfix_str("", refresh=False)
+            self._bar.update(done - self._bar.n)
+
+    def tick(self) -> None:
+        """Off a terminal, the last status again once `every_s` seconds passed without a line."""
+        with self._lock:
+            if not self.tty and self.clock() - self._last >= self.every_s:
+                self._write(f"{self._status} · {self.elapsed()}")
+
+    def _beat(self, beat_s: float) -> None:
+        while not self._stop.wait(beat_s):
+            self.tick()
+
+    def elapsed(self) -> str:
+        """Seconds since the build started, as the lines show them."""
+        return f"{self.clock() - self.started:.0f} s"
+
+    def close(self) -> None:
+        """Stop the background checks and end the bar."""
+        self._stop.set()
+        with self._lock:
+            if self._bar is not None:
+                self._bar.close()
+                self._bar = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +256,14 @@ def comparison_blocks(comparisons: pl.DataFrame, size: int = 20) -> pl.DataFrame
 class _IncidentTrainer(InProcessTrainer):
     """The loop's in-process trainer, with the demo's incident: from the model's breakage until
     drift detection fires, training is paused (the run is not accepted and nothing is logged);
-    the drift reset's retrain starts from fresh weights."""
+    the drift reset's retrain starts from fresh weights. Each training it runs is reported to
+    `progress`."""
+
+    def __init__(
+        self, store: LoopStore, cfg: PredictorConfig, progress: DemoProgress | None = None
+    ) -> None:
+        super().__init__(store, cfg)
+        self.progress = progress
 
     def train(self, job: TrainingJob) -> TrainOutcome | None:
         mark = sim_tables.get_sim_meta(self.store.con, _BREAK_MARK)
@@ -159,17 +273,19 @@ class _IncidentTrainer(InProcessTrainer):
                 return TrainOutcome(accepted=False)
             if not job.state.trained:
                 self.model = None  # the drift reset's retrain: start again from fresh weights
+        if self.progress is not None:
+            self.progress.training()
         return super().train(job)
 
 
-def _simulator(store: Path, progress: bool) -> Simulator:
-    opts = SimOptions(scorer="model", seed=DEMO_SEED, progress=progress)
-    return Simulator(store, opts, trainer=_IncidentTrainer)
+def _simulator(store: Path, progress: DemoProgress | None = None) -> Simulator:
+    opts = SimOptions(scorer="model", seed=DEMO_SEED)
+    return Simulator(store, opts, trainer=functools.partial(_IncidentTrainer, progress=progress))
 
 
 def _horizon(store: Path, requested: int | None) -> int:
     """The demo's session plan length: fixed by its first run (`requested` or DEMO_SESSIONS)."""
-    sim = _simulator(store, False)
+    sim = _simulator(store)
     try:
         saved = sim_tables.get_sim_meta(sim.con, "plan")
         n = json.loads(saved)[0] if saved is not None else requested or DEMO_SESSIONS
@@ -186,7 +302,7 @@ def _break_model(store: Path, at: int) -> None:
     had happened before."""
     from signet_bench.learn.model.checkpoint import load_checkpoint, save_checkpoint
 
-    sim = _simulator(store, False)
+    sim = _simulator(store)
     try:
         if sim_tables.get_sim_meta(sim.con, _BREAK_MARK) is not None:
             return
@@ -285,17 +401,20 @@ def _record_stage(paths: DemoPaths, n: int, rows: list[Row]) -> Path:
     return out
 
 
-def _run_stage(paths: DemoPaths, n: int, progress: bool) -> tuple[SimReport, Path | None]:
-    """Run (or resume) the plan up to session `n`; a stage that ran exports the model and
-    records its benchmark report."""
+def _run_stage(
+    paths: DemoPaths, n: int, horizon: int, progress: DemoProgress | None
+) -> tuple[SimReport, Path | None]:
+    """Run (or resume) the plan up to session `n` of `horizon`; a stage that ran exports the
+    model and records its benchmark report."""
     from signet_bench.learn.export import export_model
 
     done_before = 0
     sim = _simulator(paths.store, progress)
+    on_session = None if progress is None else lambda done: progress.sessions(done, horizon)
     try:
         done_before = len(sim.done())
         keep = range(max(done_before, n - _LATENCY_SESSIONS), n)
-        report = sim.run(n, keep=keep)
+        report = sim.run(n, keep=keep, on_session=on_session)
         if report.sessions_run == 0 or not paths.model.exists():
             return report, None
         export_model(paths.model, paths.onnx)
@@ -336,7 +455,7 @@ def _label_rows(sim: Simulator, horizon: int) -> list[dict]:
                     "session_key": key,
                     "memory_id": memory_id,
                     "human_label": human,
-                    "scorer_label": judge,
+                    "judge_relevance": judge,
                     "labeler": DEMO_LABELER,
                     "labeled_at": format_iso(labeled_at),
                 }
@@ -348,7 +467,7 @@ def _write_labels(paths: DemoPaths, horizon: int) -> int:
     """The demo's calibration labels (keyed rows: writing them again changes nothing)."""
     from signet_bench.store.workbench import open_workbench, record_calibration
 
-    sim = _simulator(paths.store, False)
+    sim = _simulator(paths.store)
     try:
         rows = _label_rows(sim, horizon)
     finally:
@@ -361,33 +480,42 @@ def run_demo(
     out_dir: str | Path = DEFAULT_DEMO_DIR,
     sessions: int | None = None,
     *,
-    progress: bool = False,
+    progress: DemoProgress | None = None,
     memories: int = DEMO_MEMORIES,
 ) -> DemoResult:
     """Build (or resume) the embedded demo in `out_dir` (see the module docstring). `sessions`
-    fixes the plan's length on the first run (default DEMO_SESSIONS); later runs resume it."""
-    from tqdm import tqdm
-
+    fixes the plan's length on the first run (default DEMO_SESSIONS); later runs resume it.
+    `progress` (None: silent) is told each step and each session."""
+    say = progress.step if progress is not None else lambda _text: None
     paths = demo_paths(out_dir)
+    if not paths.store.exists():
+        say(f"building the synthetic store ({memories} memories) in {paths.dir}")
     demo_store(out_dir, memories=memories)
     horizon = _horizon(paths.store, sessions)
     stops = sorted({max(1, horizon * q // 4) for q in (1, 2, 3, 4)})
     break_at = max(1, horizon // 2)
     reports, written = [], []
-    with tqdm(total=len(stops) + 1, desc="demo", unit="step", disable=not progress) as bar:
+    try:
         for n in stops:
             if n > break_at:
                 _break_model(paths.store, break_at)
-            report, doc = _run_stage(paths, n, progress)
+            report, doc = _run_stage(paths, n, horizon, progress)
             reports.append(report)
-            written += [doc] if doc else []
-            bar.update(1)
+            if doc:
+                written.append(doc)
+                say(f"{n} of {horizon} sessions: model exported, report {doc.name}")
         if paths.model.exists() and not paths.onnx.exists():
             from signet_bench.learn.export import export_model
 
             export_model(paths.model, paths.onnx)
         labels = _write_labels(paths, horizon)
-        bar.update(1)
+    finally:
+        if progress is not None:
+            progress.close()
     report = _merge(reports, horizon)
+    if progress is not None:
+        ran = report.sessions_run
+        done = f"{ran} sessions simulated · {progress.elapsed()}" if ran else "up to date"
+        progress.step(f"{paths.dir}: {horizon} sessions, {done}")
     blocks = comparison_blocks(read_comparisons(paths.store).sort("created_at"))
     return DemoResult(paths.store, report, blocks, paths, labels, tuple(written))

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -125,19 +125,23 @@ class SessionView:
     """What the continuity judge is shown of a finished session: its candidates (parallel
     arrays) and, per candidate, whether it was injected, whether a prompt recalled it, whether
     the judge's second pass rates it (the comparison's evaluation pool) and when it was created
-    (UTC epoch seconds)."""
+    (UTC epoch seconds); the candidates' texts and the user's prompts (empty: not shown)."""
 
     memory_ids: np.ndarray
     injected: np.ndarray
     recalled: np.ndarray
     pool: np.ndarray
     created_s: np.ndarray
+    contents: tuple[str, ...] = ()
+    prompts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Judgement:
     """The judge's verdict on a session: a relevance per `SessionView` candidate (NaN: unrated)
-    and Signet's `session_scores` row; `transcript` is what the summary job held."""
+    and Signet's `session_scores` row; `transcript` is what the summary job held (its words are
+    the next sessions' start query terms) and `conversation` the session as a person reads it,
+    kept in Signet's lossless `session_transcripts` (empty: none)."""
 
     relevance: np.ndarray
     score: float
@@ -148,6 +152,7 @@ class Judgement:
     reasoning: str
     continuity_reasoning: str
     transcript: str
+    conversation: str = ""
 
 
 class World(Protocol):
@@ -407,10 +412,10 @@ class Lifecycle:
             rows = _candidate_rows(res, inputs)
             w.record_session_candidates(self.con, plan.session_key, rows, at)
             injected = set(res.injected_ids)
-            n_prompts = self._prompts(plan, rng, injected)
+            said = self._prompts(plan, rng, injected)
             cosine = CosineRanker().score(inputs)
             cos_top = inputs.memory_ids[rank_order(cosine, inputs.memory_ids)][: cfg.comparison_k]
-            judged = self._judge(plan, rng, injected, cos_top.tolist(), n_prompts, focal)
+            judged = self._judge(plan, rng, injected, cos_top.tolist(), said, focal)
             cand = read_session_memories(self.con, [plan.session_key])
             sample = self._sample(plan, prev, cand, judged)
             trainable = sample is not None
@@ -433,9 +438,11 @@ class Lifecycle:
         if due:  # on the committed store, as the daemon's trainer reads it
             self._train(report, judged.end + COMPARE_DELAY)
 
-    def _prompts(self, plan: SessionContext, rng: np.random.Generator, injected: set[str]) -> int:
+    def _prompts(
+        self, plan: SessionContext, rng: np.random.Generator, injected: set[str]
+    ) -> tuple[str, ...]:
         """The world's prompts as the daemon's hooks record them: each one's FTS hits, and the
-        agent's feedback on the injected memories where it gave any. Returns their number."""
+        agent's feedback on the injected memories where it gave any. Returns their texts."""
         prompts = self.world.prompts(plan, sorted(injected), rng)
         for prompt in prompts:
             hits = fts_search(self.con, recall_terms(prompt.text), limit=20)[:10]
@@ -446,7 +453,7 @@ class Lifecycle:
                 block = json.dumps({"memory_feedback": dict(prompt.feedback)})
                 fb = parse_feedback(block, injected)
                 w.record_agent_feedback(self.con, plan.session_key, fb.scores)
-        return len(prompts)
+        return tuple(p.text for p in prompts)
 
     def _judge(
         self,
@@ -454,7 +461,7 @@ class Lifecycle:
         rng,
         injected: set[str],
         also: Sequence[str] = (),
-        n_prompts: int = 0,
+        prompts: Sequence[str] = (),
         focal: w.FocalEntityRecord = w.NO_FOCAL_ENTITIES,
     ) -> Judgement:
         """The continuity judge's verdict and its rows. The judge is shown what the transcript
@@ -480,6 +487,8 @@ class Lifecycle:
             recalled=rows_df["fts_hit_count"].to_numpy() > 0,
             pool=np.isin(ids, pool),
             created_s=self.corpus.created_at[self.corpus.rows(ids)],
+            contents=tuple(self.corpus.contents[int(r)] for r in self.corpus.rows(ids)),
+            prompts=tuple(prompts),
         )
         judged = self.world.judge(plan, view, rng)
         rel = np.asarray(judged.relevance, dtype=np.float64)
@@ -487,7 +496,7 @@ class Lifecycle:
         w.write_relevance_scores(
             self.con, plan.session_key, dict(zip(ids[rated], rel[rated].tolist(), strict=True))
         )
-        self._end_rows(plan, judged, int(inj.sum()), n_prompts, focal)
+        self._end_rows(plan, judged, int(inj.sum()), len(prompts), focal)
         return judged
 
     def _end_rows(
@@ -498,9 +507,9 @@ class Lifecycle:
         n_prompts: int,
         focal: w.FocalEntityRecord = w.NO_FOCAL_ENTITIES,
     ) -> None:
-        """session_scores, summary_jobs and session_checkpoints rows of a finished session (a
-        current store's checkpoint requires its harness, digest and prompt count; the
-        checkpoint names the session's focal entities)."""
+        """session_scores, summary_jobs, session_transcripts and session_checkpoints rows of a
+        finished session (a current store's checkpoint requires its harness, digest and prompt
+        count; the checkpoint names the session's focal entities)."""
         end_at = format_iso(judged.end)
         w.insert_session_score(
             self.con,
@@ -527,6 +536,11 @@ class Lifecycle:
             created_at=end_at,
             completed_at=end_at,
         )
+        if judged.conversation:
+            w.insert_session_transcript(
+                self.con, plan.session_key, judged.conversation,
+                harness=HARNESS, project=plan.project, created_at=end_at,
+            )  # fmt: skip
         required = (
             {"harness": HARNESS, "digest": judged.reasoning, "prompt_count": n_prompts}
             if self.line == "current"
@@ -663,9 +677,17 @@ class Lifecycle:
             sim_tables.set_sim_meta(self.con, "train_pending", "0")
 
     # -- the run ------------------------------------------------------------------------------
-    def run(self, n: int, *, keep: Container[int] = ()) -> SimReport:
+    def run(
+        self,
+        n: int,
+        *,
+        keep: Container[int] = (),
+        on_session: Callable[[int], None] | None = None,
+    ) -> SimReport:
         """Run (or resume) the first `n` sessions of the plan; the `SessionRecord`s of the
-        plan indices in `keep` stay in `records` (for benches and tests)."""
+        plan indices in `keep` stay in `records` (for benches and tests). `on_session` is
+        called after each session (and the training it made due) with how many of the `n`
+        are recorded, for a caller's own progress report."""
         t0 = time.perf_counter()
         self.keep = keep
         report = SimReport()
@@ -680,10 +702,12 @@ class Lifecycle:
             from tqdm import tqdm
 
             bar = tqdm(total=len(todo), desc="sessions", unit="session", leave=False)
-        for i, plan_i in todo:
+        for k, (i, plan_i) in enumerate(todo, 1):
             self.run_session(i, plan_i, report)
             if bar is not None:
                 bar.update(1)
+            if on_session is not None:
+                on_session(report.sessions_skipped + k)
         if bar is not None:
             bar.close()
         report.seconds = time.perf_counter() - t0

@@ -11,7 +11,7 @@ nothing: each session is one transaction keyed by its index in the store's sessi
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Container
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,8 +135,14 @@ class Simulator:
     def done(self) -> set[int]:
         return self.loop.done()
 
-    def run(self, n: int, *, keep: Container[int] = ()) -> SimReport:
-        return self.loop.run(n, keep=keep)
+    def run(
+        self,
+        n: int,
+        *,
+        keep: Container[int] = (),
+        on_session: Callable[[int], None] | None = None,
+    ) -> SimReport:
+        return self.loop.run(n, keep=keep, on_session=on_session)
 
     def run_session(self, idx: int, plan: SessionContext, report: SimReport) -> None:
         self.loop.run_session(idx, plan, report)

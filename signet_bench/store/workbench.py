@@ -1,6 +1,8 @@
 """The workbench's own state, `workbench.duckdb`: calibration labels, training runs, models and
 benchmark runs. Written only through DuckDB, each call in one transaction, idempotently (rows are
 keyed, and writing the same key again replaces the row). Timestamps are stored as naive UTC.
+A workbench written by an older release is brought up to date when it is opened for writing
+(added columns; `predictor_calibration.scorer_label` renamed `judge_relevance`, its rows kept).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ WORKBENCH_DDL: dict[str, str] = {
             session_key TEXT NOT NULL,
             memory_id TEXT NOT NULL,
             human_label DOUBLE,
-            scorer_label DOUBLE,
+            judge_relevance DOUBLE,
             delta DOUBLE,
             labeled_at TIMESTAMP NOT NULL,
             labeler TEXT NOT NULL,
@@ -98,6 +100,9 @@ _TRAINING_FIELDS = (
 )
 # Columns added after a table was first written: a workbench made before gets them on open.
 _ADDED_COLUMNS = ("ALTER TABLE training_runs ADD COLUMN IF NOT EXISTS holdout TEXT",)
+# Columns renamed since a table was first written, (table, old name, new name): a workbench made
+# before has its column renamed on open, with every row kept.
+_RENAMED_COLUMNS = (("predictor_calibration", "scorer_label", "judge_relevance"),)
 _MODEL_FIELDS = (
     "model_id",
     "path",
@@ -112,7 +117,7 @@ _CALIBRATION_FIELDS = (
     "session_key",
     "memory_id",
     "human_label",
-    "scorer_label",
+    "judge_relevance",
     "delta",
     "labeled_at",
     "labeler",
@@ -131,7 +136,16 @@ def open_workbench(path: str | Path) -> duckdb.DuckDBPyConnection:
     with _transaction(con):
         for ddl in (*WORKBENCH_DDL.values(), *_ADDED_COLUMNS):
             con.execute(ddl)
+        _rename_old_columns(con)
     return con
+
+
+def _rename_old_columns(con: duckdb.DuckDBPyConnection) -> None:
+    """Rename the columns an older workbench still has under their old names."""
+    for table, old, new in _RENAMED_COLUMNS:
+        cols = {r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()}
+        if old in cols and new not in cols:
+            con.execute(f"ALTER TABLE {table} RENAME COLUMN {old} TO {new}")
 
 
 @contextmanager
@@ -181,8 +195,10 @@ def _upsert(
 def record_calibration(con: duckdb.DuckDBPyConnection, rows: Iterable[Mapping[str, Any]]) -> int:
     """Upsert human labels keyed by (session_key, memory_id, labeler); returns rows written.
 
-    Each row needs session_key and memory_id; labeler defaults to 'human', labeled_at to now,
-    delta to human_label - scorer_label, id to a stable hash of the key.
+    Each row needs session_key and memory_id; `judge_relevance` is the continuity judge's
+    relevance of the memory to the session (Signet's `session_memories.relevance_score`).
+    labeler defaults to 'human', labeled_at to now, delta to human_label - judge_relevance, id
+    to a stable hash of the key.
     """
     table = "predictor_calibration"
     values = []
@@ -191,15 +207,15 @@ def record_calibration(con: duckdb.DuckDBPyConnection, rows: Iterable[Mapping[st
         for need in ("session_key", "memory_id"):
             if not row.get(need):
                 raise WorkbenchRowError(table, f"row {n}: missing {need}")
-        human, scorer = row.get("human_label"), row.get("scorer_label")
+        human, judge = row.get("human_label"), row.get("judge_relevance")
         delta = row.get("delta")
-        if delta is None and human is not None and scorer is not None:
-            delta = float(human) - float(scorer)
+        if delta is None and human is not None and judge is not None:
+            delta = float(human) - float(judge)
         labeler = row.get("labeler") or "human"
         key = (str(row["session_key"]), str(row["memory_id"]), str(labeler))
         rid = row.get("id") or str(uuid.uuid5(uuid.NAMESPACE_URL, "calibration:" + "/".join(key)))
         labeled_at = _utc_naive(row.get("labeled_at"), table, "labeled_at")
-        values.append((rid, key[0], key[1], human, scorer, delta, labeled_at, labeler))
+        values.append((rid, key[0], key[1], human, judge, delta, labeled_at, labeler))
     with _transaction(con):
         _upsert(con, table, _CALIBRATION_FIELDS, values)
     return len(values)

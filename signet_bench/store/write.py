@@ -42,6 +42,7 @@ __all__ = [
     "insert_memories",
     "insert_session_checkpoint",
     "insert_session_score",
+    "insert_session_transcript",
     "insert_summary_job",
     "insert_training_log",
     "record_agent_feedback",
@@ -644,6 +645,24 @@ def insert_summary_job(con: sqlite3.Connection, session_key: str, **cols: Any) -
     replace_row(
         con, "summary_jobs", {"id": _uid("job", session_key), "session_key": session_key, **cols}
     )
+
+
+# Signet's lossless transcripts (migration 040, after 0.58.1): one row per session, the raw
+# conversation, beside the summary job's normalised transcript. A store without the table (a
+# 0.58.1 one) gets it on the first write.
+_SESSION_TRANSCRIPTS_DDL = """CREATE TABLE IF NOT EXISTS session_transcripts (
+    session_key TEXT PRIMARY KEY, content TEXT NOT NULL, harness TEXT, project TEXT,
+    agent_id TEXT, created_at TEXT)"""
+
+
+def insert_session_transcript(
+    con: sqlite3.Connection, session_key: str, content: str, **cols: Any
+) -> None:
+    """The session's conversation in `session_transcripts` (keyed by session, as Signet's
+    summary worker writes it), for the default agent."""
+    con.execute(_SESSION_TRANSCRIPTS_DDL)
+    row = {"session_key": session_key, "content": content, "agent_id": DEFAULT_AGENT, **cols}
+    replace_row(con, "session_transcripts", row)
 
 
 @dataclass(frozen=True, slots=True)

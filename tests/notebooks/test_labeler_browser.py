@@ -85,8 +85,8 @@ def test_a_whole_session_labelled_by_keys(browser, demo, tmp_path):
     assert items.height == n
     expected = {items["memory_id"][i]: level for i, level in typed.items()}
     assert dict(zip(rows["memory_id"], rows["human_label"], strict=True)) == expected
-    judge = dict(zip(items["memory_id"], items["scorer_label"], strict=True))
-    assert rows["scorer_label"].to_list() == [judge[m] for m in rows["memory_id"]]
+    judge = dict(zip(items["memory_id"], items["judge_relevance"], strict=True))
+    assert rows["judge_relevance"].to_list() == [judge[m] for m in rows["memory_id"]]
 
 
 _HOLD = """

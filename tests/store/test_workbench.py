@@ -50,14 +50,15 @@ def test_same_calibration_row_twice_leaves_one(wb: duckdb.DuckDBPyConnection) ->
         "session_key": "s1",
         "memory_id": "m1",
         "human_label": 0.9,
-        "scorer_label": 0.6,
+        "judge_relevance": 0.6,
         "labeled_at": "2026-01-10T09:00:00.000Z",
     }
     assert record_calibration(wb, [row]) == 1
     record_calibration(wb, [row])
     assert _count(wb, "predictor_calibration") == 1
     got = wb.execute(
-        "SELECT id, human_label, scorer_label, delta, labeled_at, labeler FROM predictor_calibration"
+        "SELECT id, human_label, judge_relevance, delta, labeled_at, labeler"
+        " FROM predictor_calibration"
     ).fetchone()
     assert got[1:] == (0.9, 0.6, pytest.approx(0.3), datetime(2026, 1, 10, 9), "human")
     first_id = got[0]
@@ -67,6 +68,34 @@ def test_same_calibration_row_twice_leaves_one(wb: duckdb.DuckDBPyConnection) ->
     ]
     record_calibration(wb, [{**row, "labeler": "second"}])  # another labeler: another row
     assert _count(wb, "predictor_calibration") == 2
+
+
+_OLD_CALIBRATION_DDL = """
+    CREATE TABLE predictor_calibration (
+        id TEXT NOT NULL, session_key TEXT NOT NULL, memory_id TEXT NOT NULL,
+        human_label DOUBLE, scorer_label DOUBLE, delta DOUBLE, labeled_at TIMESTAMP NOT NULL,
+        labeler TEXT NOT NULL, PRIMARY KEY (session_key, memory_id, labeler))"""
+
+
+def test_an_older_workbench_keeps_its_labels_under_the_new_column_name(tmp_path: Path) -> None:
+    path = tmp_path / "old.duckdb"
+    with duckdb.connect(str(path)) as old:
+        old.execute(_OLD_CALIBRATION_DDL)
+        old.execute(
+            "INSERT INTO predictor_calibration VALUES"
+            " ('i1', 's1', 'm1', 1.0, 0.25, 0.75, TIMESTAMP '2026-01-10 09:00:00', 'ann')"
+        )
+    for _ in range(2):  # renamed once; opening again changes nothing
+        con = open_workbench(path)
+        try:
+            cols = [r[0] for r in con.execute("DESCRIBE predictor_calibration").fetchall()]
+            got = con.execute(
+                "SELECT human_label, judge_relevance, delta FROM predictor_calibration"
+            ).fetchall()
+        finally:
+            con.close()
+        assert "scorer_label" not in cols and "judge_relevance" in cols
+        assert got == [(1.0, 0.25, 0.75)]
 
 
 def test_bad_row_rolls_back_the_whole_batch(wb: duckdb.DuckDBPyConnection) -> None:

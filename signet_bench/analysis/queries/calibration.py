@@ -2,10 +2,11 @@
 what to show for one, the labels so far, judge-vs-human MAE over time, saving and exporting,
 and the keyboard labeler's cursor (one memory at a time, a key per label level, skip, back).
 
-Labels live in `workbench.duckdb`'s `predictor_calibration` (session, memory, human label,
-judge label, delta, labeler, time), keyed by (session, memory, labeler): labelling a memory
-again updates its row. Each save is one transaction on a connection opened for it; when
-another process holds the workbench, the save retries and says so (`source.write_workbench`).
+Labels live in `workbench.duckdb`'s `predictor_calibration` (session, memory, the human's
+label, the judge's relevance, their difference, labeler, time), keyed by (session, memory,
+labeler): labelling a memory again updates its row. Each save is one transaction on a
+connection opened for it; when another process holds the workbench, the save retries and says
+so (`source.write_workbench`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -20,7 +22,7 @@ import polars as pl
 
 from signet_bench.analysis.judge_monitor import calibration_flagged, calibration_mae
 from signet_bench.analysis.queries.inspector import sqlite_literal, sqlite_rows
-from signet_bench.analysis.queries.source import read_workbench, write_workbench
+from signet_bench.analysis.queries.source import read_workbench, store_has, write_workbench
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "given_label",
     "label_items",
     "mae_over_time",
+    "picker_label",
     "press",
     "progress_text",
     "read_labels",
@@ -63,17 +66,16 @@ KEY_NAMES = {
     BACK_KEYS[0]: "back",
 }
 """What the labeler's buttons say, by their key; the other keys do the same as one of them."""
-EXCERPT_CHARS = 1500
+EXCERPT_CHARS = 6000
 
-_LABELS_SQL = (
-    "SELECT session_key, memory_id, human_label, scorer_label, delta, labeler, labeled_at"
-    " FROM predictor_calibration ORDER BY labeled_at, session_key, memory_id"
-)
+_LABELS_SQL = "SELECT * FROM predictor_calibration ORDER BY labeled_at, session_key, memory_id"
+# the judge's relevance was stored as `scorer_label` before the column was renamed
+_OLD_NAMES = {"scorer_label": "judge_relevance"}
 _LABEL_SCHEMA = {
     "session_key": pl.String,
     "memory_id": pl.String,
     "human_label": pl.Float64,
-    "scorer_label": pl.Float64,
+    "judge_relevance": pl.Float64,
     "delta": pl.Float64,
     "labeler": pl.String,
     "labeled_at": pl.Datetime("us"),
@@ -81,9 +83,14 @@ _LABEL_SCHEMA = {
 
 
 def read_labels(workbench: str | Path | None) -> pl.DataFrame:
-    """Every calibration label, oldest first (an empty frame of the same columns when none)."""
+    """Every calibration label, oldest first (an empty frame of the same columns when none); a
+    workbench written before the judge's column was renamed reads the same (it is only read
+    here: renaming it in the file is `open_workbench`'s, when it is next written)."""
     frame = read_workbench(workbench, _LABELS_SQL)
-    return frame if frame.height else pl.DataFrame(schema=_LABEL_SCHEMA)
+    if not frame.height:
+        return pl.DataFrame(schema=_LABEL_SCHEMA)
+    frame = frame.rename({k: v for k, v in _OLD_NAMES.items() if k in frame.columns})
+    return frame.select(list(_LABEL_SCHEMA))
 
 
 def calibration_sample(
@@ -91,34 +98,60 @@ def calibration_sample(
     labels: pl.DataFrame,
     cfg: PredictorConfig = DEFAULT_CONFIG,
     *,
+    labeler: str | None = None,
     seed: int = 0,
 ) -> pl.DataFrame:
-    """Sessions to spot-check: `calibration_sample_sessions` (20-50) drawn from the twice as
-    many most recent sessions whose judge confidence is at least
-    `calibration_min_confidence`, that injected memories and that nobody has labelled yet;
-    newest first. The draw is fixed by `seed`, so re-rendering shows the same sample."""
+    """Sessions to spot-check, each with `labelled`, how many of its `injected` memories
+    `labeler` (None: anyone) has labelled: first every session with a confident judge that
+    `labeler` started and has not finished (so it can be finished), then
+    `calibration_sample_sessions` (20-50) drawn from the twice as many most recent sessions
+    whose judge confidence is at least `calibration_min_confidence`, that injected memories
+    and that nobody has labelled yet; newest first within each. The draw is fixed by `seed`,
+    so re-rendering shows the same sample."""
+    mine = (
+        labels
+        if labeler is None or not labels.height
+        else labels.filter(pl.col("labeler") == labeler)
+    )
+    counts = (
+        mine.group_by("session_key").agg(pl.col("memory_id").n_unique().alias("labelled"))
+        if mine.height
+        else pl.DataFrame(schema={"session_key": pl.String, "labelled": pl.UInt32})
+    )
     done = set(labels["session_key"].to_list()) if labels.height else set()
-    eligible = (
+    confident = (
         sessions.filter(
-            (pl.col("confidence") >= cfg.calibration_min_confidence)
-            & (pl.col("injected") > 0)
-            & ~pl.col("session_key").is_in(list(done))
+            (pl.col("confidence") >= cfg.calibration_min_confidence) & (pl.col("injected") > 0)
         )
+        .join(counts, on="session_key", how="left")
+        .with_columns(pl.col("labelled").fill_null(0).cast(pl.Int64))
         .sort("n", descending=True)
-        .head(2 * cfg.calibration_sample_sessions)
+    )
+    started = confident.filter((pl.col("labelled") > 0) & (pl.col("labelled") < pl.col("injected")))
+    eligible = confident.filter(~pl.col("session_key").is_in(list(done))).head(
+        2 * cfg.calibration_sample_sessions
     )
     take = min(cfg.calibration_sample_sessions, eligible.height)
-    if take == 0:
-        return eligible
     idx = np.sort(np.random.default_rng(seed).choice(eligible.height, take, replace=False))
-    return eligible[idx.tolist()]
+    return pl.concat([started, eligible[idx.tolist()]])
+
+
+def picker_label(row: Mapping[str, Any]) -> str:
+    """How the session picker names a `calibration_sample` row: its number, project, start,
+    judge confidence and labelling progress ("#12 · api · 2026-03-14 09:30 · confidence 0.84
+    · 4 of 26 labelled")."""
+    project = row.get("project") or "(no project)"
+    return (
+        f"#{row['n']} · {project} · {row['started_at']:%Y-%m-%d %H:%M} · "
+        f"confidence {row['confidence']:.2f} · {row['labelled']} of {row['injected']} labelled"
+    )
 
 
 def label_items(
     con: duckdb.DuckDBPyConnection, session_key: str, labels: pl.DataFrame, labeler: str
 ) -> pl.DataFrame:
     """One session's injected memories as the labeler shows them: memory id, text, the judge's
-    relevance (`scorer_label`) and this labeler's earlier label (null when none), by rank."""
+    relevance (`judge_relevance`) and this labeler's earlier label (null when none), by rank."""
     sql = (
         "SELECT sm.memory_id, m.content, sm.relevance_score, sm.rank FROM session_memories sm"
         " LEFT JOIN memories m ON m.id = sm.memory_id"
@@ -126,7 +159,7 @@ def label_items(
     )
     select = (
         "memory_id::VARCHAR AS memory_id, content::VARCHAR AS content,"
-        " TRY_CAST(relevance_score AS DOUBLE) AS scorer_label, TRY_CAST(rank AS BIGINT) AS rank"
+        " TRY_CAST(relevance_score AS DOUBLE) AS judge_relevance, TRY_CAST(rank AS BIGINT) AS rank"
     )
     items = sqlite_rows(con, sql, select).sort("rank")
     mine = labels.filter(
@@ -138,16 +171,24 @@ def label_items(
 
 
 def transcript_excerpt(con: duckdb.DuckDBPyConnection, session_key: str) -> str:
-    """The start of the session's transcript (Signet keeps it in `summary_jobs`), or a note."""
-    sql = (
-        "SELECT transcript FROM summary_jobs"
-        f" WHERE session_key = {sqlite_literal(session_key)} ORDER BY created_at DESC LIMIT 1"
-    )
-    rows = sqlite_rows(con, sql, "transcript::VARCHAR AS transcript")
-    if rows.height == 0 or not rows["transcript"][0]:
-        return "(no transcript recorded for this session)"
-    text = rows["transcript"][0]
-    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + " …"
+    """The start of the session's transcript, or a note: the lossless one of
+    `session_transcripts` where the store has it (current Signet's; a simulated session's
+    conversation), else the summary job's (`summary_jobs.transcript`)."""
+    key = sqlite_literal(session_key)
+    sources = {
+        "session_transcripts": "SELECT content AS transcript FROM session_transcripts"
+        f" WHERE session_key = {key} LIMIT 1",
+        "summary_jobs": "SELECT transcript FROM summary_jobs"
+        f" WHERE session_key = {key} ORDER BY created_at DESC LIMIT 1",
+    }
+    for table, sql in sources.items():
+        if not store_has(con, table):
+            continue
+        rows = sqlite_rows(con, sql, "transcript::VARCHAR AS transcript")
+        if rows.height and rows["transcript"][0]:
+            text = rows["transcript"][0]
+            return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + " …"
+    return "(no transcript recorded for this session)"
 
 
 def save_labels(
@@ -163,7 +204,7 @@ def save_labels(
     one transaction; returns how many rows were written (new or updated)."""
     from signet_bench.store.workbench import record_calibration
 
-    judge = dict(zip(items["memory_id"].to_list(), items["scorer_label"].to_list(), strict=True))
+    judge = dict(zip(items["memory_id"].to_list(), items["judge_relevance"].to_list(), strict=True))
     unknown = sorted(set(chosen) - set(judge))
     if unknown:
         raise ValueError(f"session {session_key}: memories not injected there: {unknown}")
@@ -172,7 +213,7 @@ def save_labels(
             "session_key": session_key,
             "memory_id": memory_id,
             "human_label": float(level),
-            "scorer_label": judge[memory_id],
+            "judge_relevance": judge[memory_id],
             "labeler": labeler,
         }
         for memory_id, level in chosen.items()
@@ -196,7 +237,7 @@ def mae_over_time(labels: pl.DataFrame, cfg: PredictorConfig = DEFAULT_CONFIG) -
         "flagged": pl.Boolean,
     }
     judged = labels.filter(
-        pl.col("human_label").is_not_null() & pl.col("scorer_label").is_not_null()
+        pl.col("human_label").is_not_null() & pl.col("judge_relevance").is_not_null()
     )
     if judged.height == 0:
         return pl.DataFrame(schema=schema)
@@ -204,8 +245,10 @@ def mae_over_time(labels: pl.DataFrame, cfg: PredictorConfig = DEFAULT_CONFIG) -
     rows = []
     for (day, labeler), g in judged.group_by(["day", "labeler"], maintain_order=True):
         upto = judged.filter(pl.col("day") <= day)
-        running = calibration_mae(upto["human_label"].to_numpy(), upto["scorer_label"].to_numpy())
-        mae = calibration_mae(g["human_label"].to_numpy(), g["scorer_label"].to_numpy())
+        running = calibration_mae(
+            upto["human_label"].to_numpy(), upto["judge_relevance"].to_numpy()
+        )
+        mae = calibration_mae(g["human_label"].to_numpy(), g["judge_relevance"].to_numpy())
         rows.append((day, labeler, g.height, mae, running, calibration_flagged(running, cfg)))
     return pl.DataFrame(rows, schema=schema, orient="row").sort("day", "labeler")
 

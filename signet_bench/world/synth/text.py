@@ -7,13 +7,15 @@ memories use their own templates with time words (Friday, evening oncall, ...). 
 keeps the slot (same object, same template family) and changes the tool: that is what
 supersession looks like. `unique_memory_text` re-draws until the content hash is unused, as the
 store's unique `content_hash` index requires. A memory about a knowledge-graph entity names it
-(`name_entity`: "In paylane, decided to use ...").
+(`name_entity`: "In paylane, decided to use ..."). A session's conversation
+(`conversation_text`) is its prompts, each answered by the agent, citing the memories it used
+where the prompt asked about them.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -28,6 +30,7 @@ __all__ = [
     "TEMPLATES",
     "TIME_PHRASES",
     "TIME_TEMPLATES",
+    "conversation_text",
     "memory_text",
     "name_entity",
     "prompt_text",
@@ -273,3 +276,52 @@ def prompt_text(topic: Topic, rng: np.random.Generator, *, time_pattern: str | N
     if time_pattern is not None:
         text = f"{TIME_PHRASES[time_pattern]} {text}"
     return text
+
+
+CITING_ANSWERS: tuple[str, ...] = (
+    "Going by what we noted before: {m}",
+    "From memory: {m}",
+    "Per an earlier note: {m}",
+    "We settled this before: {m}",
+)
+"""How the agent's answer opens when it uses a remembered memory (`{m}`: the memory's text)."""
+PLAIN_ANSWERS: tuple[str, ...] = (
+    "Done; I ran it and the output looks right.",
+    "Looked into it and made the change.",
+    "Checked the logs; that works now.",
+    "Here is the diff; the tests pass.",
+)
+"""The agent's answer to a prompt no remembered memory helped with."""
+
+
+def _cited_prompts(prompts: Sequence[str], used: Sequence[str]) -> list[list[str]]:
+    """Each used memory under the prompt whose topic words it shares most (ties: the prompt
+    citing fewest so far, then the earliest), so the answer that uses it follows the question
+    it answers."""
+    plain = template_words()
+    words = [set(tokens(p)) - plain for p in prompts]
+    cited: list[list[str]] = [[] for _ in prompts]
+    for memory in used:
+        mine = set(tokens(memory)) - plain
+        best = min(range(len(prompts)), key=lambda j: (-len(words[j] & mine), len(cited[j]), j))
+        cited[best].append(memory)
+    return cited
+
+
+def conversation_text(header: str, prompts: Sequence[str], used: Sequence[str]) -> str:
+    """A session's conversation as its transcript reads: `header`, then each of the user's
+    `prompts` and the agent's answer, which cites the `used` memories (texts, most relevant
+    first) that prompt needed (`_cited_prompts`); deterministic (no random draw)."""
+    if not prompts:
+        return "\n".join([header, *(f"assistant: {CITING_ANSWERS[0].format(m=m)}" for m in used)])
+    lines = [header]
+    for j, (prompt, memories) in enumerate(
+        zip(prompts, _cited_prompts(prompts, used), strict=True)
+    ):
+        lines.append(f"user: {prompt}")
+        if memories:
+            first = CITING_ANSWERS[j % len(CITING_ANSWERS)].format(m=memories[0])
+            lines.append(" ".join([f"assistant: {first}", *(f"Also: {m}" for m in memories[1:])]))
+        else:
+            lines.append(f"assistant: {PLAIN_ANSWERS[j % len(PLAIN_ANSWERS)]}")
+    return "\n".join(lines)

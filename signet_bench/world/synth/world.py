@@ -8,6 +8,13 @@ ratings of the injected memories after each prompt, and the judge's verdict at t
 prompts and the transcript name the entities the session's focus topic makes focal, so a
 daemon can find them from what it observes. Its random draws come from the session's
 stream, so the same session with the same seed gets the same prompts and ratings.
+
+A session leaves two transcripts. The summary job's is one line (project, focus topic and the
+entities it was about): its words are what the next sessions' start query is made of, as the
+frequent words of a real transcript would be. The conversation (`text.conversation_text`) is
+what a person reads to judge the injected memories: the prompts, and the agent's answers citing
+the injected memories the session needed (planted relevance >= `USED_RELEVANCE`); it is built
+without a random draw, so it changes no ranking and no other draw.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from signet_bench.world.synth.judge import (
 )
 from signet_bench.world.synth.persona import Persona
 from signet_bench.world.synth.plans import SessionContext, plan_sessions, prompts_for
+from signet_bench.world.synth.text import conversation_text
 from signet_bench.world.synth.truth import MemoryTruth, load_truth, true_relevance
 
 __all__ = ["PROMPT_GAP", "SyntheticWorld", "WorldOptions"]
@@ -38,7 +46,8 @@ __all__ = ["PROMPT_GAP", "SyntheticWorld", "WorldOptions"]
 PROMPT_GAP = timedelta(minutes=2)
 """The time between a session's start and its first prompt, and between two prompts."""
 USED_RELEVANCE = 0.5
-"""An injected memory the judge rates at least this relevant counts as used."""
+"""An injected memory the judge rates at least this relevant counts as used; the conversation
+cites those whose planted relevance is at least this."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +138,7 @@ class SyntheticWorld:
         novel = novel_context_count(truth, view.injected, view.recalled, rng)
         used = int(np.count_nonzero(inj_rel >= USED_RELEVANCE))
         n_rated = int(np.count_nonzero(~np.isnan(rel)))
+        header = _transcript(plan, self.topic_entities(plan))
         return Judgement(
             relevance=rel,
             score=score,
@@ -140,7 +150,8 @@ class SyntheticWorld:
             continuity_reasoning=f"rated {n_rated} memories (injected, recalled by a prompt, "
             f"or in the evaluation pool); noise sd {opts.judge_noise}, {SILENT_NOISE_FACTOR:g}x "
             f"for those no prompt recalled; recency bias {opts.judge_recency_bias}",
-            transcript=_transcript(plan, self.topic_entities(plan)),
+            transcript=header,
+            conversation=_conversation(header, view, truth),
         )
 
 
@@ -148,3 +159,13 @@ def _transcript(plan: SessionContext, entities: Sequence[str]) -> str:
     """The session's transcript line: project and focus topic, and the entities it was about."""
     about = f" on {', '.join(entities)}" if entities else ""
     return f"[{plan.project}/{plan.focus_topic}] simulated session{about}"
+
+
+def _conversation(header: str, view: SessionView, truth: np.ndarray) -> str:
+    """The session's conversation (`text.conversation_text`): its prompts, and the injected
+    memories it needed, most relevant first (empty when the view has no texts)."""
+    if len(view.contents) != len(view.memory_ids):
+        return ""
+    needed = np.flatnonzero(view.injected & (truth >= USED_RELEVANCE))
+    order = needed[np.argsort(-truth[needed], kind="stable")]
+    return conversation_text(header, view.prompts, [view.contents[i] for i in order])

@@ -38,6 +38,69 @@ def test_sample_takes_recent_confident_unlabelled_sessions(con, demo):
     assert cal.calibration_sample(sessions, labels).equals(sample)  # the same draw
 
 
+def test_a_partly_labelled_session_stays_in_the_picker_until_finished(con, demo, workbench):
+    sessions = session_frame(con)
+    first = cal.calibration_sample(sessions, cal.read_labels(workbench), labeler="ann")
+    assert (first["labelled"] == 0).all()
+    key = first["session_key"][-1]  # the oldest of the draw
+    items = cal.label_items(con, key, cal.read_labels(workbench), "ann")
+    n = items.height
+    assert n >= 3 and first.filter(pl.col("session_key") == key)["injected"][0] == n
+    four = dict.fromkeys(items["memory_id"].head(min(4, n - 1)).to_list(), 0.5)
+    cal.save_labels(workbench, key, four, items, "ann")
+    mine = cal.calibration_sample(sessions, cal.read_labels(workbench), labeler="ann")
+    row = mine.row(0, named=True)  # a started session comes first
+    assert row["session_key"] == key and row["labelled"] == len(four)
+    assert cal.picker_label(row).endswith(f" · {len(four)} of {n} labelled")
+    assert cal.picker_label(row).startswith(f"#{row['n']} · {row['project']} · ")
+    others = cal.calibration_sample(sessions, cal.read_labels(workbench), labeler="bob")
+    assert key not in others["session_key"].to_list()  # another labeler draws untouched ones
+    rest = dict.fromkeys(items["memory_id"].to_list(), 1.0)
+    cal.save_labels(workbench, key, rest, items, "ann")
+    done = cal.calibration_sample(sessions, cal.read_labels(workbench), labeler="ann")
+    assert key not in done["session_key"].to_list()  # finished: it leaves the picker
+
+
+def test_a_workbench_from_before_the_rename_reads_the_same(tmp_path):
+    path = tmp_path / "old.duckdb"
+    with duckdb.connect(str(path)) as old:
+        old.execute(
+            "CREATE TABLE predictor_calibration (id TEXT, session_key TEXT, memory_id TEXT,"
+            " human_label DOUBLE, scorer_label DOUBLE, delta DOUBLE, labeled_at TIMESTAMP,"
+            " labeler TEXT)"
+        )
+        old.execute(
+            "INSERT INTO predictor_calibration VALUES"
+            " ('i', 's', 'm', 0.5, 0.75, -0.25, TIMESTAMP '2026-03-01 10:00:00', 'ann')"
+        )
+    labels = cal.read_labels(path)
+    assert labels.columns == cal.read_labels(None).columns
+    assert labels.select("human_label", "judge_relevance", "delta").row(0) == (0.5, 0.75, -0.25)
+    assert cal.mae_over_time(labels)["mae"].to_list() == [0.25]
+    with duckdb.connect(str(path), read_only=True) as con:  # reading renamed nothing
+        assert "scorer_label" in {
+            r[0] for r in con.execute("DESCRIBE predictor_calibration").fetchall()
+        }
+
+
+def test_the_transcript_shows_the_conversation_the_memories_were_used_in(con, demo):
+    labels = cal.read_labels(demo.workbench)
+    key = labels["session_key"][0]
+    text = cal.transcript_excerpt(con, key)
+    job = con.execute(
+        "SELECT transcript FROM store.summary_jobs WHERE session_key = ?", [key]
+    ).fetchone()[0]
+    assert text.startswith(job + "\nuser: ")  # the summary job's line, then the prompts
+    assert text.count("\nassistant: ") == text.count("\nuser: ") >= 10
+    items = cal.label_items(con, key, labels, labels["labeler"][0])
+    mine = labels.filter(pl.col("session_key") == key)
+    human = dict(zip(mine["memory_id"], mine["human_label"], strict=True))
+    cited = {m for m, c in zip(items["memory_id"], items["content"], strict=True) if c in text}
+    assert cited, "the conversation cites the memories the session used"
+    assert min(human[m] for m in cited) >= 0.5 > min(human[m] for m in items["memory_id"])
+    assert cal.transcript_excerpt(con, "no-such-session").startswith("(no transcript")
+
+
 def test_items_are_the_injected_memories_with_earlier_labels(con, demo):
     labels = cal.read_labels(demo.workbench)
     key = labels["session_key"][0]
@@ -51,7 +114,6 @@ def test_items_are_the_injected_memories_with_earlier_labels(con, demo):
     mine = labels.filter(pl.col("session_key") == key)
     assert items["human_label"].drop_nulls().len() == mine.height
     assert cal.label_items(con, key, labels, "someone else")["human_label"].null_count() == injected
-    assert cal.transcript_excerpt(con, key)  # the simulated transcript line
 
 
 def test_saving_then_relabelling_updates_the_row(con, demo, workbench):
@@ -65,7 +127,7 @@ def test_saving_then_relabelling_updates_the_row(con, demo, workbench):
     after = cal.read_labels(workbench)
     row = after.filter((pl.col("session_key") == key) & (pl.col("memory_id") == first))
     assert after.height == before + 1 and row["human_label"].to_list() == [1.0]
-    assert row["delta"][0] == pytest.approx(1.0 - items["scorer_label"][0])
+    assert row["delta"][0] == pytest.approx(1.0 - items["judge_relevance"][0])
     cal.save_labels(workbench, key, {first: 0.25}, items, "tester")
     again = cal.read_labels(workbench)
     row = again.filter((pl.col("session_key") == key) & (pl.col("memory_id") == first))
@@ -122,7 +184,7 @@ def test_mae_per_day_and_running():
             "session_key": ["a", "a", "b", "b"],
             "memory_id": ["m1", "m2", "m3", "m4"],
             "human_label": [1.0, 0.0, 1.0, 0.5],
-            "scorer_label": [0.9, 0.1, 0.2, 0.6],
+            "judge_relevance": [0.9, 0.1, 0.2, 0.6],
             "labeler": ["h"] * 4,
             "labeled_at": [day, day, day + timedelta(days=1), day + timedelta(days=1)],
         }
@@ -130,7 +192,9 @@ def test_mae_per_day_and_running():
     mae = cal.mae_over_time(labels)
     assert mae["labels"].to_list() == [2, 2]
     assert mae["mae"].to_list() == pytest.approx([0.1, 0.45])
-    running = calibration_mae(labels["human_label"].to_numpy(), labels["scorer_label"].to_numpy())
+    running = calibration_mae(
+        labels["human_label"].to_numpy(), labels["judge_relevance"].to_numpy()
+    )
     assert mae["running_mae"][-1] == pytest.approx(running)
     assert mae["flagged"].to_list() == [False, running > DEFAULT_CONFIG.calibration_mae_threshold]
     assert cal.mae_over_time(labels.head(0)).height == 0

@@ -120,3 +120,33 @@ def test_the_verdict_is_the_same_for_the_same_stream(store):
     c = world.judge(plan, _view(world), _rng(10))
     assert not np.array_equal(a.relevance, c.relevance, equal_nan=True)
     assert a.end - plan.start == timedelta(minutes=2 * 22)
+
+
+def test_the_conversation_cites_the_injected_memories_the_session_needed(store):
+    from signet_bench.world.synth.text import CITING_ANSWERS, PLAIN_ANSWERS
+
+    world = _world(store)
+    plan = world.plan(1, seed=2)[0]
+    base = _view(world)
+    contents = tuple(f"Memory {i}: the note numbered {i}." for i in range(N_VIEW))
+    prompts = tuple(p.text for p in world.prompts(plan, [], _rng(3)))
+    view = SessionView(*(getattr(base, f) for f in ("memory_ids", "injected", "recalled",
+                                                     "pool", "created_s")),
+                       contents=contents, prompts=prompts)  # fmt: skip
+    verdict = world.judge(plan, view, _rng(0))
+    again = world.judge(plan, view, _rng(1))  # another stream: the same conversation
+    assert verdict.conversation == again.conversation
+    truth = true_relevance(world.truth, plan)[:N_VIEW]
+    needed = {i for i in range(N_VIEW) if base.injected[i] and truth[i] >= 0.5}
+    assert 0 < len(needed) < int(base.injected.sum())
+    lines = verdict.conversation.splitlines()
+    assert lines[0] == verdict.transcript  # the summary job's line opens it
+    assert [x.removeprefix("user: ") for x in lines[1::2]] == list(prompts)
+    answers = lines[2::2]
+    assert all(a.startswith("assistant: ") for a in answers) and len(answers) == len(prompts)
+    cited = {i for i in range(N_VIEW) if contents[i] in verdict.conversation}
+    assert cited == needed  # every needed injected memory once, nothing else
+    assert sum(verdict.conversation.count(contents[i]) for i in cited) == len(needed)
+    openers = {t.split("{m}")[0] for t in CITING_ANSWERS} | set(PLAIN_ANSWERS)
+    assert all(any(a[len("assistant: ") :].startswith(o) for o in openers) for a in answers)
+    assert world.judge(plan, base, _rng(0)).conversation == ""  # no texts shown: none
