@@ -243,10 +243,9 @@ def _injections_in(injections: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataF
 
 
 def _project_of_hook() -> pl.Expr:
-    """The session's project, or the one the wrapper's record names where the store names
-    none."""
-    named = pl.col("project").is_not_null() & (pl.col("project") != s.NO_PROJECT)
-    return pl.when(named).then("project").otherwise(pl.coalesce("hook_project", "project"))
+    """The project the wrapper's record names for the session (what the harness said at its
+    start), else the store's."""
+    return pl.coalesce("hook_project", "project").alias("project")
 
 
 def next_step(data: DashboardData, cfg: PredictorConfig = DEFAULT_CONFIG) -> str:
@@ -498,20 +497,21 @@ def _offline_text(rows: pl.DataFrame, f: FreeRanker) -> str:
     """What the offline judgement rests on: the sessions, the baseline's margin, the caveat
     of the labels, the wrapper's sessions among them."""
     model = rows["model"][0]
-    what = (
-        f"it is {'plain cosine' if model == 'cosine' else HYBRID} itself (no training has "
-        "moved it from its start)"
-        if model != "learned"
-        else "judged only on sessions it did not learn from"
-    )
     base = _comparison(rows["model_ndcg"], rows["baseline_ndcg"])
     served = int(rows["hook_served"].sum())
+    head = (
+        f"The workbench's served model is {'plain cosine' if model == 'cosine' else HYBRID} "
+        "itself (no training has moved it from its start); scored offline on the store's last "
+        f"{f.sessions} judged sessions"
+        if model != "learned"
+        else "The workbench's served model, scored offline on the store's last "
+        f"{f.sessions} judged sessions it did not learn from"
+    )
     text = (
-        f"The workbench's served model, scored offline on the store's last {f.sessions} "
-        f"judged sessions ({what}): NDCG@10 {float(rows['model_ndcg'].mean()):.2f}, "
-        f"{f.name} {f.versus.ndcg:.2f}, Signet's baseline {base.ndcg:.2f} (margin {base}). "
-        "Their labels exist mostly for what Signet injected, its baseline's top, which "
-        "favours the baseline's order"
+        f"{head}: NDCG@10 {float(rows['model_ndcg'].mean()):.2f}, {f.name} "
+        f"{f.versus.ndcg:.2f}, Signet's baseline {base.ndcg:.2f}, a margin over the baseline of "
+        f"{base}. Their labels exist mostly for what Signet injected, its baseline's top, "
+        "which favours the baseline's order"
     )
     if served:
         text += (

@@ -201,7 +201,7 @@ def test_offline_the_served_model_is_judged_against_the_stronger_free_ranker(act
     assert tone == "success", text
     assert text.startswith("Yes, the predictor is helping: the model the workbench serves beats")
     assert "Signet's hybrid (cosine with BM25 of the query terms), by an NDCG@10 margin" in text
-    assert "last 20 judged sessions (judged only on sessions it did not learn from)" in text
+    assert "on the store's last 20 judged sessions it did not learn from: NDCG@10" in text
     assert "labels exist mostly for what Signet injected" in text
     assert "in 5 of them the session-start wrapper served the model" in text
     f = dash.offline_free_ranker(rows.filter(~pl.col("learned_from")))
