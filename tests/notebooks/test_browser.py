@@ -150,9 +150,10 @@ def test_current_store_dashboard_in_a_browser(browser, bare_current):
         page = _open(browser, url)
         page.get_by_text("Comparison inspector · session #").first.wait_for(timeout=90_000)
         _wait_for_charts(page, 2)  # the α gauge and the win/loss timeline at the least
-        verdict = page.get_by_text("Over the last").first
-        assert "judged sessions it won" in verdict.inner_text()
+        verdict = page.get_by_text("Against Signet's baseline over the last").first
+        assert "judged sessions: NDCG@10" in verdict.inner_text()
         assert "Judged offline" in verdict.inner_text()
+        assert "helping" not in verdict.inner_text()  # no free ranker measured here
         sources = page.get_by_text("Labels learn from session scores in 30 sessions").first
         sources.wait_for(timeout=90_000)  # read after the panels above
         assert "Recorded in none yet: path feedback" in sources.inner_text()
