@@ -34,14 +34,16 @@ def record_start(
     *,
     reason: str | None = None,
     agent: str = "default",
+    project: str | None = None,
 ) -> int:
     """One session start of `key` in the record beside `store`'s default workbench: served
     (`reason` None: the scorer's order of `memory_ids` was injected) or failed open (Signet's
-    answer, `memory_ids`, printed for `reason`). Returns the invocation's id."""
+    answer, `memory_ids`, printed for `reason`), naming `project`. Returns the invocation's
+    id."""
     served = reason is None
     invocation = {
         "at": AT, "session_key": key, "agent_id": agent, "harness": "claude-code",
-        "project": None, "output": "plain", "outcome": "scorer" if served else "signet",
+        "project": project, "output": "plain", "outcome": "scorer" if served else "signet",
         "reason": reason, "model_path": "/models/model.onnx", "model_version": "v1",
         "pool": len(memory_ids) + 10 if served else None, "injected": len(memory_ids),
         "context_rule": "previous-session" if served else None, "signet_exit": 0,

@@ -71,6 +71,17 @@ INJECTED_COLUMNS = (
 )  # fmt: skip
 
 
+FIGURES = (
+    "**The figure that leads** is the NDCG@10 margin above: the predictor's ranking against "
+    "the strongest free ranker (plain cosine, or Signet's hybrid where it ranks better), with "
+    "its 95% interval; only a margin above zero, interval included, is called helping. The "
+    "others below answer narrower questions: the *success rate (EMA)* is the daemon's "
+    "smoothed share of sessions the predictor beat the baseline in, which sets α; the "
+    "*per-project success rates* are that EMA per project; the *win rate* by project and "
+    "entity is the plain share of counted sessions it beat the baseline in."
+)
+
+
 def first_chart(store_name: str, weekly: pl.DataFrame) -> mo.Html:
     """The page's title and its first chart: the judge's sessions per week."""
     return mo.vstack(
@@ -120,6 +131,7 @@ def overview(data: dash.DashboardData, view: dash.DashboardView, shown: list) ->
         [
             mo.md(f"**Release line** · {line}"),
             mo.callout(mo.md(f"**{answer}**"), kind=TONES[tone]),
+            mo.md(FIGURES),
             mo.hstack(
                 [
                     mo.callout(
@@ -349,13 +361,20 @@ def inspector(detail: SessionDetail, events: pl.DataFrame) -> mo.Html:
 
 
 def training(view: dash.DashboardView) -> mo.Html:
-    """The training section: loss per epoch over every run, and the runs' gate figures."""
+    """The training section: loss per epoch over every run, the runs' gate figures, and the
+    runs the gates rejected."""
     runs = view.runs.sort("run", descending=True).select(RUN_COLUMNS)
-    curve = (
-        static(training_chart(view.steps, view.markers))
-        if view.steps.height
-        else mo.md("_no training run recorded yet_")
-    )
+    if view.steps.height:
+        curve = static(training_chart(view.steps, view.markers))
+    elif runs.height:
+        curve = mo.md(
+            "_No run trained an epoch yet: each kept its start, plain cosine, served as it is "
+            "(too few sessions to learn from, or the held-out sessions chose the start)._"
+        )
+    else:
+        curve = mo.md(f"_No training run recorded yet._ {view.next_step}")
+    rejected = view.rejections
+    n = rejected.height
     return mo.vstack(
         [
             mo.md(
@@ -375,7 +394,15 @@ def training(view: dash.DashboardView) -> mo.Html:
                 "Signet's own canary gates show the canary figures instead."
             ),
             curve,
-            table(runs, page_size=5, label="Runs and canary figures"),
+            table(runs, page_size=5, label="Runs and canary figures") if runs.height else mo.md(""),
+            mo.md(
+                f"**Rejected by the gates** ({n} run{'' if n == 1 else 's'}): the model "
+                "served before each stayed served (`served`); a rejection is the gates doing "
+                "their work, not an error."
+            )
+            if n
+            else mo.md(""),
+            table(rejected, page_size=5, show_search=False) if n else mo.md(""),
         ]
     )
 
@@ -397,8 +424,38 @@ def injections(lower: dash.DetailsView) -> mo.Html:
             ),
             mo.callout(mo.md(injection_summary(lower.injections)), kind="neutral"),
             table(rows.sort("n", descending=True), page_size=8) if rows.height else mo.md("-"),
+            *_reordering(lower.reordered),
         ]
     )
+
+
+def _reordering(reordered: Any) -> list[mo.Html]:
+    """Each memory the wrapper injected, its rank beside Signet's (empty: it served none)."""
+    if reordered is None or reordered.height == 0:
+        return []
+    n = reordered["session_key"].n_unique()
+    return [
+        mo.md(
+            f"**How the wrapper reordered Signet's answer** ({n} served "
+            f"session{'' if n == 1 else 's'}, newest first): per injected memory, its rank in "
+            "the block the scorer ordered (`rank`) beside its rank in Signet's answer "
+            "(`signet_rank`); `moved` counts the places the scorer moved it up, "
+            "`signet_injected` whether Signet would have injected it, `relevance` the judge's."
+        ),
+        table(
+            reordered.select(
+                "n",
+                "project",
+                "rank",
+                "signet_rank",
+                "moved",
+                "signet_injected",
+                "relevance",
+                "memory_id",
+            ),
+            page_size=10,
+        ),
+    ]
 
 
 def slices(
@@ -445,15 +502,16 @@ def label_sources(details: dash.DashboardDetails) -> mo.Html:
 
 
 def errors(view: dash.DashboardView) -> mo.Html:
-    """The predictor's errors (rejected or diverged training runs)."""
+    """The predictor's errors (diverged training runs; rejections are under training)."""
     return mo.vstack(
         [
             mo.md("## Errors"),
             table(view.errors)
             if view.errors.height
             else mo.md(
-                "No predictor errors recorded (rejected or diverged training runs). Sidecar "
-                "timeouts and crashes are kept in the daemon's error ring, not in the store."
+                "No predictor errors recorded (training runs whose loss diverged; runs the "
+                "gates rejected are listed under Training). Sidecar timeouts and crashes are "
+                "kept in the daemon's error ring, not in the store."
             ),
         ]
     )

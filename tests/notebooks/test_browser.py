@@ -6,6 +6,8 @@ Screenshots are saved under `out/screenshots/` (a test artifact, ignored by git)
 from __future__ import annotations
 
 import contextlib
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -19,7 +21,11 @@ import pytest
 
 from signet_bench.app.launch import free_port, notebook_path, serve
 from signet_bench.bench.dashboard_browser import chromium_path
-from tests.hook_records import served_and_failed
+from signet_bench.learn.holdout import free_ranker_name
+from signet_bench.learn.model.checkpoint import load_checkpoint
+from signet_bench.store.read import read_sessions
+from tests.hook_records import record_start, served_and_failed, session_rows
+from tests.lines import as_signet_leaves_it, simulated_store
 
 CHROMIUM = chromium_path()
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
@@ -162,9 +168,10 @@ def test_current_store_dashboard_in_a_browser(browser, bare_current):
         page = _open(browser, url)
         page.get_by_text("Comparison inspector · session #").first.wait_for(timeout=90_000)
         _wait_for_charts(page, 2)  # the α gauge and the win/loss timeline at the least
-        verdict = page.get_by_text("Over the last").first
-        assert "judged sessions it won" in verdict.inner_text()
+        verdict = page.get_by_text("Against Signet's baseline over the last").first
+        assert "judged sessions: NDCG@10" in verdict.inner_text()
         assert "Judged offline" in verdict.inner_text()
+        assert "helping" not in verdict.inner_text()  # no free ranker measured here
         sources = page.get_by_text("Labels learn from session scores in 30 sessions").first
         sources.wait_for(timeout=90_000)  # read after the panels above
         assert "Recorded in none yet: path feedback" in sources.inner_text()
@@ -192,4 +199,112 @@ def test_current_store_dashboard_with_the_wrappers_record(browser, bare_current,
         assert page.get_by_text("hook_outside").count() > 0  # the table's wrapper columns
         assert page.get_by_text(INTERNAL_ERROR).count() == 0
         _screenshot(page, "dashboard-current-hook")
+        page.close()
+
+
+def _train(store: Path) -> Path:
+    """`signet-bench train` on `store` into `<store>.predictor`, where the dashboard and the
+    session-start wrapper look for the workbench (two epochs: the run is what counts)."""
+    out = store.with_name(store.name + ".predictor")
+    cmd = [sys.executable, "-m", "signet_bench.cli", "train", "--db", str(store),
+           "--out", str(out), "--epochs", "2"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode in (0, 1), done.stderr[-2000:]  # 1: a gate rejected the run
+    return out
+
+
+@pytest.fixture(scope="module")
+def as_signet_0145(tmp_path_factory) -> Path:
+    """A current store as Signet 0.145 leaves it: no scorer scores, no comparisons, no state
+    (the simulated daemon ran without a scorer), read only."""
+    root = tmp_path_factory.mktemp("signet-0145")
+    sim = simulated_store(root / "sim.db", "current", scorer="none")
+    return as_signet_leaves_it(sim, root / "memories.db")
+
+
+@pytest.fixture(scope="module")
+def trained_current(as_signet_0145, tmp_path_factory) -> Path:
+    """That store after `signet-bench train --db S --out S.predictor` (a run made today, long
+    after the store's last session), the first session served by the session-start wrapper
+    (its order reversed from Signet's) for the project `/work/app`, the second failed open."""
+    store = tmp_path_factory.mktemp("trained") / "memories.db"
+    shutil.copy(as_signet_0145, store)
+    _train(store)
+    first, second = read_sessions(store).sort("created_at")["session_key"].head(2)
+    shown = [m for m, _, _ in session_rows(store, first)][:5]
+    record_start(store, first, shown, project="/work/app")
+    record_start(store, second, shown[:2], reason="no model at /models/model.onnx")
+    return store
+
+
+def _headline(page, part: str) -> str:
+    """The verdict's text: the element that holds `part` of it."""
+    verdict = page.get_by_text(part).first
+    verdict.wait_for(timeout=90_000)
+    return verdict.inner_text()
+
+
+def test_a_served_model_that_is_cosine_is_not_called_helping(browser, trained_current):
+    """The served model ranks as plain cosine (no training moved it): the headline says the
+    learned part adds nothing, with the interval, and never "helping"; the training panel
+    shows the workbench's run although it was made after the store's last session; the
+    injections panel shows the wrapper's reordering and the project its record names."""
+    params, _ = load_checkpoint(trained_current.with_name("memories.db.predictor") / "model.sbm")
+    assert free_ranker_name(params) == "cosine"  # the premise: the served model is cosine
+    with _served("dashboard", "--db", str(trained_current)) as url:
+        page = _open(browser, url)
+        headline = _headline(page, "The workbench's served model is plain cosine itself")
+        assert "helping" not in headline, headline
+        assert headline.startswith("No gain yet: the model the workbench serves ranks every "
+                                   "session as plain cosine does")  # fmt: skip
+        assert "+0.00 (95% interval +0.00 to +0.00)" in headline
+        page.get_by_text("Runs and canary figures").first.wait_for(timeout=60_000)
+        assert page.get_by_text("No training run recorded yet").count() == 0
+        reorder = page.get_by_text("How the wrapper reordered Signet's answer").first
+        reorder.wait_for(timeout=90_000)
+        assert page.get_by_text("(1 served session, newest first)").count() > 0
+        assert page.locator("marimo-table").filter(has_text="signet_rank").count() > 0
+        assert page.get_by_text("/work/app").count() > 0  # the project of the wrapper's record
+        assert page.get_by_text("The scorer ranked none of these sessions").count() == 0
+        summary = page.get_by_text("In the 1 session the scorer ranked (1 of them served").first
+        summary.wait_for(timeout=30_000)
+        assert page.get_by_text(INTERNAL_ERROR).count() == 0
+        _screenshot(page, "dashboard-current-trained-hook")
+        page.close()
+
+
+def test_a_training_run_of_the_workbench_shows_on_a_current_store(
+    browser, as_signet_0145, tmp_path
+):
+    """A current-schema store (no training log) with a run `signet-bench train` recorded in
+    the workbench: the training panel lists it, with its held-out verdict."""
+    store = tmp_path / "memories.db"
+    shutil.copy(as_signet_0145, store)
+    out = _train(store)
+    with _served("dashboard", "--db", str(store)) as url:
+        page = _open(browser, url)
+        page.get_by_text("Runs and canary figures").first.wait_for(timeout=90_000)
+        runs = page.locator("marimo-table").filter(has_text="heldout_comparator").first
+        runs.wait_for(state="attached", timeout=30_000)
+        assert runs.get_attribute("data-total-rows") == "1"  # the one run `train` recorded
+        page.get_by_text("heldout_comparator").first.wait_for(timeout=30_000)
+        assert page.get_by_text("No training run recorded yet").count() == 0
+        assert (out / "workbench.duckdb").exists()
+        assert page.get_by_text(INTERNAL_ERROR).count() == 0
+        _screenshot(page, "dashboard-current-trained")
+        page.close()
+
+
+def test_a_one_session_store_says_what_to_do_next(browser, tmp_path):
+    """One judged session and no model: no dead end; the verdict names the next step with its
+    command."""
+    sim = simulated_store(tmp_path / "sim.db", "current", sessions=1, scorer="none")
+    store = as_signet_leaves_it(sim, tmp_path / "one.db")
+    with _served("dashboard", "--db", str(store)) as url:
+        page = _open(browser, url)
+        headline = _headline(page, "Nothing to judge yet")
+        assert f"signet-bench train --db {store} --out {store}.predictor" in headline
+        assert headline.count(". ") <= 2, headline  # the verdict, then one sentence
+        assert page.get_by_text(INTERNAL_ERROR).count() == 0
+        _screenshot(page, "dashboard-one-session")
         page.close()

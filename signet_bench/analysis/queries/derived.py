@@ -2,7 +2,8 @@
 the comparison rows (`daemon.comparison_log.store_comparisons`: a 0.58 store's
 `predictor_comparisons`, recomputed with the success-rate EMA on a current store, which keeps
 none) and the label sources (`learn.samples.label_sources`, with the session-start wrapper's
-record beside the dashboard's workbench).
+record beside the dashboard's workbench), and the served model scored offline on the judged
+sessions (`served.served_frame`, the verdict's evidence).
 
 The library reads a store with the stdlib `sqlite3`, and the dashboard holds it open through
 DuckDB; one process must never use both libraries on a file, so `derived_frames` computes them
@@ -23,7 +24,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from serving.workbench import HOOK_LOG_FILE
+from serving.workbench import HOOK_LOG_FILE, default_workbench
+from signet_bench.analysis.queries.served import SERVED_SCHEMA, served_frame, served_model_path
 from signet_bench.analysis.queries.sessions import session_frame
 from signet_bench.analysis.queries.source import child_frames, child_main
 from signet_bench.analysis.wording import plural
@@ -38,22 +40,29 @@ __all__ = [
     "label_sources_text",
     "line_sessions",
     "main",
+    "served_sessions",
     "store_line",
 ]
 
 _MODULE = "signet_bench.analysis.queries.derived"
-DERIVED = ("comparisons", "label_sources")
-_WHAT = {"comparisons": "deriving comparisons", "label_sources": "counting label sources"}
+DERIVED = ("comparisons", "label_sources", "served")
+_WHAT = {
+    "comparisons": "deriving comparisons",
+    "label_sources": "counting label sources",
+    "served": "scoring the served model",
+}
 
 
 @dataclass(frozen=True, slots=True)
 class DerivedFrames:
     """`comparisons`: the store's comparison rows in `store.read.read_comparisons`' columns;
-    `label_sources`: one row per label source (`learn.samples.label_sources`); None when not
-    asked for."""
+    `label_sources`: one row per label source (`learn.samples.label_sources`); `served`: the
+    served model against the free rankers per judged session (`served.served_frame`); None
+    when not asked for."""
 
     comparisons: pl.DataFrame | None
     label_sources: pl.DataFrame | None
+    served: pl.DataFrame | None = None
 
 
 def derived_frames(
@@ -73,7 +82,7 @@ def derived_frames(
     args += [] if workbench is None else ["--workbench", str(workbench)]
     what = " and ".join(_WHAT[f] for f in frames)
     got = child_frames(_MODULE, db, frames, args, what=what, timeout_s=timeout_s)
-    return DerivedFrames(got.get("comparisons"), got.get("label_sources"))
+    return DerivedFrames(got.get("comparisons"), got.get("label_sources"), got.get("served"))
 
 
 def store_line(con: duckdb.DuckDBPyConnection) -> ReleaseLine:
@@ -87,9 +96,24 @@ def line_sessions(
     """`sessions.session_frame` of the store `db` (read through `con`) with its comparisons
     whichever its line: its own on a 0.58 store, the ones the workbench recomputes (in a child
     process) on a current store."""
-    if store_line(con) != "current":
-        return session_frame(con, cfg)
-    return session_frame(con, cfg, derived_frames(db, frames=("comparisons",)).comparisons)
+    return served_sessions(con, db, None, cfg)[0]
+
+
+def served_sessions(
+    con: duckdb.DuckDBPyConnection,
+    db: str | Path,
+    workbench: str | Path | None,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`line_sessions`, and with a served model beside `workbench` its offline scores per
+    judged session (`served.served_frame`; empty without), both from one child process."""
+    current = store_line(con) == "current"
+    served = workbench is not None and served_model_path(workbench) is not None
+    frames = (("comparisons",) if current else ()) + (("served",) if served else ())
+    got = derived_frames(db, workbench=workbench, frames=frames) if frames else None
+    sessions = session_frame(con, cfg, got.comparisons if current and got else None)
+    offline = got.served if got is not None and got.served is not None else None
+    return sessions, offline if offline is not None else pl.DataFrame(schema=SERVED_SCHEMA)
 
 
 def _compute(db: Path, out: Path, args: argparse.Namespace) -> None:
@@ -108,6 +132,10 @@ def _compute(db: Path, out: Path, args: argparse.Namespace) -> None:
             label_sources(signals).write_parquet(out / "label_sources.parquet")
     finally:
         con.close()
+    if "served" in frames:
+        served_frame(db, args.workbench or default_workbench(db)).write_parquet(
+            out / "served.parquet"
+        )
 
 
 def label_sources_text(sources: pl.DataFrame) -> str:

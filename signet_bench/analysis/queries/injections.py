@@ -12,6 +12,9 @@ the scorer's choice in place of Signet's and records it beside the workbench
 (`store.hook_log`). Where it did, Signet's `was_injected` is what Signet would have injected,
 and the wrapper's record is what was: the `hook_*` columns set it beside Signet's choice, and
 say which sessions the wrapper served and which it failed open on (printing Signet's own).
+In a session it served, the scorer did rank: its picks are what the wrapper injected (even
+where the store, as current Signet's, holds no scorer scores), and `served_ranks` sets each
+one's rank beside Signet's, the reordering the wrapper made.
 """
 
 from __future__ import annotations
@@ -33,11 +36,13 @@ __all__ = [
     "injection_contrast",
     "injection_summary",
     "injection_table",
+    "served_ranks",
 ]
 
 HOOK_COLUMNS: dict[str, pl.DataType] = {
     "hook": pl.String(),  # served | failed open | null: no record of the session
     "hook_reason": pl.String(),  # why it failed open (its first invocation)
+    "hook_project": pl.String(),  # the project its first invocation names
     "hook_injected": pl.Int64(),  # memories the wrapper injected (served sessions)
     "hook_kept": pl.Int64(),  # of them, Signet's own injected ones
     "hook_outside": pl.Int64(),  # of them, not among Signet's candidate rows
@@ -119,8 +124,14 @@ def hook_contrast(
         )
     )
     status = pl.when(pl.col("served")).then(pl.lit("served")).otherwise(pl.lit("failed open"))
+    projects = (
+        record.invocations.sort("id")
+        .group_by("session_key", maintain_order=True)
+        .agg(pl.col("project").drop_nulls().first().alias("hook_project"))
+    )
     frame = (
         sessions.select("session_key", status.alias("hook"), pl.col("reason").alias("hook_reason"))
+        .join(projects, on="session_key", how="left")
         .join(served, on="session_key", how="left")
         .with_columns(_mean_relevance("hook"))
     )
@@ -137,11 +148,57 @@ def injection_contrast(
     memories (`signet_relevance`, `scorer_relevance`; null when none was judged) with the
     counts behind them (`signet_judged`, `scorer_judged`); `agent_id`'s sessions on a current
     store. Then `HOOK_COLUMNS` from the wrapper's record beside `workbench` (`hook_contrast`;
-    null without one)."""
+    null without one); in a session the wrapper served, the scorer's picks are what it
+    injected (the store's scores, if any, did not choose them)."""
     sql = _CONTRAST_SQL.format(agent=agent_condition(con, "session_memories", agent_id))
-    frame = con.sql(sql).pl().with_columns(_mean_relevance("signet"), _mean_relevance("scorer"))
+    frame = con.sql(sql).pl()
     hook = hook_contrast(con, workbench, agent_id)
-    return frame.join(hook, on="session_key", how="left").sort("session_key")
+    joined = frame.join(hook, on="session_key", how="left")
+    served = (pl.col("hook") == "served").fill_null(False)
+    chosen = {  # a served session's scorer choice is what the wrapper injected
+        "scorer_picks": "hook_injected",
+        "both_chose": "hook_kept",
+        "scorer_judged": "hook_judged",
+        "scorer_relevance_sum": "hook_relevance_sum",
+    }
+    joined = joined.with_columns(
+        pl.when(served).then(pl.col(h)).otherwise(pl.col(c)).cast(joined.schema[c]).alias(c)
+        for c, h in chosen.items()
+    )
+    return joined.with_columns(_mean_relevance("signet"), _mean_relevance("scorer")).sort(
+        "session_key"
+    )
+
+
+def served_ranks(
+    con: duckdb.DuckDBPyConnection, workbench: str | Path | None, agent_id: str = DEFAULT_AGENT
+) -> pl.DataFrame:
+    """Each memory the wrapper injected in the sessions it served, in its order: `session_key`,
+    `rank` (the scorer's, 1-based), `signet_rank` (in Signet's answer), `moved` (how many
+    places the scorer moved it up), `signet_injected` (Signet would have injected it), the
+    judge's `relevance`, `memory_id`."""
+    schema = {
+        "session_key": pl.String(), "rank": pl.Int64(), "signet_rank": pl.Int64(),
+        "moved": pl.Int64(), "signet_injected": pl.Boolean(), "relevance": pl.Float64(),
+        "memory_id": pl.String(),
+    }  # fmt: skip
+    if workbench is None:
+        return pl.DataFrame(schema=schema)
+    keyed = "agent_id" in attached_tables(con).columns.get("session_memories", ())
+    shown = served_injections(hook_record(workbench, agent_id if keyed else None))
+    if shown.height == 0:
+        return pl.DataFrame(schema=schema)
+    sql = _ROWS_SQL.format(agent=agent_condition(con, "session_memories", agent_id))
+    rows = con.execute(sql, [shown["session_key"].unique().to_list()]).pl()
+    return (
+        shown.join(rows, on=["session_key", "memory_id"], how="left")
+        .with_columns(
+            (pl.col("signet_rank") - pl.col("rank")).alias("moved"),
+            pl.col("injected").fill_null(False).alias("signet_injected"),
+        )
+        .select(pl.col(c).cast(t) for c, t in schema.items())
+        .sort("session_key", "rank")
+    )
 
 
 def injection_table(contrast: pl.DataFrame) -> pl.DataFrame:
@@ -152,6 +209,7 @@ def injection_table(contrast: pl.DataFrame) -> pl.DataFrame:
         "scorer_relevance_sum",
         "hook_relevance_sum",
         "hook_memory_ids",
+        "hook_project",
     ]
     if "hook" in contrast.columns and contrast["hook"].null_count() == contrast.height:
         hidden += list(HOOK_COLUMNS)
@@ -215,9 +273,12 @@ def _scorer_summary(contrast: pl.DataFrame) -> str:
     injected, kept = int(ranked["signet_injected"].sum()), int(ranked["both_chose"].sum())
     picks, judged = int(ranked["scorer_picks"].sum()), int(ranked["scorer_judged"].sum())
     share = kept / injected if injected else 0.0
+    served = int((ranked["hook"] == "served").sum()) if "hook" in ranked.columns else 0
+    where = f" ({served} of them served by the session-start wrapper)" if served else ""
+    n = ranked.height
     text = (
-        f"In the {plural(ranked.height, 'session')} the scorer ranked, it would have injected "
-        f"{kept:,} of the {plural(injected, 'memory')} Signet injected ({share:.0%}), and "
+        f"In the {plural(n, 'session')} the scorer ranked{where}, it chose {kept:,} of the "
+        f"{plural(injected, 'memory')} Signet injected ({share:.0%}), and "
         f"{plural(picks - kept, 'other')}."
     )
     signet, scorer = _mean(ranked, "signet"), _mean(ranked, "scorer")

@@ -1,9 +1,12 @@
 """Training, scoring latency and errors: the training curve (with model versions, drift resets
 and canary figures), the latency sparkline and the predictor's error feed.
 
-Training runs come from the store's `predictor_training_log` (what Signet's daemon records),
-joined with the workbench's `training_runs` for the per-epoch loss curve and the gate's verdict
-when the run was made here. Scoring latencies come from the benchmark runs recorded in the
+Training runs come from the store's `predictor_training_log` (what Signet 0.58's daemon
+records), joined with the workbench's `training_runs` for the per-epoch loss curve and the
+gate's verdict when the run was made here; a run the workbench alone records (`signet-bench
+train`, or any run on a current store, which keeps no training log) is a run of its own. Runs
+the gates rejected are listed apart from errors (`gate_rejections`): a rejection is the gate
+doing its work. Scoring latencies come from the benchmark runs recorded in the
 workbench (rows named `score_*` in milliseconds): the store does not record them.
 """
 
@@ -24,6 +27,7 @@ __all__ = [
     "HOLDOUT_COLUMNS",
     "bench_rows",
     "error_feed",
+    "gate_rejections",
     "latency_series",
     "loss_steps",
     "reset_markers",
@@ -41,6 +45,14 @@ FROM store.predictor_training_log
 _RUNS_SQL = "SELECT * FROM training_runs"  # by name below: older files lack `holdout`
 _RUNS_SCHEMA = {
     "id": pl.String,
+    "store_path": pl.String,
+    "started_at": pl.Datetime("us"),
+    "sample_count": pl.Int64,
+    "duration_ms": pl.Float64,
+    "canary_ndcg": pl.Float64,
+    "canary_ndcg_delta": pl.Float64,
+    "canary_score_variance": pl.Float64,
+    "canary_topk_overlap": pl.Float64,
     "loss_curve": pl.String,
     "gate_passed": pl.Boolean,
     "gate_reason": pl.String,
@@ -74,18 +86,23 @@ _LOG_SCHEMA = {
 }
 
 
-def training_runs(con: duckdb.DuckDBPyConnection, workbench: str | Path | None) -> pl.DataFrame:
+def training_runs(
+    con: duckdb.DuckDBPyConnection, workbench: str | Path | None, store: str | Path | None = None
+) -> pl.DataFrame:
     """One row per training run, oldest first: the log's columns (created_at in UTC), `run` (1-
     based), the workbench's loss curve (list of per-epoch losses, empty when unknown), gate
     verdict and reason, and `accepted` (the gate passed; without a workbench record, a run
-    whose model version is new)."""
+    whose model version is new). Runs only the workbench records are added (`_own_runs`: of
+    `store`, when named), their model version counting the accepted runs."""
     if store_has(con, "predictor_training_log"):
         log = con.sql(_LOG_SQL.format(created=ts_expr("created_at"))).pl()
     else:
         log = pl.DataFrame(schema=_LOG_SCHEMA)
     runs = _workbench_runs(workbench)
+    own = _own_runs(runs.join(log, on="id", how="anti"), store, log)
     frame = (
-        log.join(runs, on="id", how="left")
+        pl.concat([log, own])
+        .join(runs.select(*_JOINED), on="id", how="left")
         .with_columns(pl.col("created_at").dt.replace_time_zone("UTC"))
         .sort("created_at", "id")
         .with_row_index("run", offset=1)
@@ -99,9 +116,42 @@ def training_runs(con: duckdb.DuckDBPyConnection, workbench: str | Path | None) 
     ).drop("holdout")
 
 
+_JOINED = ("id", "loss_curve", "gate_passed", "gate_reason", "epochs", "holdout")
+
+
+def _of_store(paths: pl.Series, store: str | Path | None) -> pl.Series:
+    """Whether each run's `store_path` is `store` (the same file, or a file of its name: a
+    store copied with its workbench); every run when `store` is None or a run names none."""
+    if store is None:
+        return pl.Series([True] * paths.len(), dtype=pl.Boolean)
+    target = Path(store)
+    try:
+        target = target.resolve()
+    except OSError:
+        pass
+    keep = [p is None or Path(p) == target or Path(p).name == target.name for p in paths]
+    return pl.Series(keep, dtype=pl.Boolean)
+
+
+def _own_runs(runs: pl.DataFrame, store: str | Path | None, log: pl.DataFrame) -> pl.DataFrame:
+    """The workbench's runs of `store` that the store's log does not hold, in the log's
+    columns: the final loss is the curve's last, the model version counts the accepted runs
+    after the log's last version."""
+    runs = runs.filter(_of_store(runs["store_path"], store)).sort("started_at", "id")
+    base = int(log["model_version"].max() or 0) if log.height else 0
+    finals = [(_curve(t) or [None])[-1] for t in runs["loss_curve"].to_list()]
+    version = base + pl.col("gate_passed").fill_null(False).cast(pl.Int64).cum_sum()
+    return runs.with_columns(
+        pl.Series("loss", finals, dtype=pl.Float64),
+        version.alias("model_version"),
+        pl.col("started_at").alias("created_at"),
+        (1.0 - pl.col("canary_topk_overlap")).alias("canary_topk_churn"),
+    ).select(pl.col(c).cast(t) for c, t in _LOG_SCHEMA.items())
+
+
 def _workbench_runs(workbench: str | Path | None) -> pl.DataFrame:
-    """The workbench's training runs with the columns the curve and the verdicts need (NULL
-    where an older workbench file lacks one)."""
+    """The workbench's training runs with the columns the curve, the verdicts and a run of
+    its own need (NULL where an older workbench file lacks one)."""
     runs = read_workbench(workbench, _RUNS_SQL)
     if runs.height == 0:
         return pl.DataFrame(schema=_RUNS_SCHEMA)
@@ -143,7 +193,7 @@ def loss_steps(runs: pl.DataFrame) -> pl.DataFrame:
     rows = []
     step = 0
     for r in runs.iter_rows(named=True):
-        curve = r["loss_curve"] or [r["loss"]]
+        curve = r["loss_curve"] or ([r["loss"]] if r["loss"] is not None else [])
         for loss in curve:
             step += 1
             rows.append((step, r["run"], r["model_version"], loss, r["accepted"], r["created_at"]))
@@ -243,25 +293,61 @@ def latency_series(bench: pl.DataFrame, cfg: PredictorConfig = DEFAULT_CONFIG) -
 
 def error_feed(runs: pl.DataFrame) -> pl.DataFrame:
     """The predictor's recent errors the store and workbench record (seed 000 §4.3): training
-    runs the gates rejected or whose loss diverged (`predictor_train_failure`), newest first.
-    Sidecar timeouts and crashes live in the daemon's error ring, not in the store."""
+    runs whose loss diverged (`predictor_train_failure`), newest first. A run the gates
+    rejected is no error (`gate_rejections`); sidecar timeouts and crashes live in the daemon's
+    error ring, not in the store."""
     if runs.height == 0:
         return pl.DataFrame(
             schema={"at": pl.Datetime("us", "UTC"), "kind": pl.String, "detail": pl.String}
         )
-    diverged = ~pl.col("loss").is_finite()
-    rejected = ~pl.col("accepted").fill_null(True)
-    detail = (
-        pl.when(diverged)
-        .then(pl.lit("loss diverged (non-finite)"))
-        .otherwise(pl.coalesce("gate_reason", pl.lit("rejected by the gates")))
-    )
     return (
-        runs.filter(diverged | rejected)
+        runs.filter(~pl.col("loss").is_finite())
         .select(
             pl.col("created_at").alias("at"),
             pl.lit("predictor_train_failure").alias("kind"),
-            pl.format("run {} (model v{}): {}", "run", "model_version", detail).alias("detail"),
+            pl.format(
+                "run {} (model v{}): loss diverged (non-finite)", "run", "model_version"
+            ).alias("detail"),
         )
         .sort("at", descending=True)
     )
+
+
+def gate_rejections(runs: pl.DataFrame) -> pl.DataFrame:
+    """The training runs the gates rejected (their model was not served), newest first: `run`,
+    `at`, `served` (the model version served after it), `reason` (the gate that failed)."""
+    schema = {"run": pl.UInt32, "at": pl.Datetime("us", "UTC"), "served": pl.String,
+              "reason": pl.String}  # fmt: skip
+    if runs.height == 0:
+        return pl.DataFrame(schema=schema)
+    rejected = ~pl.col("accepted").fill_null(True) & pl.col("loss").is_finite().fill_null(True)
+    return (
+        runs.filter(rejected)
+        .select(
+            pl.col("run").cast(pl.UInt32),
+            pl.col("created_at").alias("at"),
+            pl.format("v{}", "model_version").alias("served"),
+            pl.Series("reason", _rejection_reasons(runs.filter(rejected)), dtype=pl.String),
+        )
+        .sort("at", descending=True)
+    )
+
+
+def _rejection_reasons(rejected: pl.DataFrame) -> list[str]:
+    """Why each rejected run was not served: the held-out figures where the held-out gate
+    judged it, else the gate's own reason."""
+    out = []
+    for r in rejected.iter_rows(named=True):
+        reason = r.get("gate_reason") or "rejected by the gates"
+        if r.get("heldout_ndcg") is not None and r.get("heldout_bar") is not None:
+            reason = (
+                f"held out ({r['heldout_sessions']} sessions): NDCG@10 {r['heldout_ndcg']:.3f} "
+                f"against the bar {r['heldout_bar']:.3f} ({r['heldout_comparator']})"
+            )
+            if r.get("heldout_lead_needed"):
+                reason += (
+                    f", lead {r['heldout_lead_se'] or 0:.2f} standard errors where "
+                    f"{r['heldout_lead_needed']:g} are needed"
+                )
+        out.append(reason)
+    return out

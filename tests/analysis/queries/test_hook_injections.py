@@ -77,9 +77,17 @@ def test_the_contrast_sets_the_wrappers_injections_beside_signets(hooked):
     plain = _contrast(store, None)
     got = _contrast(store, default_workbench(store))
     assert plain["hook"].null_count() == plain.height  # no record named: nothing of it
-    assert got.drop(*HOOK_COLUMNS).equals(plain.drop(*HOOK_COLUMNS))  # Signet's side as it was
+    signets = [c for c in plain.columns if c.startswith("signet_")]
+    assert got.select(signets).equals(plain.select(signets))  # Signet's side as it was
+    unserved = got.filter(got["session_key"] != hooked["served"]).drop(*HOOK_COLUMNS)
+    assert unserved.equals(
+        plain.filter(plain["session_key"] != hooked["served"]).drop(*HOOK_COLUMNS)
+    )
     by_key = {r["session_key"]: r for r in got.iter_rows(named=True)}
     row = by_key[hooked["served"]]
+    # where it served, the scorer's picks are what the wrapper injected
+    assert (row["scorer_picks"], row["both_chose"]) == (row["hook_injected"], row["hook_kept"])
+    assert row["scorer_relevance"] == row["hook_relevance"]
     assert row["hook"] == "served" and row["hook_reason"] is None
     assert row["hook_memory_ids"] == hooked["shown"]
     assert (row["hook_injected"], row["hook_kept"], row["hook_outside"]) == (6, 2, 1)
@@ -98,7 +106,10 @@ def test_the_summary_and_table_say_what_the_wrapper_did(hooked):
     store = hooked["store"]
     plain, got = _contrast(store, None), _contrast(store, default_workbench(store))
     text = injection_summary(got)
-    assert text.startswith(injection_summary(plain))  # the scorer's picks, then the wrapper
+    n = got.height
+    assert text.startswith(  # the scorer's picks, the wrapper's among them, then the wrapper
+        f"In the {n} sessions the scorer ranked (1 of them served by the session-start wrapper)"
+    )
     assert (
         "The session-start wrapper served 1 of these sessions and failed open on 1 (printing "
         "Signet's own choice). Where it served, it injected 6 memories: 2 of the "

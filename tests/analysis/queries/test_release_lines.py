@@ -80,8 +80,12 @@ def test_a_current_store_without_predictor_state_is_judged_offline(bare):
     counted = view.sessions.filter(pl.col("counted"))
     assert counted.height >= 20 and view.sessions["success_rate"].null_count() == 0
     text, tone = dash.verdict(view)
-    assert text.startswith(dash._TONES[tone]) and "Judged offline" in text
-    assert f"Over the last {counted.height} judged sessions" in text
+    # no free ranker recorded and no served model beside it: the baseline's margin is told,
+    # never as helping, with the next step
+    assert tone in ("neutral", "warn") and "helping" not in text
+    assert text.startswith("Not measured against a free ranker") and "Judged offline" in text
+    assert f"Against Signet's baseline over the last {counted.height} judged sessions" in text
+    assert f"`signet-bench train --db {bare.db} --out {bare.db}.predictor`" in text
 
 
 def test_the_simulated_current_store_keeps_its_state(line_stores):
@@ -227,8 +231,8 @@ def test_injections_against_the_scorers_picks(line_stores, tmp_path):
 
 
 def test_no_scorer_scores_is_said_plainly(bare_current, tmp_path):
-    """A current store as Signet writes it (no predictor scores): the verdict says there is
-    nothing to judge and why, not cold start."""
+    """A current store as Signet writes it (no predictor scores) and no model: the verdict
+    says there is nothing to judge yet and the one thing to do, with its command."""
     store = tmp_path / "unscored.db"
     shutil.copy(bare_current, store)
     with sqlite3.connect(store) as con:
@@ -236,5 +240,6 @@ def test_no_scorer_scores_is_said_plainly(bare_current, tmp_path):
     view = dash.dashboard_view(_load(store))
     assert view.status.mode == "offline"
     text, tone = dash.verdict(view)
-    assert text.startswith("Nothing to judge yet: no session in view carries the scorer's")
+    assert text.startswith("Nothing to judge yet. Next: train the scorer on the store's ")
+    assert text.endswith(f"`signet-bench train --db {store} --out {store}.predictor`.")
     assert tone == "neutral"

@@ -132,7 +132,7 @@ def test_bench_rows_read_the_workbench_and_files_once(demo, tmp_path):
     assert t.bench_rows(None, None).height == 0
 
 
-def test_error_feed_lists_rejected_and_diverged_runs():
+def test_error_feed_lists_diverged_runs_and_rejections_are_apart():
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     runs = pl.DataFrame(
         {
@@ -145,5 +145,60 @@ def test_error_feed_lists_rejected_and_diverged_runs():
         }
     )
     feed = t.error_feed(runs)
-    assert feed["kind"].to_list() == ["predictor_train_failure"] * 2
-    assert "canary top-5" in feed["detail"][0] and "diverged" in feed["detail"][1]
+    assert feed["kind"].to_list() == ["predictor_train_failure"]
+    assert "diverged" in feed["detail"][0] and "run 2" in feed["detail"][0]
+    rejected = t.gate_rejections(runs.with_columns(heldout_ndcg=pl.lit(None, pl.Float64)))
+    assert rejected["run"].to_list() == [3]  # the diverged run is an error, not a rejection
+    assert rejected["reason"].to_list() == ["canary top-5 overlap 0.4 < 0.6"]
+    assert rejected["served"].to_list() == ["v2"]
+
+
+def test_a_rejection_by_the_held_out_gate_says_its_figures():
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    runs = pl.DataFrame(
+        {
+            "run": [1], "model_version": [1], "loss": [0.4], "accepted": [False],
+            "gate_reason": ["holdout"], "created_at": [t0], "heldout_sessions": [22],
+            "heldout_ndcg": [0.521], "heldout_bar": [0.519], "heldout_comparator": ["cosine"],
+            "heldout_lead_se": [0.41], "heldout_lead_needed": [1.5],
+        }
+    )  # fmt: skip
+    (reason,) = t.gate_rejections(runs)["reason"].to_list()
+    assert reason == (
+        "held out (22 sessions): NDCG@10 0.521 against the bar 0.519 (cosine), lead 0.41 "
+        "standard errors where 1.5 are needed"
+    )
+
+
+def test_runs_only_the_workbench_records_are_shown(bare_current, tmp_path):
+    """A current store keeps no training log: the runs `signet-bench train` records in the
+    workbench are the store's runs (of that store only), their versions counting the
+    accepted ones."""
+    from signet_bench.analysis.queries.source import open_store
+    from signet_bench.store.workbench import open_workbench, record_training_run
+
+    wb = tmp_path / "workbench.duckdb"
+    t0 = datetime(2030, 5, 1)  # long after the store's last session
+    with open_workbench(wb) as con:
+        for i, (store, passed, curve) in enumerate(
+            [(bare_current, True, "[0.7, 0.5]"), (bare_current, False, "[0.6]"),
+             (tmp_path / "other.db", True, "[0.1]"), (bare_current, True, "[]")]
+        ):  # fmt: skip
+            record_training_run(con, {
+                "run_id": f"r{i}", "store_path": str(store), "started_at": t0 + timedelta(hours=i),
+                "sample_count": 10 + i, "epochs": 2, "loss_curve": curve, "gate_passed": passed,
+                "gate_reason": "passed" if passed else "canary variance",
+            })  # fmt: skip
+    con = open_store(bare_current)
+    try:
+        runs = t.training_runs(con, wb, bare_current)
+    finally:
+        con.close()
+    assert runs["id"].to_list() == ["r0", "r1", "r3"]  # r2 trained another store
+    assert runs["model_version"].to_list() == [1, 1, 2]
+    assert runs["accepted"].to_list() == [True, False, True]
+    assert runs["loss"].to_list() == [0.5, 0.6, None]  # the curve's last; none without epochs
+    assert runs["sample_count"].to_list() == [10, 11, 13]
+    assert runs["created_at"][0] == datetime(2030, 5, 1, tzinfo=UTC)
+    assert t.loss_steps(runs)["run"].to_list() == [1, 1, 2]
+    assert t.gate_rejections(runs)["run"].to_list() == [2]
