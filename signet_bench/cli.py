@@ -668,28 +668,41 @@ def _add_train_base(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
 
 
+def _port(text: str) -> int:
+    """`--port`: a whole number (its range is `check_port`'s)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise UserError(f"--port {text}: not a TCP port (1 to 65535)") from None
+
+
 def _cmd_app(args: argparse.Namespace) -> int:
-    """Serve a notebook with `marimo run` (building the demo first when no --db is given)."""
-    import subprocess
-    from pathlib import Path
-
+    """Serve a notebook with `marimo run` (building the demo first when no --db is given) once
+    the port, the store and the workbench are checked; says where once it listens."""
     from signet_bench.app.demo import DEFAULT_DEMO_DIR, demo_paths, run_demo
-    from signet_bench.app.launch import run_command
+    from signet_bench.app.launch import check_port, check_store, run_app, run_command
 
+    port = _port(args.port)
+    check_port(args.host, port)
     db = Path(args.db) if args.db else None
+    workbench = Path(args.workbench) if args.workbench else None
     if db is None:
         demo = run_demo(args.demo_dir or DEFAULT_DEMO_DIR, progress=sys.stderr.isatty())
         db, bench_dir = demo.store, demo_paths(demo.store.parent).bench_dir
     else:
         bench_dir = Path(args.bench_dir) if args.bench_dir else None
+    check_store(db, workbench)
     cmd = run_command(
-        args.notebook, db,
-        workbench=Path(args.workbench) if args.workbench else None, bench_dir=bench_dir,
-        host=args.host, port=args.port, headless=args.headless,
+        args.notebook, db, workbench=workbench, bench_dir=bench_dir,
+        host=args.host, port=port, headless=args.headless,
         token_password_file=Path(args.token_password_file) if args.token_password_file else None,
     )  # fmt: skip
-    print(f"serving {args.notebook} on http://{args.host}:{args.port} (store: {db})", flush=True)
-    return subprocess.call(cmd)
+    url = f"http://{args.host}:{port}"
+
+    def announce() -> None:
+        print(f"serving {args.notebook} on {url} (store: {db})", flush=True)
+
+    return run_app(cmd, args.host, port, announce)
 
 
 def _add_app(sub: argparse._SubParsersAction) -> None:
@@ -704,7 +717,7 @@ def _add_app(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bench-dir", default=None, help="folder of bench JSON files")
     p.add_argument("--demo-dir", default=None, help="where the demo is built (default: ./out)")
     p.add_argument("--host", default="127.0.0.1", help="other than loopback needs a password")
-    p.add_argument("--port", type=int, default=2718)
+    p.add_argument("--port", default="2718", help="1 to 65535, free (default 2718)")
     p.add_argument("--token-password-file", default=None, help="file holding the password")
     p.add_argument("--headless", action="store_true", help="do not open a browser")
 
