@@ -33,7 +33,7 @@ from serving import request as r
 from serving.atomic import atomic_write, atomic_write_bytes
 from serving.library import PidSink, TrainerError, TrainerOptions, convert, failure, run_library
 from serving.request import SIDECAR_OWNED, RequestError, TrainingRequest
-from serving.scorer import ModelInfo, ParamError, model_kind, parse_score_params
+from serving.scorer import ModelInfo, ParamError, Refused, model_kind, parse_score_params
 
 __all__ = [
     "SIGNET_EPOCHS",
@@ -106,8 +106,8 @@ def _path_param(params: Mapping[str, Any], name: str, *, must_exist: bool) -> Pa
     if not isinstance(v, str) or not v or "\x00" in v:
         raise ParamError(name, "must be a file path (a non-empty string)")
     p = Path(v).expanduser()
-    if must_exist and not p.is_file():
-        raise ParamError(name, f"{p}: no such file")
+    if must_exist and not p.is_file():  # Signet's loader fails to open it: -32000
+        raise Refused(f"data load error: {name}: {p}: no such file")
     if not must_exist and not p.parent.is_dir():
         raise ParamError(name, f"{p.parent}: no such directory")
     return p
@@ -118,11 +118,15 @@ def parse_train_from_db(params: Mapping[str, Any], *, tz: str | None = None) -> 
     (`db_path`, `checkpoint_path`, `limit`, `epochs` 3, `temperature`, `min_confidence`), and
     any other request field (an `incremental` run defaults to the seed's fine-tuning epochs and
     learning-rate scale); other keys are ignored, as Signet does. `tz` is the zone when the
-    request names none. ParamError names a bad field. The sidecar fills `out_dir` and
-    `base_weights` when it runs the request."""
+    request names none. ParamError names a bad field; Refused is what Signet's `train_from_db`
+    refuses (a temperature not above 0, a store it cannot open). The sidecar fills `out_dir`
+    and `base_weights` when it runs the request."""
     for name in SIDECAR_OWNED:
         if params.get(name) is not None:
             raise ParamError(name, "is chosen by the sidecar (its work folder, the served model)")
+    temp = params.get("temperature")
+    if isinstance(temp, int | float) and not isinstance(temp, bool) and not temp > 0:
+        raise Refused("temperature must be > 0")  # Signet's check, before any other
     fields = {f.name for f in dataclasses.fields(TrainingRequest)} - set(SIDECAR_OWNED)
     given = {k: v for k, v in params.items() if k in fields and v is not None}
     db = _path_param(params, "db_path", must_exist=True)
@@ -239,12 +243,43 @@ def run_trainer(
 # --- the `train` method: one step on the served weights ----------------------------------------
 
 
+def _signet_train_checks(params: Mapping[str, Any], info: ModelInfo) -> None:
+    """What Signet's `train` refuses before it steps, in its order, with its messages: a
+    `candidate_embeddings` and `labels` of different lengths, a temperature not above 0, then
+    the sample's context dimension, feature row count and feature width."""
+    rows, labels = params["candidate_embeddings"], params["labels"]
+    if len(rows) != len(labels):
+        raise Refused("candidate_embeddings and labels length mismatch")
+    temp = params.get("temperature")
+    if isinstance(temp, int | float) and not isinstance(temp, bool) and not temp > 0:
+        raise Refused("temperature must be > 0")
+    if not labels:
+        return
+    context, features = params.get("context_embedding"), params.get("candidate_features")
+    problem = None
+    if isinstance(context, list) and len(context) != info.native_dim:
+        problem = "query dim mismatch"
+    elif isinstance(features, list) and features and len(features) != len(rows):
+        problem = f"has {len(rows)} candidate embeddings but {len(features)} feature rows"
+    elif isinstance(features, list) and any(
+        isinstance(f, list) and len(f) != info.n_features for f in features
+    ):
+        problem = "contains invalid feature dimension"
+    if problem is not None:
+        raise Refused(f'train error: InvalidSample("sample rpc-train {problem}")')
+
+
 def step_inputs(params: Mapping[str, Any], info: ModelInfo) -> dict[str, np.ndarray]:
     """Signet's `train` parameters, checked against the served model, as the arrays of the
     library's `train-step` (the graph's inputs, `labels` and `temperature`). ParamError names
-    a bad field."""
+    a bad field; Refused is what Signet's `train` refuses, with its message."""
     labels = params.get("labels")
-    if not isinstance(labels, list) or not labels:
+    if not isinstance(labels, list):
+        raise ParamError("labels", "is required: an array of numbers")
+    if not isinstance(params.get("candidate_embeddings"), list):
+        raise ParamError("candidate_embeddings", "is required: an array of embeddings")
+    _signet_train_checks(params, info)
+    if not labels:
         raise ParamError("labels", "is required: a non-empty array of numbers")
     n = len(labels)
     req = parse_score_params({**params, "candidate_ids": [str(i) for i in range(n)]}, info)
