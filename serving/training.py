@@ -19,8 +19,6 @@ nothing the server reads.
 from __future__ import annotations
 
 import dataclasses
-import math
-import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from serving import jsonio
 from serving import request as r
 from serving.atomic import atomic_write, atomic_write_bytes
 from serving.library import PidSink, TrainerError, TrainerOptions, convert, failure, run_library
@@ -40,8 +39,8 @@ __all__ = [
     "ModelFiles",
     "TrainerOutcome",
     "copy_atomic",
-    "parse_summary",
     "parse_train_from_db",
+    "read_summary",
     "run_trainer",
     "step_inputs",
     "target_format",
@@ -158,57 +157,25 @@ class TrainerOutcome:
     stderr_tail: list[str] = field(default_factory=list)
 
 
-_SUMMARY = {
-    "samples": re.compile(r"samples: (\d+) train \+ (\d+) canary \((\d+) sessions skipped\)"),
-    "epochs": re.compile(r"epochs: (\d+) \((\d+) steps, (\d+) ms"),
-    "loss": re.compile(r"loss per epoch: (.*)"),
-    "canary": re.compile(r"score variance ([^,]+), top-5 overlap (\S+)"),
-    "gates": re.compile(r"-> (accepted|REJECTED: (\S+))"),
-    "checkpoint": re.compile(r"^checkpoint: (saved (.+)|not saved: (.+))$", re.MULTILINE),
-}
+SUMMARY_FILE = "summary.json"  # the trainer's figures (`signet-bench train --summary`)
+_SUMMARY_FIELDS = (
+    "loss", "step", "samples_used", "samples_skipped", "duration_ms",
+    "canary_score_variance", "canary_topk_stability", "gate_reason",
+)  # fmt: skip
 
 
-def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
-def parse_summary(stdout: str) -> dict[str, Any]:
-    """The `signet-bench train` summary as Signet's `train_from_db` result fields (absent
-    figures are null; `checkpoint_saved` false unless the checkpoint was written)."""
-    out: dict[str, Any] = dict.fromkeys(
-        (
-            "loss",
-            "step",
-            "samples_used",
-            "samples_skipped",
-            "duration_ms",
-            "canary_score_variance",
-            "canary_topk_stability",
-            "gate_reason",
-        ),
-    )
+def read_summary(path: Path) -> dict[str, Any]:
+    """The trainer's figures as Signet's `train_from_db` result fields (absent ones null;
+    `checkpoint_saved` false unless the checkpoint was written); all null when the trainer
+    wrote none (it failed before the end)."""
+    out: dict[str, Any] = dict.fromkeys(_SUMMARY_FIELDS)
     out["checkpoint_saved"] = False
-    if m := _SUMMARY["samples"].search(stdout):
-        out["samples_used"] = int(m[1]) + int(m[2])
-        out["samples_skipped"] = int(m[3])
-    if m := _SUMMARY["epochs"].search(stdout):
-        out["step"], out["duration_ms"] = int(m[2]), int(m[3])
-    if m := _SUMMARY["loss"].search(stdout):
-        losses = [_number(x) for x in m[1].split(",") if x.strip()]
-        out["loss"] = losses[-1] if losses else None
-    if m := _SUMMARY["canary"].search(stdout):
-        out["canary_score_variance"] = _number(m[1])
-        out["canary_topk_stability"] = _number(m[2])
-    if m := _SUMMARY["gates"].search(stdout):
-        out["gate_reason"] = "passed" if m[1] == "accepted" else m[2]
-    if m := _SUMMARY["checkpoint"].search(stdout):
-        saved = m[2] is not None
-        out["checkpoint_saved"] = saved
-        out["checkpoint_path" if saved else "checkpoint_error"] = m[2] if saved else m[3]
+    try:
+        written = jsonio.loads(path.read_bytes())
+    except (OSError, *jsonio.DecodeError):
+        return out
+    if isinstance(written, dict):
+        out.update(written)
     return out
 
 
@@ -226,12 +193,13 @@ def run_trainer(
         raise TrainerError("the training request has no out_dir")
     workdir = req.out_dir
     request_file = atomic_write_bytes(workdir / REQUEST_FILE, req.to_json().encode())
-    args = ["train", "--request", str(request_file)]
+    summary_file = workdir / SUMMARY_FILE
+    args = ["train", "--request", str(request_file), "--summary", str(summary_file)]
     if opts.config:
         args += ["--config", opts.config]
     done = run_library([*args, *opts.extra_args], "the trainer", opts, on_pid)
-    summary = parse_summary(done.stdout or "")
-    if done.returncode == 1 and summary["gate_reason"] not in (None, "passed"):
+    summary = read_summary(summary_file)
+    if done.returncode == 1 and summary["gate_reason"] is not None:  # the gates refused
         return TrainerOutcome(False, summary)
     if done.returncode != 0:
         raise failure("the trainer", done)
