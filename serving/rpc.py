@@ -6,7 +6,8 @@ names and defaults and give its result fields (plus a few of ours). Requests are
 order, except `train_from_db`, which runs in the background (child processes) and answers when
 done while `score` keeps being answered from the model in use. Error codes: -32700 not JSON,
 -32600 not a JSON-RPC 2.0 request, -32601 unknown method, -32602 bad parameter (the message
-names the field), -32000 the handler failed, -32603 the response could not be written. Nothing a
+names the field), -32000 the handler failed or refused the request as Signet's does (with
+Signet's message: `scorer.Refused`), -32603 the response could not be written. Nothing a
 client sends stops the server; log lines are JSON objects on stderr (and optionally a file).
 """
 
@@ -34,7 +35,7 @@ from serving import contract as c
 from serving import jsonio
 from serving.library import TrainerError, TrainerOptions, convert, train_step
 from serving.request import TrainingRequest
-from serving.scorer import OnnxModel, ParamError, Scorer
+from serving.scorer import OnnxModel, ParamError, Refused, Scorer
 from serving.training import (
     ModelFiles,
     copy_atomic,
@@ -214,14 +215,14 @@ class Server:
             raise RpcError(c.ErrorCode.INVALID_REQUEST, what)
         rid = _request_id(msg)
         if msg.get("jsonrpc") != "2.0":
-            raise _Invalid(rid, 'jsonrpc must be "2.0"')
+            raise _Invalid(rid, "jsonrpc must be '2.0'")  # Signet's message
         if rid is None:
             raise _Invalid(rid, "id must be a string or a number")
         method = msg.get("method")
         if not isinstance(method, str):
             raise _Invalid(rid, "method must be a string")
         if method not in c.METHODS:
-            raise _Invalid(rid, f"unknown method {method[:80]!r}", c.ErrorCode.METHOD_NOT_FOUND)
+            raise _Invalid(rid, "method not found", c.ErrorCode.METHOD_NOT_FOUND)  # Signet's
         params = msg.get("params")
         if params is None:
             params = {}
@@ -249,16 +250,21 @@ class Server:
     def _error(self, rid: Any, method: str, t0: float, exc: BaseException) -> None:
         if isinstance(exc, _Invalid):
             rid, method = exc.rid, exc.method or method
+        fault = False  # the server's own failure (kept as `last_error`), not a bad request
         if isinstance(exc, RpcError):
             code, message = exc.code, exc.message
+            fault = code in (c.ErrorCode.SERVER_ERROR, c.ErrorCode.INTERNAL_ERROR)
         elif isinstance(exc, ParamError):
             code, message = c.ErrorCode.INVALID_PARAMS, str(exc)
+        elif isinstance(exc, Refused):  # refused as Signet refuses it, with its message
+            code, message = c.ErrorCode.SERVER_ERROR, str(exc)
         else:
             code, message = c.ErrorCode.SERVER_ERROR, str(exc)[:500] or type(exc).__name__
+            fault = True
             if not isinstance(exc, TrainerError | RuntimeError | OSError):
                 self.log("handler_failed", "error", method=method, trace=traceback.format_exc())
         self.errors += 1
-        if code in (c.ErrorCode.SERVER_ERROR, c.ErrorCode.INTERNAL_ERROR):
+        if fault:
             self.last_error = f"{iso_now()} {method}: {message}"
         self.log("error", "warning", method=method, id=rid, code=code, message=message[:300])
         self._write({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}})
@@ -315,7 +321,7 @@ class Server:
         scorer = self.scorer  # one reference: a swap during this call does not mix models
         try:
             ranked = scorer.score_request(params)
-        except ParamError:
+        except (ParamError, Refused):
             raise
         except RuntimeError as exc:
             raise RpcError(c.ErrorCode.SERVER_ERROR, str(exc)) from None

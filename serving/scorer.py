@@ -40,6 +40,7 @@ __all__ = [
     "ModelInfo",
     "OnnxModel",
     "ParamError",
+    "Refused",
     "ScoreQuery",
     "ScoreRequest",
     "ScoreResult",
@@ -59,6 +60,13 @@ class ParamError(ValueError):
     def __init__(self, field_name: str, message: str) -> None:
         super().__init__(f"{field_name}: {message}")
         self.field = field_name
+
+
+class Refused(ValueError):
+    """A request Signet's sidecar refuses in its handler rather than its parameter types
+    (JSON-RPC -32000), with Signet's own message: lengths that disagree with `candidate_ids`, a
+    feature row of another width, a context of another dimension, a candidate with neither
+    an embedding nor a text; `train`'s and `train_from_db`'s own checks."""
 
 
 class ModelLoadError(RuntimeError):
@@ -211,6 +219,25 @@ def _embeddings(params: Mapping[str, Any], n: int, dim: int) -> tuple[np.ndarray
     return emb, has
 
 
+def _per_candidate(params: Mapping[str, Any], n: int, width: int) -> None:
+    """Signet's checks of the per-candidate arrays, in its order: each given non-empty array
+    holds one entry per candidate, and each feature row `width` values; else Refused with
+    Signet's message (a value of the wrong type is left to the field's own check)."""
+    for name in ("candidate_embeddings", "candidate_texts", "candidate_features"):
+        value = params.get(name)
+        if isinstance(value, list | np.ndarray) and len(value) and len(value) != n:
+            raise Refused(f"candidate_ids and {name} length mismatch")
+    rows = params.get("candidate_features")
+    if isinstance(rows, np.ndarray):
+        bad = rows.ndim != 2 or rows.shape[1] != width
+    else:
+        bad = isinstance(rows, list) and any(
+            isinstance(r, list | np.ndarray) and len(r) != width for r in rows
+        )
+    if bad:
+        raise Refused("candidate_features row has invalid dimension")
+
+
 def _features(params: Mapping[str, Any], n: int, width: int) -> np.ndarray:
     value = params.get("candidate_features")
     if value is None or (isinstance(value, list) and len(value) == 0):
@@ -300,10 +327,7 @@ def _tokens(
     longest = 0
     for i in np.flatnonzero(~has).tolist():
         if texts[i] is None:
-            raise ParamError(
-                f"candidate_texts[{i}]",
-                f"candidate {ids[i]!r:.80} has neither a valid embedding nor a text",
-            )
+            raise Refused(f"candidate {ids[i]} must provide either native embedding or text")
         out[i] = token_buckets(texts[i], buckets)
         longest = max(longest, out[i].size)
     if longest * n > c.MAX_TOKEN_CELLS:
@@ -316,7 +340,8 @@ def _tokens(
 
 def parse_score_params(params: Mapping[str, Any], info: ModelInfo) -> ScoreRequest:
     """Validate Signet's `score` parameters against the model; extra keys are ignored.
-    Raises ParamError naming the first bad field."""
+    Raises ParamError naming the first bad field (Signet: -32602), or Refused for what Signet's
+    handler refuses (-32000), with its message."""
     if not isinstance(params, Mapping):
         raise ParamError("params", "must be an object")
     ids = _ids(params)
@@ -325,9 +350,12 @@ def parse_score_params(params: Mapping[str, Any], info: ModelInfo) -> ScoreReque
     if context is None:
         raise ParamError("context_embedding", "is required")
     ctx = _finite_f32("context_embedding", context)
-    if ctx.shape != (info.native_dim,):
-        raise ParamError("context_embedding", f"has {ctx.size} values, expected {info.native_dim}")
-    if n == 0:
+    if ctx.ndim != 1:
+        raise ParamError("context_embedding", f"has shape {list(ctx.shape)}, expected a vector")
+    _per_candidate(params, n, info.n_features)
+    if ctx.size != info.native_dim:
+        raise Refused(f"query embedding dim mismatch: expected {info.native_dim}, got {ctx.size}")
+    if n == 0:  # Signet refuses an empty set; an empty ranking here (README "Serving")
         return ScoreRequest([], {})
     emb, has = _embeddings(params, n, info.native_dim)
     feats = _features(params, n, info.n_features)
@@ -507,8 +535,9 @@ class Scorer:
         return None if self.model is None else self.model.info
 
     def score_request(self, params: Mapping[str, Any]) -> list[tuple[str, float]]:
-        """Ranked scores of Signet-style `params`. Raises ParamError for bad input and
-        RuntimeError when there is no model (the sidecar maps them to error codes)."""
+        """Ranked scores of Signet-style `params`. Raises ParamError for bad input, Refused
+        for what Signet's sidecar refuses, and RuntimeError when there is no model (the
+        sidecar maps them to error codes)."""
         model = self.model
         if model is None:
             raise RuntimeError(f"no model loaded: {self.reason}")

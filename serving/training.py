@@ -19,8 +19,6 @@ nothing the server reads.
 from __future__ import annotations
 
 import dataclasses
-import math
-import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,19 +27,20 @@ from typing import Any
 
 import numpy as np
 
+from serving import jsonio
 from serving import request as r
 from serving.atomic import atomic_write, atomic_write_bytes
 from serving.library import PidSink, TrainerError, TrainerOptions, convert, failure, run_library
 from serving.request import SIDECAR_OWNED, RequestError, TrainingRequest
-from serving.scorer import ModelInfo, ParamError, model_kind, parse_score_params
+from serving.scorer import ModelInfo, ParamError, Refused, model_kind, parse_score_params
 
 __all__ = [
     "SIGNET_EPOCHS",
     "ModelFiles",
     "TrainerOutcome",
     "copy_atomic",
-    "parse_summary",
     "parse_train_from_db",
+    "read_summary",
     "run_trainer",
     "step_inputs",
     "target_format",
@@ -106,8 +105,8 @@ def _path_param(params: Mapping[str, Any], name: str, *, must_exist: bool) -> Pa
     if not isinstance(v, str) or not v or "\x00" in v:
         raise ParamError(name, "must be a file path (a non-empty string)")
     p = Path(v).expanduser()
-    if must_exist and not p.is_file():
-        raise ParamError(name, f"{p}: no such file")
+    if must_exist and not p.is_file():  # Signet's loader fails to open it: -32000
+        raise Refused(f"data load error: {name}: {p}: no such file")
     if not must_exist and not p.parent.is_dir():
         raise ParamError(name, f"{p.parent}: no such directory")
     return p
@@ -118,11 +117,15 @@ def parse_train_from_db(params: Mapping[str, Any], *, tz: str | None = None) -> 
     (`db_path`, `checkpoint_path`, `limit`, `epochs` 3, `temperature`, `min_confidence`), and
     any other request field (an `incremental` run defaults to the seed's fine-tuning epochs and
     learning-rate scale); other keys are ignored, as Signet does. `tz` is the zone when the
-    request names none. ParamError names a bad field. The sidecar fills `out_dir` and
-    `base_weights` when it runs the request."""
+    request names none. ParamError names a bad field; Refused is what Signet's `train_from_db`
+    refuses (a temperature not above 0, a store it cannot open). The sidecar fills `out_dir`
+    and `base_weights` when it runs the request."""
     for name in SIDECAR_OWNED:
         if params.get(name) is not None:
             raise ParamError(name, "is chosen by the sidecar (its work folder, the served model)")
+    temp = params.get("temperature")
+    if isinstance(temp, int | float) and not isinstance(temp, bool) and not temp > 0:
+        raise Refused("temperature must be > 0")  # Signet's check, before any other
     fields = {f.name for f in dataclasses.fields(TrainingRequest)} - set(SIDECAR_OWNED)
     given = {k: v for k, v in params.items() if k in fields and v is not None}
     db = _path_param(params, "db_path", must_exist=True)
@@ -154,57 +157,25 @@ class TrainerOutcome:
     stderr_tail: list[str] = field(default_factory=list)
 
 
-_SUMMARY = {
-    "samples": re.compile(r"samples: (\d+) train \+ (\d+) canary \((\d+) sessions skipped\)"),
-    "epochs": re.compile(r"epochs: (\d+) \((\d+) steps, (\d+) ms"),
-    "loss": re.compile(r"loss per epoch: (.*)"),
-    "canary": re.compile(r"score variance ([^,]+), top-5 overlap (\S+)"),
-    "gates": re.compile(r"-> (accepted|REJECTED: (\S+))"),
-    "checkpoint": re.compile(r"^checkpoint: (saved (.+)|not saved: (.+))$", re.MULTILINE),
-}
+SUMMARY_FILE = "summary.json"  # the trainer's figures (`signet-bench train --summary`)
+_SUMMARY_FIELDS = (
+    "loss", "step", "samples_used", "samples_skipped", "duration_ms",
+    "canary_score_variance", "canary_topk_stability", "gate_reason",
+)  # fmt: skip
 
 
-def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
-def parse_summary(stdout: str) -> dict[str, Any]:
-    """The `signet-bench train` summary as Signet's `train_from_db` result fields (absent
-    figures are null; `checkpoint_saved` false unless the checkpoint was written)."""
-    out: dict[str, Any] = dict.fromkeys(
-        (
-            "loss",
-            "step",
-            "samples_used",
-            "samples_skipped",
-            "duration_ms",
-            "canary_score_variance",
-            "canary_topk_stability",
-            "gate_reason",
-        ),
-    )
+def read_summary(path: Path) -> dict[str, Any]:
+    """The trainer's figures as Signet's `train_from_db` result fields (absent ones null;
+    `checkpoint_saved` false unless the checkpoint was written); all null when the trainer
+    wrote none (it failed before the end)."""
+    out: dict[str, Any] = dict.fromkeys(_SUMMARY_FIELDS)
     out["checkpoint_saved"] = False
-    if m := _SUMMARY["samples"].search(stdout):
-        out["samples_used"] = int(m[1]) + int(m[2])
-        out["samples_skipped"] = int(m[3])
-    if m := _SUMMARY["epochs"].search(stdout):
-        out["step"], out["duration_ms"] = int(m[2]), int(m[3])
-    if m := _SUMMARY["loss"].search(stdout):
-        losses = [_number(x) for x in m[1].split(",") if x.strip()]
-        out["loss"] = losses[-1] if losses else None
-    if m := _SUMMARY["canary"].search(stdout):
-        out["canary_score_variance"] = _number(m[1])
-        out["canary_topk_stability"] = _number(m[2])
-    if m := _SUMMARY["gates"].search(stdout):
-        out["gate_reason"] = "passed" if m[1] == "accepted" else m[2]
-    if m := _SUMMARY["checkpoint"].search(stdout):
-        saved = m[2] is not None
-        out["checkpoint_saved"] = saved
-        out["checkpoint_path" if saved else "checkpoint_error"] = m[2] if saved else m[3]
+    try:
+        written = jsonio.loads(path.read_bytes())
+    except (OSError, *jsonio.DecodeError):
+        return out
+    if isinstance(written, dict):
+        out.update(written)
     return out
 
 
@@ -222,12 +193,13 @@ def run_trainer(
         raise TrainerError("the training request has no out_dir")
     workdir = req.out_dir
     request_file = atomic_write_bytes(workdir / REQUEST_FILE, req.to_json().encode())
-    args = ["train", "--request", str(request_file)]
+    summary_file = workdir / SUMMARY_FILE
+    args = ["train", "--request", str(request_file), "--summary", str(summary_file)]
     if opts.config:
         args += ["--config", opts.config]
     done = run_library([*args, *opts.extra_args], "the trainer", opts, on_pid)
-    summary = parse_summary(done.stdout or "")
-    if done.returncode == 1 and summary["gate_reason"] not in (None, "passed"):
+    summary = read_summary(summary_file)
+    if done.returncode == 1 and summary["gate_reason"] is not None:  # the gates refused
         return TrainerOutcome(False, summary)
     if done.returncode != 0:
         raise failure("the trainer", done)
@@ -239,12 +211,43 @@ def run_trainer(
 # --- the `train` method: one step on the served weights ----------------------------------------
 
 
+def _signet_train_checks(params: Mapping[str, Any], info: ModelInfo) -> None:
+    """What Signet's `train` refuses before it steps, in its order, with its messages: a
+    `candidate_embeddings` and `labels` of different lengths, a temperature not above 0, then
+    the sample's context dimension, feature row count and feature width."""
+    rows, labels = params["candidate_embeddings"], params["labels"]
+    if len(rows) != len(labels):
+        raise Refused("candidate_embeddings and labels length mismatch")
+    temp = params.get("temperature")
+    if isinstance(temp, int | float) and not isinstance(temp, bool) and not temp > 0:
+        raise Refused("temperature must be > 0")
+    if not labels:
+        return
+    context, features = params.get("context_embedding"), params.get("candidate_features")
+    problem = None
+    if isinstance(context, list) and len(context) != info.native_dim:
+        problem = "query dim mismatch"
+    elif isinstance(features, list) and features and len(features) != len(rows):
+        problem = f"has {len(rows)} candidate embeddings but {len(features)} feature rows"
+    elif isinstance(features, list) and any(
+        isinstance(f, list) and len(f) != info.n_features for f in features
+    ):
+        problem = "contains invalid feature dimension"
+    if problem is not None:
+        raise Refused(f'train error: InvalidSample("sample rpc-train {problem}")')
+
+
 def step_inputs(params: Mapping[str, Any], info: ModelInfo) -> dict[str, np.ndarray]:
     """Signet's `train` parameters, checked against the served model, as the arrays of the
     library's `train-step` (the graph's inputs, `labels` and `temperature`). ParamError names
-    a bad field."""
+    a bad field; Refused is what Signet's `train` refuses, with its message."""
     labels = params.get("labels")
-    if not isinstance(labels, list) or not labels:
+    if not isinstance(labels, list):
+        raise ParamError("labels", "is required: an array of numbers")
+    if not isinstance(params.get("candidate_embeddings"), list):
+        raise ParamError("candidate_embeddings", "is required: an array of embeddings")
+    _signet_train_checks(params, info)
+    if not labels:
         raise ParamError("labels", "is required: a non-empty array of numbers")
     n = len(labels)
     req = parse_score_params({**params, "candidate_ids": [str(i) for i in range(n)]}, info)

@@ -6,7 +6,6 @@ import argparse
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from serving.request import FORMATS, MODES, RequestError, TrainingRequest
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig, load_config
@@ -14,9 +13,6 @@ from signet_bench.errors import UserError
 from signet_bench.learn.blas import configure as configure_blas
 from signet_bench.store.schema import RELEASE_LINES
 from signet_bench.store.timestamps import local_tz
-
-if TYPE_CHECKING:
-    from signet_bench.learn.train import StoreTraining
 
 __all__ = ["main"]
 
@@ -381,62 +377,20 @@ def _training_request(args: argparse.Namespace, cfg: PredictorConfig) -> Trainin
     return request.replace(**given)
 
 
-def _train_summary(run: StoreTraining, request: TrainingRequest) -> str:
-    """What `train` prints (the sidecar reads these lines back)."""
-    r, saved = run.result, run.published
-    curve = ", ".join(f"{x:.4f}" for x in r.loss_curve)
-    text = (
-        f"samples: {r.sample_count} train + {r.canary_count} canary "
-        f"({run.skipped} sessions skipped)\n"
-        f"epochs: {r.epochs_run} ({r.steps} steps, {r.duration_ms} ms"
-        f"{', stopped: ' + r.stopped_early if r.stopped_early else ''})\n"
-        f"loss per epoch: {curve}\n"
-        f"canary: ndcg@10 {r.canary_ndcg:.4f}, score variance "
-        f"{r.canary_score_variance:.3g}, top-5 overlap {r.canary_topk_overlap}\n"
-        + _held_out_line(r)
-        + f"gates: {r.gates} -> {'accepted' if r.accepted else 'REJECTED: ' + r.gate_reason}\n"
-        + (f"model: {saved.model_path}" if r.accepted else "model: previous model kept")
-    )
-    if not r.accepted or request.checkpoint_path is None:
-        return text
-    if saved.checkpoint is None:
-        return f"{text}\ncheckpoint: not saved: {saved.checkpoint_error}"
-    return f"{text}\ncheckpoint: saved {saved.checkpoint}"
-
-
-def _held_out_line(r) -> str:
-    """The held-out verdict in one line (empty for a run judged by the canary gates)."""
-    d = r.holdout
-    if d is None:
-        return ""
-    rivals = ", ".join(f"{k} {v:.4f}" for k, v in sorted(d.heuristics.items()))
-    served = "" if d.served is None else f", served model {d.served:.4f}"
-    evidence = ""
-    if d.evidence_needed > 0:
-        evidence = f"; lead {d.lead_evidence:+.2f} standard errors (needs {d.evidence_needed:g})"
-    demoted = ""
-    if d.demoted_to is not None:
-        why = (
-            "nothing is served yet"
-            if r.gate_reason == "start"
-            else "the served model trails the free rankers on these sessions"
-        )
-        demoted = f"\n{why}: the run's start, {d.demoted_to}, is served instead"
-    return (
-        f"held out: {d.sessions} sessions never trained on ({d.method}); ndcg@10 "
-        f"{d.candidate:.4f} vs {rivals}{served}; bar: {d.comparator}{evidence}; best epoch "
-        f"{r.best_epoch}{demoted}\n"
-    )
-
-
 def _cmd_train(args: argparse.Namespace) -> int:
     """One gated training on a store; exit 1 when a gate rejects the model."""
-    from signet_bench.learn.train import train_store
+    from signet_bench.learn.explain import run_summary, sidecar_fields
+    from signet_bench.learn.train import request_config, train_store
 
     cfg = load_config(args.config)
     request = _training_request(args, cfg)
     run = train_store(request, cfg=cfg, progress=sys.stderr.isatty())
-    print(_train_summary(run, request))
+    if args.summary is not None:
+        from serving.atomic import atomic_write_bytes
+        from serving.jsonio import dumps
+
+        atomic_write_bytes(Path(args.summary), dumps(sidecar_fields(run)))
+    print(run_summary(run, request, request_config(cfg, request)))
     return 0 if run.result.accepted else 1
 
 
@@ -509,6 +463,10 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         help="its format (default: from the suffix: .onnx, .bin SGPT, else own)",
     )  # fmt: skip
     p.add_argument("--config", default=None, help=_CONFIG_HELP)
+    p.add_argument(
+        "--summary", metavar="FILE", default=None,
+        help="also write the run's figures as JSON (Signet's train_from_db result fields)",
+    )  # fmt: skip
 
 
 def _cmd_train_step(args: argparse.Namespace) -> int:
@@ -668,28 +626,43 @@ def _add_train_base(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
 
 
+def _port(text: str) -> int:
+    """`--port`: a whole number (its range is `check_port`'s)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise UserError(f"--port {text}: not a TCP port (1 to 65535)") from None
+
+
 def _cmd_app(args: argparse.Namespace) -> int:
-    """Serve a notebook with `marimo run` (building the demo first when no --db is given)."""
-    import subprocess
+    """Serve a notebook with `marimo run` (building the demo first when no --db is given) once
+    the port, the store and the workbench are checked; says where once it listens."""
     from pathlib import Path
 
     from signet_bench.app.demo import DEFAULT_DEMO_DIR, DemoProgress, demo_paths, run_demo
-    from signet_bench.app.launch import run_command
+    from signet_bench.app.launch import check_port, check_store, run_app, run_command
 
+    port = _port(args.port)
+    check_port(args.host, port)
     db = Path(args.db) if args.db else None
+    workbench = Path(args.workbench) if args.workbench else None
     if db is None:
         demo = run_demo(args.demo_dir or DEFAULT_DEMO_DIR, progress=DemoProgress())
         db, bench_dir = demo.store, demo_paths(demo.store.parent).bench_dir
     else:
         bench_dir = Path(args.bench_dir) if args.bench_dir else None
+    check_store(db, workbench)
     cmd = run_command(
-        args.notebook, db,
-        workbench=Path(args.workbench) if args.workbench else None, bench_dir=bench_dir,
-        host=args.host, port=args.port, headless=args.headless,
+        args.notebook, db, workbench=workbench, bench_dir=bench_dir,
+        host=args.host, port=port, headless=args.headless,
         token_password_file=Path(args.token_password_file) if args.token_password_file else None,
     )  # fmt: skip
-    print(f"serving {args.notebook} on http://{args.host}:{args.port} (store: {db})", flush=True)
-    return subprocess.call(cmd)
+    url = f"http://{args.host}:{port}"
+
+    def announce() -> None:
+        print(f"serving {args.notebook} on {url} (store: {db})", flush=True)
+
+    return run_app(cmd, args.host, port, announce)
 
 
 def _add_app(sub: argparse._SubParsersAction) -> None:
@@ -704,7 +677,7 @@ def _add_app(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bench-dir", default=None, help="folder of bench JSON files")
     p.add_argument("--demo-dir", default=None, help="where the demo is built (default: ./out)")
     p.add_argument("--host", default="127.0.0.1", help="other than loopback needs a password")
-    p.add_argument("--port", type=int, default=2718)
+    p.add_argument("--port", default="2718", help="1 to 65535, free (default 2718)")
     p.add_argument("--token-password-file", default=None, help="file holding the password")
     p.add_argument("--headless", action="store_true", help="do not open a browser")
 

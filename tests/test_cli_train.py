@@ -128,15 +128,24 @@ def test_train_saves_a_gated_model_and_records_the_run(db, tmp_path, capsys):
     config.write_text("predictor:\n  holdoutGainEvidence: 0\n")
     assert _train(db, out, "--epochs", "3", "--config", str(config)) == 0
     text = capsys.readouterr().out
-    assert "accepted" in text
+    served, sessions, *_ = text.splitlines()
+    assert served.startswith(f"served: the model trained now ({out / 'model.sbm'}), because it ")
+    assert "beat plain cosine similarity (" in served and "held-out sessions" in served
     params, meta = load_any(out / "model.sbm")
     assert meta.native_dim == 768 and not meta.is_finetuned
     assert all(np.isfinite(v).all() for v in params.values())
     (run,) = _runs(out)
     assert run["gate_passed"] is True and run["gate_reason"] == "passed"
     assert run["model_path"] == str(out / "model.sbm")
-    # judged on sessions it never trained on; the held-out sessions chose the epoch
-    assert "held out: " in text and "sessions never trained on (forward)" in text
+    # judged on sessions it never trained on; the held-out sessions chose the epoch. Forward
+    # folds: the judged sessions are also among the ones the kept model trained on, and the
+    # line says so (not "N train + M canary" as if they were apart)
+    holdout_sessions = json.loads(run["holdout"])["sessions"]
+    assert sessions.startswith("sessions: ") and " trainable, " in sessions
+    assert (
+        f"judged on the {holdout_sessions} newest, each by a model trained only on the sessions "
+        f"before it; the model kept then trained on all {run['sample_count']}"
+    ) in sessions
     assert run["epochs"] <= 3 and run["sample_count"] > 0
     assert run["canary_ndcg_delta"] is None  # no previous model to compare with
     holdout = json.loads(run["holdout"])
@@ -161,8 +170,10 @@ def test_nan_label_exits_1_records_the_gate_and_keeps_the_previous_model(
     _poison(monkeypatch)
     assert _train(db, out, "--epochs", "2") == 1
     text = capsys.readouterr().out
-    assert "REJECTED: finite_losses" in text
-    assert "previous model kept" in text
+    assert text.startswith(
+        "served: unchanged, the model already there stays served: the model trained now "
+        "ended with an infinite or NaN loss or weight"
+    )
     assert _digest(out / "model.sbm") == kept
     first, second = _runs(out)
     assert first["gate_passed"] is True
@@ -277,7 +288,9 @@ def test_a_first_run_without_evidence_serves_its_start(db, tmp_path, capsys):
     config.write_text("predictor:\n  holdoutGainEvidence: 100\n")
     assert _train(db, out, "--epochs", "2", "--config", str(config)) == 0
     text = capsys.readouterr().out
-    assert "standard errors (needs 100)" in text and "-> accepted" in text
+    served = text.splitlines()[0]
+    assert served.startswith("served: the untrained start, ")
+    assert "standard errors, 100 needed" in served and "--base-weights" in served
     (run,) = _runs(out)
     assert run["gate_passed"] is True and run["gate_reason"] == "start"
     holdout = json.loads(run["holdout"])

@@ -7,19 +7,29 @@ with `marimo run` (through `app.serve`, which imports the notebooks' libraries b
 server listens), bound to 127.0.0.1 unless told otherwise; any other address needs a token
 password (memory content must never be served without one). `serve` runs such a command until
 its block ends (benchmarks and tests).
+
+`signet-bench app` checks what it was given before anything is started (`check_port`,
+`check_store`: one message naming the port or the file) and runs the server as a child in a
+process group of its own (`run_app`): a SIGTERM, SIGINT or SIGHUP of the command stops the
+whole group and waits for it, and the server takes a SIGTERM when the command dies any other
+way (`serve` asks Linux for it). Marimo's own files (its session cache) go to a cache folder,
+never next to the notebooks (`serve.keep_marimo_files_out`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import ipaddress
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,10 +40,13 @@ __all__ = [
     "NOTEBOOKS",
     "NOTEBOOK_DIR",
     "NotebookArgs",
+    "check_port",
+    "check_store",
     "free_port",
     "is_loopback",
     "notebook_args",
     "notebook_path",
+    "run_app",
     "run_command",
     "serve",
 ]
@@ -42,6 +55,8 @@ NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 NOTEBOOKS = ("dashboard", "calibration", "drift", "bench")
 DEFAULT_PORT = 2718
 START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 10.0  # after a SIGTERM, the server's group is killed if it is still there
+PARENT_ENV = "SIGNET_BENCH_APP_PARENT"  # the pid `serve` watches (module docstring)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +144,45 @@ def run_command(
     return cmd
 
 
+def check_port(host: str, port: int) -> None:
+    """That marimo can listen on `host`:`port` now (bound and released as the server will
+    bind it, with SO_REUSEADDR); else a UserError naming the port and why."""
+    if not 1 <= port <= 65535:
+        raise UserError(f"--port {port}: not a TCP port (1 to 65535)")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise UserError(f"--host {host}: no such address ({exc.strerror})") from None
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise UserError(
+                    f"port {port} on {host} is in use by another program; "
+                    "choose another with --port N"
+                ) from None
+            raise UserError(
+                f"port {port} on {host}: cannot listen there ({exc.strerror})"
+            ) from None
+
+
+def check_store(db: Path, workbench: Path | None) -> None:
+    """That `db` is a Signet store (the readers' checks `train` and `skew` meet: a file, SQLite,
+    Signet's tables, a recorded version) and `workbench`, if given, a DuckDB file or absent;
+    else the reader's UserError naming the file. The store is opened read-only and closed: the
+    caller is the command, never the server, which reads it through DuckDB (DESIGN §9.2)."""
+    from signet_bench.store.read import open_readonly
+    from signet_bench.store.workbench import check_workbench_file
+
+    open_readonly(db).close()
+    if workbench is not None:
+        check_workbench_file(workbench)
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on (now)."""
     with socket.socket() as s:
@@ -147,6 +201,70 @@ def _wait_healthy(server: subprocess.Popen, url: str, log: Path) -> None:
             if server.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"marimo run did not start: {log.read_text()}") from exc
             time.sleep(0.1)
+
+
+def _listening(host: str, port: int) -> bool:
+    """Whether something accepts connections on `port` at `host` (loopback for a wildcard)."""
+    target = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
+    try:
+        with socket.create_connection((target, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def _stop_group(server: subprocess.Popen) -> None:
+    """SIGTERM the server's process group, wait for the server (SIGKILL the group after
+    STOP_TIMEOUT_S), then SIGKILL whatever of the group is left (a child of a session)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(server.pid, signal.SIGKILL)
+
+
+class _Stopped(Exception):
+    """The command was asked to stop (a signal); `signum` says which."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, _frame: object) -> None:
+    raise _Stopped(signum)
+
+
+def run_app(cmd: Sequence[str], host: str, port: int, announce: Callable[[], None]) -> int:
+    """Run the server command `cmd` in a process group of its own; once it listens on
+    `host`:`port`, `announce()`. A SIGTERM, SIGINT or SIGHUP stops the group (`_stop_group`)
+    and the return code is 128 + the signal; else the server's own exit code."""
+    stops = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    previous = {s: signal.signal(s, _raise_stopped) for s in stops}
+    server: subprocess.Popen | None = None
+    try:
+        env = {**os.environ, PARENT_ENV: str(os.getpid())}
+        server = subprocess.Popen(list(cmd), stdin=subprocess.DEVNULL, process_group=0, env=env)
+        while server.poll() is None:
+            if _listening(host, port):
+                announce()
+                return server.wait()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                server.wait(timeout=0.2)
+        return server.returncode
+    except _Stopped as stop:
+        return 128 + stop.signum
+    finally:
+        if server is not None and server.poll() is None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C waits too
+            _stop_group(server)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 @contextmanager

@@ -9,18 +9,40 @@ are in `sys.modules` for every session, the first visitor's included. So are the
 and Altair pay on first use and keep for the process (`warm`): the first `mo.md` imports and
 builds the Markdown renderer with its extensions, the first chart and table compile regexes and
 schema checks; paid here, they are no longer part of the first visitor's first chart.
+
+Started by `signet-bench app` (`launch.run_app`, which names itself in `PARENT_ENV`), the server
+asks Linux for a SIGTERM when that command dies, however it dies (`follow_parent`): a killed
+command never leaves a server holding its port.
+
+marimo writes what it keeps of a notebook (its session cache, `mo.cache` results, exports) to a
+`__marimo__` folder beside the notebook file, unless `sys.pycache_prefix` is set: then under
+that prefix (`marimo._utils.paths.notebook_output_dir`). The server sets it to a cache folder
+(`keep_marimo_files_out`) once its imports are done, so serving writes nothing into the
+source tree and the modules imported until then keep their usual bytecode files.
 """
 
 from __future__ import annotations
 
 import ast
+import ctypes
 import importlib
+import os
 import runpy
+import signal
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-__all__ = ["ALSO_IMPORTED", "main", "preload", "setup_imports", "warm"]
+__all__ = [
+    "ALSO_IMPORTED",
+    "follow_parent",
+    "keep_marimo_files_out",
+    "main",
+    "marimo_files_dir",
+    "preload",
+    "setup_imports",
+    "warm",
+]
 
 # Imported on first use by what the setup cells import: DuckDB's `.pl()` (pyarrow) and
 # `launch.notebook_args` (the demo's paths).
@@ -106,13 +128,51 @@ def warm() -> str:
     return mo.as_html(page).text
 
 
+_PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def follow_parent() -> bool:
+    """When `launch.PARENT_ENV` names this process's parent: have Linux send it a SIGTERM
+    when the parent exits (prctl PR_SET_PDEATHSIG), and exit now if the parent is already
+    gone. Whether the signal was set up (False elsewhere than Linux, or when not asked)."""
+    from signet_bench.app.launch import PARENT_ENV
+
+    parent = os.environ.pop(PARENT_ENV, None)
+    if parent is None or not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        return False
+    if os.getppid() != int(parent):  # it died before the call: no signal will come
+        sys.exit(0)
+    return True
+
+
+def marimo_files_dir() -> Path:
+    """Where the served notebooks' marimo files go: `$XDG_CACHE_HOME/signet-bench/app`
+    (default `~/.cache/signet-bench/app`), mirroring the notebooks' absolute path."""
+    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(root) / "signet-bench" / "app"
+
+
+def keep_marimo_files_out() -> str:
+    """Set `sys.pycache_prefix` (unless set already) so marimo's `__marimo__` folders go
+    under `marimo_files_dir()` instead of beside the notebooks; the prefix in force."""
+    if sys.pycache_prefix is None:
+        sys.pycache_prefix = str(marimo_files_dir())
+    return sys.pycache_prefix
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Preload the notebook `marimo run` is asked to serve and warm marimo (`warm`), then run
-    marimo's command line."""
+    """Follow the parent command (`follow_parent`), preload the notebook `marimo run` is asked
+    to serve and warm marimo (`warm`), keep marimo's files out of the source tree
+    (`keep_marimo_files_out`), then run marimo's command line."""
+    follow_parent()
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["run"] and len(args) > 1 and Path(args[1]).exists():
         preload([Path(args[1])])
         warm()
+    keep_marimo_files_out()
     sys.argv = ["marimo", *args]
     runpy.run_module("marimo", run_name="__main__", alter_sys=True)
 

@@ -913,11 +913,13 @@ def train_and_publish(
 @dataclass(frozen=True, slots=True)
 class StoreTraining:
     """What `train_store` did: the run's id, the store's sessions it skipped, and what
-    `train_and_publish` made of the run (the result, the saved model, the checkpoint)."""
+    `train_and_publish` made of the run (the result, the saved model, the checkpoint);
+    `sessions`: the trainable sessions it read (0 when not told)."""
 
     run_id: str
     skipped: int
     published: Published
+    sessions: int = 0
 
     @property
     def result(self) -> TrainResult:
@@ -1060,4 +1062,4 @@ def train_store(
     plan = plan_training(samples, through, request, run_cfg)
     run_id = run_id or str(uuid.uuid4())
     done = train_and_publish(plan, base, request, run_id=run_id, history=samples, progress=progress)
-    return StoreTraining(run_id, skipped, done)
+    return StoreTraining(run_id, skipped, done, len(samples))

@@ -19,11 +19,12 @@ from typing import Any
 
 import duckdb
 
-from signet_bench.store.errors import WorkbenchRowError
+from signet_bench.store.errors import StoreError, WorkbenchRowError
 from signet_bench.store.timestamps import parse_ts
 
 __all__ = [
     "WORKBENCH_DDL",
+    "check_workbench_file",
     "open_workbench",
     "record_bench",
     "record_calibration",
@@ -122,6 +123,26 @@ _CALIBRATION_FIELDS = (
     "labeled_at",
     "labeler",
 )
+
+
+_DUCKDB_MAGIC = b"DUCK"  # a DuckDB database file's bytes 8..12 (after the header checksum)
+
+
+def check_workbench_file(path: str | Path) -> Path:
+    """The workbench's path once it is absent (it is created on the first write) or a DuckDB
+    database file; anything else (a folder, an empty or text file, an SQLite store) is a
+    StoreError naming it. Read from its header, not opened: a trainer may hold it locked."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        return p
+    if not p.is_file():
+        raise StoreError(f"{p}: not a regular file; expected a workbench.duckdb")
+    with p.open("rb") as fh:
+        head = fh.read(12)
+    if head[8:12] != _DUCKDB_MAGIC:
+        what = "an empty file" if not head else "not a DuckDB database file"
+        raise StoreError(f"{p}: {what}; expected a workbench.duckdb (or a path not there yet)")
+    return p
 
 
 def open_workbench(path: str | Path) -> duckdb.DuckDBPyConnection:

@@ -57,8 +57,10 @@ def test_a_timeout_fails_open_and_the_late_answer_is_dropped(golden_onnx):
 def test_an_error_answer_fails_open(golden_onnx):
     with SidecarClient.for_model(golden_onnx, DIM) as client:
         assert client.score(ScoreQuery([0.0] * 3, ["a"]), timeout_ms=10_000) is None
+        assert "-32000: query embedding dim mismatch" in client.state()["last_error"]
+        assert client.score(ScoreQuery("x", ["a"]), timeout_ms=10_000) is None
         assert "-32602" in client.state()["last_error"]
-        assert client.state()["errors"] == 1
+        assert client.state()["errors"] == 2
 
 
 def test_a_sidecar_that_never_answers_fails_open():

@@ -66,3 +66,25 @@ def test_the_recorded_scores_are_the_numpy_models(transcript):
         )
         checked += 1
     assert checked >= 4
+
+
+# What Signet 0.58's sidecar answers to the transcript's refused requests: its `score` handler's
+# and model's checks (packages/predictor/src/main.rs `score`, model.rs `forward_logits` and
+# `encode_candidate`) and its dispatcher's unknown method (main.rs `main`).
+SIGNET_REFUSALS = {
+    "req-5": (-32000, "candidate mem-5-01 must provide either native embedding or text"),
+    "req-6": (-32000, "query embedding dim mismatch: expected 768, got 10"),
+    "req-7": (-32601, "method not found"),
+    "req-10": (-32000, "candidate_ids and candidate_texts length mismatch"),
+    "req-11": (-32000, "candidate_ids and candidate_embeddings length mismatch"),
+    "req-12": (-32000, "candidate_ids and candidate_features length mismatch"),
+    "req-13": (-32000, "candidate_features row has invalid dimension"),
+}
+
+
+def test_the_recorded_refusals_are_signets(transcript):
+    """Every error in the transcript is the code and message Signet's sidecar gives."""
+    _, entries = transcript
+    errors = {e["response"]["id"]: e["response"].get("error") for e in entries}
+    refused = {rid: (err["code"], err["message"]) for rid, err in errors.items() if err}
+    assert refused == SIGNET_REFUSALS

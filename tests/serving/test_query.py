@@ -4,9 +4,10 @@ read — Signet's names, the parameters left at None left out, arrays kept as fl
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from serving import ScoreQuery, jsonio
-from serving.scorer import parse_score_params
+from serving.scorer import Refused, parse_score_params
 from tests.serving.conftest import DIM, request
 
 
@@ -49,14 +50,15 @@ def test_the_json_params_and_the_in_process_params_are_the_same_request(golden_o
 
 
 def test_embedding_arrays_of_every_shape_parse_as_their_json_lists(golden_onnx):
-    """An array of the candidates' embeddings, whole or short, float32 or float64, or of
-    another width (the text path), gives the inputs its JSON lists give."""
+    """An array of the candidates' embeddings, float32 or float64, or of another width (the
+    text path), gives the inputs its JSON lists give; a short one is refused as Signet's
+    sidecar refuses it, whichever way it comes."""
     from serving import Scorer
 
     info = Scorer.open(golden_onnx, native_dim=DIM).info
     req = request(n=6, seed=5, mode="embedded")
     emb = np.asarray(req["candidate_embeddings"], np.float32)
-    for rows in (emb, emb.astype(np.float64), emb[:4], np.zeros((6, DIM + 1), np.float32)):
+    for rows in (emb, emb.astype(np.float64), np.zeros((6, DIM + 1), np.float32)):
         params = {**req, "candidate_embeddings": rows}
         direct = parse_score_params(params, info)
         sent = parse_score_params(jsonio.loads(jsonio.dumps(params)), info)
@@ -64,5 +66,9 @@ def test_embedding_arrays_of_every_shape_parse_as_their_json_lists(golden_onnx):
             np.testing.assert_array_equal(sent.inputs[name], value, err_msg=name)
     whole = parse_score_params({**req, "candidate_embeddings": emb}, info).inputs
     assert whole["has_embedding"].all()
-    short = parse_score_params({**req, "candidate_embeddings": emb[:4]}, info).inputs
-    np.testing.assert_array_equal(short["has_embedding"], [True] * 4 + [False] * 2)
+    short = {**req, "candidate_embeddings": emb[:4]}
+    for params in (short, jsonio.loads(jsonio.dumps(short))):
+        with pytest.raises(
+            Refused, match="^candidate_ids and candidate_embeddings length mismatch$"
+        ):
+            parse_score_params(params, info)

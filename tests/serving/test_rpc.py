@@ -127,14 +127,38 @@ def test_error_codes_keep_the_id(sidecar, golden_onnx):
 def test_invalid_params_name_the_field(sidecar, golden_onnx):
     s = sidecar("--model", str(golden_onnx), "--native-dim", str(DIM))
     for change, field in [
-        ({"context_embedding": [0.1] * 3}, "context_embedding"),
+        ({"context_embedding": "0.1"}, "context_embedding"),
         ({"project_slot": -1}, "project_slot"),
-        ({"candidate_features": [[0.0] * 17]}, "candidate_features"),
+        ({"candidate_features": [["x"] * 17] * 12}, "candidate_features"),
     ]:
         err = s.call("score", {**request(), **change})["error"]
         assert err["code"] == -32602 and err["message"].startswith(field + ":")
     err = s.call("save_checkpoint", {"path": 5})["error"]
     assert err["code"] == -32602 and err["message"].startswith("path:")
+
+
+def test_what_signet_refuses_is_refused_with_its_code_and_message(sidecar, golden_onnx):
+    """Signet's `score` handler refuses arrays whose lengths disagree with `candidate_ids`
+    (shorter `candidate_texts` included), a feature row of another width and a context of
+    another dimension with -32000 and its message; so does this sidecar, and keeps serving.
+    Such a request is the client's fault: no `last_error`."""
+    s = sidecar("--model", str(golden_onnx), "--native-dim", str(DIM))
+    req = request(seed=3)
+    n = len(req["candidate_ids"])
+    for change, message in [
+        ({"candidate_texts": req["candidate_texts"][: n - 1]}, "candidate_ids and candidate_texts length mismatch"),
+        ({"candidate_embeddings": req["candidate_embeddings"][1:]}, "candidate_ids and candidate_embeddings length mismatch"),
+        ({"candidate_features": req["candidate_features"][:2]}, "candidate_ids and candidate_features length mismatch"),
+        ({"candidate_features": [[0.0] * 18] * n}, "candidate_features row has invalid dimension"),
+        ({"context_embedding": [0.1] * 3}, f"query embedding dim mismatch: expected {DIM}, got 3"),
+    ]:  # fmt: skip
+        err = s.call("score", {**req, **change})["error"]
+        assert err == {"code": -32000, "message": message}
+    assert s.call("score", req)["result"]["scores"]
+    status = s.call("status")["result"]
+    assert status["errors"] == 5 and status["last_error"] is None
+    unknown = s.call("predict")["error"]
+    assert unknown == {"code": -32601, "message": "method not found"}
 
 
 def test_a_project_slot_past_the_last_is_reduced_modulo_the_slots(sidecar, golden_onnx):
@@ -193,6 +217,18 @@ def test_train_step_moves_the_served_model(sidecar, tmp_path):
     assert scores_of(s.call("score", req)) != before
     err = s.call("train", {**train, "labels": ["x"] * len(labels)})["error"]
     assert err["code"] == -32602 and err["message"].startswith("labels")
+    # what Signet's `train` refuses, with its messages
+    for change, message in [
+        ({"labels": labels[1:]}, "candidate_embeddings and labels length mismatch"),
+        ({"temperature": 0}, "temperature must be > 0"),
+        ({"context_embedding": [0.1] * 5},
+         'train error: InvalidSample("sample rpc-train query dim mismatch")'),
+        ({"candidate_features": train["candidate_features"][1:]},
+         (f'train error: InvalidSample("sample rpc-train has {len(labels)} candidate '
+          f'embeddings but {len(labels) - 1} feature rows")')),
+    ]:  # fmt: skip
+        err = s.call("train", {**train, "labels": labels, **change})["error"]
+        assert err == {"code": -32000, "message": message}
 
 
 def test_train_steps_continue_one_optimizer(sidecar, tmp_path):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from serving import ScoreQuery, Scorer, ScoreResult
-from serving.scorer import ParamError, parse_score_params
+from serving.scorer import ParamError, Refused, parse_score_params
 from signet_bench.learn.export import export_model
 from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint, write_sgpt
 from signet_bench.learn.model.params import SIGNET_PARAMS, signet_init_params
@@ -116,7 +116,6 @@ def test_native_dim_mismatch_is_a_reason(golden_onnx):
 
 BAD = [
     ({"context_embedding": None}, "context_embedding"),
-    ({"context_embedding": [0.1] * 10}, "context_embedding"),
     ({"context_embedding": "0.1"}, "context_embedding"),
     ({"context_embedding": [float("nan")] * DIM}, "context_embedding"),
     ({"context_embedding": [1e39] * DIM}, "context_embedding"),
@@ -126,11 +125,7 @@ BAD = [
     ({"candidate_ids": [f"m{i}" for i in range(2000)]}, "candidate_ids"),
     ({"candidate_embeddings": "x"}, "candidate_embeddings"),
     ({"candidate_embeddings": [["a"] * DIM] + [None] * 11}, "candidate_embeddings[0]"),
-    ({"candidate_embeddings": [None] * 13}, "candidate_embeddings"),
     ({"candidate_texts": [1] * 12}, "candidate_texts[0]"),
-    ({"candidate_texts": [None] * 12}, "candidate_texts[1]"),
-    ({"candidate_features": [[0.0] * 16] * 12}, "candidate_features"),
-    ({"candidate_features": [[0.0] * 17] * 11}, "candidate_features"),
     ({"project_slot": 2**64}, "project_slot"),
     ({"project_slot": -1}, "project_slot"),
     ({"project_slot": True}, "project_slot"),
@@ -152,6 +147,34 @@ def test_bad_parameters_name_the_field(golden, change, field):
     )
     if got is not None:
         assert not got.ok and got.reason.startswith(field)
+
+
+# What Signet's sidecar refuses in its `score` handler (-32000), with its messages.
+REFUSED = [
+    ({"candidate_embeddings": [None] * 13}, "candidate_ids and candidate_embeddings length mismatch"),
+    ({"candidate_embeddings": [None] * 11}, "candidate_ids and candidate_embeddings length mismatch"),
+    ({"candidate_texts": ["a"] * 11}, "candidate_ids and candidate_texts length mismatch"),
+    ({"candidate_texts": ["a"] * 13}, "candidate_ids and candidate_texts length mismatch"),
+    ({"candidate_features": [[0.0] * 17] * 11}, "candidate_ids and candidate_features length mismatch"),
+    ({"candidate_features": [[0.0] * 16] * 12}, "candidate_features row has invalid dimension"),
+    ({"context_embedding": [0.1] * 10}, "query embedding dim mismatch: expected 768, got 10"),
+    ({"context_embedding": []}, "query embedding dim mismatch: expected 768, got 0"),
+    ({"candidate_texts": [None] * 12}, "candidate m01 must provide either native embedding or text"),
+    # Signet's order: the lengths before the context, the context before the candidates
+    ({"candidate_texts": ["a"], "context_embedding": [0.1]}, "candidate_ids and candidate_texts length mismatch"),
+    ({"context_embedding": [0.1], "candidate_texts": [None] * 12}, "query embedding dim mismatch: expected 768, got 1"),
+    ({"candidate_ids": [], "candidate_texts": ["a"], "candidate_embeddings": [], "candidate_features": []}, "candidate_ids and candidate_texts length mismatch"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("change", "message"), REFUSED)
+def test_what_signet_refuses_is_refused_with_its_message(golden, change, message):
+    req = {**request(), **change}
+    with pytest.raises(Refused) as err:
+        parse_score_params(req, golden.info)
+    assert str(err.value) == message
+    got = golden.score(ScoreQuery(**req))
+    assert not got.ok and got.reason.startswith(message[:40])
 
 
 def test_never_raises_into_the_caller(golden):

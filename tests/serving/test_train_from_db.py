@@ -211,14 +211,12 @@ def test_bad_train_parameters_name_the_field(sidecar, golden_onnx, store, tmp_pa
     s = start(sidecar, golden_onnx)
     for params, field in [
         ({}, "db_path"),
-        ({"db_path": str(tmp_path / "none.db")}, "db_path"),
         ({"db_path": str(store), "epochs": "3"}, "epochs"),
         ({"db_path": str(store), "limit": 0}, "limit"),
         (
             {"db_path": str(store), "checkpoint_path": str(tmp_path / "no" / "m.bin")},
             "checkpoint_path",
         ),
-        ({"db_path": str(store), "temperature": 0}, "temperature"),
         ({"db_path": str(store), "min_confidence": 1.5}, "min_confidence"),
         ({"db_path": str(store), "mode": "sideways"}, "mode"),
         ({"db_path": str(store), "tz": "Mars/Olympus_Mons"}, "tz"),
@@ -227,6 +225,15 @@ def test_bad_train_parameters_name_the_field(sidecar, golden_onnx, store, tmp_pa
     ]:
         err = s.call("train_from_db", params)["error"]
         assert err["code"] == -32602 and err["message"].startswith(field + ":"), err
+    # what Signet's `train_from_db` refuses (-32000): a temperature not above 0, before
+    # anything else, and a store its loader cannot open
+    for params, message in [
+        ({"db_path": str(store), "temperature": 0}, "temperature must be > 0"),
+        ({"db_path": str(tmp_path / "none.db"), "temperature": -1}, "temperature must be > 0"),
+        ({"db_path": str(tmp_path / "none.db")}, "data load error: db_path: "),
+    ]:
+        err = s.call("train_from_db", params)["error"]
+        assert err["code"] == -32000 and err["message"].startswith(message), err
 
 
 def test_signets_model_bin_is_kept_beside_the_trained_model(sidecar, store, tmp_path):
