@@ -197,8 +197,11 @@ def incremental_split(
     return new, canary, replay_buffer(rest, cfg)
 
 
-def _predict(params: Params, samples: Sequence[SessionSample], cfg: PredictorConfig) -> list:
-    out = []
+def session_probs(
+    params: Params, samples: Sequence[SessionSample], cfg: PredictorConfig
+) -> list[np.ndarray]:
+    """The model's probabilities over each session's candidates, 64 sessions per batch."""
+    out: list[np.ndarray] = []
     for i in range(0, len(samples), 64):
         chunk = samples[i : i + 64]
         probs = forward(params, to_batch(chunk, with_labels=False), cfg).probs
@@ -212,7 +215,7 @@ def canary_metrics(
     """NDCG@10 against the labels, score variance and top-5 ids of a model on the canary."""
     if not canary:
         return CanaryMetrics(float("nan"), 0.0, ())
-    scores = _predict(params, canary, cfg)
+    scores = session_probs(params, canary, cfg)
     ndcgs, tops = [], []
     k = cfg.canary_top_k
     for s, p in zip(canary, scores, strict=True):
@@ -436,7 +439,7 @@ class _Watch:
 
     def __call__(self, epoch: int, params: Params) -> bool:
         """Record `params` at `epoch`; False once `patience` epochs brought no gain."""
-        values = session_ndcgs(self.held, _predict(params, self.held, self.cfg), self.cfg)
+        values = session_ndcgs(self.held, session_probs(params, self.held, self.cfg), self.cfg)
         self.per_epoch.append(values)
         mean = float(np.mean(values)) if _finite(params) else -math.inf
         if mean > self.best_mean:
@@ -606,12 +609,12 @@ def _held_out_result(
     served yet, a rejected run serves its start (gate reason "start")."""
     held, work = fitted.held, fitted.params
     finite = _finite(work) and fitted.losses_finite
-    probs = _predict(work, held, cfg) if finite else []
+    probs = session_probs(work, held, cfg) if finite else []
     # forward folds judge most sessions, and the served model learned from them: measured
     # there it would win in-sample, so only the time hold-out (the newest sessions, after the
     # served model's training range) holds the candidate to it
     fair = served is not None and fitted.plan.method == "time"
-    served_ndcgs = session_ndcgs(held, _predict(served, held, cfg), cfg) if fair else None
+    served_ndcgs = session_ndcgs(held, session_probs(served, held, cfg), cfg) if fair else None
     heuristics = heuristic_ndcgs(held, cfg)
     decision = decide(
         fitted.plan.method, fitted.ndcgs, served_ndcgs, heuristics,

@@ -57,19 +57,6 @@ def _utc(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text)
 
 
-def _scores(params: dict, samples: list, cfg: PredictorConfig) -> list[np.ndarray]:
-    """The model's probabilities per session's candidates, 64 sessions per batch."""
-    from signet_bench.learn.model.scorer import forward
-    from signet_bench.learn.train import to_batch
-
-    out: list[np.ndarray] = []
-    for i in range(0, len(samples), 64):
-        chunk = samples[i : i + 64]
-        probs = forward(params, to_batch(chunk, with_labels=False), cfg).probs
-        out += [probs[j, : len(s)] for j, s in enumerate(chunk)]
-    return out
-
-
 def served_frame(
     db: str | Path, workbench: str | Path | None, cfg: PredictorConfig = DEFAULT_CONFIG
 ) -> pl.DataFrame:
@@ -79,6 +66,7 @@ def served_frame(
     from signet_bench.learn.holdout import free_ranker_name, heuristic_ndcgs, session_ndcgs
     from signet_bench.learn.model.checkpoint import load_checkpoint
     from signet_bench.learn.samples import load_samples
+    from signet_bench.learn.train import session_probs
     from signet_bench.store.hook_log import hook_record, hook_sessions
 
     empty = pl.DataFrame(schema=SERVED_SCHEMA)
@@ -101,7 +89,7 @@ def served_frame(
         {
             "session_key": [s.session_key for s in samples],
             "started_at": starts,
-            "model_ndcg": session_ndcgs(samples, _scores(params, samples, mcfg), mcfg),
+            "model_ndcg": session_ndcgs(samples, session_probs(params, samples, mcfg), mcfg),
             "cosine_ndcg": free_ndcgs["cosine"],
             "hybrid_ndcg": free_ndcgs["hybrid"],
             "baseline_ndcg": session_ndcgs(samples, baseline, mcfg),
