@@ -3,9 +3,9 @@ in Python, and the engine behind the JSON-RPC sidecar.
 
 `Scorer` fails open: loading or scoring never raises into the caller; a failure gives "no
 scores" and the reason, and the caller keeps its baseline order. The parameters have Signet's
-sidecar names and defaults (reference §3): a candidate whose embedding is missing (`None`) or
-has the wrong length takes the text path, and needs a text; features default to zeros, the
-project slot to 0. The session-level features reach the query from the first candidate's row,
+sidecar names and defaults (docs/specification.md §8.1): a candidate whose embedding is missing
+(`None`) or has the wrong length takes the text path, and needs a text; features default to zeros,
+the project slot to 0. The session-level features reach the query from the first candidate's row,
 exactly as the numpy model takes them.
 
 Three optional parameters are ours (Signet's daemon never sends them, and its requests score

@@ -116,8 +116,8 @@ def _path_param(params: Mapping[str, Any], name: str, *, must_exist: bool) -> Pa
 def parse_train_from_db(params: Mapping[str, Any], *, tz: str | None = None) -> TrainingRequest:
     """The training request of `train_from_db` parameters: Signet's names and defaults
     (`db_path`, `checkpoint_path`, `limit`, `epochs` 3, `temperature`, `min_confidence`), and
-    any other request field (an `incremental` run defaults to the seed's fine-tuning epochs and
-    learning-rate scale); other keys are ignored, as Signet does. `tz` is the zone when the
+    any other request field (an `incremental` run defaults to the specification's fine-tuning epochs
+    and learning-rate scale); other keys are ignored, as Signet does. `tz` is the zone when the
     request names none. ParamError names a bad field. The sidecar fills `out_dir` and
     `base_weights` when it runs the request."""
     for name in SIDECAR_OWNED:

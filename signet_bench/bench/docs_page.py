@@ -1,6 +1,6 @@
 """`signet-bench bench report`: `docs/benchmarks.md` regenerated from the benchmarks' JSON.
 
-Reads every DESIGN §10 JSON document in a results folder (`bench <name> --json
+Reads every benchmark JSON document in a results folder (`bench <name> --json
 DIR/<stem>.json`, stems as in `COMMANDS`), and writes one Markdown page: the machine, the exact
 command behind each document, the quality tables (rankers × metrics with 95% bootstrap
 intervals, per category, the paired differences), the scheduled trainings over a growing
@@ -98,7 +98,8 @@ LOCOMO_METRICS = ("recall@5", "recall@10", "recall@25", "recall@50", "ndcg@10", 
 
 
 def load_results(folder: str | Path) -> dict[str, dict[str, Any]]:
-    """File stem -> DESIGN §10 document, for every `*.json` of the folder (known stems first)."""
+    """File stem -> JSON document (docs/specification.md §12), for every `*.json` of the folder
+    (known stems first)."""
     docs = {}
     for path in sorted(Path(folder).glob("*.json")):
         doc = json.loads(path.read_text())
