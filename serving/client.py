@@ -2,11 +2,11 @@
 send requests, and fail open — every call returns None (the caller keeps its baseline) on a
 timeout, an error response, a dead or disabled sidecar.
 
-Policy as Signet's daemon client (reference §3): per-method timeouts (score 120 ms, train and
-train_from_db 30 s, status 5 s, save_checkpoint 10 s); when the sidecar exits, pending calls fail,
-the crash is recorded, and a restart follows after 1 s, up to 3 attempts; 3 crashes within an
-hour disable it, and it is re-enabled 2 h after the last crash. `state()` gives the state and the
-counters for a dashboard.
+Policy as Signet's daemon client (docs/specification.md §8.2): per-method timeouts (score 120 ms,
+train and train_from_db 30 s, status 5 s, save_checkpoint 10 s); when the sidecar exits, pending
+calls fail, the crash is recorded, and a restart follows after 1 s, up to 3 attempts; 3 crashes
+within an hour disable it, and it is re-enabled 2 h after the last crash. `state()` gives the state
+and the counters for a dashboard.
 """
 
 from __future__ import annotations

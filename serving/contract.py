@@ -49,7 +49,7 @@ __all__ = [
     "feature_spec_hash",
 ]
 
-# --- the 17 candidate features (DESIGN §6, reference §4; definitions in serving/features.py) ---
+# --- the 17 candidate features (docs/specification.md §4.1; in serving/features.py) ---
 
 FEATURE_NAMES: tuple[str, ...] = (
     "recency",
@@ -151,7 +151,7 @@ META_KEYS = (
     "source_format",  # "signet-bench" or "sgpt"
 )
 
-# --- the JSON-RPC sidecar (DESIGN §7, reference §3) --------------------------------------------
+# --- the JSON-RPC sidecar (docs/specification.md §8) --------------------------------------------
 
 METHODS = ("status", "score", "train", "train_from_db", "save_checkpoint")
 
@@ -167,9 +167,9 @@ class ErrorCode:
     INTERNAL_ERROR = -32603  # I/O or serialization
 
 
-# Signet's daemon client (reference §3): per-method timeouts and its crash policy. The score
-# timeout and the crash threshold are seed 000's scoreTimeoutMs and crashDisableThreshold
-# (signet_bench.config has the same values; a test keeps them equal).
+# Signet's daemon client (docs/specification.md §8.2): per-method timeouts and its crash policy. The
+# score timeout and the crash threshold are the specification's scoreTimeoutMs and
+# crashDisableThreshold (signet_bench.config has the same values; a test keeps them equal).
 CLIENT_TIMEOUTS_MS = {
     "status": 5_000,
     "score": 120,

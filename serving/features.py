@@ -11,7 +11,7 @@ differing conventions kept for the skew report). Imports numpy and the standard 
 | 3,4 | time of day | sin/cos(2π·h/24), h = local hour + minute/60 at session start |
 | 5,6 | day of week | sin/cos(2π·d/7), d = local weekday, Monday = 0 (ISO) |
 | 7,8 | month | sin/cos(2π·(month−1)/12), local month at session start |
-| 9 | session gap | ln(gap_days + 1), gap since the previous session start *of the same project* (seed 000); 0 for the first one |
+| 9 | session gap | ln(gap_days + 1), gap since the previous session start *of the same project*; 0 for the first one |
 | 10 | has embedding | 1 if the candidate is scored on the embedded path |
 | 11 | superseded | 1 if the memory was superseded (or soft-deleted) at or before session start |
 | 12 | entity slot | hashSlot(entity of the primary attribute)/255, 0 when none |

@@ -5,7 +5,7 @@
 so the sidecar can build it, check it and hand the whole of it to the trainer's child process
 as one JSON file (`signet-bench train --request FILE`) without importing the library.
 
-Defaults are the seed's training constants; `signet_bench.config.PredictorConfig` holds the
+Defaults are the specification's training constants; `signet_bench.config.PredictorConfig` holds the
 same values under its own names (a test keeps them equal), and `learn.train.scheduled_request`
 builds a request from a config that changes them.
 """
@@ -39,7 +39,7 @@ __all__ = [
     "format_for_suffix",
 ]
 
-# The seed's training constants (PredictorConfig: full_training_epochs, incremental_epochs,
+# The specification's training constants (PredictorConfig: full_training_epochs, incremental_epochs,
 # incremental_lr_scale, loss_temperature, min_scorer_confidence, max_training_seconds).
 FULL_EPOCHS = 50
 INCREMENTAL_EPOCHS = 5

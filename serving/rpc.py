@@ -1,4 +1,4 @@
-"""Signet's predictor sidecar protocol (reference §3, DESIGN §7): newline-delimited JSON-RPC 2.0
+"""Signet's predictor sidecar protocol (docs/specification.md §8.1): newline-delimited JSON-RPC 2.0
 on stdio, one request per line, one response line per request.
 
 Methods `status`, `score`, `train`, `train_from_db` and `save_checkpoint` take Signet's parameter

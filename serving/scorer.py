@@ -3,9 +3,9 @@ in Python, and the engine behind the JSON-RPC sidecar.
 
 `Scorer` fails open: loading or scoring never raises into the caller; a failure gives "no
 scores" and the reason, and the caller keeps its baseline order. The parameters have Signet's
-sidecar names and defaults (reference §3): a candidate whose embedding is missing (`None`) or
-has the wrong length takes the text path, and needs a text; features default to zeros, the
-project slot to 0. The session-level features reach the query from the first candidate's row,
+sidecar names and defaults (docs/specification.md §8.1): a candidate whose embedding is missing
+(`None`) or has the wrong length takes the text path, and needs a text; features default to zeros,
+the project slot to 0. The session-level features reach the query from the first candidate's row,
 exactly as the numpy model takes them.
 
 Three optional parameters are ours (Signet's daemon never sends them, and its requests score
@@ -355,7 +355,7 @@ def parse_score_params(params: Mapping[str, Any], info: ModelInfo) -> ScoreReque
     _per_candidate(params, n, info.n_features)
     if ctx.size != info.native_dim:
         raise Refused(f"query embedding dim mismatch: expected {info.native_dim}, got {ctx.size}")
-    if n == 0:  # Signet refuses an empty set; an empty ranking here (README "Serving")
+    if n == 0:  # Signet refuses an empty set; an empty ranking here (docs/user-guide.md §5)
         return ScoreRequest([], {})
     emb, has = _embeddings(params, n, info.native_dim)
     feats = _features(params, n, info.n_features)

@@ -115,11 +115,11 @@ def _path_param(params: Mapping[str, Any], name: str, *, must_exist: bool) -> Pa
 def parse_train_from_db(params: Mapping[str, Any], *, tz: str | None = None) -> TrainingRequest:
     """The training request of `train_from_db` parameters: Signet's names and defaults
     (`db_path`, `checkpoint_path`, `limit`, `epochs` 3, `temperature`, `min_confidence`), and
-    any other request field (an `incremental` run defaults to the seed's fine-tuning epochs and
-    learning-rate scale); other keys are ignored, as Signet does. `tz` is the zone when the
-    request names none. ParamError names a bad field; Refused is what Signet's `train_from_db`
-    refuses (a temperature not above 0, a store it cannot open). The sidecar fills `out_dir`
-    and `base_weights` when it runs the request."""
+    any other request field (an `incremental` run defaults to the specification's fine-tuning
+    epochs and learning-rate scale); other keys are ignored, as Signet does. `tz` is the zone
+    when the request names none. ParamError names a bad field; Refused is what Signet's
+    `train_from_db` refuses (a temperature not above 0, a store it cannot open). The sidecar
+    fills `out_dir` and `base_weights` when it runs the request."""
     for name in SIDECAR_OWNED:
         if params.get(name) is not None:
             raise ParamError(name, "is chosen by the sidecar (its work folder, the served model)")

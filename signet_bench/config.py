@@ -1,9 +1,9 @@
-"""Every constant of the predictive memory scorer, under the seeds' names.
+"""Every constant of the predictive memory scorer, under the names of its sources.
 
-Field names are the snake_case form of the seed's camelCase names (seed 000 Phase 5, seed 001
-Config); `from_agent_yaml` accepts the seed's own spelling, as written in Signet's `agent.yaml`.
-Constants that the seeds use in prose without naming them carry a descriptive name and cite
-where they come from.
+Field names are the snake_case form of the camelCase names of the scorer specification and its
+feedback addendum (docs/specification.md §13); `from_agent_yaml` accepts their own spelling, as
+written in Signet's `agent.yaml`. Constants the sources use in prose without naming them carry a
+descriptive name and cite the section that states them.
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ class ConfigError(UserError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class PredictorConfig:
-    """The scorer's configuration: seed 000 Phase 5 defaults plus the constants of its text."""
+    """The scorer's configuration: the specification's defaults and constants (docs/specification.md
+    §13)."""
 
-    # --- seed 000 Phase 5: the 8 exposed parameters -------------------------------------------
+    # --- the 8 exposed parameters (docs/specification.md §13) -----------------------------------
     enabled: bool = False
     train_interval_sessions: int = 10
     min_training_sessions: int = 10
@@ -45,7 +46,7 @@ class PredictorConfig:
     exploration_rate: float = 0.05
     drift_reset_window: int = 10
 
-    # --- seed 000 Phase 5: hardcoded defaults -------------------------------------------------
+    # --- hardcoded defaults (docs/specification.md §13) ------------------------------------------
     internal_dim: int = 64
     hash_buckets: int = 16_384
     ema_alpha: float = 0.1
@@ -62,13 +63,13 @@ class PredictorConfig:
     topic_similarity_threshold: float = 0.85
     candidate_pool_size: int = 100
 
-    # --- seed 001 (agent relevance feedback) --------------------------------------------------
+    # --- agent relevance feedback (docs/specification.md §5.2) ----------------------------------
     agent_feedback: bool = True
     feedback_weight: float = 0.7
     fts_weight: float = 0.2
     continuity_weight: float = 0.1
 
-    # --- seed 000 text: baseline and pre-filter ------------------------------------------------
+    # --- baseline and pre-filter (docs/specification.md §3.1-§3.9) -------------------------------
     effective_score_decay: float = 0.95  # importance * 0.95 ** age_days
     pinned_effective_score: float = 1.0
     prefilter_effective_top: int = 50  # top-50 by effectiveScore
@@ -78,9 +79,9 @@ class PredictorConfig:
     injection_budget_chars: int = 2000  # Signet selectWithBudget at session start
     signet_recall_limit: int = 50  # Signet 0.58 pool: newest recallLimit*3 rows
     signet_min_effective_score: float = 0.2  # Signet 0.58 pool: keep if score > 0.2 or pinned
-    context_fallback_top: int = 10  # context fallback: the top-10 baseline candidates (ref §4)
+    context_fallback_top: int = 10  # context fallback (docs/specification.md §3.3)
 
-    # --- knowledge-graph traversal at session start (Signet's traversal config) ---------------
+    # --- knowledge-graph traversal at session start (docs/specification.md §3.10) ---------------
     max_aspects_per_entity: int = 10  # aspects walked per entity, by weight desc
     max_attributes_per_aspect: int = 20  # attribute memories per aspect, by importance desc
     min_dependency_strength: float = 0.3  # an edge is followed when confidence·strength >= this
@@ -97,7 +98,7 @@ class PredictorConfig:
     # the injection budget (characters; of `top_k` rows without a budget). 1 switches it off.
     traversal_max_share: float = 0.25
 
-    # --- seed 000 text: model (DESIGN §6) -----------------------------------------------------
+    # --- model (docs/specification.md §4.3-§4.5) -------------------------------------------------
     native_dim: int = 768
     value_dim: int = 32
     project_slots: int = 32
@@ -108,7 +109,7 @@ class PredictorConfig:
     adam_beta2: float = 0.999
     adam_eps: float = 1e-8
 
-    # --- seed 000 text: training, loss and gates ----------------------------------------------
+    # --- training, loss and gates (docs/specification.md §4.4, §6) -------------------------------
     sharpened_temperature: float = 0.3  # when per-session label spread is below ...
     low_label_spread: float = 0.1  # ... this ("all scores within 0.1 of each other")
     canary_size: int = 25
@@ -120,20 +121,20 @@ class PredictorConfig:
     canary_churn_gain: float = 0.05
     max_training_seconds: float = 30.0
     replay_share: float = 0.2  # ~80% recent / ~20% replay buffer per batch
-    # Project decisions beside the seed's schedule (README "Training schedule and gates"): every
-    # scheduled training retrains from fresh weights on the whole history (the served model
-    # rotted under incremental fine-tuning); incremental runs (`fullRetrainEvery: 0`, or N > 1
+    # Project decisions beside the specification's schedule (docs/concepts.md §4.1): every scheduled
+    # training retrains from fresh weights; incremental runs (`fullRetrainEvery: 0`, or N > 1
     # between full ones) fine-tune the accepted model for a few epochs at a tenth of the
-    # seed's learning rate (at the full rate one run's canary top-5 churn breaks the 0.6 gate).
-    full_training_epochs: int = 50  # the seed's budget: 50 epochs in <= 10 s
+    # learning rate, since at the full rate one run's churn breaks the stability gate.
+    full_training_epochs: int = 50  # the specification's budget: 50 epochs in <= 10 s
     incremental_epochs: int = 5
     incremental_lr_scale: float = 0.1
     full_retrain_every: int = 1  # every Nth training retrains from fresh weights (0 = never)
     # Project decision: a model is judged out of sample (`learn/holdout.py`): the newest
     # `holdout_share` of the sessions (at least `canary_size`) once there are two canaries'
     # worth, else `holdout_folds` blocks in time, each judged by a model trained on the ones before.
-    # "holdout" (ours) or "canary": the seed's gates alone (Signet 0.58's own rule: a canary of
-    # the most confident sessions, top-5 stability and NDCG drop), for replaying that release.
+    # "holdout" (ours) or "canary": the specification's gates alone (Signet 0.58's own rule: a
+    # canary of the most confident sessions, top-5 stability and NDCG drop), for replaying that
+    # release.
     training_judge: str = "holdout"
     holdout_share: float = 0.2
     holdout_folds: int = 5
@@ -143,36 +144,31 @@ class PredictorConfig:
     # it loads and holds in memory), holds out at most `holdout_max_sessions` of them in time,
     # and each epoch passes over at most `epoch_session_budget` of the rest: the newest half of
     # the budget always, the other half drawn from the older ones. A history within the bounds
-    # trains exactly as without them (300 sessions leave at least 240 to train on). On a
-    # synthetic heavy user at 1,000-5,000 sessions, windows of 600 and 1,000 served models
-    # equally far above cosine on the sessions that followed (+0.07 to +0.085 NDCG@10 on the
-    # planted truth, as at 300); 600 reads 40% less.
+    # trains exactly as without them (300 sessions leave at least 240 to train on); the
+    # window's size is measured in docs/concepts.md §4.5.
     training_window_sessions: int = 600
     holdout_max_sessions: int = 100
     epoch_session_budget: int = 250
     # Project decision: with fewer trainable sessions than this a training serves its start
-    # (the free ranker it starts as) unchanged. The labels of a handful of sessions, most of
-    # them on what the baseline injected in cold start, mislead: at 7 sessions a fit that beat
-    # cosine on every held-out fold's labels lost to it on the planted truth (0 switches it off).
+    # (the free ranker it starts as) unchanged: the labels of a handful of sessions, most of
+    # them on what the baseline injected in cold start, mislead (docs/concepts.md §4.1; 0 switches
+    # it off).
     holdout_min_sessions: int = 20
     # Project decision: with fewer trainable sessions than this the learned query (q_proj) stays
     # at its start, so only cosine matches the context; the rest of the model learns. Learned
-    # from 50 sessions it matched the topics those sessions had and lost to cosine on the ones
-    # that followed, even trained on the planted truth (0 switches it off).
+    # from few sessions it fits their topics, not the ones that follow (docs/concepts.md §4.1; 0:
+    # off).
     query_min_sessions: int = 200
     # Project decision: a fresh model starts at the lexical+vector hybrid instead of cosine only
     # when the hybrid's mean per-session NDCG@10 lead over cosine on the labels is at least this
-    # many standard errors (0: any lead). A lead within the noise of the labels chose the hybrid
-    # where the planted truth put it 0.10 below cosine on the sessions that followed (synthetic
-    # heavy users: leads of at most 0.9 standard errors). On seven real conversations the lead
-    # was 1.1-2.7 in four and 0.6-0.9 in three (these start at cosine); the learned scorer's
-    # held-out recall@10 went from 56.2 to 56.9 with this rule and the loop's fallback start.
+    # many standard errors (0: any lead): a lead within the noise of the labels chose the
+    # hybrid where the planted truth put it below cosine (docs/concepts.md §4.1).
     hybrid_start_evidence: float = 1.0
     # Project decision: a trained model is served only when its per-session NDCG@10 lead over
     # the strongest free ranker on the held-out sessions is at least this many standard errors
     # of its mean (0: any lead; `learn.holdout.decide`). A mean lead within the noise of a few
-    # dozen sessions' ratings is as often a loss on the sessions that follow (README "Serving
-    # only on evidence" has the measurements).
+    # dozen sessions' ratings is as often a loss on the sessions that follow (docs/concepts.md
+    # §4.3).
     holdout_gain_evidence: float = 1.5
     # Project decision: a run whose candidate is rejected while the model served now trails
     # the strongest free ranker on the held-out sessions (time hold-out) serves that free
@@ -183,17 +179,15 @@ class PredictorConfig:
     # given and the continuity judge's otherwise, over the rated candidates only; its labels
     # only where fewer than two are rated (false: always the labels). The labels' FTS rules
     # come from the agent's keyword searches, which the lexical signal predicts by
-    # construction: on synthetic heavy and drifting users (4 seeds x 25, 50, 100 sessions)
-    # the planted truth put the lexical hybrid 0.011-0.076 NDCG@10 below cosine every time,
-    # the labels put it ahead 10 times in 12 (up to 3.4 standard errors), and the ratings
-    # gave the truth's sign every time, within 0.017 of its value.
+    # construction, so the labels favour the hybrid where the truth does not (docs/concepts.md
+    # §4.2).
     holdout_on_ratings: bool = True
     # Project decision: a Gaussian prior centred on the start weights (the free ranker the
     # model starts as), `prior_strength / sessions * ||w - w0||^2` (0 switches it off).
     prior_strength: float = 1.0
     negative_sampling_ratio: int = 3  # 3:1 negative:positive
 
-    # --- seed 000 text: label values ----------------------------------------------------------
+    # --- label values (docs/specification.md §5) -------------------------------------------------
     high_continuity_threshold: float = 0.5  # injected label = score if >= this, else score*0.5
     low_session_multiplier: float = 0.5
     missing_context_label: float = 0.7
@@ -211,11 +205,11 @@ class PredictorConfig:
     access_count_boost: float = 0.05
     access_count_high: int = 10
     edited_boost: float = 0.05  # "Memory edited/updated recently: +0.05 to label"
-    edited_recent_days: float = 7.0  # "recently": the seed's recent memories (§4.10, < 7 days)
-    agent_fts_bump_label: float = 0.3  # seed 001: "scored 0 by agent but matched by FTS 2x"
-    fts_overlap_per_hit: float = 0.3  # seed 001 fts_adjustment = min(1, 0.3·hits), Signet's
+    edited_recent_days: float = 7.0  # "recently" (docs/specification.md §5.3)
+    agent_fts_bump_label: float = 0.3  # docs/specification.md §5.2
+    fts_overlap_per_hit: float = 0.3  # fts_adjustment = min(1, 0.3·hits), Signet's
 
-    # --- seed 000 text: comparison, cold start, drift, calibration ---------------------------
+    # --- comparison, cold start, drift, calibration (docs/specification.md §7, §9.8) -------------
     comparison_k: int = 10  # NDCG@10
     cold_start_min_success_rate: float = 0.4
     initial_success_rate: float = 0.5
@@ -223,13 +217,13 @@ class PredictorConfig:
     drift_recent_days: float = 7.0
     drift_old_days: float = 30.0
 
-    # --- seed 000 §4.1-4.2: the predictor's health domain and latency display ----------------
+    # --- the predictor's health domain and latency display (docs/specification.md §9.1-§9.5) ----
     health_healthy_min: float = 0.8  # ">= 0.8 healthy"; "trained, success_rate > 0.4: 0.8+"
     health_degraded_min: float = 0.5  # "0.5-0.8 degraded, < 0.5 unhealthy"
     health_cold_start: float = 0.6  # "sidecar alive but cold start: 0.6"
     health_latency_penalty: float = 0.2  # "scoring latency > scoreTimeoutMs: subtract 0.2"
     health_drift_penalty: float = 0.1  # "drift signal above threshold: subtract 0.1"
-    # The seed names no value for the drift signal's threshold: a 0.1 relevance gap between
+    # The specification names no value for the drift signal's threshold: a 0.1 relevance gap between
     # young and old memories (labels span 0..1) is our choice.
     judge_drift_signal_threshold: float = 0.1
     # "if p95 is regularly approaching the timeout": the sparkline turns yellow above this share
@@ -375,7 +369,7 @@ def _int_fields() -> frozenset[str]:
 
 
 def seed_name(field_name: str) -> str:
-    """The seed's camelCase spelling of a field: `rrf_k` -> `rrfK`."""
+    """The camelCase spelling of a field (as in `agent.yaml`): `rrf_k` -> `rrfK`."""
     head, *rest = field_name.split("_")
     return head + "".join(p[:1].upper() + p[1:] for p in rest)
 

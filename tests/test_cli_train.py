@@ -68,7 +68,8 @@ def tiny_lr(tmp_path) -> Path:
 
 @pytest.fixture
 def canary_judge(tmp_path) -> Path:
-    """An agent.yaml with the seed's canary gates (what Signet 0.58 judges a training by)."""
+    """An agent.yaml with the specification's canary gates (what Signet 0.58 judges a training
+    by)."""
     path = tmp_path / "canary.yaml"
     path.write_text("predictor:\n  trainingJudge: canary\n")
     return path
@@ -207,8 +208,8 @@ def test_too_little_data_exits_2_and_leaves_no_output_folder(tmp_path, capsys):
 def test_base_weights_own_format_is_the_model_the_gates_protect(
     db, trained_model, canary, canary_judge, tmp_path
 ):
-    """The seed's gates: training starts from the base, whose canary NDCG is the reference of
-    the drop gate (the exit code follows the gates either way)."""
+    """The specification's gates: training starts from the base, whose canary NDCG is the reference
+    of the drop gate (the exit code follows the gates either way)."""
     base, _ = load_any(trained_model)
     out = tmp_path / "out"
     code = _train(

@@ -1,4 +1,5 @@
-"""Judge monitoring (seed 000 §4.10): the recency drift signal and human-vs-judge calibration.
+"""Judge monitoring (docs/specification.md §9.7, §9.8): the recency drift signal and human-vs-judge
+calibration.
 
 The continuity scorer is the sole judge of predictor and baseline; these numbers watch it.
 """
@@ -18,7 +19,8 @@ __all__ = ["calibration_flagged", "calibration_mae", "drift_signal"]
 def drift_signal(
     relevance: ArrayLike, memory_age_days: ArrayLike, cfg: PredictorConfig = DEFAULT_CONFIG
 ) -> float:
-    """Seed 000 §4.10 judge drift: mean relevance of memories < 7 d old − of memories > 30 d old.
+    """The judge's drift (docs/specification.md §9.7): mean relevance of memories < 7 d old − of
+    memories > 30 d old.
 
     Ages are the memory's age when it was judged. NaN relevances are ignored; NaN when either
     side has no judged memory. A growing positive gap suggests judge recency bias.
@@ -46,5 +48,6 @@ def calibration_mae(human: ArrayLike, scorer: ArrayLike) -> float:
 
 
 def calibration_flagged(mae: float, cfg: PredictorConfig = DEFAULT_CONFIG) -> bool:
-    """Seed 000 judge calibration: flag when MAE exceeds ``calibration_mae_threshold`` (0.2)."""
+    """Judge calibration (docs/specification.md §9.8): flag when MAE exceeds
+    ``calibration_mae_threshold`` (0.2)."""
     return not math.isnan(mae) and mae > cfg.calibration_mae_threshold

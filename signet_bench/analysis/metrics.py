@@ -12,8 +12,8 @@ Conventions (all metrics):
 - Relevance NaN means "not judged" and counts as 0.
 - Two NDCG variants. `ndcg_at_k` / `ndcg_of_ranking` are *bounded*: negative relevances
   clipped to 0, result in [0, 1]. `signet_ndcg_at_k` reproduces Signet's ``computeNdcg``
-  (reference §5): negatives kept, so it can exceed 1 (and an all-negative list gives 1.0), and
-  it is what ``predictor_comparisons`` stores. Both return 0.0 when the ideal DCG is 0.
+  (docs/specification.md §10.1): negatives kept, so it can exceed 1 (and an all-negative list gives
+  1.0), and it is what ``predictor_comparisons`` stores. Both return 0.0 when the ideal DCG is 0.
 """
 
 from __future__ import annotations
@@ -140,7 +140,8 @@ def _ranking_dcg(
 def signet_ndcg_at_k(
     ranked_ids: Sequence[str], relevance_map: Mapping[str, float], k: int | None = 10
 ) -> float:
-    """NDCG@k exactly as Signet's ``computeNdcg`` (reference §5); negatives kept, may exceed 1.
+    """NDCG@k exactly as Signet's ``computeNdcg`` (docs/specification.md §10.1); negatives kept, may
+    exceed 1.
 
     .. math:: \\mathrm{DCG} = \\sum_{i<\\min(k, |\\pi|)} rel(\\pi_i)/\\log_2(i+2),\\quad
               \\mathrm{IDCG} = \\sum_{i<\\min(k, n)} r^{\\downarrow}_i/\\log_2(i+2)

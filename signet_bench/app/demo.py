@@ -13,7 +13,8 @@
 5. a few human calibration labels (the planted truth stands in for the human) in
    `workbench.duckdb`;
 6. one benchmark report per stage (judge-scored NDCG of both rankers, win rate, alpha, and the
-   exported model's in-process scoring latency), as DESIGN §10 JSON files and in the workbench.
+   exported model's in-process scoring latency), as JSON files (docs/specification.md §12) and in
+   the workbench.
 
 A second run finds everything done and changes nothing. A build reports its progress on stderr
 (`DemoProgress`): a bar on a terminal, lines a log can show elsewhere.
@@ -384,7 +385,7 @@ def _scoring_latencies(onnx: Path, sim: Simulator) -> list[float]:
 
 
 def _record_stage(paths: DemoPaths, n: int, rows: list[Row]) -> Path:
-    """A stage's report as a DESIGN §10 JSON file and a workbench bench run."""
+    """A stage's report as a JSON file (docs/specification.md §12) and a workbench bench run."""
     from signet_bench.store.workbench import open_workbench, record_bench
 
     doc = {

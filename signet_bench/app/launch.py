@@ -174,7 +174,7 @@ def check_store(db: Path, workbench: Path | None) -> None:
     """That `db` is a Signet store (the readers' checks `train` and `skew` meet: a file, SQLite,
     Signet's tables, a recorded version) and `workbench`, if given, a DuckDB file or absent;
     else the reader's UserError naming the file. The store is opened read-only and closed: the
-    caller is the command, never the server, which reads it through DuckDB (DESIGN §9.2)."""
+    caller is the command, never the server, which reads it through DuckDB (docs/concepts.md §1.5)."""
     from signet_bench.store.read import open_readonly
     from signet_bench.store.workbench import check_workbench_file
 

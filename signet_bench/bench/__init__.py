@@ -1,1 +1,1 @@
-"""Benchmarks: each prints a table and can write DESIGN §10 JSON."""
+"""Benchmarks: each prints a table and can write JSON (docs/specification.md §12)."""

@@ -3,8 +3,8 @@ while a stdlib reader (`open_readonly` + `read_memories` / `read_comparisons` /
 `read_session_memories` / `read_sessions`) and a DuckDB reader (`connect_duckdb`, queries on
 `store.session_memories` and `store.predictor_comparisons`) poll it.
 
-Each process opens the store with one library only (DESIGN §9.2): the processes are started
-with the `spawn` context, so no SQLite copy is inherited, and this module imports neither
+Each process opens the store with one library only (docs/specification.md §2.3): the processes are
+started with the `spawn` context, so no SQLite copy is inherited, and this module imports neither
 DuckDB nor the simulator at import time. What is checked on every read:
 
 - no error (in particular no `database is locked`) on either side;

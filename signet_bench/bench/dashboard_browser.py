@@ -10,7 +10,7 @@ visible with a non-zero box and holds painted pixels. marimo creates that canvas
 chart's data has arrived, and the pixel check leaves out a canvas laid out but not yet painted;
 the selector names no panel, so whichever chart is drawn first counts.
 
-Rows (DESIGN §10; metrics `p50` and `max`, unit `s`, `n` runs):
+Rows (docs/specification.md §12; metrics `p50` and `max`, unit `s`, `n` runs):
   dashboard_first_chart  the dashboard on the store (goal <= 3 s)
   marimo_first_chart     a one-chart notebook (`FLOOR_NOTEBOOK`) served and opened the same
                          way, in the same runs: the part of the time that is marimo's and the

@@ -1,6 +1,6 @@
 """`signet-bench bench report`: `docs/benchmarks.md` regenerated from the benchmarks' JSON.
 
-Reads every DESIGN §10 JSON document in a results folder (`bench <name> --json
+Reads every benchmark JSON document in a results folder (`bench <name> --json
 DIR/<stem>.json`, stems as in `COMMANDS`), and writes one Markdown page: the machine, the exact
 command behind each document, the quality tables (rankers × metrics with 95% bootstrap
 intervals, per category, the paired differences), the scheduled trainings over a growing
@@ -81,29 +81,25 @@ COMMANDS: Mapping[str, str] = {
 }
 TITLES = {
     "quality-locomo": "Retrieval quality on LoCoMo",
-    "quality-locomo-random": "LoCoMo with a random question split (an experiment; measured at "
-    "7a62934, before the held-out gain evidence)",
-    "quality": "Ranking quality on a synthetic user (measured at de753ed, before the knowledge graph)",
+    "quality-locomo-random": "LoCoMo with a random question split (an experiment, measured "
+    "before the held-out gain evidence)",
+    "quality": "Ranking quality on a synthetic user (measured before the knowledge graph)",
     **{f"quality-unseen-{p}": f"Worst case over unseen seeds: {p}" for p in UNSEEN_PERSONAS},
     **{f"quality-unseen-300-{p}": f"Unseen seeds after 300 sessions: {p}" for p in UNSEEN_PERSONAS},
     f"quality-{GRAPH_PERSONA}": "What the knowledge graph adds: the architect persona",
     "store": "Store",
     "loop": "Session loop latency",
-    "train": "Training (on a slower host than the hook's timings: its 500-session reference "
-    "training, `train_500x80x768_50ep`, took 3.6 s against 1.0 s at 38ae312, same code)",
-    "serve": "Serving latency (on a host between the training section's and b7bafd1's: its "
-    "reference training took 1.9 s; score p99 while a training runs 8.0 ms, against 17.2 ms on "
-    "the training section's host and 5.2 ms at b7bafd1)",
+    "train": "Training",
+    "serve": "Serving latency",
     "hook": "Session-start hook overhead",
-    "dashboard": "Dashboard on a year of heavy use (on the slower host of the training "
-    "section: the first chart 4.9 s against 2.7 s at 3ad81a3, marimo's one-chart notebook "
-    "4.5 s against 2.3 s)",
+    "dashboard": "Dashboard on a year of heavy use",
 }
 LOCOMO_METRICS = ("recall@5", "recall@10", "recall@25", "recall@50", "ndcg@10", "mrr")
 
 
 def load_results(folder: str | Path) -> dict[str, dict[str, Any]]:
-    """File stem -> DESIGN §10 document, for every `*.json` of the folder (known stems first)."""
+    """File stem -> JSON document (docs/specification.md §12), for every `*.json` of the folder
+    (known stems first)."""
     docs = {}
     for path in sorted(Path(folder).glob("*.json")):
         doc = json.loads(path.read_text())
@@ -515,11 +511,31 @@ def _locomo_section(
     return out
 
 
+def page_machine(docs: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Any], list[str]]:
+    """The machine every document shares (its fields equal in all), and the distinct
+    `platform` strings: the page names its machine once, not once per section."""
+    machines = [doc.get("machine", {}) for doc in docs.values()]
+    if not machines:
+        return {}, []
+    shared = {k: v for k, v in machines[0].items() if all(m.get(k) == v for m in machines)}
+    hosts = sorted({str(m["platform"]) for m in machines if "platform" in m})
+    return shared, hosts
+
+
+def _hosts_note(hosts: list[str]) -> str:
+    """Where the documents come from hosts of one configuration that are not one host."""
+    return (
+        f"The documents were measured on {len(hosts)} hosts of this configuration "
+        f"({', '.join(f'`{h}`' for h in hosts)}): timings compare within a section, where "
+        "each comparison is made in one run, and not across sections."
+    )
+
+
 def benchmarks_markdown(
     docs: Mapping[str, Mapping[str, Any]], results_dir: str, charts: Mapping[str, str]
 ) -> str:
     """The page: machine, commands, one section per document."""
-    machine = next(iter(docs.values()))["machine"] if docs else {}
+    machine, hosts = page_machine(docs)
     lines = [
         "# Benchmarks",
         "",
@@ -533,6 +549,7 @@ def benchmarks_markdown(
         "```json",
         json.dumps(machine, indent=2),
         "```",
+        *(["", _hosts_note(hosts)] if len(hosts) > 1 else []),
         "",
         "## Commands",
         "",

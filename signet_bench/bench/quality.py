@@ -19,7 +19,7 @@ Method (no ranker ever sees the truth):
    `metrics.ndcg_at_k`) against `synth.truth.true_relevance` at its start, for every ranker
    below at every checkpoint N:
 
-   baseline            the seed's effective-score order (`EffectiveScoreRanker`)
+   baseline            Signet's effective-score order (`EffectiveScoreRanker`)
    cosine              cosine(context, memory) (`CosineRanker`): the strongest simple ranker
    predictor_served    the loop's own accepted model at N (`ModelRanker`); the baseline order
                        while it has none (what a user then gets)
@@ -179,7 +179,7 @@ CHECKPOINTS = (10, 25, 50, 100, 300)
 QUICK_CHECKPOINTS = (10, 50)
 HELD_OUT = 150  # held-out sessions per store: 50 gave intervals of ±0.03-0.06
 QUICK_HELD_OUT = 40
-EPOCHS = 50  # as `bench train` (the seed's budget: 50 epochs in <= 10 s)
+EPOCHS = 50  # as `bench train` (the specification's budget: 50 epochs in <= 10 s)
 K = 10
 EFFECT_MIN_SHARE = 0.02  # effects carrying less of the truth's variance are not ablated
 BOOTSTRAP = 2000

@@ -469,8 +469,8 @@ def _heuristic_scores(data: ConversationData) -> dict[str, list[np.ndarray]]:
         read_tags,
     )
 
-    # A store without tags or access times gives the peers none (not empty maps): seed 004's
-    # FSRS retention applies only where access data exists.
+    # A store without tags or access times gives the peers none (not empty maps): Cognitive
+    # Memory v9's FSRS retention applies only where access data exists.
     tags, accessed = read_tags(data.store), read_last_accessed(data.store)
     peers = peer_rankers(tags=tags or None, last_accessed=accessed or None)
     peers += (HybridRanker(), LexicalRanker())

@@ -1,4 +1,5 @@
-"""The benchmark output contract (DESIGN §10): a readable table and an optional JSON file."""
+"""The benchmark output contract (docs/specification.md §12): a readable table and an optional JSON
+file."""
 
 from __future__ import annotations
 
@@ -99,6 +100,6 @@ def render_table(bench: str, rows: list[Row]) -> str:
 
 
 def write_report(path: str | Path, bench: str, rows: list[Row]) -> None:
-    """Write the DESIGN §10 JSON document."""
+    """Write the JSON document (docs/specification.md §12)."""
     doc = {"bench": bench, "machine": machine_info(), "results": [r.to_json() for r in rows]}
     Path(path).write_text(json.dumps(doc, indent=2) + "\n")

@@ -1,13 +1,13 @@
 """`signet-bench bench train`: how long one gated training takes and how much memory it needs.
 
-The training set is synthetic and built in memory with the shapes of a real one (DESIGN §6):
-500 sessions (100 with --quick) of ~80 candidates (normal, sd 10, clipped to 40..100), 768-d
-float32 unit embeddings clustered by topic, ~3% text-path candidates (no embedding, ~25 hash
-tokens), the 17 features with session-level time columns, 4 projects, and labels with the
-spread of real ones (injected 0.2..1 on topical candidates, FTS-missed 0.6, missing-context
+The training set is synthetic and built in memory with the shapes of a real one
+(docs/specification.md §4.3): 500 sessions (100 with --quick) of ~80 candidates (normal, sd 10,
+clipped to 40..100), 768-d float32 unit embeddings clustered by topic, ~3% text-path candidates (no
+embedding, ~25 hash tokens), the 17 features with session-level time columns, 4 projects, and labels
+with the spread of real ones (injected 0.2..1 on topical candidates, FTS-missed 0.6, missing-context
 0.7, soft negatives 0.25, sampled negatives 0, superseded -0.3). `train_model` then runs once
 for 50 epochs (10 with --quick), batch 16, with a time cap of 120 s so that the whole run is
-measured even when it is slower than the seed's 30 s cap.
+measured even when it is slower than the specification's 30 s cap.
 
 Everything runs in a fresh child process (`python -m signet_bench.bench.train_speed --child`), so the
 peak resident set size (`resource.getrusage(RUSAGE_SELF).ru_maxrss`, the kernel's high-water

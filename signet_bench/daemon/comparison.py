@@ -1,7 +1,8 @@
 """The per-session predictor-vs-baseline comparison: one ``predictor_comparisons`` row.
 
-Seed 000's evaluation: NDCG@k of the predictor's and the baseline's rankings of one session's
-``session_memories`` rows, judged on the evaluation pool (top-k of each ranking ∪ injected).
+The comparison (docs/specification.md §7.1): NDCG@k of the predictor's and the baseline's rankings
+of one session's ``session_memories`` rows, judged on the evaluation pool (top-k of each ranking ∪
+injected).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ def evaluation_pool(
     injected: Iterable[str],
     k: int = DEFAULT_CONFIG.comparison_k,
 ) -> tuple[str, ...]:
-    """Seed 000's evaluation pool: union(top-k baseline, top-k predictor, injected), in that order."""
+    """The evaluation pool (docs/specification.md §7.1): union(top-k baseline, top-k predictor,
+    injected), in that order."""
     seen: dict[str, None] = {}
     for m in (*baseline_ranked[:k], *predictor_ranked[:k], *injected):
         seen.setdefault(m, None)
@@ -134,7 +136,8 @@ class ComparisonInput:
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    """One ``predictor_comparisons`` row (reference §1) plus what was needed to compute it."""
+    """One ``predictor_comparisons`` row (docs/specification.md §2.1) plus what was needed to
+    compute it."""
 
     session_key: str
     predictor_ndcg: float
@@ -217,7 +220,7 @@ def compare_session(
     Baseline ranking: rows with an effective score, by effective score desc (id asc on ties).
     Predictor ranking: rows with a predictor score, by predictor score desc. The relevance map
     holds the judged rows (non-NaN ``relevance``); with ``pool_only`` (default) it is restricted
-    to seed 000's evaluation pool (top-k of each ranking ∪ injected) — a no-op for Signet data,
+    to the evaluation pool (top-k of each ranking ∪ injected) — a no-op for Signet data,
     whose judge rates only injected memories. ``ndcg="signet"`` (default) uses
     `signet_ndcg_at_k` so the numbers match Signet's ``predictor_comparisons``;
     ``ndcg="bounded"`` uses `ndcg_of_ranking` (negatives clipped).

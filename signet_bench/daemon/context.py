@@ -1,8 +1,8 @@
 """The session-context embedding: the one definition for pre-filter, training and serving.
 
 At session start the daemon knows the project and the store, not yet the user's prompts.
-Signet 0.58 built the context two ways (reference §4: training took the mean of the injected
-candidates' embeddings, inference the mean of the top-10 baseline candidates'). We use one:
+Signet 0.58 built the context two ways (docs/specification.md §3.3: training took the mean of the
+injected candidates' embeddings, inference the mean of the top-10 baseline candidates'). We use one:
 
     context = unit-length mean of the embeddings of the memories that the *previous scored
               session of the same project* used (its candidates with FTS hits, or rated > 0 by

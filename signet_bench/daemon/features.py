@@ -1,11 +1,11 @@
 """The 17 candidate features (one definition, `serving.features`, re-exported here) and Signet
 0.58's two conventions that differed from it, for the skew report.
 
-Signet 0.58 computed the features two different ways (reference §4): its Rust trainer measured
-age from the session *end*, read the hour in UTC, counted weekdays from Monday, took the session
-gap per project and used `is_deleted` for "superseded"; its TypeScript inference path measured
-age from wall-clock now, used local time, counted weekdays from Sunday, took a global session
-gap and always sent 0 for "superseded". `candidate_features` (its table is in
+Signet 0.58 computed the features two different ways (docs/specification.md §4.1): its Rust trainer
+measured age from the session *end*, read the hour in UTC, counted weekdays from Monday, took the
+session gap per project and used `is_deleted` for "superseded"; its TypeScript inference path
+measured age from wall-clock now, used local time, counted weekdays from Sunday, took a global
+session gap and always sent 0 for "superseded". `candidate_features` (its table is in
 `serving.features`) fixes one definition; the two functions below reproduce 0.58's.
 """
 

@@ -1,4 +1,5 @@
-"""Agent relevance feedback (seed 001): parse one prompt's ``memory_feedback`` and accumulate it.
+"""Agent relevance feedback (docs/specification.md §5.2): parse one prompt's ``memory_feedback`` and
+accumulate it.
 
 Fail-open: whatever the agent sends, parsing never raises; everything it cannot use is listed
 in ``FeedbackResult.rejected`` with a reason and logged through ``logging``. An absent payload

@@ -3,13 +3,12 @@
 Training, comparison and analysis all call `compute_labels` (or a rule set from
 `LABEL_RULESETS`), so a label means the same thing everywhere.
 
-Rule set "seed" (seed 000 "Training Signals", "Behavioral Training Signals", "Negative Memory
-Signals"; seed 001 "Label Construction"), first matching rule wins:
+Rule set "seed" (docs/specification.md §5.1, §5.2), first matching rule wins:
 
 1. ``deleted_after_injection`` — injected this session and deleted within
    ``deleted_after_injection_hours`` (24 h) of the injection: ``deleted_after_injection_label`` (−0.5).
 2. ``superseded`` — ``superseded_label`` (−0.3).
-3. ``agent_feedback`` — an agent relevance score is present (seed 001):
+3. ``agent_feedback`` — an agent relevance score is present (docs/specification.md §5.2):
    ``0.7·agent + 0.2·fts_adjustment(hits) + 0.1·continuity``, clamped to [−1, 1], where
    ``fts_adjustment = min(1, fts_overlap_per_hit·hits)`` (0.3 per hit: Signet's per-memory
    ``fts_overlap_score``) and the continuity modifier is the *session* continuity score. If
@@ -20,7 +19,7 @@ Signals"; seed 001 "Label Construction"), first matching rule wins:
    the formula gives 0.7·0.8 + 0 + 0.1·continuity = 0.56–0.66, and only the formula keeps the
    three weights the addendum exposes as config meaningful. What the example illustrates holds
    under the formula: no FTS match is no penalty (its term adds 0, nothing is subtracted).
-4. Injected (seed 000 continuity path): base = the per-memory judge relevance when present
+4. Injected (the continuity path): base = the per-memory judge relevance when present
    (``injected_relevance``, used in high *and* low sessions: the judge rated this very memory);
    otherwise the session continuity score when it is >= ``high_continuity_threshold`` (0.5,
    ``injected_high_session``), else continuity × ``low_session_multiplier`` (0.5,
@@ -47,13 +46,13 @@ Signals"; seed 001 "Label Construction"), first matching rule wins:
    - then ``access_count > access_count_high`` (10) → ``+access_count_boost`` (0.05), capped at
      1.0 (``+access_boost``), then the edited modifier.
 
-Edited modifier (seed 000 "Memory edited/updated recently: +0.05 to label", from
+Edited modifier (docs/specification.md §5.3: "Memory edited/updated recently: +0.05 to label", from
 ``memory_history``): ``edited_recently`` → ``+edited_boost`` (0.05), capped at 1.0
 (``+edited_boost``). "Recently" is an in-place update within ``edited_recent_days`` (7, the
-seed's own "recent", §4.10) before the session end (`edited_recently`). It is one of the
-seed's "lower weight, supplementary" behavioural signals, so it adjusts the seed 000 paths
+specification's own "recent") before the session end (`edited_recently`). It is one of the
+specification's "lower weight, supplementary" behavioural signals, so it adjusts rules 4 and 5
 (rules 4 and 5) and nothing else: explicit harm (rules 1–2) outranks it (an edited memory that
-was then superseded is still outdated), and seed 001's combined label (rule 3) is a closed
+was then superseded is still outdated), and the addendum's combined label (rule 3) is a closed
 formula over the agent's own rating. It is not an inclusion signal on its own.
 
 Current Signet's in-session signals (both default to "none", so a 0.58 store's labels do not
@@ -69,7 +68,7 @@ change):
 - Path reward (``path_reward``): the behavioural reward the agent's feedback on a graph path
   records in ``path_feedback_events.reward`` (Signet's own weights: forward citation 1.0,
   update after retrieval 0.5, downstream creation 0.6, dead end −0.15). It says whether the
-  session *used* the memory, as the FTS term of seed 001's formula does, so rule 3 adds it to
+  session *used* the memory, as the FTS term of the combined label does, so rule 3 adds it to
   that term: ``usage = clamp(fts_adjustment(hits) + path_reward, −1, 1)`` in place of
   ``fts_adjustment(hits)`` (reason ``+path_reward``). Path feedback always comes with the
   agent's rating, so it enters only where rule 3 applies.
@@ -92,9 +91,9 @@ path of both release lines) therefore reads, per session:
 - the wrapper failed open (it printed Signet's output) or left no record: Signet's
   ``was_injected``, which is what was shown. Without a record file every label is the store's.
 
-Poisoning guard (seed 000 security review): FTS hit counts enter only through saturating terms
+Poisoning guard (docs/specification.md §5.3): FTS hit counts enter only through saturating terms
 — rule 4's boost is the same for 1 or 50 hits and capped at 1.0, rule 5 caps FTS-only evidence
-at 0.6 (0.7 with novel context) whatever the count, and seed 001's ``fts_adjustment``
+at 0.6 (0.7 with novel context) whatever the count, and rule 3's ``fts_adjustment``
 saturates at 1.0 (4 hits), so FTS contributes at most 0.2 there (and so does the usage term
 with a path reward added). Recalls count as hits and meet the same caps. Stuffing a memory
 with frequent words cannot push its label past these caps.
@@ -104,15 +103,9 @@ injected, matched by FTS or recalled, missing context, superseded, deleted after
 agent — plus negatives sampled from the remaining non-injected candidates at
 ``negative_sampling_ratio`` (3) negatives per positive (a signal candidate with label > 0).
 A candidate the knowledge graph alone brought (source 'ka_traversal') is sampled like any
-other. Kept out of the negatives, such candidates entered training only through a signal of
-their own, mostly a positive one, so the scorer learned that the traversal flag means
-"relevant"; the held-out ratings cover the rated candidates only and could not see it. On a
-synthetic heavy user, whose project entities bring up to half of a pool, the scheduled
-training at 1,000 / 3,000 sessions then put 66% / 75% of its top 10 on them (cosine 30% /
-66%) and served +0.001 / -0.014 NDCG@10 against cosine on the next 150 sessions; sampled like
-the others, 22% / 28% and +0.107 / +0.130. Their labels can be far below their worth where the
-graph effect is planted (a synthetic architect user: 0.08 on average against a planted
-relevance of 0.42); that is the labels' limit, not a selection the sampling adds.
+other: kept out of the negatives, such candidates entered training only through a signal of
+their own, mostly a positive one, and the scorer learned that the traversal flag means
+"relevant" (docs/concepts.md §3 has the measurements).
 Sampling draws without replacement from the pool sorted by memory id, with the given
 ``np.random.Generator``, so it does not depend on input order.
 
@@ -122,8 +115,9 @@ the dashboard splits on ``+``.
 
 Rule set "signet-0.58" (`signet058_labels`) reproduces Signet 0.58.1's Rust trainer
 (``data.rs compute_label``) for comparison; see its docstring. It knows neither recalls nor
-path rewards (Signet 0.58 records neither). Its one constant that no seed
-names, `SIGNET058_FTS_SINGLE_LABEL`, stays here as Signet's (it is not a tunable of the seeds).
+path rewards (Signet 0.58 records neither). Its one constant that the specification
+never names, `SIGNET058_FTS_SINGLE_LABEL`, stays here as Signet's (it is not a tunable of the
+specification).
 """
 
 from __future__ import annotations
@@ -329,7 +323,8 @@ class LabelRuleset(Protocol):
 def fts_adjustment(
     hits: int | np.ndarray, cfg: PredictorConfig = DEFAULT_CONFIG
 ) -> np.ndarray | float:
-    """Seed 001's FTS adjustment for one memory: min(1, 0.3·hits), Signet's fts_overlap_score."""
+    """The FTS adjustment for one memory (docs/specification.md §5.2): min(1, 0.3·hits), Signet's
+    fts_overlap_score."""
     return np.minimum(1.0, cfg.fts_overlap_per_hit * np.asarray(hits, dtype=np.float64))
 
 
@@ -378,8 +373,8 @@ def _edited(
 def _agent_one(
     inp: SessionLabelInput, i: int, hits: int, cfg: PredictorConfig
 ) -> tuple[float, str]:
-    """Rule 3 (seed 001): the agent's rating blended with the session's usage evidence (FTS
-    hits, plus a path reward when there is one) and its continuity."""
+    """Rule 3 (docs/specification.md §5.2): the agent's rating blended with the session's usage
+    evidence (FTS hits, plus a path reward when there is one) and its continuity."""
     agent = float(inp.agent_relevance_score[i])
     reward = float(inp.path_reward[i])
     usage = float(fts_adjustment(hits, cfg))
@@ -463,7 +458,8 @@ def seed_labels(
     *,
     rng: np.random.Generator | None = None,
 ) -> LabelResult:
-    """Labels under seed 000 + addendum 001 (the default rule set; see the module docstring).
+    """Labels under docs/specification.md §5.1-§5.3 (the default rule set; see the module
+    docstring).
 
     ``rng`` draws the 3:1 sampled negatives; ``None`` means ``np.random.default_rng(0)``.
     """
@@ -498,7 +494,7 @@ def signet058_labels(
     *,
     rng: np.random.Generator | None = None,  # unused: same signature as seed_labels
 ) -> LabelResult:
-    """Labels as Signet 0.58.1's Rust trainer computes them (reference §4, data.rs compute_label).
+    """Labels as Signet 0.58.1's Rust trainer computes them (docs/specification.md §5.4).
 
     Superseded or deleted (Signet's ``is_deleted`` proxy) → −0.3. Injected: base = judge
     relevance if present, else continuity if >= 0.5, else continuity·0.5; FTS > 0 → +0.1 (cap 1),
@@ -592,8 +588,8 @@ def session_skip_reason(
 ) -> str | None:
     """Why a session gives no training step (None if it does): confidence gate or flat labels.
 
-    Seed 000: sessions with judge confidence < ``min_scorer_confidence`` (0.6; NaN = absent)
-    are excluded from training, and so are sessions whose per-memory labels lie within
+    docs/specification.md §5.5: sessions with judge confidence < ``min_scorer_confidence`` (0.6; NaN
+    = absent) are excluded from training, and so are sessions whose per-memory labels lie within
     ``low_label_spread`` (0.1) of each other: the judge was not sure about the ordering.
     Pass the labels that enter training (``labels[include]``).
     """

@@ -9,14 +9,14 @@ new state plus the events a loop logs (``cold_start_exit``, ``ema_update``, ``em
 3. `on_comparison` — EMA, per-project slices, drift;
 4. `training_due` → train → `on_training` (also after a drift reset's ``retrain_with_replay``).
 
-Drift follows seed 000 Phase 5b by default: reset when ``success_rate <
+Drift follows docs/specification.md §7.4 by default: reset when ``success_rate <
 driftResetThreshold`` (0.3) for ``driftResetWindow`` (10) consecutive sessions, counted in
-``drift_low_sessions``. ``drift_rule="signet-0.58"`` keeps Signet 0.58's rule instead (reference
-§5): reset when the win rate of the last 10 outcomes (``recent_outcomes``) is below 0.3. Both
-rules count only sessions in which the predictor produced scores and the EMA was updated; the
-other sessions leave both counts alone.
+``drift_low_sessions``. ``drift_rule="signet-0.58"`` keeps Signet 0.58's rule instead
+(docs/specification.md §7.4): reset when the win rate of the last 10 outcomes (``recent_outcomes``)
+is below 0.3. Both rules count only sessions in which the predictor produced scores and the EMA was
+updated; the other sessions leave both counts alone.
 
-Differences from Signet 0.58 (reference §5), each a fix of a documented defect:
+Differences from Signet 0.58 (docs/specification.md §7.5), each a fix of a documented defect:
 ``scored_sessions`` counts sessions that produced training data (Signet counted an opt-in
 telemetry table that is empty by default, so cold start never exited); ``trained`` is part of
 the persisted state (Signet lost it on restart); drift counts only EMA-updated sessions
@@ -89,9 +89,9 @@ class PredictorState:
     ``project_success`` holds per-project success-rate EMAs for at most ``max_project_slices``
     projects, those with the most EMA-updating sessions (``project_sessions`` counts every
     project). ``drift_low_sessions`` counts consecutive EMA-updated sessions whose updated
-    success rate is below ``drift_reset_threshold`` (the seed's drift rule);
-    ``recent_outcomes`` holds the last ``drift_reset_window`` of their outcomes, 1 = win,
-    0 = loss, oldest first (Signet 0.58's drift rule).
+    success rate is below ``drift_reset_threshold`` (the specification's drift rule,
+    docs/specification.md §7.4); ``recent_outcomes`` holds the last ``drift_reset_window`` of their
+    outcomes, 1 = win, 0 = loss, oldest first (Signet 0.58's drift rule).
     ``trained`` = a model passed the gates since start-up or since the last drift reset.
     Treat the dicts as read-only; transitions copy them.
     """
@@ -141,7 +141,8 @@ def initial_state(cfg: PredictorConfig = DEFAULT_CONFIG) -> PredictorState:
 def cold_start_blockers(
     state: PredictorState, cfg: PredictorConfig = DEFAULT_CONFIG
 ) -> tuple[str, ...]:
-    """Which of the three cold-start exit conditions (seed 000) are not met yet."""
+    """Which of the three cold-start exit conditions (docs/specification.md §7.3) are not met
+    yet."""
     out = []
     if not state.trained:
         out.append("no accepted training yet")

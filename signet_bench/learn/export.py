@@ -1,5 +1,5 @@
 """ONNX export of the cross-attention scorer: the numpy forward pass (`model/scorer.py`) written
-node by node with `onnx.helper`, for one session of N candidates (DESIGN §6, anchors §3).
+node by node with `onnx.helper`, for one session of N candidates (docs/specification.md §4.7).
 
     enc_n   = LN_emb(candidate_embeddings_n W_cᵀ)                 where has_embedding_n
             = LN_text(Σ_t mask_nt HashEmb[bucket_nt] / max(1, Σ_t mask_nt))   elsewhere

@@ -302,8 +302,8 @@ class HoldoutDecision:
         sessions it never trained on: on a synthetic multi-project user (seed 171) the model
         served after 50 sessions trailed cosine on the held-out ratings at the next four
         trainings (by 0.003-0.070) while every candidate was rejected, and it stayed 0.08-0.09
-        below cosine on the planted truth of the sessions that followed (README "Serving only
-        on evidence")."""
+        below cosine on the planted truth of the sessions that followed (docs/concepts.md
+        §4.3)."""
         if self.accepted or self.served is None or self.method != "time":
             return None
         if self.served >= max(self.heuristics.values()):

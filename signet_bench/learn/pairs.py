@@ -1,10 +1,10 @@
-"""Anonymized training pairs (seed 001 "Training Telemetry") and the base model trained on them
-(seed 000 Phase 6: load base weights, then fine-tune on the user's data).
+"""Anonymized training pairs and the base model trained on them (docs/specification.md §6.3: load
+base weights, then fine-tune on the user's data).
 
 **Export.** `pair_frame` turns training samples into one row per labelled candidate holding
 only numbers: the 17 features (`f_<name>`), the label, `similarity` (cosine of the candidate's
 embedding with the session context: a number, the pre-filter's own relevance signal), the
-candidate's baseline rank and the session's candidate count (seed 001's "structural metadata"
+candidate's baseline rank and the session's candidate count (the addendum's "structural metadata"
 and "session-level aggregate stats"). No memory text, session key, memory id, project name,
 path or timestamp is written. `session` groups a session's rows: a number local to the file,
 assigned after a shuffle drawn from the operating system's entropy, so it joins back to
@@ -14,7 +14,7 @@ the trainer's own path.
 
 **Base model.** What carries across users without content is how features and similarity
 relate to usefulness, so the base is a listwise linear scorer over [similarity, features],
-trained with the seed's loss (`model.loss.listwise_loss`, its temperature rule) and Adam.
+trained with the specification's loss (`model.loss.listwise_loss`, its temperature rule) and Adam.
 `train_base` streams any number of Parquet files: per file a Polars lazy scan read in slices of
 `chunk_rows` rows (plus the one session a slice cuts), so memory stays bounded whatever the
 number or size of the files. `base_params` writes the weights into the cross-attention
@@ -67,7 +67,7 @@ FEATURE_COLUMNS = tuple(f"f_{n}" for n in FEATURE_NAMES)
 INPUT_COLUMNS = ("similarity", *FEATURE_COLUMNS)
 PAIR_COLUMNS = ("session", "candidate_count", "baseline_rank", "label", *INPUT_COLUMNS)
 ROW_GROUP = 8192
-BASE_LEARNING_RATE = 0.01  # a 18-weight linear model: ten times the seed's rate for the scorer
+BASE_LEARNING_RATE = 0.01  # a 18-weight linear model: ten times the scorer's rate
 
 
 def _similarity(s: SessionSample) -> np.ndarray:
@@ -258,7 +258,7 @@ def base_params(
 def save_base(
     base: BaseModel, out_dir: str | Path, native_dim: int, cfg: PredictorConfig = DEFAULT_CONFIG
 ) -> Path:
-    """The base as `out_dir/model.sbm`, flagged a pretrained base (seed Phase 6)."""
+    """The base as `out_dir/model.sbm`, flagged a pretrained base (docs/specification.md §6.3)."""
     from signet_bench.daemon.features import FEATURE_SPEC
     from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
     from signet_bench.learn.model.params import feature_spec_hash

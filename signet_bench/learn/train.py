@@ -1,7 +1,8 @@
-"""Batched listwise training with the seed's safety net: a held-out canary set, a replay buffer,
-training on a copy of the weights, and gates that must all pass before the copy is swapped in.
+"""Batched listwise training with the specification's safety net: a held-out canary set, a replay
+buffer, training on a copy of the weights, and gates that must all pass before the copy is swapped
+in.
 
-Gates (seed 000 "Training schedule", DESIGN §6): every loss finite; canary score variance > 0;
+Gates (docs/specification.md §6.2): every loss finite; canary score variance > 0;
 canary top-5 overlap with the previous model >= 0.6; canary NDCG@10 drop <= 0.15. The first
 training has no previous model to forget, so the overlap and drop gates compare against nothing
 and pass; the finite and variance gates always apply.
@@ -181,7 +182,7 @@ def split_canary(
 def replay_buffer(
     samples: Sequence[SessionSample], cfg: PredictorConfig = DEFAULT_CONFIG
 ) -> list[SessionSample]:
-    """The top `replay_buffer_size` sessions by continuity score (seed Phase 5b)."""
+    """The top `replay_buffer_size` sessions by continuity score (docs/specification.md §6.1)."""
     order = sorted(samples, key=lambda s: (-s.continuity, -s.start.timestamp()))
     return order[: cfg.replay_buffer_size]
 
@@ -457,9 +458,9 @@ def _gate(
     cfg: PredictorConfig,
     fresh: bool = False,
 ) -> _Gates:
-    """The seed's gates on the trained copy: finite losses and weights, canary score variance,
-    and (against a previous model only) canary top-k overlap (or a clear canary gain; not for
-    a `fresh` retrain) and NDCG drop."""
+    """The gates (docs/specification.md §6.2) on the trained copy: finite losses and weights, canary
+    score variance, and (against a previous model only) canary top-k overlap (or a clear canary
+    gain; not for a `fresh` retrain) and NDCG drop."""
     after = canary_metrics(work, canary, cfg) if _finite(work) else None
     gates = {"finite_losses": all(math.isfinite(x) for x in curve) and _finite(work)}
     gates["canary_variance"] = bool(after is not None and after.score_variance > 0.0)
@@ -939,7 +940,7 @@ class TooLittleData(UserError):
 
 @dataclass(frozen=True, slots=True)
 class TrainingPlan:
-    """What one run trains on, and how (seed 000's schedule)."""
+    """What one run trains on, and how (docs/specification.md §6.1)."""
 
     samples: list[SessionSample]
     cfg: PredictorConfig
@@ -956,8 +957,8 @@ def scheduled_request(
     mode: str = "finetune",
     full_epochs: int | None = None,
 ) -> TrainingRequest:
-    """A request with the schedule `cfg` sets for `mode` (README "Training schedule and
-    gates"): an incremental run fine-tunes for `incremental_epochs` at `incremental_lr_scale`
+    """A request with the schedule `cfg` sets for `mode` (docs/concepts.md
+    §4.1): an incremental run fine-tunes for `incremental_epochs` at `incremental_lr_scale`
     of the learning rate; any other runs `full_epochs` (default `full_training_epochs`) at the
     full rate; the loss temperature, confidence threshold and time cap are the config's."""
     incremental = mode == "incremental"
@@ -990,10 +991,11 @@ def plan_training(
     request: TrainingRequest,
     cfg: PredictorConfig = DEFAULT_CONFIG,
 ) -> TrainingPlan:
-    """Seed 000's schedule: an incremental request with a `trained_through` (the ISO start of
-    the newest session the base learned from) trains on the newer sessions, mixed ~20% with
-    the replay buffer and judged on the canary of the whole history; any other run trains on
-    every sample. Either runs the request's epochs at its scale of the learning rate."""
+    """The specification's schedule (docs/specification.md §6.1): an incremental request with a
+    `trained_through` (the ISO start of the newest session the base learned from) trains on the
+    newer sessions, mixed ~20% with the replay buffer and judged on the canary of the whole history;
+    any other run trains on every sample. Either runs the request's epochs at its scale of the
+    learning rate."""
     from signet_bench.store.timestamps import format_iso
 
     run_cfg = cfg.replace(learning_rate=cfg.learning_rate * request.lr_scale)

@@ -17,10 +17,10 @@ through the same extension). Queries that need SQLite's own indexes (one session
 through `store_sql`, which attaches the file for that query only.
 
 Timestamps: Signet writes them as TEXT in two formats, and one bad value in a column DuckDB maps
-to TIMESTAMP fails a whole scan (DESIGN §9.6). Signet declares them TEXT, so they arrive as
-VARCHAR; `attach_store` then defines views in `main` with the same names as the store's tables
-(`memories`, `session_memories`, ...) in which each timestamp column is a naive TIMESTAMP holding
-UTC time (`ts_expr`: TRY_CAST, so NULL when unparsable; an explicit offset is honoured under
+to TIMESTAMP fails a whole scan (docs/specification.md §2.3). Signet declares them TEXT, so they
+arrive as VARCHAR; `attach_store` then defines views in `main` with the same names as the store's
+tables (`memories`, `session_memories`, ...) in which each timestamp column is a naive TIMESTAMP
+holding UTC time (`ts_expr`: TRY_CAST, so NULL when unparsable; an explicit offset is honoured under
 the connection's `TimeZone = 'UTC'`). Naive rather than TIMESTAMPTZ because DuckDB needs `pytz`
 to return TIMESTAMPTZ values to Python rows. The helpers below return Polars columns as
 `Datetime("us", "UTC")`, like `store.read`. Raw text stays at `store.<table>`.
@@ -30,7 +30,7 @@ every column as text when a store holds values of the wrong storage class.
 Every DuckDB failure here becomes a `DuckDBStoreError` naming the file and the step.
 
 Do not open the same store with stdlib `sqlite3` in this process while a DuckDB connection reads
-it (DESIGN §9.2): each library carries its own SQLite.
+it (docs/specification.md §2.3): each library carries its own SQLite.
 """
 
 from __future__ import annotations

@@ -739,11 +739,12 @@ def read_memories(
     """Memories (soft-deleted excluded unless asked), flags and float32 embeddings (N, dim).
 
     `superseded`: an `entity_attributes` row for it is superseded, or it is soft-deleted
-    (DESIGN §4). A 'superseded' archive in `memories_cold` does *not* mark the live row: Signet's
-    update path archives the old content and rewrites the row in place, so the live row holds the
-    new, current content; only the archive is stale. `is_constraint`: type 'constraint' or an active
-    constraint attribute. Embeddings of another dimension than `dim` (default: the majority) read
-    as missing; `embedding_dim` still reports the stored dimension. Ordered by created_at, id.
+    (docs/specification.md §2). A 'superseded' archive in `memories_cold` does *not* mark the live
+    row: Signet's update path archives the old content and rewrites the row in place, so the live
+    row holds the new, current content; only the archive is stale. `is_constraint`: type
+    'constraint' or an active constraint attribute. Embeddings of another dimension than `dim`
+    (default: the majority) read as missing; `embedding_dim` still reports the stored dimension.
+    Ordered by created_at, id.
     """
     if dim is not None:
         if not isinstance(dim, Integral) or isinstance(dim, bool) or dim <= 0:

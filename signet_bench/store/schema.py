@@ -3,7 +3,7 @@
 `store.schema_current`).
 
 `create_store` makes an empty, Signet-compatible `memories.db` of either line: for 0.58 the
-columns of `reference/signet-v0.58.md` §1, the `memories_fts` external-content FTS5 table keyed
+columns of docs/specification.md §2.1, the `memories_fts` external-content FTS5 table keyed
 on rowid with its three triggers, and `schema_migrations` rows 1..30; for the current line the
 tables `schema_current` holds and rows 1..80. Both in WAL mode.
 """
@@ -380,7 +380,7 @@ FTS_DDL: tuple[str, ...] = (
     END""",
 )
 
-# The tables a store must have for the workbench to read it (DESIGN §4).
+# The tables a store must have for the workbench to read it (docs/specification.md §2).
 REQUIRED_TABLES: tuple[str, ...] = (
     "memories",
     "memories_fts",

@@ -286,8 +286,8 @@ def record_model(con: duckdb.DuckDBPyConnection, model: Mapping[str, Any]) -> st
 
 
 def record_bench(con: duckdb.DuckDBPyConnection, bench: str, doc: Mapping[str, Any] | str) -> str:
-    """Store one benchmark report (DESIGN §10 JSON); the id hashes its content, so recording
-    the same report twice keeps one row. Returns the id."""
+    """Store one benchmark report (JSON, docs/specification.md §12); the id hashes its content, so
+    recording the same report twice keeps one row. Returns the id."""
     text = doc if isinstance(doc, str) else json.dumps(doc, sort_keys=True)
     rid = hashlib.sha256(f"{bench}\n{text}".encode()).hexdigest()[:32]
     with _transaction(con):

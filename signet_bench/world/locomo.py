@@ -1,7 +1,7 @@
 """LoCoMo conversations as Signet stores: one store per conversation (one user), its QA items
 as labelled question-sessions.
 
-LoCoMo (Maharana et al., ACL 2024; `../shared/data/locomo/SOURCE.md`) holds long two-speaker
+LoCoMo (Maharana et al., ACL 2024; docs/specification.md §1) holds long two-speaker
 conversations split into dated sessions, generated per-session observations (facts, each
 citing the dialog turn it came from), per-session summaries and QA items whose `evidence` lists
 the dialog turns that answer them. The conversion:

@@ -1,4 +1,4 @@
-"""Ranking metrics (anchors §5 fixtures, sklearn cross-check)."""
+"""Ranking metrics (docs/specification.md §10; trec_eval and sklearn cross-checks)."""
 
 from __future__ import annotations
 
@@ -24,14 +24,14 @@ from signet_bench.daemon.ranking.baseline import rank_order
 
 NAN = math.nan
 
-# anchors §5 cross-check fixture (trec_eval / ranx / sklearn agree after clipping)
+# cross-check fixture (trec_eval / ranx / sklearn agree after clipping)
 QRELS = {"a": 2, "b": 1, "c": 0, "d": -1, "e": 1}
 RUN = {"a": 0.1, "b": 0.9, "c": 0.8, "d": 0.7, "e": 0.2, "x": 0.5}
 IDS = list(RUN)
 REL = [QRELS.get(m, NAN) for m in IDS]  # x is unjudged
 SCORES = [RUN[m] for m in IDS]
 
-# anchors §5 float fixture
+# float fixture
 F_IDS = ["m0", "m1", "m2"]
 F_REL = [0.7, 0.3, -0.3]
 F_SCORES = [0.1, 0.9, 0.5]
@@ -41,7 +41,7 @@ F_SCORES = [0.1, 0.9, 0.5]
 
 
 def test_ndcg_full_fixture():
-    """Check trec_eval ndcg (whole list) on the anchors fixture = 0.670493."""
+    """Check trec_eval ndcg (whole list) on the cross-check fixture = 0.670493."""
     assert ndcg_at_k(REL, SCORES, IDS, k=None) == pytest.approx(0.670493, abs=1e-6)
 
 
@@ -104,7 +104,7 @@ def test_signet_ndcg_missing_relevance_is_zero_and_idcg_over_all():
 
 
 def test_ties_broken_by_id_ascending():
-    """Check equal scores rank by memory id ascending (anchors §0.6 tie case)."""
+    """Check equal scores rank by memory id ascending (docs/specification.md §10.3)."""
     assert rank_order([0.5, 0.5], ["d2", "d1"]).tolist() == [1, 0]
     assert reciprocal_rank([0, 1], [0.5, 0.5], ["d2", "d1"]) == 1.0
     assert ndcg_at_k([1, 0], [0.5, 0.5], ["d1", "d2"], k=1) == 1.0

@@ -1,4 +1,5 @@
-"""Agent relevance feedback parsing (seed 001): fail-open, clamped, injected ids only."""
+"""Agent relevance feedback parsing (docs/specification.md §5.2): fail-open, clamped, injected ids
+only."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ A = "3f2a9c1e-0000-4000-8000-000000000001"
 
 
 def test_seed_example_wrapped_object():
-    """Check the seed's response shape {"memory_feedback": {...}} as a JSON string."""
+    """Check the addendum's response shape {"memory_feedback": {...}} as a JSON string."""
     raw = json.dumps({"memory_feedback": {A: 0.9}})
     assert parse_feedback(raw, INJECTED) == FeedbackResult({A: 0.9}, [])
 

@@ -1,4 +1,5 @@
-"""The label function: one test per seed rule, with the seeds' own numbers."""
+"""The label function: one test per rule of docs/specification.md §5, with the sources' own
+numbers."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def one(injected: bool, continuity: float = 0.85, **kw) -> tuple[float, str]:
 
 
 def test_injected_high_session_label_is_continuity():
-    """Check seed 000: injected in a high-scoring session (0.85) -> 0.85."""
+    """Check §5.1: injected in a high-scoring session (0.85) -> 0.85."""
     assert one(True, 0.85) == (pytest.approx(0.85), "injected_high_session")
 
 
@@ -57,7 +58,7 @@ def test_injected_at_threshold_counts_as_high():
 
 
 def test_injected_low_session_label_is_half_continuity():
-    """Check seed 000: injected in a low-scoring session (0.4) -> 0.4 * 0.5 = 0.2."""
+    """Check §5.1: injected in a low-scoring session (0.4) -> 0.4 * 0.5 = 0.2."""
     assert one(True, 0.4) == (pytest.approx(0.2), "injected_low_session")
 
 
@@ -116,7 +117,7 @@ def test_true_negative_at_or_below_threshold(cos):
 
 
 def test_single_fts_hit_without_novel_context_is_similarity_label():
-    """Check seed 000 gives no label of its own to one FTS hit (Signet's 0.3 is not used)."""
+    """Check §5.1 gives no label of its own to one FTS hit (Signet's 0.3 is not used)."""
     assert one(False, fts_hit_count=1, cosine_to_context=0.2)[0] == 0.0
 
 
@@ -197,7 +198,7 @@ def test_deleted_rule_needs_an_injection():
     assert one(False, deleted_at_hours_after_injection=2.0)[0] == 0.0
 
 
-# --- seed 001 agent feedback --------------------------------------------------------------------
+# --- agent feedback (docs/specification.md §5.2) -------------------------------------------------
 
 
 def test_agent_feedback_combined_label():
@@ -216,7 +217,7 @@ def test_agent_feedback_fts_adjustment_is_signet_overlap():
 
 
 def test_agent_zero_with_two_fts_hits_bumped_to_point_three():
-    """Check seed 001: 'scored 0 by agent but matched by FTS 2x: bump to 0.3'."""
+    """Check §5.2: 'scored 0 by agent but matched by FTS 2x: bump to 0.3'."""
     label, reason = one(True, 0.0, agent_relevance_score=0.0, fts_hit_count=2)
     assert (label, reason) == (0.3, "agent_feedback+agent_fts_bump")
     assert DEFAULT_CONFIG.agent_fts_bump_label == 0.3
@@ -241,7 +242,7 @@ def test_agent_high_score_not_penalised_without_fts():
 
 @pytest.mark.parametrize(("continuity", "expected"), [(0.0, 0.56), (0.5, 0.61), (1.0, 0.66)])
 def test_agent_formula_decides_over_the_keep_example(continuity, expected):
-    """Check seed 001's combined label for 'scored 0.8, never FTS-matched': 0.7·0.8 + 0.2·0 +
+    """Check §5.2's combined label for 'scored 0.8, never FTS-matched': 0.7·0.8 + 0.2·0 +
     0.1·continuity (0.56–0.66), not the example's 'keep 0.8'."""
     label, reason = one(True, continuity, agent_relevance_score=0.8)
     assert label == pytest.approx(expected) and label < 0.8 and reason == "agent_feedback"
@@ -304,7 +305,7 @@ def test_path_reward_joins_the_usage_term_of_the_agent_formula(reward, usage):
 
 
 def test_path_reward_needs_the_agents_rating():
-    """Check a path reward without an agent rating leaves the seed 000 rules alone."""
+    """Check a path reward without an agent rating leaves the rules of §5.1 alone."""
     assert one(True, 0.8, path_reward=1.0) == one(True, 0.8)
     assert one(False, 0.8, path_reward=1.0) == one(False, 0.8)
 
@@ -333,7 +334,8 @@ def test_signet058_rules_know_no_recalls_or_path_rewards():
     ],
 )
 def test_fts_stuffed_memory_gets_no_more_than_two_hits(injected, extra):
-    """Check a memory with 50 FTS hits is labelled exactly like one with 2 (seed 000 security)."""
+    """Check a memory with 50 FTS hits is labelled exactly like one with 2 (§5.3's poisoning
+    guard)."""
     assert one(injected, 0.7, fts_hit_count=50, **extra) == one(
         injected, 0.7, fts_hit_count=2, **extra
     )
@@ -585,7 +587,7 @@ def test_edited_recently_window():
 
 
 def test_edited_boost_on_the_seed_paths():
-    """Check seed 000 '+0.05 to label' on the injected and not-injected paths, capped at 1."""
+    """Check §5.3 '+0.05 to label' on the injected and not-injected paths, capped at 1."""
     assert one(True, 0.85, edited_recently=True) == (
         pytest.approx(0.90),
         "injected_high_session+edited_boost",

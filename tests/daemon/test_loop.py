@@ -1,6 +1,6 @@
 """The session loop (signet_bench.daemon.loop) on small synthetic stores: every scored session gets a
 comparison; cold start, alpha, EMA, drift resets, exploration and per-project slices follow the
-seed's rules (checked by replaying them from the recorded rows); each session is one
+specification's rules (checked by replaying them from the recorded rows); each session is one
 transaction; re-running is idempotent; the signet-0.58 mode reproduces recorded ranks."""
 
 from __future__ import annotations
@@ -102,9 +102,9 @@ def _sessions(db: Path) -> list[dict]:
 
 
 def _replay(sessions: list[dict], trainable: set[str]) -> tuple[list[dict], dict]:
-    """Seed 000's state machine written out again, driven only by recorded rows: cold start
-    exits when trained, >= 10 sessions that yield training data (`trainable`: the trainer's
-    samples of the store) and success > 0.4; the EMA moves (0.1) on confident scored
+    """The state machine of docs/specification.md §7 written out again, driven only by recorded
+    rows: cold start exits when trained, >= 10 sessions that yield training data (`trainable`: the
+    trainer's samples of the store) and success > 0.4; the EMA moves (0.1) on confident scored
     sessions; drift (Phase 5b) resets when the success rate stayed below 0.3 for 10
     consecutive such sessions; training every 10 comparisons or after a reset (the random
     scorer's trainings are always accepted). Returns per-session facts and the final state."""

@@ -1,7 +1,7 @@
 """The simulator writes a store in one process while another process reads it through the
 workbench's read-only connection and a third through DuckDB: no `database is locked`, no half
-sessions, counts only grow, nothing lost. Processes are spawned (DESIGN §9.2: never DuckDB and
-a stdlib writer in one process); the run is ~8 s, bounded by the readers' loop limits."""
+sessions, counts only grow, nothing lost. Processes are spawned (docs/specification.md §2.3: never
+DuckDB and a stdlib writer in one process); the run is ~8 s, bounded by the readers' loop limits."""
 
 from __future__ import annotations
 

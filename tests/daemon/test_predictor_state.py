@@ -206,8 +206,8 @@ def test_full_cold_start_lifecycle():
 
 
 def test_seed_drift_counts_consecutive_sessions_below_the_threshold():
-    """Check seed 000 Phase 5b: from 0.6 the 7th loss takes the EMA to 0.287 < 0.3 (count 1),
-    the 16th loss is the 10th consecutive session below 0.3 -> drift_reset."""
+    """Check docs/specification.md §7.4: from 0.6 the 7th loss takes the EMA to 0.287 < 0.3 (count
+    1), the 16th loss is the 10th consecutive session below 0.3 -> drift_reset."""
     s = run(active(0.6), [LOSS] * 6)
     assert s.success_rate == pytest.approx(0.6 * 0.9**6) and s.success_rate > 0.3
     assert s.drift_low_sessions == 0
@@ -403,7 +403,7 @@ def test_json_missing_keys_default_and_unknown_ignored():
     s = state_from_json('{"success_rate": 0.7, "trained": true, "lastTrainingAt": "x"}')
     assert s.success_rate == 0.7 and s.trained and s.alpha == 1.0
     old = json.loads(state_to_json(active(0.2)))
-    del old["drift_low_sessions"]  # a state saved before the seed's drift count existed
+    del old["drift_low_sessions"]  # a state saved before the specification's drift count existed
     assert state_from_json(json.dumps(old)).drift_low_sessions == 0
 
 

@@ -156,7 +156,7 @@ def _choose(store: Path, samples, continuity: dict[str, float]) -> tuple[str, li
 def test_current_signals_change_the_labels(line_stores, tmp_path):
     """On a copy of the current store, in one trainable session: a new judge rating sets an
     injected memory's label; an agent rating with a path reward, and path feedback alone (its
-    rating standing in for the agent's, its dead end lowering the usage term), give seed 001's
+    rating standing in for the agent's, its dead end lowering the usage term), give the addendum's
     formula; two recalls make a memory that was not injected a missed one (>= 0.6, and in the
     sample whether or not its negatives drew it before).
     Every other session keeps its labels."""

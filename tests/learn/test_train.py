@@ -51,7 +51,7 @@ def samples(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def trained(samples):
-    # the seed's canary gates (a canary given): accepted whatever the held-out sessions say
+    # the specification's canary gates (a canary given): accepted whatever the held-out sessions say
     res = train_model(samples, None, epochs=5, seed=0, canary=samples)
     assert res.accepted
     return res.params

@@ -95,7 +95,7 @@ class Outcome:
         return self.run.result
 
 
-# The seed's canary gates, so each field's effect is seen without the held-out epoch choice
+# The specification's canary gates, so each field's effect is seen without the held-out epoch choice
 # (tests/learn/test_train_holdout.py covers that judge).
 CANARY_JUDGE = DEFAULT_CONFIG.replace(training_judge="canary")
 

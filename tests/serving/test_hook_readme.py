@@ -1,9 +1,9 @@
-"""The README's install section, taken at its word: the hook settings blocks it gives for Claude
-Code and Codex parse, hold Signet's own command with `signet-bench-hook` in Signet's place, and
-their command, run through a shell as the harness runs it (the venv's console script on PATH,
-the stand-in `signet` beside it, the store and model in their default places under HOME),
-prints exactly what Signet prints without a model and the scorer's order with one; its
-training line puts the model where the hook and `doctor` look for it."""
+"""The user guide's install section (docs/user-guide.md §3.1), taken at its word: the hook
+settings blocks it gives for Claude Code and Codex parse, hold Signet's own command with
+`signet-bench-hook` in Signet's place, and their command, run through a shell as the harness runs it
+(the venv's console script on PATH, the stand-in `signet` beside it, the store and model in their
+default places under HOME), prints exactly what Signet prints without a model and the scorer's order
+with one; its training line puts the model where the hook and `doctor` look for it."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from serving.hook.inject import SCORER_ORDER, find_block, header
 from signet_bench.store.hook_log import read_hook_injections, read_hook_invocations
 from tests.serving.hook_support import PROJECT, run_process, small_world, stdin_for
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "user-guide.md"
 HOOK = Path(sys.executable).parent / "signet-bench-hook"  # the venv's console script
 # Signet's own session-start commands, as its setup writes them for each harness
 SIGNETS = {
@@ -33,12 +33,12 @@ SIGNETS = {
 
 
 def readme_block(marker: str) -> str:
-    """The fenced block that follows `<!-- hook-install: MARKER -->` in the README, dedented."""
-    text = README.read_text(encoding="utf-8")
+    """The fenced block that follows `<!-- hook-install: MARKER -->` in the user guide, dedented."""
+    text = GUIDE.read_text(encoding="utf-8")
     found = re.search(
         rf"<!-- hook-install: {re.escape(marker)} -->\n( *)```\w*\n(.*?)\n\1```", text, re.DOTALL
     )
-    assert found is not None, f"the README has no block marked {marker!r}"
+    assert found is not None, f"the user guide has no block marked {marker!r}"
     indent = found.group(1)
     lines = found.group(2).split("\n")
     assert all(line.startswith(indent) or not line for line in lines)
@@ -46,7 +46,7 @@ def readme_block(marker: str) -> str:
 
 
 def hook_command(harness: str) -> str:
-    """The session-start command of the README's settings block for `harness`."""
+    """The session-start command of the guide's settings block for `harness`."""
     settings = json.loads(readme_block(harness))
     (group,) = settings["hooks"]["SessionStart"]
     (handler,) = group["hooks"]
@@ -72,7 +72,7 @@ def world(tmp_path_factory):
 
 def _home(root: Path, world, *, model: bool) -> Path:
     """A user's HOME with the world's store where Signet keeps it and, with `model`, the model
-    where the README's training line puts it; the workbench's path."""
+    where the guide's training line puts it; the workbench's path."""
     db = root / "home" / ".agents" / "memory" / "memories.db"
     db.parent.mkdir(parents=True)
     shutil.copy(world.db, db)
@@ -154,7 +154,7 @@ def test_with_a_model_the_readmes_command_prints_signets_text_in_the_scorers_ord
 
 
 def _expanded_train_line(env) -> list[list[str]]:
-    """The README's training commands as the shell expands them (each command's words)."""
+    """The guide's training commands as the shell expands them (each command's words)."""
     assign, line = readme_block("train").split("\n")
     assert assign.startswith("P=") and line.count("signet-bench ") == 2
     shown = line.replace("signet-bench ", "printf '%s\\n' + signet-bench ")

@@ -86,7 +86,7 @@ def environ(pid: int) -> dict[str, str]:
 
 @pytest.fixture
 def canary_judge(tmp_path) -> Path:
-    """The seed's canary gates, so a run trains for the epochs it is given (the held-out
+    """The specification's canary gates, so a run trains for the epochs it is given (the held-out
     judge may choose the start, which has no loss to report)."""
     path = tmp_path / "canary.yaml"
     path.write_text("predictor:\n  trainingJudge: canary\n")

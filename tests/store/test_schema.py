@@ -21,8 +21,8 @@ from signet_bench.store.schema import create_store
 
 from .conftest import StoreBuilder
 
-# DESIGN §4: every table the workbench reads.
-DESIGN_TABLES = {
+# docs/specification.md §2: every table the workbench reads.
+READ_TABLES = {
     "memories",
     "memories_fts",
     "embeddings",
@@ -57,7 +57,7 @@ def test_every_design_table_exists(store_path: Path) -> None:
     con = sqlite3.connect(store_path)
     names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     con.close()
-    assert DESIGN_TABLES <= names
+    assert READ_TABLES <= names
     assert "session_transcripts" not in names and "predictor_calibration" not in names
 
 

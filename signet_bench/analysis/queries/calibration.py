@@ -1,4 +1,4 @@
-"""The human spot-check labeler's data (seed 000 "Judge Calibration"): which sessions to label,
+"""The human spot-check labeler's data (docs/specification.md §9.8): which sessions to label,
 what to show for one, the labels so far, judge-vs-human MAE over time, saving and exporting,
 and the keyboard labeler's cursor (one memory at a time, a key per label level, skip, back).
 

@@ -266,8 +266,8 @@ def next_step(data: DashboardData, cfg: PredictorConfig = DEFAULT_CONFIG) -> str
         return f"Next: train the scorer on the store's {judged} judged sessions: {train}."
     return (
         "Next: let the session-start wrapper serve the model (`signet-bench export --model "
-        f'{out}/model.sbm --out {out}/model.onnx`, then its hook; README, "The session-start '
-        'hook") and judge more sessions.'
+        f"{out}/model.sbm --out {out}/model.onnx`, then its hook; docs/user-guide.md "
+        "§3) and judge more sessions."
     )
 
 

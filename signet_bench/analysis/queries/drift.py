@@ -1,5 +1,5 @@
-"""The judge's drift signal over time (seed 000 §4.10: mean relevance of memories under 7 days
-old minus that of memories over 30 days old, at the time they were judged), overall and per
+"""The judge's drift signal over time (docs/specification.md §9.7: mean relevance of memories under
+7 days old minus that of memories over 30 days old, at the time they were judged), overall and per
 project, and the success rate per stretch of sessions; any of them over the sessions of one
 focal entity (`entity_options`, `sessions_of_entity`).
 

@@ -3,7 +3,7 @@ session (as the trainer assembles them) and Signet 0.58's train/serve skew repor
 
 Both read the store through the trainer's own functions, which use the stdlib `sqlite3`; the
 notebooks hold the store open through DuckDB, and one process must never use both libraries
-on a file (DESIGN §9.2). So `feature_frames` computes them in a child process
+on a file (docs/specification.md §2.3). So `feature_frames` computes them in a child process
 (`python -m signet_bench.analysis.queries.feature_drift DB OUT_DIR`) and reads back its Parquet files.
 """
 

@@ -1,4 +1,4 @@
-"""The comparison inspector (seed 000 §4.6) and the per-session event timeline (§4.4).
+"""The comparison inspector (docs/specification.md §9.5) and the per-session event timeline (§9.4).
 
 One session's rows are read through SQLite itself (`store.duck.store_sql`), so its
 `session_key` index answers in milliseconds even on a year of heavy use; DuckDB's scan of the
@@ -226,7 +226,7 @@ def session_events(
     runs: pl.DataFrame,
     resets: pl.DataFrame,
 ) -> pl.DataFrame:
-    """The session's predictor events in time order (seed 000 §4.4): prefilter, scored,
+    """The session's predictor events in time order (docs/specification.md §9.4): prefilter, scored,
     diversity, fts_overlap, comparison, drift_reset, trained. Columns: at, event, details."""
     s, pool = detail.session, detail.candidates
     start = s.get("started_at")

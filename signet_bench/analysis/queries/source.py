@@ -2,16 +2,16 @@
 workbench file, opened per action.
 
 The store: one DuckDB connection per notebook session (`open_store`), never the stdlib
-`sqlite3` in the same process (DESIGN §9.2: a served app runs every browser session as a
-thread of one process, and two SQLite copies in one process crash on a WAL file).
+`sqlite3` in the same process (docs/specification.md §2.3: a served app runs every browser session
+as a thread of one process, and two SQLite copies in one process crash on a WAL file).
 
 What only the library's stdlib reader computes (samples, features, a current store's
 recomputed comparisons) runs in a child process that writes Parquet files (`child_frames`).
 
 The workbench (`workbench.duckdb`): opened for one read or one write and closed again
 (`read_workbench`, `write_workbench`), never held across cells — a held read-write connection
-locks the trainer and the CLI out of the file (DESIGN §9.8). When another process holds it,
-the call retries for a few seconds and then raises `WorkbenchBusy`, which says so.
+locks the trainer and the CLI out of the file (docs/specification.md §2.3). When another process
+holds it, the call retries for a few seconds and then raises `WorkbenchBusy`, which says so.
 """
 
 from __future__ import annotations

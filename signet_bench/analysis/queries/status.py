@@ -1,5 +1,5 @@
-"""The predictor's state as the status card, the session-start status line (seed 000 §4.7) and
-the diagnostics health score (§4.1) show it.
+"""The predictor's state as the status card, the session-start status line (docs/specification.md
+§9.6) and the diagnostics health score (§9.1) show it.
 
 A synthetic store keeps the simulated daemon's exact state (`sim_predictor_state`); a real
 Signet store keeps it outside the database (`state-{agentId}.json`), so there it is derived
@@ -173,7 +173,8 @@ def predictor_status(
 
 
 def status_line(status: PredictorStatus) -> str:
-    """The one line the session-start hook injects (seed 000 §4.7), for the status's mode."""
+    """The one line the session-start hook injects (docs/specification.md §9.6), for the status's
+    mode."""
     if status.mode == "collecting":
         return (
             f"[predictor: collecting | {status.scored_sessions}/{status.min_sessions} sessions"
@@ -207,12 +208,13 @@ def health(
     drift: float | None = None,
     cfg: PredictorConfig = DEFAULT_CONFIG,
 ) -> Health:
-    """Seed 000 §4.1's health score. No model to serve once one was trained: 0.0; cold start:
-    0.6 (degraded is expected); active and success rate above `cold_start_min_success_rate`:
-    0.8 rising to 1.0 at a success rate of 1; active at or below it: 0.5. Minus 0.2 when
-    scoring's p95 latency exceeds `score_timeout_ms`, minus 0.1 when the judge's drift signal
-    exceeds `judge_drift_signal_threshold`. `model_available` None: unknown (not penalised).
-    Offline (a Signet that runs no predictor): the cold-start score, status "offline"."""
+    """The health score (docs/specification.md §9.1). No model to serve once one was trained: 0.0;
+    cold start: 0.6 (degraded is expected); active and success rate above
+    `cold_start_min_success_rate`: 0.8 rising to 1.0 at a success rate of 1; active at or below it:
+    0.5. Minus 0.2 when scoring's p95 latency exceeds `score_timeout_ms`, minus 0.1 when the judge's
+    drift signal exceeds `judge_drift_signal_threshold`. `model_available` None: unknown (not
+    penalised). Offline (a Signet that runs no predictor): the cold-start score, status
+    "offline"."""
     reasons: list[str] = []
     if model_available is False and status.trained:
         return Health(0.0, "unhealthy", ("no model file to serve",))

@@ -226,7 +226,7 @@ def reset_markers(steps: pl.DataFrame, resets: pl.DataFrame) -> pl.DataFrame:
 
 
 def bench_rows(workbench: str | Path | None, bench_dir: str | Path | None = None) -> pl.DataFrame:
-    """Every benchmark result recorded in the workbench (`bench_runs`) and in the DESIGN §10
+    """Every benchmark result recorded in the workbench (`bench_runs`) and in the benchmark
     JSON files of `bench_dir`, one row per result: source, bench, run (label or file name),
     created_at, name, metric, value, unit, n. A report found in both counts once."""
     docs: list[tuple[str, str, object, dict]] = []
@@ -273,7 +273,7 @@ def bench_rows(workbench: str | Path | None, bench_dir: str | Path | None = None
 def latency_series(bench: pl.DataFrame, cfg: PredictorConfig = DEFAULT_CONFIG) -> pl.DataFrame:
     """Scoring latency per recorded benchmark run (rows named `score_*` in ms), oldest first,
     with a colour per run: red over `score_timeout_ms`, yellow above `latency_warning_share`
-    of it, else green (seed 000 §4.6's sparkline). Columns: run, name, metric, ms, color."""
+    of it, else green (docs/specification.md §9.5). Columns: run, name, metric, ms, color."""
     timeout = cfg.score_timeout_ms
     lat = bench.filter(pl.col("name").str.starts_with("score_") & (pl.col("unit") == "ms"))
     return lat.select(
@@ -292,8 +292,8 @@ def latency_series(bench: pl.DataFrame, cfg: PredictorConfig = DEFAULT_CONFIG) -
 
 
 def error_feed(runs: pl.DataFrame) -> pl.DataFrame:
-    """The predictor's recent errors the store and workbench record (seed 000 §4.3): training
-    runs whose loss diverged (`predictor_train_failure`), newest first. A run the gates
+    """The predictor's recent errors the store and workbench record (docs/specification.md §9.3):
+    training runs whose loss diverged (`predictor_train_failure`), newest first. A run the gates
     rejected is no error (`gate_rejections`); sidecar timeouts and crashes live in the daemon's
     error ring, not in the store."""
     if runs.height == 0:

@@ -1,5 +1,5 @@
 """The `signet-0.58` compatibility pool: what the real 0.58 daemon ranks and injects at session
-start (reference §2 getAllScoredCandidates and handleSessionStart steps 6-8).
+start (docs/specification.md §3.9).
 
 Newest `recallLimit * 3` (150) non-deleted rows by created_at DESC; effScore; keep if > 0.2 or
 pinned; sort project-first, then effScore desc; slice to 100 (the baseline order, recorded as

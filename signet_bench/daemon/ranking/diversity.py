@@ -1,4 +1,4 @@
-"""Topic diversity after fusion (seed 000 "Topic Diversity", reference §2 step 7).
+"""Topic diversity after fusion (docs/specification.md §3.5).
 
 Walk the candidates in fused order; a candidate with an embedding counts the earlier
 candidates (with embeddings) whose cosine similarity exceeds 0.85, and its score is multiplied
@@ -34,8 +34,8 @@ def topic_overlaps(
 ) -> np.ndarray:
     """Per candidate, how many candidates earlier in `order` are more than 0.85 cosine-similar.
 
-    "Already selected" in the seed's single pass over the fused order is exactly "earlier in
-    that order", which is also what Signet counts; candidates without an embedding (or with a
+    "Already selected" in the specification's single pass over the fused order is exactly "earlier
+    in that order", which is also what Signet counts; candidates without an embedding (or with a
     zero vector) neither count nor are counted."""
     order = np.asarray(order, dtype=np.int64)
     n = len(order)

@@ -1,4 +1,4 @@
-"""Exploration sampling (seed 000, reference §2 step 10): an epsilon-greedy swap that shows the
+"""Exploration sampling (docs/specification.md §3.7): an epsilon-greedy swap that shows the
 agent the candidate on which the baseline and the predictor disagree most."""
 
 from __future__ import annotations

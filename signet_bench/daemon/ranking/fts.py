@@ -1,6 +1,6 @@
 """Keyword recall through the store's FTS5 index: Signet's query shape and BM25 search.
 
-`recall_terms` reproduces the prompt-submit query shape (reference §2 handleUserPromptSubmit);
+`recall_terms` reproduces the prompt-submit query shape (docs/specification.md §3.8);
 `fts_search` runs `bm25(memories_fts)` and normalises |bm25| / max|bm25| within the batch.
 """
 

@@ -1,4 +1,4 @@
-"""Reciprocal Rank Fusion of the baseline and predictor rankings (seed 000, reference §2 step 7).
+"""Reciprocal Rank Fusion of the baseline and predictor rankings (docs/specification.md §3.4).
 
 `score = alpha/(k + rank_baseline) + (1 - alpha)/(k + rank_predictor)`, k = 12, 1-based ranks,
 a missing rank counts as candidate_count + 1; alpha is the baseline's earned weight.

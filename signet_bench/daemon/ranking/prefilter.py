@@ -1,11 +1,12 @@
-"""Candidate pre-filtering (seed 000): narrow a 2,000-4,000 memory corpus to <= 100 candidates.
+"""Candidate pre-filtering (docs/specification.md §3.2): narrow a 2,000-4,000 memory corpus to <=
+100 candidates.
 
 Pool = top-50 by effectiveScore ∪ top-50 by cosine(context, memory) among the top-200 by
 effectiveScore, plus every constraint; memories whose decayed importance is below 0.1 are
 excluded first (pinned memories and constraints never are). All rankings break ties by
 (score desc, memory id asc).
 
-With a knowledge graph, the pool also takes the memories its traversal reaches (the seed's
+With a knowledge graph, the pool also takes the memories its traversal reaches (the specification's
 traversal candidates; `traversal_join`): a memory the effective score already picks keeps the
 higher of its effective and traversal scores, the others join with their traversal score, at
 most `traversal.pool_quota` of them (the best by traversal score).

@@ -1,6 +1,6 @@
 """The ranker contract: one session's inputs in, one score per candidate out.
 
-Every ranker the workbench compares — the seed's baseline, cosine(context, memory), the lexical
+Every ranker the workbench compares — Signet's baseline, cosine(context, memory), the lexical
 signal and the hybrid of the two, the numpy scorer, the ONNX-served scorer and the peer
 rankers — implements `Ranker`. A ranker returns a
 finite float64 score per candidate (higher = better), depends only on the candidates and the
@@ -110,10 +110,10 @@ def per_distinct_candidate(
 
 @dataclass(frozen=True)
 class EffectiveScoreRanker:
-    """Signet's heuristic baseline (seed 000): effectiveScore at the session start, 1.0 for a
-    pinned memory, else importance · 0.95^age_days (`baseline.effective_score`, computed by
-    `session_inputs`). A NULL importance (NaN) scores 0.0, as in Signet, where JavaScript's
-    `null * x` is 0; `ranking_order` over these scores is the seed's baseline order."""
+    """Signet's heuristic baseline (docs/specification.md §3.1): effectiveScore at the session
+    start, 1.0 for a pinned memory, else importance · 0.95^age_days (`baseline.effective_score`,
+    computed by `session_inputs`). A NULL importance (NaN) scores 0.0, as in Signet, where
+    JavaScript's `null * x` is 0; `ranking_order` over these scores is the baseline order."""
 
     name: str = "baseline"
 
@@ -124,10 +124,11 @@ class EffectiveScoreRanker:
 
 @dataclass(frozen=True)
 class CosineRanker:
-    """cosine(session context, memory embedding), the similarity half of seed 000's pre-filter
-    (`prefilter.cosine_to`). A candidate without an embedding, a zero vector on either side and
-    a session without a context score 0.0, the cosine of orthogonal vectors: no evidence of
-    relevance either way. Identical candidates get identical scores (`per_distinct_candidate`)."""
+    """cosine(session context, memory embedding), the similarity half of the pre-filter
+    (docs/specification.md §3.2) (`prefilter.cosine_to`). A candidate without an embedding, a zero
+    vector on either side and a session without a context score 0.0, the cosine of orthogonal
+    vectors: no evidence of relevance either way. Identical candidates get identical scores
+    (`per_distinct_candidate`)."""
 
     name: str = "cosine"
 
@@ -190,10 +191,10 @@ def _embedded_cosine(inputs: SessionInputs) -> np.ndarray:
 
 @dataclass(frozen=True)
 class FusedRanker:
-    """What session start injects from (seed 000): RRF of the baseline order and `predictor`'s
-    ranks with the baseline weight `alpha` (`fusion.fuse`), then topic diversity. The baseline
-    order is the effective-score order (`EffectiveScoreRanker`), so the result does not depend
-    on the input order; with alpha 1 (cold start) or a predictor without scores it is the
+    """What session start injects from (docs/specification.md §3.4): RRF of the baseline order and
+    `predictor`'s ranks with the baseline weight `alpha` (`fusion.fuse`), then topic diversity. The
+    baseline order is the effective-score order (`EffectiveScoreRanker`), so the result does not
+    depend on the input order; with alpha 1 (cold start) or a predictor without scores it is the
     baseline order."""
 
     predictor: Ranker

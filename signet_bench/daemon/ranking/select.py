@@ -1,16 +1,16 @@
 """Choosing what gets injected from the final (post-diversity) order.
 
-Constraints (seed 000: "non-negotiable surfaced context. The predictor may rank them, but
-cannot suppress required constraints"). A constraint walks the budget like any candidate: when
-it falls inside the budgeted prefix it is charged to the 2,000-char budget; every constraint
+Constraints (the scorer specification: "non-negotiable surfaced context. The predictor may rank
+them, but cannot suppress required constraints"). A constraint walks the budget like any candidate:
+when it falls inside the budgeted prefix it is charged to the 2,000-char budget; every constraint
 the walk did not reach is appended after it, in final order, uncharged. This is Signet's
-session start (reference §2 steps 5 and 8): ``selectWithBudget`` walks every fused candidate,
+session start (docs/specification.md §3.6): ``selectWithBudget`` walks every fused candidate,
 constraints included, and the "Active Constraints" section has its space reserved outside
 that budget. Never charging constraints would give the main list room Signet never gives it.
 So the ranking decides whether a constraint takes budget, never whether it is injected.
 
-Superseded memories (seed 000 verification: "superseded memories get negative labels,
-excluded from injection") stay candidates (ranked, scored, labelled −0.3) but leave the walk
+Superseded memories (the specification's verification list: "superseded memories get negative
+labels, excluded from injection") stay candidates (ranked, scored, labelled −0.3) but leave the walk
 before selection: they take no budget and are never injected. Staleness wins over the
 constraint rule: a superseded constraint is outdated context, exactly the harm the −0.3 label
 encodes, so it is not injected either.
@@ -57,7 +57,7 @@ def select_with_budget(
 
 
 def select_top_k(order: np.ndarray, k: int) -> np.ndarray:
-    """The first k of `order` (the seed's "top-k from diversity-adjusted ranks")."""
+    """The first k of `order` (the specification's "top-k from diversity-adjusted ranks")."""
     return np.asarray(order, dtype=np.int64)[: max(0, int(k))]
 
 

@@ -1,4 +1,5 @@
-"""Model checkpoints: the workbench's own format and Signet's `SGPT` v1 (reference §4).
+"""Model checkpoints: the workbench's own format and Signet's `SGPT` v1 (docs/specification.md
+§4.6).
 
 Own format (version 2): one zip file holding `meta.json` (format, version, model dims, feature-spec
 hash, training range, metrics, flags, parameter shapes) and one `<name>.npy` per parameter

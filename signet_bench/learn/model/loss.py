@@ -1,4 +1,4 @@
-"""The listwise ranking loss (seed 000 "Loss Function", reference §4), masked and batched.
+"""The listwise ranking loss (docs/specification.md §4.4), masked and batched.
 
 Per session, over its real candidates only (padding never enters a softmax or the sum):
 

@@ -1,4 +1,5 @@
-"""Adam over the scorer's parameter dict, with lazy (sparse-row) updates (DESIGN §6).
+"""Adam over the scorer's parameter dict, with lazy (sparse-row) updates (docs/specification.md
+§4.5).
 
 Dense blocks get textbook Adam (Kingma & Ba), with the config's lr 1e-3, β1 0.9, β2 0.999,
 eps 1e-8:

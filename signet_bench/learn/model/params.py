@@ -1,4 +1,5 @@
-"""The cross-attention scorer's parameters: names, shapes, initialisation (DESIGN §6, reference §4).
+"""The cross-attention scorer's parameters: names, shapes, initialisation (docs/specification.md
+§4.3).
 
 The first seven are Signet's, in its checkpoint order. The rest are ours (`EXTENSION_PARAMS`):
 the per-path layer-norm affines, the query's project and time terms, the weight of the exact

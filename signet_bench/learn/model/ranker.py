@@ -15,8 +15,8 @@ __all__ = ["ModelRanker"]
 
 @dataclass(frozen=True, eq=False)
 class ModelRanker:
-    """Softmax scores of the cross-attention scorer (`model/scorer.py`, DESIGN §6 after seed
-    000's architecture) over a session's candidates: the session context is the query, each
+    """Softmax scores of the cross-attention scorer (`model/scorer.py`,
+    docs/specification.md §4.3) over a session's candidates: the session context is the query, each
     candidate enters by its embedding (or its hash tokens on the text path), its 17 features,
     its signals (lexical, entity match, source neighbourhood) and the session's project slot;
     the scores are positive and sum to 1. Identical candidates are scored once and share the

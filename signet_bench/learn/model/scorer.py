@@ -1,7 +1,7 @@
 """The cross-attention memory scorer: batched numpy forward pass and analytic backward pass.
 
 Shapes: B sessions, N candidate slots per session (padded; `mask` marks the real ones), D native
-embedding dim, d internal dim, V value dim, F extra features (DESIGN §6, reference §4):
+embedding dim, d internal dim, V value dim, F extra features (docs/specification.md §4.3):
 
     enc_n   = LN_emb(W_down e_n)                    candidates with an embedding
             = LN_text(mean_t HashEmb[bucket_t])     text-path candidates

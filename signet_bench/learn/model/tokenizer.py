@@ -1,4 +1,4 @@
-"""Signet's hash-trick tokenizer and its slot hashes (reference §4).
+"""Signet's hash-trick tokenizer and its slot hashes (docs/specification.md §4.2).
 
 The one definition lives in `serving.tokenize`, which the server imports without this package;
 this module binds the model's bucket and project-slot counts from the config.

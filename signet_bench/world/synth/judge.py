@@ -8,7 +8,7 @@ the session start and the memories its prompts recalled (FTS hits, recorded in
   memories, `clip(truth + N(0, sd), 0, 1)`, sd = the world's `judge_noise` (0.1) for a memory
   the prompts recalled (the transcript shows it in use) and `SILENT_NOISE_FACTOR` times that
   for one they did not (an injected memory no prompt touched: the transcript shows it was
-  there, not whether it helped). Seed 000's second, lightweight pass rates the rest of the
+  there, not whether it helped). The specification's second, lightweight pass rates the rest of the
   comparison's evaluation pool (top 10 of each ranking) the same way as the latter: from the
   memory's text against the transcript. Every other memory stays unrated (NULL), the judge's
   blind spot: a relevant memory no ranking put in its top 10 and no prompt recalled.

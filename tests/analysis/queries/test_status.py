@@ -1,4 +1,4 @@
-"""Status card, status line (seed 000 §4.7) and health score (§4.1)."""
+"""Status card, status line (docs/specification.md §9.6) and health score (§9.1)."""
 
 from __future__ import annotations
 

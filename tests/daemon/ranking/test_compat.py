@@ -1,4 +1,4 @@
-"""The signet-0.58 pool reproduces the daemon's session start (reference §2 steps 4-8)."""
+"""The signet-0.58 pool reproduces the daemon's session start (docs/specification.md §3.9)."""
 
 from __future__ import annotations
 

@@ -436,8 +436,8 @@ def test_neutral_query_and_cosine_terms_compute_signets_forward_pass():
 
 
 def signet_reference_logits(params: dict, s: dict, b: int) -> np.ndarray:
-    """Session b's logits by Signet's formula (reference §4), candidate by candidate in plain
-    numpy: LN without affine, attention over W_down'd context and candidate, gate."""
+    """Session b's logits by Signet's formula (docs/specification.md §4.3), candidate by candidate
+    in plain numpy: LN without affine, attention over W_down'd context and candidate, gate."""
 
     def ln(x):
         return (x - x.mean()) / np.sqrt(x.var() + DEFAULT_CONFIG.layer_norm_eps)

@@ -4,10 +4,12 @@
 |---|---|---|
 | `bm25` | `BM25Ranker` | FTS5 BM25 of the query over the candidates (`bm25.py`) |
 | `cosine` | `CosineRanker` | cosine(context, memory) (`ranking.ranker`) |
-| `signet_hybrid` | `SignetHybridRanker` | Signet's 0.7 vector + 0.3 BM25 recall (reference §2) |
-| `effective` | `EffectiveScoreRanker` | Signet's effectiveScore baseline (seed 000) |
-| `cogmem_v9` | `CogMemV9Ranker` | Cognitive Memory v9 (seed 004) |
-| `cascade` | `CascadeRanker` | graph cascade retrieval (seed 003) |
+| `signet_hybrid` | `SignetHybridRanker` | Signet's 0.7 vector + 0.3 BM25 recall (§11.1) |
+| `effective` | `EffectiveScoreRanker` | Signet's effectiveScore baseline (§3.1) |
+| `cogmem_v9` | `CogMemV9Ranker` | Cognitive Memory v9 (§11.4) |
+| `cascade` | `CascadeRanker` | graph cascade retrieval (§11.3) |
+
+Sections are those of docs/specification.md §3.1, §11.1, §11.3, §11.4.
 
 Rankers with a keyword leg take the query text at construction (`query.py`); `for_query`
 derives the ranker for one query. Fields a session lacks (tags, last access) come from

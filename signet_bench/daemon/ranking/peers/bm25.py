@@ -2,11 +2,12 @@
 
 The candidates' contents go into an in-memory `memories` table indexed by the store's own FTS5
 definition (`store.schema.FTS_DDL`: external content, the default unicode61 tokenizer, the same
-sync triggers), and `ranking.bm25.fts_search` runs Signet's keyword search on it (reference §2,
-handleUserPromptSubmit lines 291-298): the query's `recall_terms` (substantive words, at most 12),
-each double-quoted and OR-ed, `bm25(memories_fts)` normalised as |bm25| / max|bm25| over the hits.
-The statistics (document count, average length, document frequencies) are the candidates', so
-when a session's candidates are the whole store the scores are the ones Signet computes.
+sync triggers), and `ranking.bm25.fts_search` runs Signet's keyword search on it
+(docs/specification.md §3.8, handleUserPromptSubmit lines 291-298): the query's `recall_terms`
+(substantive words, at most 12), each double-quoted and OR-ed, `bm25(memories_fts)` normalised as
+|bm25| / max|bm25| over the hits. The statistics (document count, average length, document
+frequencies) are the candidates', so when a session's candidates are the whole store the
+scores are the ones Signet computes.
 """
 
 from __future__ import annotations

@@ -1,38 +1,38 @@
-"""Graph cascade retrieval (seed 003) as a ranker: embedding seeds, then BFS over tags,
-clusters and links.
+"""Graph cascade retrieval as a ranker: embedding seeds, then BFS over tags, clusters and
+links.
 
-Seed 003 lines cited as `L<n>`. The algorithm (L254-317) with its parameters (L319-326):
+The design's algorithm with its parameters (docs/specification.md §11.3):
 
 1. seeds: the top 10 candidates by cosine(context, embedding) among those with similarity
-   >= 0.4 (L261, L322-323), each scored by its similarity (L268-271);
-2. BFS to depth 2 (L241-245, L273-303) over a graph of memories, tag nodes and cluster nodes:
+   >= 0.4, each scored by its similarity;
+2. BFS to depth 2 over a graph of memories, tag nodes and cluster nodes:
    memory–tag edges (HasTag, 0.8), memory–cluster edges (InCluster, 0.6), memory -> memory links
-   (RelatesTo, the link's own weight) (L286-292); a memory reached at depth d scores
-   `edge_weight·0.7^d` (L295), d the depth it is reached at. Tag and cluster edges are walked
-   both ways: the seed follows them from a memory to the other memories of its tag or cluster
-   (L241-245), which a Memory -> Tag edge alone never reaches;
-3. "dedupe, sort" (L305-307): a memory keeps its best entry.
+   (RelatesTo, the link's own weight); a memory reached at depth d scores
+   `edge_weight·0.7^d`, d the depth it is reached at. Tag and cluster edges are walked
+   both ways: the design follows them from a memory to the other memories of its tag or cluster,
+   which a Memory -> Tag edge alone never reaches;
+3. "dedupe, sort": a memory keeps its best entry.
 
-The seed skips a neighbour already popped from its queue, which depends on the queue's order.
+The design skips a neighbour already popped from its queue, which depends on the queue's order.
 Here BFS runs level by level and a node gets entries only at its BFS depth (its distance from the
 nearest seed), from the edges out of the level before: the same for any candidate order.
 
-The seed returns max_results = 10 (L315); the ranker orders every candidate: the cascade's
+The design returns max_results = 10; the ranker orders every candidate: the cascade's
 results first by (cascade score desc, similarity desc, id asc), then the others by (similarity
-desc, id asc) — the seed's similarity search, continued. A candidate's score is
+desc, id asc) — the design's similarity search, continued. A candidate's score is
 (n − position)/n.
 
 Graph data a session does not carry:
-- clusters (L190-199 run HDBSCAN over all embeddings, periodically): computed over the session's
+- clusters (the design runs HDBSCAN over all embeddings, periodically): computed over the session's
   embedded candidates as connected components of cosine >= `cluster_threshold` (0.8, our
   choice), components of at least 2 memories — deterministic and independent of candidate order;
-- tags (L173-188): `tags` at construction, memory id -> tag names, e.g.
-  `store_fields.read_tags` (`memories.tags`) merged with `store_fields.project_tags` (L185);
-- links (L207-222): `links` at construction, memory id -> {memory id: weight in [0, 1]}; a
+- tags: `tags` at construction, memory id -> tag names, e.g.
+  `store_fields.read_tags` (`memories.tags`) merged with `store_fields.project_tags`;
+- links: `links` at construction, memory id -> {memory id: weight in [0, 1]}; a
   Signet 0.58 store has no memory-to-memory relations, so there are none by default.
 The graph spans the session's candidates only (a non-candidate cannot be ranked, so paths through
-one are lost). Supersedes / Contradicts / DerivedFrom edges (L100-106) and the sidecar's
-verification (L247-249) have no data here and are left out.
+one are lost). Supersedes / Contradicts / DerivedFrom edges and the sidecar's
+verification have no data here and are left out.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def embedding_clusters(
 @dataclass(frozen=True, eq=False)
 class CascadeGraph:
     """The session's graph: per candidate its tags, cluster label (-1: none) and out-links
-    (candidate position -> weight), with the seed's tag and cluster edge weights."""
+    (candidate position -> weight), with the design's tag and cluster edge weights."""
 
     tags: tuple[frozenset[str], ...]
     clusters: np.ndarray
@@ -147,7 +147,7 @@ def _check_graph_data(
 
 @dataclass(frozen=True, eq=False)
 class CascadeRanker:
-    """Seed 003's cascade retrieval over a session's candidates (module docstring)."""
+    """The cascade design's retrieval over a session's candidates (module docstring)."""
 
     name: str = "cascade"
     tags: Mapping[str, Collection[str]] = field(default_factory=dict)

@@ -1,37 +1,37 @@
-"""Cognitive Memory v9 (seed 004) as a ranker: its read path over a session's candidates.
+"""Cognitive Memory v9 as a ranker: its read path over a session's candidates.
 
-Seed 004 lines cited as `L<n>`. Read path (L469-477): hybrid search (vector + FTS) -> RRF ->
+The design's read path (docs/specification.md §11.4): hybrid search (vector + FTS) -> RRF ->
 ACT-R activation -> boosts -> MMR re-rank. Implemented:
 
-- similarity: cosine(context, embedding) (`CosineRanker`; the seed's "vector distance", L70),
+- similarity: cosine(context, embedding) (`CosineRanker`; the design's "vector distance"),
   0 for a candidate without an embedding or a session without a context;
-- RRF (L64-68): the vector leg ranks the embedded candidates by cosine, the FTS leg the
+- RRF: the vector leg ranks the embedded candidates by cosine, the FTS leg the
   candidates that match the query by BM25 (`candidate_bm25`, no importance filter); each leg adds
-  `1/(K + rank + 1)`, K = 60, rank 0-based (L67); a candidate's RRF score is the sum over the legs
-  that found it ("merge unique results", L68). Tied scores share the best rank, so identical
+  `1/(K + rank + 1)`, K = 60, rank 0-based; a candidate's RRF score is the sum over the legs
+  that found it ("merge unique results"). Tied scores share the best rank, so identical
   candidates get identical RRF scores;
-- ACT-R activation (L77-80): `B = ln(max(n, 1)) − 0.5·ln(age_s)`, `activation = 1/(1 + e^−B)`,
+- ACT-R activation: `B = ln(max(n, 1)) − 0.5·ln(age_s)`, `activation = 1/(1 + e^−B)`,
   n = access count, age = seconds since the last access — since creation when the last access is
   unknown, and at least 1 s (our choice: ln of a zero age is undefined);
-- composite (L69-73): `0.40·similarity + 0.30·activation + 0.15·importance + 0.15·RRF`, raw as the
-  seed writes it (so RRF, at most 2/61, only breaks near-ties); a NULL importance counts as 0.5, the
-  store's default;
-- FSRS-6 retention (L24-29) where access data exists: when `last_accessed` is given, the
-  composite is multiplied by the retrieval strength (L30-34) `R = (1 + t/(9·S))^(−1/0.5)`, t = days
+- composite: `0.40·similarity + 0.30·activation + 0.15·importance + 0.15·RRF`, raw as the
+  design writes it (so RRF, at most 2/61, only breaks near-ties); a NULL importance counts as 0.5,
+  the store's default;
+- FSRS-6 retention where access data exists: when `last_accessed` is given, the
+  composite is multiplied by the retrieval strength `R = (1 + t/(9·S))^(−1/0.5)`, t = days
   since the last access (since creation for a memory never accessed), S = the storage strength,
-  which the seed bounds to 1-10 and raises with each retrieval (L32-34): we take
-  `S = clip(1 + access_count, 1, 10)` days (the seed gives no initial stability). Without access
-  data (LoCoMo) R is not applied. The seed does not say how R enters the score; as a factor it
+  which the design bounds to 1-10 and raises with each retrieval: we take
+  `S = clip(1 + access_count, 1, 10)` days (the design gives no initial stability). Without access
+  data (LoCoMo) R is not applied. The design does not say how R enters the score; as a factor it
   shrinks every composite towards 0, which also lifts the rare negative one;
-- MMR (L88-92): `λ·relevance − (1−λ)·max_sim(selected)`, λ = 0.7, relevance = the composite,
-  similarity = "text-based cosine" (L92): the cosine of the candidates' token-count vectors (the
+- MMR: `λ·relevance − (1−λ)·max_sim(selected)`, λ = 0.7, relevance = the composite,
+  similarity = "text-based cosine": the cosine of the candidates' token-count vectors (the
   text path's hash buckets). It orders every candidate; ties pick the smaller memory id. The
   score of a candidate is its MMR value when selected, which never increases along the selection,
   so the score order is the MMR order.
 
-Not implemented, for lack of data in a session: entity and episode boosts (L74-75), sub-tier
-boosts (L446-459), mood congruence (L348-355), utility (L146-155), HyDE (L93-96; the session
-context is the query embedding), the intent router's leg weights (L308-317; RRF is rank-based).
+Not implemented, for lack of data in a session: entity and episode boosts, sub-tier boosts,
+mood congruence, utility, HyDE (the session context is the query embedding), the intent
+router's leg weights (RRF is rank-based).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ __all__ = [
 def actr_activation(
     access_count: np.ndarray, age_seconds: np.ndarray, decay: float = 0.5
 ) -> np.ndarray:
-    """`1/(1 + e^−B)`, `B = ln(max(n, 1)) − decay·ln(age_s)` (L78-79); an age below 1 s counts
+    """`1/(1 + e^−B)`, `B = ln(max(n, 1)) − decay·ln(age_s)`; an age below 1 s counts
     as 1 s."""
     n = np.nan_to_num(np.asarray(access_count, dtype=np.float64), nan=0.0)
     age = np.maximum(np.asarray(age_seconds, dtype=np.float64), 1.0)
@@ -75,14 +75,14 @@ def actr_activation(
 def fsrs_retention(
     days: np.ndarray, stability: np.ndarray, decay: float = 0.5, factor: float = 9.0
 ) -> np.ndarray:
-    """FSRS retention `(1 + t/(factor·S))^(−1/decay)` (L26), t in days (negative -> 0)."""
+    """FSRS retention `(1 + t/(factor·S))^(−1/decay)`, t in days (negative -> 0)."""
     t = np.maximum(np.asarray(days, dtype=np.float64), 0.0)
     s = np.asarray(stability, dtype=np.float64)
     return np.power(1.0 + t / (factor * s), -1.0 / decay)
 
 
 def storage_strength(access_count: np.ndarray, low: float = 1.0, high: float = 10.0) -> np.ndarray:
-    """The storage strength used as FSRS stability: `clip(1 + access_count, 1, 10)` (L32-34)."""
+    """The storage strength used as FSRS stability: `clip(1 + access_count, 1, 10)`."""
     n = np.nan_to_num(np.asarray(access_count, dtype=np.float64), nan=0.0)
     return np.clip(1.0 + n, low, high)
 
@@ -160,7 +160,7 @@ def _count_cosine(owner: np.ndarray, token: np.ndarray, n: int) -> np.ndarray:
 def mmr_select(
     relevance: np.ndarray, similarity: np.ndarray, ids: np.ndarray, lam: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(order, values): greedy MMR over every candidate (L89-91), each step taking the largest
+    """(order, values): greedy MMR over every candidate, each step taking the largest
     `lam·relevance − (1 − lam)·max similarity to those already taken` (0 before the first),
     ties to the smaller memory id; `values[i]` is the MMR value of `order[i]` when taken."""
     rel = np.asarray(relevance, dtype=np.float64)
@@ -199,7 +199,7 @@ class CogMemV9Ranker(QueryText):
     last_accessed: Mapping[str, float] | None = None
 
     def composite(self, inputs: SessionInputs) -> np.ndarray:
-        """The weighted composite (L69-73), times FSRS retention when access data is given."""
+        """The weighted composite, times FSRS retention when access data is given."""
         sim = CosineRanker().score(inputs)
         kw = candidate_bm25(inputs.contents, self.query)
         rrf = rrf_legs([(sim, vector_searchable(inputs)), (kw, kw > 0)], self.rrf_k)

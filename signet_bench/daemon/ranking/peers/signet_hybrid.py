@@ -1,4 +1,4 @@
-"""Signet's hybrid recall (reference §2, handleUserPromptSubmit, lines 296-305) as a ranker.
+"""Signet's hybrid recall (docs/specification.md §11.1) as a ranker.
 
 - vector leg: `1 − cosine distance` = cosine(context, embedding) (line 300), `CosineRanker`; the
   context stands for Signet's `vectorQuery`, the embedded message (its first 200 chars, line 293);

@@ -53,8 +53,8 @@ def read_last_accessed(store: StoreLike) -> dict[str, float]:
 
 
 def project_tags(corpus: Corpus) -> dict[str, frozenset[str]]:
-    """Memory id -> {"project:<name>"} for memories of a project (seed 003 line 185's
-    project tag, `#project:jcode`)."""
+    """Memory id -> {"project:<name>"} for memories of a project (the cascade
+    design's project tag, `#project:jcode`; docs/specification.md §11.3)."""
     return {
         str(mid): frozenset({f"project:{p}"})
         for mid, p in zip(corpus.ids, corpus.project, strict=True)

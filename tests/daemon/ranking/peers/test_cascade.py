@@ -1,5 +1,5 @@
-"""Graph cascade retrieval (seed 003): the contract, embedding clusters, BFS decay by hand and
-the ranker's order on a tiny session."""
+"""Graph cascade retrieval (docs/specification.md §11.3): the contract, embedding clusters, BFS
+decay by hand and the ranker's order on a tiny session."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_bfs_decays_by_depth() -> None:
     best = cascade_scores(graph, {0: 0.9}, max_depth=2, decay=0.7)
     # 1: link from the seed, depth 1: 0.5·0.7; 2: link from 1, depth 2: 1.0·0.7²;
     # 3: depth 3, beyond max_depth; 4: shares tag x with the seed: 0.8·0.7²; 5: shares the
-    # seed's cluster: 0.6·0.7². Memory 1 also shares tag x, but it is scored at its depth, 1.
+    # design's cluster: 0.6·0.7². Memory 1 also shares tag x, but it is scored at its depth, 1.
     expected = [0.9, 0.35, 0.49, -np.inf, 0.392, 0.294]
     np.testing.assert_allclose(best, expected, rtol=1e-12)
 

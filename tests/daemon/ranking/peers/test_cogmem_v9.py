@@ -1,6 +1,6 @@
-"""Cognitive Memory v9: the contract, and each formula of seed 004 by hand (ACT-R activation,
-FSRS retention, storage strength, shared ranks, RRF with K = 60, token cosine, MMR order), then
-the composite and the MMR order of the ranker on a tiny session."""
+"""Cognitive Memory v9: the contract, and each formula of docs/specification.md §11.4 by hand (ACT-R
+activation, FSRS retention, storage strength, shared ranks, RRF with K = 60, token cosine, MMR
+order), then the composite and the MMR order of the ranker on a tiny session."""
 
 from __future__ import annotations
 
