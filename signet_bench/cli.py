@@ -14,6 +14,7 @@ from signet_bench.learn.blas import configure as configure_blas
 from signet_bench.store.schema import RELEASE_LINES
 from signet_bench.store.timestamps import local_tz
 from signet_scorer.request import FORMATS, MODES, RequestError, TrainingRequest
+from signet_scorer.version import version_line
 
 if TYPE_CHECKING:
     from signet_bench.learn.train import StoreTraining
@@ -730,6 +731,9 @@ _ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="signet-bench", description="Workbench for Signet's predictive memory scorer."
+    )
+    parser.add_argument(
+        "--version", action="version", version=version_line("signet-bench", "signet-bench")
     )
     sub = parser.add_subparsers(dest="command", required=True)
     for add in _ADDERS:

@@ -12,6 +12,11 @@ from __future__ import annotations
 
 __all__ = ["ScoreQuery", "ScoreResult", "Scorer"]
 
+TYPE_CHECKING = False  # `typing` stays unloaded
+if TYPE_CHECKING:  # the names `__getattr__` gives, for type checkers
+    from signet_scorer.query import ScoreQuery
+    from signet_scorer.scorer import Scorer, ScoreResult
+
 # Where each name lives: the query is plain data (numpy only); the scorer loads onnxruntime.
 _HOMES = {"ScoreQuery": "query", "ScoreResult": "scorer", "Scorer": "scorer"}
 

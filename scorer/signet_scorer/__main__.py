@@ -23,6 +23,7 @@ except ImportError:  # pragma: no cover - not on Windows
 from signet_scorer.library import TrainerOptions
 from signet_scorer.rpc import LOG_LEVELS, JsonLog, Server
 from signet_scorer.training import ModelFiles
+from signet_scorer.version import version_line
 
 __all__ = ["build_parser", "main"]
 
@@ -46,14 +47,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--train-arg", action="append", default=[], help="extra `signet-bench train` argument"
     )
+    p.add_argument("--version", action="version", version=version_line("signet-bench-predictor"))
     return p
 
 
 def _stdin() -> BinaryIO:
     """stdin with a 1 MiB buffer and, on Linux, a 1 MiB pipe: a 1.3 MB score request then
     arrives in ~20 reads instead of ~160."""
-    with contextlib.suppress(AttributeError, OSError):
-        fcntl.fcntl(sys.stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    if fcntl is not None:
+        with contextlib.suppress(AttributeError, OSError):  # F_SETPIPE_SZ is Linux's
+            fcntl.fcntl(sys.stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
     return open(sys.stdin.fileno(), "rb", buffering=PIPE_BYTES, closefd=False)
 
 

@@ -13,7 +13,7 @@ from typing import BinaryIO
 __all__ = ["atomic_write", "atomic_write_bytes"]
 
 
-def atomic_write(path: str | Path, write: Callable[[BinaryIO], None]) -> Path:
+def atomic_write(path: str | Path, write: Callable[[BinaryIO], object]) -> Path:
     """Write `path` through `write(file)` so that readers see the old or the new file, never a
     part of one. The target's directory must exist."""
     p = Path(path)

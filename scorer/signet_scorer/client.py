@@ -227,7 +227,7 @@ class SidecarClient:
     def _available(self) -> bool:
         """Whether calls go out now; re-enables a disabled client after the quiet period."""
         with self._lock:
-            quiet = self.crash_times and self.clock() - self.crash_times[-1]
+            quiet = self.clock() - self.crash_times[-1] if self.crash_times else 0.0
             if self.status_name == "disabled" and quiet and quiet >= self.reenable_after_s:
                 self.crash_times.clear()
                 self.status_name = "stopped"
@@ -252,7 +252,8 @@ class SidecarClient:
             self.status_name = "stopped"
             return
         with contextlib.suppress(OSError):
-            proc.stdin.close()
+            if proc.stdin is not None:
+                proc.stdin.close()
         try:
             proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
@@ -295,9 +296,11 @@ class SidecarClient:
             self._pending[rid] = pending
         try:
             line = jsonio.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+            stdin = proc.stdin
+            assert stdin is not None  # started with stdin=PIPE
             with self._write_lock:
-                proc.stdin.write(line + b"\n")
-                proc.stdin.flush()
+                stdin.write(line + b"\n")
+                stdin.flush()
         except (OSError, TypeError, ValueError) as exc:
             with self._lock:
                 self._pending.pop(rid, None)

@@ -23,9 +23,10 @@ DecodeError = (ValueError, RecursionError)  # what `loads` raises on bad input
 
 def _default(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):
-        return obj.tolist()
+        # lists nested as deep as the array, a Python scalar: numpy's stubs leave them unknown
+        return obj.tolist()  # pyright: ignore[reportUnknownVariableType]
     if isinstance(obj, np.generic):
-        return obj.item()
+        return obj.item()  # pyright: ignore[reportUnknownVariableType]
     raise TypeError(f"cannot serialize {type(obj).__name__}")
 
 

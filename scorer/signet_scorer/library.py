@@ -82,7 +82,7 @@ class TrainerOptions:
 
 def run_library(
     args: Sequence[str], what: str, opts: TrainerOptions, on_pid: PidSink = _ignore
-) -> subprocess.CompletedProcess:
+) -> subprocess.CompletedProcess[str]:
     """Run one library command with captured output, reporting its pid while it runs; a run
     over the time cap is killed and raises TrainerError."""
     proc = subprocess.Popen(
@@ -108,7 +108,7 @@ def run_library(
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def failure(what: str, done: subprocess.CompletedProcess) -> TrainerError:
+def failure(what: str, done: subprocess.CompletedProcess[str]) -> TrainerError:
     """The error of a failed child: its signal, or its exit code and last message line."""
     if done.returncode < 0:
         return TrainerError(f"{what} was killed by signal {-done.returncode}")

@@ -28,7 +28,7 @@ class ScoreQuery:
 
     context_embedding: Sequence[float] | np.ndarray
     candidate_ids: Sequence[str]
-    candidate_embeddings: Sequence[Sequence[float] | None] | np.ndarray | None = None
+    candidate_embeddings: Sequence[Sequence[float] | np.ndarray | None] | np.ndarray | None = None
     candidate_texts: Sequence[str | None] | None = None
     candidate_features: Sequence[Sequence[float]] | np.ndarray | None = None
     project_slot: int = 0

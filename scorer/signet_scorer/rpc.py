@@ -414,15 +414,13 @@ class Server:
             shutil.rmtree(workdir, ignore_errors=True)
             self.log("training_rejected", gate=outcome.summary.get("gate_reason"))
             return {**result, "model_version": self.model_version}
+        onnx, sbm = outcome.model_onnx, outcome.model_sbm
+        assert onnx is not None and sbm is not None  # an accepted run wrote both
         try:
-            new = OnnxModel.load(
-                outcome.model_onnx, threads=self.threads, native_dim=self.native_dim
-            )
+            new = OnnxModel.load(onnx, threads=self.threads, native_dim=self.native_dim)
             fmt = target_format(self.files.store)
             self.files.store.parent.mkdir(parents=True, exist_ok=True)
-            copy_atomic(
-                outcome.model_onnx if fmt == "onnx" else outcome.model_sbm, self.files.store
-            )
+            copy_atomic(onnx if fmt == "onnx" else sbm, self.files.store)
         except BaseException:
             shutil.rmtree(workdir, ignore_errors=True)
             raise

@@ -20,8 +20,9 @@ LOG_SEVERITY = 3  # errors and fatal only
 
 os.environ[TELEMETRY_SWITCH] = "1"
 
-import onnxruntime as ort  # after its switch, which it reads at import
+# after its switch, which it reads at import; onnxruntime ships no stubs for its module
+import onnxruntime as ort  # pyright: ignore[reportMissingTypeStubs]
 
-ort.set_default_logger_severity(LOG_SEVERITY)
+ort.set_default_logger_severity(LOG_SEVERITY)  # pyright: ignore[reportUnknownMemberType]
 
 __all__ = ["LOG_SEVERITY", "TELEMETRY_SWITCH", "ort"]

@@ -130,7 +130,7 @@ def graph_inputs(
     if text_rows:
         emb = emb.copy()
         emb[text_rows] = 0.0
-    lengths = {i: len(token_lists[i]) for i in text_rows if token_lists[i] is not None}
+    lengths = {i: len(t) for i in text_rows if (t := token_lists[i]) is not None}
     width = max(1, max(lengths.values(), default=0))
     buckets = np.zeros((n, width), dtype=np.int64)
     mask = np.zeros((n, width), dtype=np.float32)
@@ -187,7 +187,7 @@ def _embeddings(params: Mapping[str, Any], n: int, dim: int) -> tuple[np.ndarray
     the text path (Signet's rule); a row of the right length must be finite numbers."""
     rows = _optional_list(params, "candidate_embeddings", n)
     m = 0 if rows is None else len(rows)
-    whole = m > 0 and (
+    whole = rows is not None and m > 0 and (
         rows.shape == (m, dim)
         if isinstance(rows, np.ndarray)
         else all(isinstance(r, list) and len(r) == dim for r in rows)  # the daemon's common case
@@ -299,13 +299,14 @@ def _tokens(
     out: list[np.ndarray | None] = [None] * n
     longest = 0
     for i in np.flatnonzero(~has).tolist():
-        if texts[i] is None:
+        text = texts[i]
+        if text is None:
             raise ParamError(
                 f"candidate_texts[{i}]",
                 f"candidate {ids[i]!r:.80} has neither a valid embedding nor a text",
             )
-        out[i] = token_buckets(texts[i], buckets)
-        longest = max(longest, out[i].size)
+        out[i] = tokens = token_buckets(text, buckets)
+        longest = max(longest, tokens.size)
     if longest * n > c.MAX_TOKEN_CELLS:
         raise ParamError(
             "candidate_texts",
@@ -343,7 +344,7 @@ def ranked(ids: Sequence[str], scores: np.ndarray) -> list[tuple[str, float]]:
     values = np.asarray(scores, dtype=np.float64)
     order = np.argsort(-values, kind="stable")
     top = values[order]
-    idx = order.tolist()
+    idx: list[int] = order.tolist()
     if top.size > 1 and (top[1:] == top[:-1]).any():  # ties: order them by id
         idx.sort(key=lambda i: (-values[i], ids[i]))
         top = values[idx]
@@ -432,7 +433,7 @@ class OnnxModel:
         a graph exported before it) are left out."""
         feed = {k: v for k, v in inputs.items() if k in self._names}
         logits, scores = self.session.run(list(c.GRAPH_OUTPUTS), feed)
-        return logits, scores
+        return np.asarray(logits), np.asarray(scores)  # dense outputs (the graph's own)
 
     def _warm_up(self) -> None:
         info = self.info

@@ -94,7 +94,7 @@ _TEXT_CACHE = 1 << 13
 class _Text(NamedTuple):
     """What the signals read of one candidate text, tokenized once."""
 
-    counts: Counter  # lowercased token -> count (BM25's term frequencies)
+    counts: Counter[str]  # lowercased token -> count (BM25's term frequencies)
     length: int  # tokens (BM25's document length)
     lowered: frozenset[str]  # the lowercased tokens (does a query term occur at all?)
     tokens: frozenset[str]  # the tokens, case kept (entity match)
@@ -160,8 +160,8 @@ def session_start_terms(transcripts: Sequence[str]) -> list[str]:
     """Signet 0.58's session-start query terms from the last transcripts (newest first):
     lowercased runs of >= 4 characters [a-z0-9] in the first 3000 characters of each, kept when
     they occur in >= 2 transcripts, the 10 most frequent over all of them (ties: the term)."""
-    counts: Counter = Counter()
-    spread: Counter = Counter()
+    counts: Counter[str] = Counter()
+    spread: Counter[str] = Counter()
     for text in list(transcripts)[:START_TRANSCRIPTS]:
         found = _START_TERM.findall(str(text or "")[:START_TRANSCRIPT_CHARS].lower())
         counts.update(found)

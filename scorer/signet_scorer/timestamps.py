@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 __all__ = ["local_tz", "parse_utc"]
 
 
-def parse_utc(text: str) -> datetime:
+def parse_utc(text: object) -> datetime:
     """Either Signet format (or any ISO-8601 with an offset) as an aware UTC datetime; a
     ValueError naming the text for anything else."""
     if not isinstance(text, str) or not text:

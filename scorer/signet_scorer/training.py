@@ -25,7 +25,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -269,4 +269,8 @@ def step_inputs(params: Mapping[str, Any], info: ModelInfo) -> dict[str, np.ndar
 
 def write_step_inputs(path: Path, arrays: Mapping[str, np.ndarray]) -> Path:
     """The step's arrays as one .npz file (written atomically)."""
-    return atomic_write(path, lambda f: np.savez(f, **arrays))
+    def write(f: BinaryIO) -> None:
+        # numpy's stub reads **arrays as if it could hold savez's own `allow_pickle: bool`
+        np.savez(f, **arrays)  # pyright: ignore[reportArgumentType]
+
+    return atomic_write(path, write)

@@ -133,6 +133,7 @@ def _cases(world: World, p: Place) -> dict[str, Case]:
         "--budget=100": (["--budget=100"], "--budget '100' (command line): unknown option"),
         "-x": (["-x"], "-x (command line): unknown option"),
         "--help": (["--help"], "--help (command line): unknown option"),
+        "--version": (["--version"], "--version (command line): unknown option"),
         "stray word": (["extra"], "argument 'extra' (command line): not a wrapper option"),
         "a command before": (["serve"], "argument 'serve' (command line)"),
         "--db last": (["--db"], "--db (command line): needs a value"),
@@ -143,6 +144,9 @@ def _cases(world: World, p: Place) -> dict[str, Case]:
         c[name] = Case([*o(), *extra], needle=needle)
     c["unknown option first"] = Case(["--frobnicate", *o()], needle="--frobnicate")
     c["--help first"] = Case(["--help", *o()], needle="--help (command line): unknown option")
+    c["--version first"] = Case(
+        ["--version", *o()], needle="--version (command line): unknown option"
+    )
     c["--signet missing, signet on PATH"] = Case(o(signet="/nonexistent/signet"),
                                                 needle="signet on PATH runs")  # fmt: skip
     c["SIGNET_BENCH_SIGNET missing"] = Case(

@@ -104,10 +104,14 @@ from signet_scorer.hook.signet import (
 # used, once Signet runs: every millisecond before Signet starts adds to the session start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import sqlite3
     from datetime import datetime
     from typing import Any
 
+    from signet_scorer.hook.log import InjectionLog
+    from signet_scorer.hook.rank import Ranking, SessionBasis
     from signet_scorer.hook.resident_link import ResidentLink
+    from signet_scorer.scorer import Scorer
 
 __all__ = [
     "HookConfig",
@@ -185,9 +189,12 @@ def _answer_memories(answer: Any) -> list[tuple[str, str]]:
     mems = answer.get("memories") if isinstance(answer, dict) else None
     if not isinstance(mems, list) or not is_text(answer.get("inject")):
         raise Unusable("the answer has no memories list or no inject text")
-    out = [(m.get("id"), m.get("content")) if isinstance(m, dict) else (None, None) for m in mems]
-    if not all(is_text(i) and is_text(c) for i, c in out):
-        raise Unusable("a memory of the answer has no text id or content")
+    out: list[tuple[str, str]] = []
+    for m in mems:
+        i, c = (m.get("id"), m.get("content")) if isinstance(m, dict) else (None, None)
+        if not (is_text(i) and is_text(c)):
+            raise Unusable("a memory of the answer has no text id or content")
+        out.append((i, c))
     return out
 
 
@@ -209,7 +216,11 @@ class _Attempt:
         self.now = now  # the session's start
         self.tz = cfg.zone()
         self.reason: str | None = None
-        self.scorer = self.con = self.ranking = self.writer = self.basis = None
+        self.scorer: Scorer | None = None
+        self.con: sqlite3.Connection | None = None
+        self.ranking: Ranking | None = None
+        self.writer: InjectionLog | None = None
+        self.basis: SessionBasis | None = None
         self.link: ResidentLink | None = None
         self.model_version: str | None = None
         self.resident_down: str | None = None  # why the resident did not answer
@@ -382,6 +393,7 @@ def _ranking(att: _Attempt, ids: list[str]) -> Any:
     from signet_scorer.hook.rank import HookSession, rerank
 
     session = HookSession(**att.session())
+    assert att.con is not None and att.scorer is not None  # opened by `_prepare_here`
     return rerank(att.con, att.scorer, session, ids, att.cfg.limit, att.basis)
 
 
@@ -529,8 +541,9 @@ def _as_asked(command: Command, stdin: bytes | None, call: SignetCall, started: 
     res = call.result()
     done = _as_run(res)
     reasons = [str(p) for p in command.problems]
-    if getattr(call, "failure", None) is not None:
-        reasons.append(call.failure)
+    failure = getattr(call, "failure", None)
+    if failure is not None:
+        reasons.append(str(failure))
     try:
         at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         args = command.args
@@ -659,6 +672,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] in (["-h"], ["--help"]) and COMMAND not in args:
         sys.stdout.write(USAGE)
+        return 0
+    if args == ["--version"]:  # alone: with a command it is an option, and session-start fails open
+        from signet_scorer.version import version_line
+
+        sys.stdout.write(version_line("signet-bench-hook") + "\n")
         return 0
     env = dict(os.environ)  # Signet runs with the harness's environment, as it would
     # one BLAS thread for numpy (the project's rule outside training: it also halves numpy's

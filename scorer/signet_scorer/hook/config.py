@@ -30,9 +30,12 @@ from signet_scorer.workbench import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import TypeVar
 
     from signet_scorer.hook.resident_link import ResidentFiles
+
+    T = TypeVar("T")
 
 __all__ = [
     "COMMANDS",
@@ -69,6 +72,7 @@ USAGE = (
     "usage: signet-bench-hook [--db PATH] [--workbench PATH] [--model PATH] [--signet PATH]\n"
     "                         [--limit N] [--budget-ms MS] [--tz ZONE] [--resident auto|off]\n"
     "                         [--idle-s S] COMMAND\n"
+    "       signet-bench-hook --version\n"
     "commands:\n"
     "  session-start ARGS...  Signet's `signet hook session-start ARGS` (same stdin) with the\n"
     "                         scorer's order\n"
@@ -273,7 +277,7 @@ class _Reader:
                  problems: list[Problem]) -> None:  # fmt: skip
         self.given, self.env, self.problems = given, env, problems
 
-    def get(self, field: str, parse: object, default: object) -> object:
+    def get(self, field: str, parse: Callable[[str], T], default: T) -> T:
         found = self.given.get(field)
         if found is None:
             var = next(v for f, v in _OPTIONS.values() if f == field)
@@ -283,7 +287,7 @@ class _Reader:
             return default
         setting, source, text = found
         try:
-            return parse(text)  # type: ignore[operator]
+            return parse(text)
         except _Bad as exc:
             self.problems.append(Problem(setting, source, text, str(exc)))
             return default

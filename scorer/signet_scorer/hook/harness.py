@@ -27,7 +27,7 @@ from signet_scorer.hook.js import JsNumber, js_trim, parse_json, stringify, utf8
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeGuard
 
 __all__ = [
     "OUTPUTS",
@@ -66,7 +66,7 @@ class Unusable(ValueError):
     """Signet's answer is not one whose harness output can be derived exactly."""
 
 
-def is_text(value: Any) -> bool:
+def is_text(value: Any) -> TypeGuard[str]:
     """A JSON string (not a number kept as text)."""
     return isinstance(value, str) and not isinstance(value, JsNumber)
 

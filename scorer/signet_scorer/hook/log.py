@@ -20,7 +20,7 @@ session's path).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -102,7 +102,7 @@ class InjectionLog:
             raise
 
     @contextmanager
-    def _transaction(self) -> Iterator[None]:
+    def _transaction(self) -> Generator[None]:
         self.con.execute("BEGIN IMMEDIATE")
         try:
             yield

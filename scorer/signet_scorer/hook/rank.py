@@ -186,12 +186,13 @@ def session_query(
         structural_density=graph.structural_density,
         is_traversal=graph.is_traversal,
     )
+    vectors = [v for v in emb if v is not None]
     prev_start = None if basis.prev_start is None else datetime.fromtimestamp(basis.prev_start, UTC)
     feats = candidate_features(info, SessionInfo(session.now, session.tz, project, prev_start))
     query = ScoreQuery(
         context_embedding=ctx.vector,
         candidate_ids=ids,
-        candidate_embeddings=np.stack(emb) if all(v is not None for v in emb) else emb,
+        candidate_embeddings=np.stack(vectors) if len(vectors) == len(emb) else emb,
         candidate_texts=mem.contents,
         candidate_features=feats,
         project_slot=project_slot(project, slots),

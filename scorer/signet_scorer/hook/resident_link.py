@@ -270,7 +270,8 @@ def start_detached(files: ResidentFiles, argv: Sequence[str], *, wait_s: float =
         os.close(fd)  # the resident keeps the lock it inherited
     if wait_s > 0:
         ready = read_line(proc, wait_s)
-        proc.stdout.close()
+        if proc.stdout is not None:
+            proc.stdout.close()
         if not ready:
             return None
     return proc.pid
@@ -280,11 +281,13 @@ def read_line(proc: subprocess.Popen, timeout_s: float) -> bytes:
     """The first line of the process's stdout, or b"" when none comes within `timeout_s`."""
     import selectors
 
+    out = proc.stdout
+    assert out is not None  # started with stdout=PIPE
     with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ)
+        sel.register(out, selectors.EVENT_READ)
         if not sel.select(timeout_s):
             return b""
-    return proc.stdout.readline()
+    return out.readline()
 
 
 def _holder(lock: Path) -> int | None:

@@ -140,7 +140,7 @@ def read_memories(
     )
 
 
-def _constraint(row: tuple, attributes: set[str], project: str | None) -> bool:
+def _constraint(row: tuple[object, ...], attributes: set[str], project: str | None) -> bool:
     """A constraint (by type or an active attribute) of the session's scope: its project or
     none, the constraints the daemon forces in."""
     return (row[7] == "constraint" or row[0] in attributes) and row[8] in (None, project)
