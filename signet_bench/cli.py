@@ -7,12 +7,13 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from serving.request import FORMATS, MODES, RequestError, TrainingRequest
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig, load_config
 from signet_bench.errors import UserError
 from signet_bench.learn.blas import configure as configure_blas
 from signet_bench.store.schema import RELEASE_LINES
 from signet_bench.store.timestamps import local_tz
+from signet_scorer.request import FORMATS, MODES, RequestError, TrainingRequest
+from signet_scorer.version import version_line
 
 __all__ = ["main"]
 
@@ -386,8 +387,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     request = _training_request(args, cfg)
     run = train_store(request, cfg=cfg, progress=sys.stderr.isatty())
     if args.summary is not None:
-        from serving.atomic import atomic_write_bytes
-        from serving.jsonio import dumps
+        from signet_scorer.atomic import atomic_write_bytes
+        from signet_scorer.jsonio import dumps
 
         atomic_write_bytes(Path(args.summary), dumps(sidecar_fields(run)))
     print(run_summary(run, request, request_config(cfg, request)))
@@ -481,7 +482,7 @@ def _cmd_train_step(args: argparse.Namespace) -> int:
 
 
 def _add_train_step(sub: argparse._SubParsersAction) -> None:
-    """The sidecar's command, not a person's: `serving.library.train_step` runs it for
+    """The sidecar's command, not a person's: `signet_scorer.library.train_step` runs it for
     Signet's one-step `train` method, with the state folder of the previous step if any."""
     help_text = "one listwise step on a model's weights (the sidecar's `train` method)"
     required = {
@@ -548,13 +549,13 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from serving.__main__ import main as serve
+    from signet_scorer.__main__ import main as serve
 
     return serve(args.rest)
 
 
 def _add_serve(sub: argparse._SubParsersAction) -> None:
-    help_text = "the predictor sidecar on stdio (same as `python -m serving`; see its --help)"
+    help_text = "the predictor sidecar on stdio (same as `python -m signet_scorer`; see its --help)"
     p = _command(sub, "serve", _cmd_serve, help_text, add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)
 
@@ -703,6 +704,9 @@ _ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="signet-bench", description="Workbench for Signet's predictive memory scorer."
+    )
+    parser.add_argument(
+        "--version", action="version", version=version_line("signet-bench", "signet-bench")
     )
     sub = parser.add_subparsers(dest="command", required=True)
     for add in _ADDERS:

@@ -1,5 +1,5 @@
 """The session-start wrapper's record for tests: session starts written into a store's
-`hook_injections.db` by the wrapper's own writer (`serving.hook.log.record_invocation`), as it
+`hook_injections.db` by the wrapper's own writer (`signet_scorer.hook.log.record_invocation`), as it
 records a session it served (the scorer's choice) or one it failed open on (Signet's answer as
 printed), beside the store's default workbench."""
 
@@ -10,10 +10,10 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from serving.hook.log import record_invocation
-from serving.workbench import default_workbench
 from signet_bench.store.hook_log import hook_log_path
 from signet_bench.store.read import read_sessions
+from signet_scorer.hook.log import record_invocation
+from signet_scorer.workbench import default_workbench
 
 AT = "2026-04-20T09:30:00.123Z"
 

@@ -23,7 +23,7 @@ def _functions(package: str) -> list[tuple[str, str, int]]:
     return out
 
 
-@pytest.mark.parametrize("package", ["signet_bench", "serving"])
+@pytest.mark.parametrize("package", ["signet_bench", "scorer/signet_scorer"])
 def test_no_function_is_longer_than_80_lines(package: str) -> None:
     functions = _functions(package)
     assert functions, f"no function found under {package}/"

@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from serving.structure import GraphColumns, MemoryStructure
 from signet_bench.daemon.candidates import candidate_info, session_inputs
 from signet_bench.daemon.context import previous_sessions
 from signet_bench.daemon.features import (
@@ -29,6 +28,7 @@ from signet_bench.store.read import (
     table_names,
 )
 from signet_bench.store.timestamps import parse_ts
+from signet_scorer.structure import GraphColumns, MemoryStructure
 
 __all__ = ["feature_triples", "skew_report"]
 

@@ -359,10 +359,10 @@ def _stage_rows(comparisons: pl.DataFrame, latencies_ms: list[float]) -> list[Ro
 
 
 def _scoring_latencies(onnx: Path, sim: Simulator) -> list[float]:
-    """Milliseconds per `serving.Scorer.score` call of the exported model on the candidate
+    """Milliseconds per `signet_scorer.Scorer.score` call of the exported model on the candidate
     pools of the sessions this stage ran and kept (after one warm-up call); calls that gave no
     scores are not counted."""
-    from serving import ScoreQuery, Scorer
+    from signet_scorer import ScoreQuery, Scorer
 
     scorer = Scorer.open(onnx)
     pools = [

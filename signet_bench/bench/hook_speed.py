@@ -175,12 +175,12 @@ def _rows(name: str, values: np.ndarray, goal: str | None = None) -> list[Row]:
 
 
 def _compile_hook() -> None:
-    """Byte-compile the hook's package (`serving`), as an installation leaves it."""
+    """Byte-compile the hook's package (`signet_scorer`), as an installation leaves it."""
     import compileall
 
-    import serving
+    import signet_scorer
 
-    compileall.compile_dir(Path(serving.__file__).parent, quiet=1)
+    compileall.compile_dir(Path(signet_scorer.__file__).parent, quiet=1)
 
 
 # (tag, whether the model is there, extra environment, the resident scorer: "up" (running
@@ -196,8 +196,8 @@ _SCENARIOS = (
 
 def hook_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
     """The hook's overhead over Signet's command (module docstring)."""
-    from serving.hook.cli import parse_command, serve_argv
-    from serving.hook.resident_link import start_detached, stop_resident
+    from signet_scorer.hook.cli import parse_command, serve_argv
+    from signet_scorer.hook.resident_link import start_detached, stop_resident
 
     sizes = QUICK if quick else FULL
     with tempfile.TemporaryDirectory(prefix="bench-hook-") as name:
@@ -213,7 +213,7 @@ def hook_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
         env["SIGNET_STANDIN_ANSWER"] = str(answer)
         cfg = parse_command(["--db", str(db), "--model", str(model), "serve"], env)[0]
         files = cfg.files
-        hook = [sys.executable, "-m", "serving.hook", "--db", str(db), "--signet", signet[0]]
+        hook = [sys.executable, "-m", "signet_scorer.hook", "--db", str(db), "--signet", signet[0]]
         hook += ["--limit", str(LIMIT), "--model"]
         rows: list[Row] = []
         try:
@@ -239,7 +239,7 @@ def hook_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
 def _check_served(files: Any, requests: int) -> None:
     """Raise unless the resident scorer answered every session start of a scenario (a
     prepare and a ranking each): numbers of the in-process path under its name would mislead."""
-    from serving.hook.resident_link import resident_status
+    from signet_scorer.hook.resident_link import resident_status
 
     got = resident_status(files).get("requests", 0) - 1  # this status request counts itself
     if got != requests:

@@ -53,7 +53,7 @@ Method:
    by effective score keeps the higher of its two scores, at most `pool_quota` others join
    with their traversal score, flagged as traversal candidates, source 'ka_traversal'), and
    every candidate gets its entity and aspect slots and structural density from the store's
-   graph (`serving.structure`). The pool holds every memory with or without the graph, so
+   graph (`signet_scorer.structure`). The pool holds every memory with or without the graph, so
    the graph changes its order (the baseline order the pool is handed on in) and the
    candidates' graph features, never its members. Rows: `pool` and `pool_graph` (the pool in
    baseline order; `pool` is `effective`), `learned_graph` (`learned` trained and scored
@@ -78,9 +78,6 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from serving.contract import SIGNAL_NAMES
-from serving.signals import signal_column
-from serving.structure import GraphColumns, MemoryStructure, read_structure, session_columns
 from signet_bench.analysis.metrics import (
     bootstrap_interval,
     coverage_recall_at_k,
@@ -121,6 +118,9 @@ from signet_bench.store.graph import EntityGraph, read_graph
 from signet_bench.store.read import open_readonly, read_session_memories
 from signet_bench.world.locomo import CATEGORIES, Query, read_queries, relevance
 from signet_bench.world.locomo_graph import MENTION_CONFIDENCE
+from signet_scorer.contract import SIGNAL_NAMES
+from signet_scorer.signals import signal_column
+from signet_scorer.structure import GraphColumns, MemoryStructure, read_structure, session_columns
 
 __all__ = [
     "ABLATIONS",

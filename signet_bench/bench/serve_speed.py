@@ -2,21 +2,24 @@
 measured in one run on an exported model of the default dims (768-d, 16,384 buckets).
 
 Rows (stable names):
-  score_inprocess_100x768  p50/p99       ms   `serving.Scorer.score` of 100 embedded candidates
-                                              (float32 arrays, one intra-op thread), after a
-                                              warm-up; goal p50 <= 0.5 ms, p99 <= 2 ms
+  score_inprocess_100x768  p50/p99       ms   `signet_scorer.Scorer.score` of 100 embedded
+                                              candidates (float32 arrays, one intra-op
+                                              thread), after a warm-up; goal p50 <= 0.5 ms,
+                                              p99 <= 2 ms
   score_inprocess_100x768_signals  p50/p99  ms   the same with the candidates' texts, query
                                               terms, names and source sessions, so the
                                               signals are computed too (same goals)
-  signals_100x768          p50           ms   of that score: `serving.signals.candidate_signals`
-                                              alone, timed in a loop of its own
+  signals_100x768          p50           ms   of that score:
+                                              `signet_scorer.signals.candidate_signals` alone,
+                                              timed in a loop of its own
   graph_100x768            p50           ms   of that score: onnxruntime's run of the parsed
                                               inputs alone, likewise
-  rpc_roundtrip_80x768     p50/p95       ms   one `score` round trip through `python -m serving`
-                                              on stdio: write the request line, read and parse
-                                              the answer; 80 candidates x 768-d serialised as the
-                                              daemon does (float32 values at full double
-                                              precision, `agent_id`); goal p95 <= 10 ms
+  rpc_roundtrip_80x768     p50/p95       ms   one `score` round trip through
+                                              `python -m signet_scorer` on stdio: write the
+                                              request line, read and parse the answer; 80
+                                              candidates x 768-d serialised as the daemon does
+                                              (float32 values at full double precision,
+                                              `agent_id`); goal p95 <= 10 ms
   rpc_roundtrip_80x768     request_mb    MB   size of that request line
   rpc_roundtrip_80x768     json_parser   -    1 = orjson, 0 = the standard library
   sidecar_start            first_answer  ms   process start to the first `status` answer
@@ -60,9 +63,6 @@ from pathlib import Path
 
 import numpy as np
 
-from serving import ScoreQuery, Scorer, jsonio
-from serving.scorer import parse_score_params
-from serving.signals import candidate_signals
 from signet_bench.bench.report import Row, percentiles, timed_ms
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.loop import SimOptions, Simulator, simulate
@@ -70,6 +70,9 @@ from signet_bench.learn.export import model_bytes
 from signet_bench.learn.model.checkpoint import CheckpointMeta
 from signet_bench.learn.model.params import DEFAULT_SEED, init_params
 from signet_bench.world.synth.build import build_persona_store
+from signet_scorer import ScoreQuery, Scorer, jsonio
+from signet_scorer.scorer import parse_score_params
+from signet_scorer.signals import candidate_signals
 
 __all__ = ["daemon_score_line", "serve_rows"]
 
@@ -102,12 +105,12 @@ def daemon_score_line(n: int, seed: int, rid: str = "req-1") -> bytes:
 
 
 class _Sidecar:
-    """A `python -m serving` child driven request by request on its pipes."""
+    """A `python -m signet_scorer` child driven request by request on its pipes."""
 
     def __init__(self, *args: str) -> None:
         self.t0 = time.perf_counter()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "serving", *args],
+            [sys.executable, "-m", "signet_scorer", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -12,7 +12,7 @@ Method:
    loop's request (`TrainingJob.request`: a retrain from fresh weights with the daemon's
    config, the model served so far as the gates' reference and protected, as in a daemon past
    cold start, which this loop never leaves having no scorer) handed to `signet-bench train
-   --request FILE` in a fresh child process with one BLAS thread (`serving.library`'s
+   --request FILE` in a fresh child process with one BLAS thread (`signet_scorer.library`'s
    environment; its priority is not lowered, so other load on the machine does not stretch
    it). Wall time is the child's, process start to exit (reading the store, assembling the
    samples, training, gates, saving); peak memory is its `ru_maxrss`.
@@ -124,8 +124,8 @@ def _scheduled_training(
     """The training the scheduler makes due after `n` sessions, run as the sidecar runs it:
     (the child run, its `training_runs` row: epochs, duration_ms, sample_count, gate_passed,
     holdout)."""
-    from serving.library import TrainerOptions
     from signet_bench.store.workbench import open_workbench
+    from signet_scorer.library import TrainerOptions
 
     served = model_path(sim.path).exists()
     job = TrainingJob(sim.path, f"scheduled-{n}", sim.state, cfg, sim.opts.seed,

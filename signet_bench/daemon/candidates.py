@@ -4,12 +4,12 @@ scores, the trainer learns from and the benchmarks evaluate, built by one functi
 `session_inputs` takes the corpus, the candidates' corpus rows in baseline order, the session
 (start, time zone, project, previous session of the project), its context vector and its query
 (`daemon.session_query`), and computes every per-candidate input: embeddings and the text path's
-tokens, the 17 features (`features.candidate_features`), the signals (`serving.signals`:
+tokens, the 17 features (`features.candidate_features`), the signals (`signet_scorer.signals`:
 lexical, entity match and source neighbourhood, over the whole pool), the effective score at
 the session start and the project slot.
 The knowledge-graph columns (entity and aspect slot, constraint flag, structural density,
-traversal: `serving.structure.GraphColumns`) are the caller's when they carry slots (the
-trainer: the recorded rows, `serving.structure.session_columns`), else computed from the
+traversal: `signet_scorer.structure.GraphColumns`) are the caller's when they carry slots (the
+trainer: the recorded rows, `signet_scorer.structure.session_columns`), else computed from the
 store's graph when the caller gives the store (the simulated daemon at session start, with its
 traversal flags), else none (every one of those features 0).
 """
@@ -23,14 +23,19 @@ from datetime import datetime
 
 import numpy as np
 
-from serving.signals import candidate_signals
-from serving.structure import GraphColumns, read_structure, recorded_structure, session_columns
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.features import CandidateInfo, SessionInfo, candidate_features
 from signet_bench.daemon.ranking.baseline import age_days, effective_score
 from signet_bench.daemon.session_query import NO_QUERY, SessionQuery
 from signet_bench.learn.model.tokenizer import project_slot
 from signet_bench.store.corpus import Corpus
+from signet_scorer.signals import candidate_signals
+from signet_scorer.structure import (
+    GraphColumns,
+    read_structure,
+    recorded_structure,
+    session_columns,
+)
 
 __all__ = ["GraphColumns", "SessionInputs", "candidate_info", "session_inputs"]
 
@@ -61,7 +66,7 @@ class SessionInputs:
     is_constraint: np.ndarray  # (n,) bool: a constraint this session must inject
     query: SessionQuery  # the keyword terms and names the signals were computed from
     sources: np.ndarray  # (n,) object: each memory's source session, None when unknown
-    signals: np.ndarray  # (n, N_SIGNALS) float32 (`serving.signals`), computed over the pool
+    signals: np.ndarray  # (n, N_SIGNALS) float32 (`signet_scorer.signals`), computed over the pool
     graph: GraphColumns  # the knowledge-graph columns the features 12-16 were computed from
 
     def __len__(self) -> int:
@@ -117,7 +122,7 @@ def _signals(
     context: np.ndarray | None,
     query: SessionQuery,
 ) -> np.ndarray:
-    """The candidates' signals over the pool `rows` (`serving.signals.candidate_signals`)."""
+    """The candidates' signals over the pool `rows` (`signet_scorer.signals.candidate_signals`)."""
     return candidate_signals(
         query_terms=query.terms, query_entities=query.entities, candidate_texts=contents,
         context=context, embeddings=corpus.embeddings[rows],
@@ -174,7 +179,7 @@ def session_inputs(
     Knowledge-graph columns: `graph` when given, else none but the `traversal` flags (one bool
     per row: the candidate came from graph traversal). With the `store` (a connection to the
     corpus's store) and no slot in them, the slots, density and constraint flag are computed
-    from its graph (`serving.structure`), keeping the given traversal and constraint flags:
+    from its graph (`signet_scorer.structure`), keeping the given traversal and constraint flags:
     the simulated daemon passes `store=` its connection and its traversal flags (`traversal=`,
     or a `graph` of flags), and records the slots and density it got (`SessionInputs.graph`)
     with the candidates, as Signet does."""

@@ -16,7 +16,7 @@ a session without a project follows the previous session without a project. It o
 backwards (the previous session ended before this one starts), so replaying it from a store
 gives exactly what the daemon had at session start. The session loop, the trainer's sample
 assembly and the benchmarks all call these functions; the rule itself (`context_embedding`,
-`mean_unit`) is defined once in `serving.context`, which the session-start hook also uses.
+`mean_unit`) is defined once in `signet_scorer.context`, which the session-start hook also uses.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from datetime import datetime
 import numpy as np
 import polars as pl
 
-from serving.context import CONTEXT_RULES, SessionContextVector, context_embedding, mean_unit
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_scorer.context import CONTEXT_RULES, SessionContextVector, context_embedding, mean_unit
 
 __all__ = [
     "CONTEXT_RULES",

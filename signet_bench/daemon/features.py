@@ -1,4 +1,4 @@
-"""The 17 candidate features (one definition, `serving.features`, re-exported here) and Signet
+"""The 17 candidate features (one definition, `signet_scorer.features`, re-exported here) and Signet
 0.58's two conventions that differed from it, for the skew report.
 
 Signet 0.58 computed the features two different ways (docs/specification.md §4.1): its Rust trainer
@@ -6,7 +6,7 @@ measured age from the session *end*, read the hour in UTC, counted weekdays from
 session gap per project and used `is_deleted` for "superseded"; its TypeScript inference path
 measured age from wall-clock now, used local time, counted weekdays from Sunday, took a global
 session gap and always sent 0 for "superseded". `candidate_features` (its table is in
-`serving.features`) fixes one definition; the two functions below reproduce 0.58's.
+`signet_scorer.features`) fixes one definition; the two functions below reproduce 0.58's.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
-from serving.features import (
+from signet_scorer.features import (
     FEATURE_INDEX,
     FEATURE_NAMES,
     FEATURE_SPEC,

@@ -45,7 +45,7 @@ class SimOptions:
     """How the simulated daemon, user, agent and judge behave (the `simulate` command's
     options): the daemon's part goes to the lifecycle, the rest to the world."""
 
-    scorer: str = "random"  # none | random | model (in-process) | sidecar (python -m serving)
+    scorer: str = "random"  # none | random | model (in-process) | sidecar (python -m signet_scorer)
     mode: str = "ours"  # ours | signet-0.58 (the real daemon's pool, for rank replay)
     seed: int = 0
     feedback_share: float = 0.3  # share of sessions whose agent rates injected memories

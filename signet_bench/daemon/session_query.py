@@ -1,10 +1,10 @@
 """The query side of a session beyond its context vector: the keyword terms and the names the
-candidates' signals are computed from (`serving.signals`).
+candidates' signals are computed from (`signet_scorer.signals`).
 
 - At a **prompt** (or a LoCoMo question) the terms are Signet's prompt query shape
   (`ranking.fts.recall_terms`) and the entities the names in the text (`query_entities`).
 - At a **session start** they are Signet 0.58's predicted-context terms: the frequent words of
-  the project's last completed transcripts (`serving.signals.store_start_terms`), with no
+  the project's last completed transcripts (`signet_scorer.signals.store_start_terms`), with no
   entities. The session loop asks the store per session (`start_query`); the trainer, which
   assembles every session of a store, reads the jobs once (`StartQueries`) and picks the same
   transcripts for each session.
@@ -18,7 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from serving.signals import (
+from signet_bench.daemon.ranking.fts import recall_terms
+from signet_bench.store.read import table_names
+from signet_scorer.signals import (
     JOB_TIME_SQL,
     START_TRANSCRIPT_CHARS,
     START_TRANSCRIPTS,
@@ -27,8 +29,6 @@ from serving.signals import (
     sqlite_time,
     store_start_terms,
 )
-from signet_bench.daemon.ranking.fts import recall_terms
-from signet_bench.store.read import table_names
 
 __all__ = ["NO_QUERY", "SessionQuery", "StartQueries", "prompt_query", "start_query"]
 

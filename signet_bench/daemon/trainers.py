@@ -8,11 +8,11 @@ hands it a `TrainingJob` when a training is due; four strategies answer, one per
   on as the daemon's would) but nothing learns.
 - `InProcessTrainer` (model): the accepted weights scored in process (`ModelRanker`), trained by
   `train.train_store`, the same path as `signet-bench train`.
-- `SidecarTrainer` (sidecar): the predictor sidecar (`python -m serving`) as the daemon runs it,
-  scoring over JSON-RPC and training through its `train_from_db` on the committed store.
+- `SidecarTrainer` (sidecar): the predictor sidecar (`python -m signet_scorer`) as the daemon runs
+  it, scoring over JSON-RPC and training through its `train_from_db` on the committed store.
 
 The loop's training policy (fresh, incremental or fine-tune; what to protect) is one typed
-`serving.request.TrainingRequest`, built by `TrainingJob.request` for both trainers alike.
+`signet_scorer.request.TrainingRequest`, built by `TrainingJob.request` for both trainers alike.
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from serving.query import ScoreQuery
 from signet_bench.config import PredictorConfig
 from signet_bench.daemon.candidates import SessionInputs
 from signet_bench.daemon.predictor_state import PredictorState
 from signet_bench.errors import UserError
+from signet_scorer.query import ScoreQuery
 
 if TYPE_CHECKING:
-    from serving.request import TrainingRequest
     from signet_bench.daemon.lifecycle import LoopStore
+    from signet_scorer.request import TrainingRequest
 
 __all__ = [
     "SCORERS",
@@ -248,7 +248,7 @@ class InProcessTrainer:
 
 
 class SidecarTrainer:
-    """The predictor sidecar serving the store's model file (`python -m serving`), as the
+    """The predictor sidecar serving the store's model file (`python -m signet_scorer`), as the
     daemon runs it: it starts untrained until the first accepted training, scores with null
     embeddings on the text path, and trains through `train_from_db` (the trainer runs in its
     child process on the committed store; the sidecar swaps the new model in), with the same
@@ -257,7 +257,7 @@ class SidecarTrainer:
     name = "sidecar"
 
     def __init__(self, store: LoopStore, cfg: PredictorConfig, tz: str) -> None:
-        from serving.client import SidecarClient
+        from signet_scorer.client import SidecarClient
 
         self.path = store.path
         self.model = _saved_model(store.path)

@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from serving.request import TrainingRequest
 from signet_bench.config import PredictorConfig
 from signet_bench.learn.holdout import HoldoutDecision, free_ranker_name
 from signet_bench.learn.train import MODEL_FILE, StoreTraining, TrainResult
+from signet_scorer.request import TrainingRequest
 
 __all__ = ["RANKERS", "run_summary", "served_line", "sessions_line", "sidecar_fields"]
 

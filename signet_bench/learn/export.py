@@ -19,7 +19,7 @@ into constants at load; the text path runs only for a session that has a text-pa
 Every parameter of `model/params.py` is one float32 initializer under its own name, and the
 builder refuses a parameter set that the graph does not consume entirely, so a parameter added to
 the model without being exported fails the export. Opset 17, IR 8, standard ops only; dynamic
-`n_candidates` and `n_tokens` axes; metadata under `serving.contract.META_KEYS`.
+`n_candidates` and `n_tokens` axes; metadata under `signet_scorer.contract.META_KEYS`.
 
 `signet-bench export --model PATH --out OUT` also converts between the model formats: the suffix
 of OUT picks the format (`.onnx` the graph, `.bin` Signet's SGPT, anything else the workbench's own
@@ -41,9 +41,6 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto, helper, numpy_helper
 
-from serving import contract as c
-from serving.atomic import atomic_write_bytes
-from serving.request import FORMATS, format_for_suffix
 from signet_bench import __version__
 from signet_bench.config import PredictorConfig
 from signet_bench.errors import UserError
@@ -55,6 +52,9 @@ from signet_bench.learn.model.checkpoint import (
     write_sgpt,
 )
 from signet_bench.learn.model.params import neutral_extensions, param_shapes
+from signet_scorer import contract as c
+from signet_scorer.atomic import atomic_write_bytes
+from signet_scorer.request import FORMATS, format_for_suffix
 
 __all__ = [
     "MAX_MODEL_BYTES",
@@ -255,7 +255,7 @@ def _io(native_dim: int, n_features: int, n_signals: int) -> tuple[list, list]:
             c.INPUT_TOKEN_BUCKETS,
             TensorProto.INT64,
             [n, t],
-            "hash buckets of each text-path candidate's tokens (serving.tokenize), 0-padded",
+            "hash buckets of each text-path candidate's tokens (signet_scorer.tokenize), 0-padded",
         ),
         (c.INPUT_TOKEN_MASK, TensorProto.FLOAT, [n, t], "1.0 for a real token, 0.0 for padding"),
         (
@@ -263,8 +263,8 @@ def _io(native_dim: int, n_features: int, n_signals: int) -> tuple[list, list]:
             TensorProto.FLOAT,
             [n, n_features],
             (
-                "the 17 features (serving.contract.FEATURE_NAMES); the session-level ones are "
-                "read from the first candidate"
+                "the 17 features (signet_scorer.contract.FEATURE_NAMES); the session-level ones "
+                "are read from the first candidate"
             ),
         ),
         (c.INPUT_PROJECT_SLOT, TensorProto.INT64, [1], "project slot in [0, project_slots)"),
@@ -272,7 +272,10 @@ def _io(native_dim: int, n_features: int, n_signals: int) -> tuple[list, list]:
             c.INPUT_SIGNALS,
             TensorProto.FLOAT,
             [n, n_signals],
-            "per-candidate evidence (serving.contract.SIGNAL_NAMES, serving.signals); zeros: none",
+            (
+                "per-candidate evidence (signet_scorer.contract.SIGNAL_NAMES, "
+                "signet_scorer.signals); zeros: none"
+            ),
         ),
     ]
     inputs = [helper.make_tensor_value_info(nm, ty, sh, doc) for nm, ty, sh, doc in spec]
@@ -297,7 +300,7 @@ def weights_digest(params: Mapping[str, np.ndarray]) -> str:
 def model_metadata(
     params: Mapping[str, np.ndarray], meta: CheckpointMeta, *, trained_at: str | None = None
 ) -> dict[str, str]:
-    """The metadata written into the graph (every key of `serving.contract.META_KEYS`)."""
+    """The metadata written into the graph (every key of `signet_scorer.contract.META_KEYS`)."""
     out = {k: str(meta.dims[k]) for k in DIM_KEYS}
     out.update(
         feature_spec_hash=meta.feature_spec_hash or "unknown",

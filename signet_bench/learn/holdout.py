@@ -49,12 +49,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from serving.signals import hybrid_scores, signal_column
 from signet_bench.analysis.metrics import ndcg_at_k
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.ranking.ranker import embedded_cosine
 from signet_bench.learn.model.params import init_params
 from signet_bench.learn.samples import SessionSample
+from signet_scorer.signals import hybrid_scores, signal_column
 
 __all__ = [
     "Fold",

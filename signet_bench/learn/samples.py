@@ -10,7 +10,7 @@ transcripts done before it started), so the candidates' signals are the ones ser
 The label rule's sampled negatives draw from a random stream keyed by the session, so a
 session's sample is the same whichever sessions are loaded with it. The knowledge-graph columns
 (features 12-16) are the ones the daemon recorded with a session's candidates, else computed
-from the store's graph as it is when read (`serving.structure.session_columns`: the rule the
+from the store's graph as it is when read (`signet_scorer.structure.session_columns`: the rule the
 session-start hook applies too).
 
 The labels read every signal a store keeps, whichever its release line (`LabelSignals`): the
@@ -25,7 +25,7 @@ What was shown: where current Signet's session-start hook ran through the workbe
 `store.hook_log`) says what was injected, and in the sessions it served that set, not Signet's
 `was_injected`, is what the labels treat as injected (`shown_candidates`; the rule is in
 `daemon.labels`). The record is looked for beside the store's workbench, where the hook writes
-it by default (`serving.workbench.default_workbench`), unless a workbench is named; without it
+it by default (`signet_scorer.workbench.default_workbench`), unless a workbench is named; without it
 the labels are exactly the store's.
 """
 
@@ -42,14 +42,6 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from serving.structure import (
-    GraphColumns,
-    MemoryStructure,
-    read_structure,
-    recorded_structure,
-    session_columns,
-)
-from serving.workbench import HOOK_LOG_FILE, default_workbench
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.candidates import SessionInputs, session_inputs
 from signet_bench.daemon.context import PreviousSession, previous_sessions, session_context
@@ -73,6 +65,14 @@ from signet_bench.store.read import (
     read_sessions,
     store_tables,
 )
+from signet_scorer.structure import (
+    GraphColumns,
+    MemoryStructure,
+    read_structure,
+    recorded_structure,
+    session_columns,
+)
+from signet_scorer.workbench import HOOK_LOG_FILE, default_workbench
 
 __all__ = [
     "HOOK_SOURCE",
@@ -133,7 +133,7 @@ class SessionSample:
     project_slot: int
     labels: np.ndarray  # (n,) float64
     baseline_rank: np.ndarray  # (n,) 0-based rank at session start (fts_only rows last)
-    signals: np.ndarray | None = None  # (n, N_SIGNALS) float32 (`serving.signals`); None: 0
+    signals: np.ndarray | None = None  # (n, N_SIGNALS) float32 (`signet_scorer.signals`); None: 0
     # (n,) float64, the agent's or the judge's rating (`daemon.labels.ratings`), NaN unrated;
     # None: the source has no ratings (held-out judgements then score against the labels)
     rated: np.ndarray | None = None
@@ -187,7 +187,7 @@ class LabelSignals:
 
 
 def store_workbench(con: sqlite3.Connection) -> Path | None:
-    """The default workbench of the store `con` reads (`serving.workbench.default_workbench`),
+    """The default workbench of the store `con` reads (`signet_scorer.workbench.default_workbench`),
     None for a store that is no file."""
     rows = con.execute("PRAGMA database_list").fetchall()
     path = next((r[2] for r in rows if r[1] == "main"), "")
@@ -362,7 +362,7 @@ def _recorded_graph(cand: pl.DataFrame) -> GraphColumns:
 def session_graph(cand: pl.DataFrame, structure: MemoryStructure | None = None) -> GraphColumns:
     """The knowledge-graph columns of a session's candidate rows: the recorded ones when the
     rows carry any, else computed from `structure` (the store's graph, `session_structure`), as
-    the session-start hook takes them (`serving.structure.session_columns`)."""
+    the session-start hook takes them (`signet_scorer.structure.session_columns`)."""
     return session_columns(_recorded_graph(cand), cand["memory_id"].to_list(), structure)
 
 

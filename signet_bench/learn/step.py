@@ -18,13 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from serving import contract as c
-from serving.atomic import atomic_write
 from signet_bench.errors import UserError
 from signet_bench.learn.export import load_model_file, write_model_file
 from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
 from signet_bench.learn.model.optim import Adam
 from signet_bench.learn.model.scorer import Batch, batch_from_sessions, loss_and_grads
+from signet_scorer import contract as c
+from signet_scorer.atomic import atomic_write
 
 __all__ = ["STATE_FILE", "StepResult", "step_batch", "train_step"]
 

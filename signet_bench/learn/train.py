@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 
-from serving.request import RequestError, TrainingRequest
 from signet_bench.analysis.metrics import ndcg_at_k
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.errors import UserError
@@ -43,6 +42,7 @@ from signet_bench.learn.model.params import init_params, query_held
 from signet_bench.learn.model.scorer import Batch, batch_from_sessions, forward, loss_and_grads
 from signet_bench.learn.samples import SessionSample
 from signet_bench.store.corpus import Corpus
+from signet_scorer.request import RequestError, TrainingRequest
 
 __all__ = [
     "CanaryMetrics",

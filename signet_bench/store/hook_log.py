@@ -1,5 +1,5 @@
 """Read the session-start hook's injection log (`hook_injections.db` beside the workbench,
-written by `serving.hook.log`): what each invocation did and which memories it injected, so
+written by `signet_scorer.hook.log`): what each invocation did and which memories it injected, so
 labels given later describe what the scorer (or Signet, when the hook kept its output) chose.
 
 The file is SQLite written by the hook's processes with the standard library; it is read here
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import polars as pl
 
-from serving.hook.log import INJECTION_COLUMNS, INVOCATION_COLUMNS
-from serving.workbench import HOOK_LOG_FILE
 from signet_bench.store.read import DEFAULT_AGENT
+from signet_scorer.hook.log import INJECTION_COLUMNS, INVOCATION_COLUMNS
+from signet_scorer.workbench import HOOK_LOG_FILE
 
 __all__ = [
     "SERVED",
@@ -78,7 +78,7 @@ def _read(path: Path, table: str, columns: tuple[str, ...], order: str) -> pl.Da
 
 def read_hook_invocations(workbench: str | Path) -> pl.DataFrame:
     """One row per hook invocation, oldest first: `id` and the columns of
-    `serving.hook.log.INVOCATION_COLUMNS` (`outcome` 'scorer' or 'signet', the `reason`)."""
+    `signet_scorer.hook.log.INVOCATION_COLUMNS` (`outcome` 'scorer' or 'signet', the `reason`)."""
     return _read(hook_log_path(workbench), "hook_invocations", ("id", *INVOCATION_COLUMNS), "id")
 
 

@@ -1,14 +1,14 @@
 """Signet's two timestamp formats: JS ISO (`2026-03-14T21:40:46.123Z`) and SQLite
 `datetime('now')` (`2026-03-14 21:40:46`), both UTC; and the machine's time zone name, the
 default for the user's local time. The parser and the zone are defined once in
-`serving.timestamps` (the session-start hook reads them without this package)."""
+`signet_scorer.timestamps` (the session-start hook reads them without this package)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from serving.timestamps import local_tz, parse_utc
 from signet_bench.errors import UserError
+from signet_scorer.timestamps import local_tz, parse_utc
 
 __all__ = ["TimestampError", "format_iso", "format_sqlite", "local_tz", "parse_ts"]
 

@@ -2,7 +2,7 @@
 (the store's memories: observations by default; no model): the rows of Signet's graph tables
 for one conversation's store.
 
-- **Names.** A word is a name of the conversation when `serving.signals.query_entities` (the
+- **Names.** A word is a name of the conversation when `signet_scorer.signals.query_entities` (the
   rule the entity-match signal reads questions with: a token of two or more characters that
   starts with a capital letter and does not open a sentence) finds it in at least one memory,
   or when it is part of a speaker's name; words of `STOPWORDS` (months, weekdays, pronouns,
@@ -54,10 +54,10 @@ from datetime import datetime
 from itertools import combinations, pairwise
 from typing import NamedTuple, Protocol
 
-from serving.signals import query_entities
-from serving.tokenize import tokenize
 from signet_bench.store.graph import canonical as canonical_name
 from signet_bench.store.graph_write import Aspect, Attribute, Dependency, Entity, Mention
+from signet_scorer.signals import query_entities
+from signet_scorer.tokenize import tokenize
 
 __all__ = [
     "CONNECTORS",
@@ -197,7 +197,7 @@ class _Token(NamedTuple):
 
 
 def _tokens(text: str) -> list[_Token]:
-    """The text's tokens (`serving.tokenize`) with their places in it."""
+    """The text's tokens (`signet_scorer.tokenize`) with their places in it."""
     out, pos = [], 0
     for tok in tokenize(text):
         start = text.index(tok, pos)

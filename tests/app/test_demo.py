@@ -10,10 +10,10 @@ import json
 import duckdb
 import polars as pl
 
-from serving import Scorer
 from signet_bench.analysis.queries.source import open_store
 from signet_bench.analysis.queries.status import read_state
 from signet_bench.app.demo import DEMO_BENCH, DemoProgress, comparison_blocks, run_demo
+from signet_scorer import Scorer
 from tests.analysis.queries.stores import DEMO_MEMORIES, DEMO_SESSIONS, small_demo
 
 

@@ -17,8 +17,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from serving.hook.rank import HookSession, session_query
-from serving.structure import GraphColumns
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.candidates import SessionInputs, session_inputs
 from signet_bench.daemon.features import FEATURE_NAMES, feature_index
@@ -36,6 +34,8 @@ from signet_bench.store.write import (
     transaction,
     write_relevance_scores,
 )
+from signet_scorer.hook.rank import HookSession, session_query
+from signet_scorer.structure import GraphColumns
 
 TZ = "UTC"
 DIM = 8

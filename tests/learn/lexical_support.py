@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from serving.contract import N_SIGNALS
-from serving.signals import signal_column
 from signet_bench.learn.samples import SessionSample
+from signet_scorer.contract import N_SIGNALS
+from signet_scorer.signals import signal_column
 
 
 def with_lexical(samples: Sequence[SessionSample], *, follows: bool = True) -> list[SessionSample]:

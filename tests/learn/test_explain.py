@@ -7,11 +7,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from serving.request import TrainingRequest
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.learn.explain import served_line, sessions_line, sidecar_fields
 from signet_bench.learn.holdout import HoldoutDecision
 from signet_bench.learn.train import Published, StoreTraining, TrainResult
+from signet_scorer.request import TrainingRequest
 
 
 def _result(holdout: HoldoutDecision | None, **changes) -> TrainResult:

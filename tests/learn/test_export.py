@@ -15,9 +15,6 @@ import onnxruntime as ort
 import pytest
 from onnx.reference import ReferenceEvaluator
 
-from serving import contract
-from serving.scorer import graph_inputs
-from serving.signals import HYBRID_VECTOR_WEIGHT, hybrid_scores
 from signet_bench.cli import main
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.features import FEATURE_SPEC
@@ -51,6 +48,9 @@ from signet_bench.learn.model.params import (
 )
 from signet_bench.learn.model.scorer import batch_from_sessions, forward, loss_and_grads
 from signet_bench.learn.model.tokenizer import token_buckets
+from signet_scorer import contract
+from signet_scorer.scorer import graph_inputs
+from signet_scorer.signals import HYBRID_VECTOR_WEIGHT, hybrid_scores
 
 DIM = DEFAULT_CONFIG.native_dim
 WORDS = [

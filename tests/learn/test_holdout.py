@@ -7,8 +7,6 @@ import dataclasses
 import numpy as np
 import pytest
 
-from serving.contract import N_SIGNALS
-from serving.signals import signal_column
 from signet_bench.analysis.metrics import ndcg_at_k
 from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
@@ -23,6 +21,8 @@ from signet_bench.learn.holdout import (
     start_at_best_free_ranker,
 )
 from signet_bench.learn.model.params import init_params
+from signet_scorer.contract import N_SIGNALS
+from signet_scorer.signals import signal_column
 from tests.learn.lexical_support import with_lexical
 
 

@@ -12,8 +12,6 @@ import numpy as np
 import polars as pl
 import pytest
 
-from serving.contract import N_SIGNALS
-from serving.signals import lexical_scores
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.features import N_FEATURES
 from signet_bench.daemon.loop import SimOptions, simulate
@@ -26,6 +24,8 @@ from signet_bench.learn.train import to_batch
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.read import read_memories, read_session_memories
 from signet_bench.world.synth.build import build_persona_store
+from signet_scorer.contract import N_SIGNALS
+from signet_scorer.signals import lexical_scores
 
 TZ = "Europe/Berlin"  # the light persona's zone
 SESSIONS = 40

@@ -10,7 +10,6 @@ import duckdb
 import numpy as np
 import pytest
 
-from serving.signals import signal_column
 from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.learn.holdout import heuristic_scores, holdout_plan, session_ndcgs
@@ -24,6 +23,7 @@ from signet_bench.learn.train import (
     train_model,
 )
 from signet_bench.store.workbench import open_workbench, record_training_run
+from signet_scorer.signals import signal_column
 from tests.learn.lexical_support import with_lexical
 
 DIM = 16

@@ -17,8 +17,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from serving import request as r
-from serving.request import RequestError, TrainingRequest
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.loop import SimOptions, simulate
 from signet_bench.learn.model.checkpoint import load_any, save_checkpoint
@@ -32,6 +30,8 @@ from signet_bench.learn.train import (
 )
 from signet_bench.store.timestamps import format_iso
 from signet_bench.world.synth.build import build_persona_store
+from signet_scorer import request as r
+from signet_scorer.request import RequestError, TrainingRequest
 
 TZ = "UTC"
 

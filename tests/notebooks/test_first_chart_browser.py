@@ -16,7 +16,7 @@ from signet_bench.bench.dashboard_speed import add_comparisons
 from signet_bench.store.scale import write_session_memories_scale
 from tests.notebooks import test_browser
 from tests.notebooks.test_browser import TOKEN, _our_tracebacks, _served
-from tests.serving.test_train_from_db import thread_nices
+from tests.scorer.test_train_from_db import thread_nices
 
 pytestmark = test_browser.pytestmark
 browser = test_browser.browser  # the shared Chromium fixture

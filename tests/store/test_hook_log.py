@@ -1,4 +1,4 @@
-"""The session-start hook's injection log: written by `serving.hook.log` (append-only, one
+"""The session-start hook's injection log: written by `signet_scorer.hook.log` (append-only, one
 transaction per invocation, injections idempotent per session key and agent), read by
 `store.hook_log` as frames with UTC times, and per session: served or failed open."""
 
@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from serving.hook.log import INJECTION_COLUMNS, INVOCATION_COLUMNS, record_invocation
 from signet_bench.store.hook_log import (
     hook_log_path,
     hook_record,
@@ -18,6 +17,7 @@ from signet_bench.store.hook_log import (
     read_hook_invocations,
     served_injections,
 )
+from signet_scorer.hook.log import INJECTION_COLUMNS, INVOCATION_COLUMNS, record_invocation
 
 
 def _invocation(

@@ -24,7 +24,6 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from serving.workbench import HOOK_LOG_FILE, default_workbench
 from signet_bench.analysis.queries.served import SERVED_SCHEMA, served_frame, served_model_path
 from signet_bench.analysis.queries.sessions import session_frame
 from signet_bench.analysis.queries.source import child_frames, child_main
@@ -32,6 +31,7 @@ from signet_bench.analysis.wording import plural
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.store.duck import attached_tables
 from signet_bench.store.schema import ReleaseLine, release_line_of
+from signet_scorer.workbench import HOOK_LOG_FILE, default_workbench
 
 __all__ = [
     "DERIVED",

@@ -28,10 +28,10 @@ from typing import TypeVar
 import duckdb
 import polars as pl
 
-from serving.workbench import default_workbench
 from signet_bench.errors import UserError
 from signet_bench.store.duck import attached_tables, connect_duckdb
 from signet_bench.store.read import DEFAULT_AGENT
+from signet_scorer.workbench import default_workbench
 
 __all__ = [
     "BUSY_ATTEMPTS",

@@ -17,13 +17,13 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from serving.signals import hybrid_scores, signal_column
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.candidates import SessionInputs
 from signet_bench.daemon.ranking.baseline import rank_order
 from signet_bench.daemon.ranking.diversity import topic_diversity
 from signet_bench.daemon.ranking.fusion import fuse
 from signet_bench.daemon.ranking.prefilter import cosine_to
+from signet_scorer.signals import hybrid_scores, signal_column
 
 __all__ = [
     "CosineRanker",
@@ -149,7 +149,7 @@ class CosineRanker:
 @dataclass(frozen=True)
 class LexicalRanker:
     """The lexical signal alone: BM25 of each candidate for the session's query terms over the
-    pool, normalised by its maximum (`serving.signals.lexical_scores`, computed by
+    pool, normalised by its maximum (`signet_scorer.signals.lexical_scores`, computed by
     `session_inputs`); 0 everywhere when the session has no query terms."""
 
     name: str = "lexical"
@@ -161,7 +161,7 @@ class LexicalRanker:
 
 @dataclass(frozen=True)
 class HybridRanker:
-    """0.7·cosine(context, memory) + 0.3·lexical (`serving.signals.hybrid_scores`): Signet's
+    """0.7·cosine(context, memory) + 0.3·lexical (`signet_scorer.signals.hybrid_scores`): Signet's
     hybrid weights on every candidate, the order a fresh scorer starts at. Unlike the peer
     `signet_hybrid` it does not fall back to one leg where the other scores 0, so it is a
     straight line in the two signals (a candidate without keyword hits is not scored by its

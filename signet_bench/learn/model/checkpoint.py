@@ -30,8 +30,6 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from serving.atomic import atomic_write
-from serving.contract import DIM_KEYS
 from signet_bench.config import DEFAULT_CONFIG, ConfigError, PredictorConfig
 from signet_bench.errors import UserError
 from signet_bench.learn.model.params import (
@@ -42,6 +40,8 @@ from signet_bench.learn.model.params import (
     param_shapes,
     shape_problems,
 )
+from signet_scorer.atomic import atomic_write
+from signet_scorer.contract import DIM_KEYS
 
 __all__ = [
     "DIM_KEYS",
@@ -142,7 +142,7 @@ def _read_bytes(path: Path) -> bytes:
 
 def _atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
     """Write through `write` into a temp file beside `path`, fsync it, then rename it over
-    `path` (`serving.atomic`): a crash never leaves half a file."""
+    `path` (`signet_scorer.atomic`): a crash never leaves half a file."""
     if not path.parent.is_dir():
         raise CheckpointError(f"{path}: directory {path.parent} does not exist")
     atomic_write(path, write)

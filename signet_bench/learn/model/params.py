@@ -3,7 +3,7 @@
 
 The first seven are Signet's, in its checkpoint order. The rest are ours (`EXTENSION_PARAMS`):
 the per-path layer-norm affines, the query's project and time terms, the weight of the exact
-cosine(context, memory) term and the weights of the per-candidate signals (`serving.signals`:
+cosine(context, memory) term and the weights of the per-candidate signals (`signet_scorer.signals`:
 lexical, entity match, source neighbourhood). At their neutral values (`neutral_extensions`)
 the model computes exactly Signet's forward pass, which is what a Signet `SGPT` import gets; a
 fresh model (`init_params`) instead starts as the hybrid ranker 0.7·cosine + 0.3·lexical (plain
@@ -16,10 +16,10 @@ import math
 
 import numpy as np
 
-from serving.contract import N_SIGNALS, feature_spec_hash
-from serving.signals import HYBRID_VECTOR_WEIGHT, signal_column
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.features import SESSION_FEATURES
+from signet_scorer.contract import N_SIGNALS, feature_spec_hash
+from signet_scorer.signals import HYBRID_VECTOR_WEIGHT, signal_column
 
 __all__ = [
     "COSINE_PARAMS",
@@ -107,7 +107,7 @@ def param_shapes(
 
 def signal_weights_init(cosine_weight: float) -> np.ndarray:
     """The signal weights that make a model with this cosine weight rank as the hybrid
-    ranker (`serving.signals.hybrid_scores`): lexical `cosine_weight · 0.3 / 0.7`, so the two
+    ranker (`signet_scorer.signals.hybrid_scores`): lexical `cosine_weight · 0.3 / 0.7`, so the two
     terms are (cosine_weight / 0.7)·(0.7·cosine + 0.3·lexical); the other signals 0."""
     out = np.zeros(N_SIGNALS, dtype=np.float64)
     share = (1.0 - HYBRID_VECTOR_WEIGHT) / HYBRID_VECTOR_WEIGHT

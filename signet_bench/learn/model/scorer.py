@@ -13,7 +13,7 @@ embedding dim, d internal dim, V value dim, F extra features (docs/specification
     logit_n = w_cos·cos_n + w_sig·signals_n + q·(W_k enc_n) / sqrt(d)
               + gate·[W_v enc_n, features_n, ProjEmb[slot], 1]
               (w_cos and w_sig are ours, absent or 0 in Signet; signals_n are the candidate's
-               lexical, entity-match and source-neighbourhood evidence, `serving.signals`)
+               lexical, entity-match and source-neighbourhood evidence, `signet_scorer.signals`)
     scores  = softmax of the logits over the session's real candidates
 
 LN(x) = gamma · (x - mean(x)) / sqrt(var(x) + eps) + beta, population variance, eps =

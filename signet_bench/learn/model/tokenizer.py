@@ -1,6 +1,6 @@
 """Signet's hash-trick tokenizer and its slot hashes (docs/specification.md §4.2).
 
-The one definition lives in `serving.tokenize`, which the server imports without this package;
+The one definition lives in `signet_scorer.tokenize`, which the server imports without this package;
 this module binds the model's bucket and project-slot counts from the config.
 """
 
@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from serving import tokenize as _hash
 from signet_bench.config import DEFAULT_CONFIG
+from signet_scorer import tokenize as _hash
 
 __all__ = ["project_slot", "token_buckets"]
 
 
 def token_buckets(text: str, buckets: int = DEFAULT_CONFIG.hash_buckets) -> np.ndarray:
-    """Hash-embedding row of each token of `text`, in order (see `serving.tokenize`)."""
+    """Hash-embedding row of each token of `text`, in order (see `signet_scorer.tokenize`)."""
     return _hash.token_buckets(text, buckets)
 
 

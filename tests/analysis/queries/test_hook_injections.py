@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from serving.workbench import default_workbench
 from signet_bench.analysis.queries import dashboard as dash
 from signet_bench.analysis.queries.derived import label_sources_text
 from signet_bench.analysis.queries.injections import (
@@ -21,6 +20,7 @@ from signet_bench.analysis.queries.injections import (
 )
 from signet_bench.analysis.queries.source import open_store
 from signet_bench.store.read import read_sessions
+from signet_scorer.workbench import default_workbench
 from tests.hook_records import record_start, session_rows, store_copy
 
 FAILED = "time budget exceeded (5210 ms > 5000 ms)"

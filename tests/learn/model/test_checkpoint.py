@@ -137,9 +137,9 @@ def test_failed_write_keeps_the_previous_file(tmp_path, monkeypatch):
     def no_space(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    import serving.atomic
+    import signet_scorer.atomic
 
-    monkeypatch.setattr(serving.atomic.os, "fsync", no_space)
+    monkeypatch.setattr(signet_scorer.atomic.os, "fsync", no_space)
     with pytest.raises(OSError, match="No space"):
         save_checkpoint(path, small_params(seed=2), small_meta())
     assert path.read_bytes() == before

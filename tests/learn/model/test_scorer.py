@@ -5,8 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from serving.contract import N_SIGNALS
-from serving.signals import HYBRID_VECTOR_WEIGHT
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.ranking.prefilter import cosine_to
 from signet_bench.learn.model.checkpoint import read_sgpt, write_sgpt
@@ -33,6 +31,8 @@ from signet_bench.learn.model.scorer import (
     loss_and_grads,
     score_session,
 )
+from signet_scorer.contract import N_SIGNALS
+from signet_scorer.signals import HYBRID_VECTOR_WEIGHT
 
 NATIVE, D, V, F, BUCKETS, SLOTS = 12, 8, 4, 17, 50, 6
 CFG = DEFAULT_CONFIG.replace(

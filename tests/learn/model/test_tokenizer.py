@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from serving.tokenize import fnv1a32_utf16, fnv1a64, hash_slot_32, tokenize
 from signet_bench.learn.model.tokenizer import project_slot, token_buckets
+from signet_scorer.tokenize import fnv1a32_utf16, fnv1a64, hash_slot_32, tokenize
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,376 @@
+"""The session-start hook's command line: its options (before the command, each also read
+from an environment variable), the command and Signet's arguments after it. Standard library
+only, and neither `dataclasses` nor `typing` at run time: this runs on every session start.
+
+Commands: `session-start ARGS...` (Signet's hook with the scorer's order), `serve` (the
+resident scorer in the foreground), `start` (the resident, detached), `stop`, `status` and
+`doctor` (what the hook would use and whether it serves, `signet_scorer.hook.doctor`).
+
+Reading never fails (`read_command`): a setting that cannot be used (an unknown option, an
+option without its value, a value out of range, a path that is not there, a `--signet` that
+cannot run) is a `Problem`, and the configuration holds the default in its place. For
+`session-start` any problem means Signet runs exactly as the harness asked, its output
+unchanged, and the problem is recorded (`signet_scorer.hook.cli`); only without a `session-start`
+command is a problem the wrapper's own usage error (`parse_command`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import namedtuple
+from pathlib import Path
+
+from signet_scorer.workbench import (
+    HOOK_LOG_FILE,
+    SERVED_MODEL_FILE,
+    SIGNET_PATH_VAR,
+    default_store,
+    default_workbench,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import TypeVar
+
+    from signet_scorer.hook.resident_link import ResidentFiles
+
+    T = TypeVar("T")
+
+__all__ = [
+    "COMMANDS",
+    "DEFAULT_BUDGET_MS",
+    "DEFAULT_DB",
+    "DEFAULT_IDLE_S",
+    "DEFAULT_LIMIT",
+    "DEFAULT_SIGNET",
+    "RESIDENT_MODES",
+    "SESSION_START",
+    "USAGE",
+    "Command",
+    "HookConfig",
+    "Problem",
+    "UsageError",
+    "default_db",
+    "parse_command",
+    "read_command",
+    "runnable",
+    "setting_sources",
+    "usage_error",
+]
+
+SESSION_START = "session-start"
+DOCTOR = "doctor"
+COMMANDS = (SESSION_START, "serve", "start", "stop", "status", DOCTOR)
+DEFAULT_DB = "~/.agents/memory/memories.db"  # without SIGNET_PATH (workbench.default_store)
+DEFAULT_SIGNET = "signet"  # on PATH
+DEFAULT_LIMIT = 50  # Signet's own recallLimit
+DEFAULT_BUDGET_MS = 5_000.0
+DEFAULT_IDLE_S = 1800.0  # the resident scorer exits after this long without a request
+RESIDENT_MODES = ("auto", "off")
+USAGE = (
+    "usage: signet-bench-hook [--db PATH] [--workbench PATH] [--model PATH] [--signet PATH]\n"
+    "                         [--limit N] [--budget-ms MS] [--tz ZONE] [--resident auto|off]\n"
+    "                         [--idle-s S] COMMAND\n"
+    "       signet-bench-hook --version\n"
+    "commands:\n"
+    "  session-start ARGS...  Signet's `signet hook session-start ARGS` (same stdin) with the\n"
+    "                         scorer's order\n"
+    "  serve                  the resident scorer, in the foreground\n"
+    "  start                  the resident scorer, detached\n"
+    "  stop                   stop the resident scorer\n"
+    "  status                 whether the resident scorer runs, and what it holds\n"
+    "  doctor [--json]        which store, workbench, model and signet the hook would use and\n"
+    "                         why, whether the model scores a session of the store, the last\n"
+    "                         session starts, and whether the scorer is serving (exit 0) or not\n"
+)
+_OPTIONS = {
+    "--db": ("db", "SIGNET_BENCH_DB"),
+    "--workbench": ("workbench", "SIGNET_BENCH_WORKBENCH"),
+    "--model": ("model", "SIGNET_BENCH_MODEL"),
+    "--signet": ("signet", "SIGNET_BENCH_SIGNET"),
+    "--limit": ("limit", "SIGNET_BENCH_LIMIT"),
+    "--budget-ms": ("budget_ms", "SIGNET_BENCH_BUDGET_MS"),
+    "--tz": ("tz", "SIGNET_BENCH_TZ"),
+    "--resident": ("resident", "SIGNET_BENCH_RESIDENT"),
+    "--idle-s": ("idle_s", "SIGNET_BENCH_IDLE_S"),
+}
+
+
+class UsageError(ValueError):
+    """The wrapper's own command line is wrong; the message says how."""
+
+
+_FIELDS = "db workbench model signet limit budget_ms tz resident idle_s"
+
+
+class HookConfig(namedtuple("HookConfig", _FIELDS)):
+    """Where the store (`db`), `workbench`, `model` and `signet` are, the wrapper's limits
+    (`limit`, `budget_ms`), the user's `tz` (None: the machine's, see `zone`), whether to use
+    the resident scorer (`resident`: auto or off) and how long it waits for a request before
+    it exits (`idle_s`)."""
+
+    __slots__ = ()
+
+    def zone(self) -> str:
+        """The user's IANA time zone: `tz`, else the machine's. The machine's is looked up
+        only when asked, once Signet runs: its module (`zoneinfo`) takes milliseconds to load,
+        and a zone given by the user is checked before Signet runs, as every option is."""
+        if self.tz is not None:
+            return self.tz
+        from signet_scorer.timestamps import local_tz
+
+        return local_tz()
+
+    @property
+    def log(self) -> Path:
+        return self.workbench.parent / HOOK_LOG_FILE
+
+    @property
+    def files(self) -> ResidentFiles:
+        """The resident scorer's socket, lock and log, beside the workbench."""
+        from signet_scorer.hook.resident_link import resident_files
+
+        return resident_files(self.workbench.parent)
+
+    def options(self) -> list[str]:
+        """This configuration as the wrapper's options (for the resident it starts)."""
+        values = (self.db, self.workbench, self.model, self.tz, self.idle_s)
+        names = ("--db", "--workbench", "--model", "--tz", "--idle-s")
+        pairs = zip(names, values, strict=True)
+        return [item for name, v in pairs if v is not None for item in (name, str(v))]
+
+
+_COMMAND_LINE, _ENVIRONMENT = "command line", "environment"
+
+
+class Problem(namedtuple("Problem", "setting source value why")):
+    """A setting the wrapper cannot use: its name as given (`--limit`, `SIGNET_BENCH_LIMIT`,
+    or "argument" for a word that is no option), where it came from ("command line" or
+    "environment"), its value as given (None: it has none) and why. Its text is what the
+    hook log records."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        value = "" if self.value is None else f" {self.value!r}"
+        if self.value is not None and self.source == _ENVIRONMENT:
+            value = f"={self.value!r}"
+        return f"{self.setting}{value} ({self.source}): {self.why}"
+
+
+class Command(namedtuple("Command", "config name args problems")):
+    """The wrapper's invocation as read: its `config` (a default in place of every setting
+    that has a problem), the command's `name` (None: none was given), Signet's `args` (after
+    `session-start`) and the `problems` of its settings, in the order met."""
+
+    __slots__ = ()
+
+
+class _Bad(ValueError):
+    """A setting's value cannot be used; the message says why."""
+
+
+def _scan(argv: Sequence[str]) -> tuple[dict[str, tuple[str, str, str]], str | None, list[str],
+                                        list[Problem]]:  # fmt: skip
+    """The options given before the command (field -> (option, source, text)), the command,
+    the arguments after it and the problems met. The first `session-start` is the command
+    wherever it stands (what is before it is the wrapper's, right or wrong); another command
+    counts only when no `session-start` follows. A command's name is never an option's
+    value: an option right before one has no value."""
+    given: dict[str, tuple[str, str, str]] = {}
+    problems: list[Problem] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == SESSION_START or (token in COMMANDS and SESSION_START not in argv[i:]):
+            return given, token, list(argv[i + 1 :]), problems
+        name, eq, text = token.partition("=")
+        i += 1
+        if name not in _OPTIONS:
+            why = "unknown option" if token.startswith("-") else "not a wrapper option"
+            setting, value = (name, text if eq else None) if token.startswith("-") else (
+                "argument", token)  # fmt: skip
+            problems.append(Problem(setting, _COMMAND_LINE, value, why))
+            continue
+        if not eq:
+            if i >= len(argv) or argv[i] in COMMANDS:
+                problems.append(Problem(name, _COMMAND_LINE, None, "needs a value"))
+                continue
+            text = argv[i]
+            i += 1
+        if text:
+            given[_OPTIONS[name][0]] = (name, _COMMAND_LINE, text)
+        else:
+            problems.append(Problem(name, _COMMAND_LINE, text, "needs a value"))
+    return given, None, [], problems
+
+
+def _number(text: str, kind: type, low: float, *, above: bool = False) -> object:
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    ok = value is not None and (value > low if above else value >= low)
+    if not ok or value == float("inf"):
+        what = "an integer" if kind is int else "a number"
+        raise _Bad(f"expected {what} {'>' if above else '>='} {low:g}")
+    return value
+
+
+def _zone(tz: str) -> str:
+    from zoneinfo import ZoneInfo
+
+    try:
+        ZoneInfo(tz)
+    except (ValueError, OSError, KeyError):
+        raise _Bad("not a known IANA time zone") from None
+    return tz
+
+
+def _resident(text: str) -> str:
+    if text not in RESIDENT_MODES:
+        raise _Bad(f"expected one of {', '.join(RESIDENT_MODES)}")
+    return text
+
+
+def _path(text: str) -> Path:
+    return Path(text).expanduser()
+
+
+def _file(text: str) -> Path:
+    """An existing, readable file."""
+    path = Path(text).expanduser()
+    if path.is_dir():
+        raise _Bad("a folder, not a file")
+    if not path.is_file():
+        raise _Bad("no such file")
+    if not os.access(path, os.R_OK):
+        raise _Bad("not readable")
+    return path
+
+
+def _workbench(text: str) -> Path:
+    """A workbench file that may not exist yet, in a folder that does."""
+    path = Path(text).expanduser()
+    if path.is_dir():
+        raise _Bad("a folder, not the workbench file")
+    if not path.parent.is_dir():
+        raise _Bad(f"its folder {path.parent} does not exist")
+    return path
+
+
+def runnable(program: str, env: Mapping[str, str]) -> bool:
+    """Whether `program` names an executable file: a path, or a name on the PATH of `env`."""
+    if os.sep in program:
+        places = [program]
+    else:
+        places = [os.path.join(d, program) for d in os.get_exec_path(dict(env))]
+    return any(os.path.isfile(p) and os.access(p, os.X_OK) for p in places)
+
+
+class _Reader:
+    """The settings of one invocation: each from its option, else its variable, else its
+    default; a value that cannot be used is a problem and gives the default."""
+
+    def __init__(self, given: dict[str, tuple[str, str, str]], env: Mapping[str, str],
+                 problems: list[Problem]) -> None:  # fmt: skip
+        self.given, self.env, self.problems = given, env, problems
+
+    def get(self, field: str, parse: Callable[[str], T], default: T) -> T:
+        found = self.given.get(field)
+        if found is None:
+            var = next(v for f, v in _OPTIONS.values() if f == field)
+            text = self.env.get(var)
+            found = (var, _ENVIRONMENT, text) if text else None
+        if found is None:
+            return default
+        setting, source, text = found
+        try:
+            return parse(text)
+        except _Bad as exc:
+            self.problems.append(Problem(setting, source, text, str(exc)))
+            return default
+
+
+def _config(read: _Reader, check_paths: bool) -> HookConfig:
+    """The configuration (`check_paths`: the store, workbench and model given must be there,
+    and the `signet` given runnable, as a session start needs them)."""
+    as_file = _file if check_paths else _path
+    db = read.get("db", as_file, None) or default_store(read.env)
+    workbench = read.get("workbench", _workbench if check_paths else _path, None)
+    workbench = workbench or default_workbench(db)
+    model = read.get("model", as_file, None)
+
+    def signet(text: str) -> str:
+        if check_paths and not runnable(text, read.env):
+            raise _Bad(f"cannot be run (no executable file); {DEFAULT_SIGNET} on PATH runs")
+        return text
+
+    return HookConfig(
+        db=db,
+        workbench=workbench,
+        model=model or workbench.parent / SERVED_MODEL_FILE,
+        signet=read.get("signet", signet, DEFAULT_SIGNET),
+        limit=read.get("limit", lambda t: _number(t, int, 1), DEFAULT_LIMIT),
+        budget_ms=read.get("budget_ms", lambda t: _number(t, float, 0), DEFAULT_BUDGET_MS),
+        tz=read.get("tz", _zone, None),
+        resident=read.get("resident", _resident, RESIDENT_MODES[0]),
+        idle_s=read.get("idle_s", lambda t: _number(t, float, 0, above=True), DEFAULT_IDLE_S),
+    )
+
+
+def read_command(argv: Sequence[str], env: Mapping[str, str]) -> Command:
+    """The wrapper's invocation: never fails; what cannot be used is listed in `problems`
+    (module docstring). For `session-start` the paths given are checked as well."""
+    given, name, args, problems = _scan(argv)
+    config = _config(_Reader(given, env, problems), check_paths=name == SESSION_START)
+    if name is not None and name != SESSION_START and args:
+        problems.append(Problem(name, _COMMAND_LINE, " ".join(args),
+                                "takes no arguments (options go before it)"))  # fmt: skip
+    return Command(config, name, args, problems)
+
+
+def usage_error(command: Command) -> str:
+    """What the wrapper says of an invocation it cannot run (no command, or a problem of a
+    command of its own), its usage last."""
+    lines = [str(p) for p in command.problems]
+    if command.name is None:
+        lines.append(f"missing the command: {SESSION_START}")
+    return "\n".join(lines) + "\n" + USAGE
+
+
+def parse_command(argv: Sequence[str], env: Mapping[str, str]) -> tuple[HookConfig, str, list[str]]:
+    """The wrapper's options, the command and, for `session-start`, Signet's arguments; a
+    UsageError naming every problem (`read_command` is the lenient reading)."""
+    command = read_command(argv, env)
+    if command.name is None or command.problems:
+        raise UsageError(usage_error(command).rstrip("\n"))
+    return command.config, command.name, command.args
+
+
+def default_db(env: Mapping[str, str]) -> tuple[str, str]:
+    """The store when no option or variable names it, and why: Signet's own
+    (`$SIGNET_PATH/memory/memories.db` when `SIGNET_PATH` moves Signet's `~/.agents`, else
+    `DEFAULT_DB`)."""
+    source = SIGNET_PATH_VAR if env.get(SIGNET_PATH_VAR) else "default"
+    return str(default_store(env)), source
+
+
+def setting_sources(given: Mapping[str, str], env: Mapping[str, str]) -> dict[str, tuple]:
+    """Each setting's text as the wrapper reads it and where it came from: {field: (text, source)}
+    for the fields of `HookConfig`; the source is the option (`--db`), the variable
+    (`SIGNET_BENCH_DB`), `SIGNET_PATH` or "default" (text None: the default the wrapper derives,
+    a workbench beside the store, a model beside the workbench, `signet` on PATH). `given`:
+    the options of the command line by field, as `parse_command` collects them."""
+    out: dict[str, tuple] = {}
+    for option, (field, var) in _OPTIONS.items():
+        if given.get(field):
+            out[field] = (given[field], option)
+        elif env.get(var):
+            out[field] = (env[var], var)
+        else:
+            out[field] = (None, "default")
+    if out["db"][0] is None:
+        out["db"] = default_db(env)
+    return out

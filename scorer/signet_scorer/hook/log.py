@@ -1,0 +1,150 @@
+"""The session-start hook's record of what it injected: `hook_injections.db`, a SQLite file
+beside the workbench (never Signet's store, never `workbench.duckdb`, which the hook does not
+open), written append-only, one transaction per invocation. The library reads it with
+`signet_bench.store.hook_log`.
+
+- `hook_invocations`: one row per invocation: when, the session key and agent, the harness,
+  project and output format, whether the scorer's order was injected (`outcome` 'scorer') or
+  Signet's own output was kept ('signet', with the `reason`), the model and its version, the
+  pool size, how many memories were injected, Signet's exit code and the wrapper's time.
+- `hook_injections`: one row per injected memory of a session key and agent: its rank in the
+  injected block, its rank in Signet's answer, the scorer's probability (NULL when Signet's
+  order was kept), who chose it and the model version. Idempotent per session key and agent:
+  the first invocation that injected memories is the one recorded (a repeated session start
+  gets a short stub from Signet, which must not overwrite what was injected).
+
+Standard library only; `typing` is not imported at run time (the hook's start is on every
+session's path).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Generator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = [
+    "INJECTION_COLUMNS",
+    "INVOCATION_COLUMNS",
+    "LOG_DDL",
+    "InjectionLog",
+    "record_invocation",
+]
+
+INVOCATION_COLUMNS = (
+    "at",  # ISO time, UTC
+    "session_key",  # "" when the harness gave none
+    "agent_id",
+    "harness",
+    "project",
+    "output",  # plain | codex | json
+    "outcome",  # scorer | signet
+    "reason",  # why Signet's output was kept (NULL when the scorer's order was injected)
+    "model_path",
+    "model_version",
+    "pool",  # candidates scored
+    "injected",  # memories in the printed block
+    "context_rule",
+    "signet_exit",
+    "duration_ms",
+)
+INJECTION_COLUMNS = (
+    "session_key",
+    "agent_id",
+    "memory_id",
+    "invocation_id",
+    "rank",  # 1-based, in the injected block
+    "signet_rank",  # 1-based, in Signet's answer
+    "score",  # the scorer's probability over the pool; NULL when Signet's order was kept
+    "chosen_by",  # scorer | signet
+    "model_version",
+    "injected_at",
+)
+LOG_DDL = (
+    """CREATE TABLE IF NOT EXISTS hook_invocations (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at TEXT NOT NULL, session_key TEXT NOT NULL, agent_id TEXT NOT NULL,
+        harness TEXT, project TEXT, output TEXT NOT NULL, outcome TEXT NOT NULL, reason TEXT,
+        model_path TEXT, model_version TEXT, pool INTEGER, injected INTEGER,
+        context_rule TEXT, signet_exit INTEGER, duration_ms REAL)""",
+    """CREATE TABLE IF NOT EXISTS hook_injections (
+        session_key TEXT NOT NULL, agent_id TEXT NOT NULL, memory_id TEXT NOT NULL,
+        invocation_id INTEGER NOT NULL REFERENCES hook_invocations(id),
+        rank INTEGER NOT NULL, signet_rank INTEGER NOT NULL, score REAL,
+        chosen_by TEXT NOT NULL, model_version TEXT, injected_at TEXT NOT NULL,
+        PRIMARY KEY (session_key, agent_id, memory_id))""",
+)
+
+
+def _insert(table: str, columns: Sequence[str]) -> str:
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+
+
+class InjectionLog:
+    """The log opened for writing (WAL, tables created): opened while Signet works, so what is
+    left after the output is one short transaction."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.con = sqlite3.connect(str(path), timeout=1.0, isolation_level=None)
+        try:
+            self.con.execute("PRAGMA journal_mode = WAL")
+            self.con.execute("PRAGMA synchronous = NORMAL")
+            with self._transaction():
+                for ddl in LOG_DDL:
+                    self.con.execute(ddl)
+        except BaseException:
+            self.con.close()
+            raise
+
+    @contextmanager
+    def _transaction(self) -> Generator[None]:
+        self.con.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    def record(self, invocation: Mapping[str, Any], injections: Sequence[Mapping[str, Any]]) -> int:
+        """Append one invocation and, unless its session key and agent already have
+        injections (or it has no session key), its injected memories; one transaction.
+        Returns the invocation's id."""
+        con = self.con
+        with self._transaction():
+            cur = con.execute(
+                _insert("hook_invocations", INVOCATION_COLUMNS),
+                [invocation.get(c) for c in INVOCATION_COLUMNS],
+            )
+            rid = int(cur.lastrowid or 0)
+            key, agent = invocation["session_key"], invocation["agent_id"]
+            seen = con.execute(
+                "SELECT 1 FROM hook_injections WHERE session_key = ? AND agent_id = ? LIMIT 1",
+                [key, agent],
+            ).fetchone()
+            if key and seen is None:
+                con.executemany(
+                    _insert("hook_injections", INJECTION_COLUMNS),
+                    [[{**r, "invocation_id": rid}.get(c) for c in INJECTION_COLUMNS]
+                     for r in injections],
+                )  # fmt: skip
+        return rid
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def record_invocation(
+    path: str | Path, invocation: Mapping[str, Any], injections: Sequence[Mapping[str, Any]]
+) -> int:
+    """`InjectionLog.record` on a log opened for this one write."""
+    log = InjectionLog(path)
+    try:
+        return log.record(invocation, injections)
+    finally:
+        log.close()

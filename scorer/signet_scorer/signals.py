@@ -1,0 +1,372 @@
+"""Per-candidate signals beside the 17 features: evidence the scorer reads as extra inputs,
+computed by one definition on both sides (the trainer's samples and the server's requests call
+these functions on the same values, so training and serving agree bit for bit).
+
+Columns (`contract.SIGNAL_NAMES`), each in [0, 1], 0 where there is no evidence:
+
+- **lexical**: BM25 (k1 1.2, b 0.75) of each candidate's text for the session's query terms,
+  IDF over the candidate pool (SQLite FTS5's formula: ln((N − n + 0.5)/(n + 0.5)), floored at
+  1e-6), normalised as Signet normalises its keyword leg: score / max in the pool. Text and
+  terms are cut by the scorer's tokenizer (`signet_scorer.tokenize`) and lowercased, as FTS5 folds
+  case. The query terms are the prompt's (Signet's query shape) or, at session start, Signet
+  0.58's predicted-context terms (`session_start_terms`).
+- **entity_match**: the share of the query's entities (`query_entities`: capitalised tokens not
+  opening a sentence) that occur as tokens of the candidate's text, case kept.
+- **source_neighbourhood**: the highest cosine(context, m′) over the *other* embedded
+  candidates m′ of the candidate's source session (`source_neighbourhood`): a memory whose
+  session-mates answer the query is likely part of the answer. No source, no mate: 0.
+
+Free rankers on the same evidence: `hybrid_scores` is Signet's hybrid weighting
+(`HYBRID_VECTOR_WEIGHT`·cosine + (1 − it)·lexical) without its both-legs rule; a fresh scorer
+starts exactly at that order. Imports numpy and the standard library only.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import sqlite3
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import NamedTuple
+
+import numpy as np
+
+from signet_scorer.contract import N_SIGNALS, SIGNAL_NAMES
+from signet_scorer.tokenize import tokenize
+
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "HYBRID_VECTOR_WEIGHT",
+    "JOB_TIME_SQL",
+    "START_MAX_TERMS",
+    "START_TRANSCRIPTS",
+    "candidate_signals",
+    "entity_match",
+    "hybrid_scores",
+    "lexical_scores",
+    "query_entities",
+    "recent_transcripts",
+    "session_start_terms",
+    "signal_column",
+    "source_neighbourhood",
+    "sqlite_time",
+    "store_start_terms",
+]
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+IDF_FLOOR = 1e-6  # FTS5's floor for a term in more than half the documents
+HYBRID_VECTOR_WEIGHT = 0.7  # Signet's hybrid recall: 0.7 vector + 0.3 keyword
+
+# Signet 0.58's predicted-context query at session start (getPredictedContextMemories): the last
+# 5 completed summary jobs of the project, the first 3000 characters of each transcript, terms of
+# at least 4 characters [a-z0-9] found in at least 2 of them, the 10 most frequent.
+START_TRANSCRIPTS = 5
+START_TRANSCRIPT_CHARS = 3000
+START_MIN_TERM_CHARS = 4
+START_MIN_TRANSCRIPTS = 2
+START_MAX_TERMS = 10
+
+_START_TERM = re.compile(rf"[a-z0-9]{{{START_MIN_TERM_CHARS},}}")
+_SENTENCE_END = re.compile(r"[.!?]+")
+
+
+def signal_column(name: str) -> int:
+    """The column of a signal in the (n, N_SIGNALS) matrix; a clear error for an unknown name."""
+    try:
+        return SIGNAL_NAMES.index(name)
+    except ValueError:
+        raise KeyError(f"no signal {name!r}; the signals are {', '.join(SIGNAL_NAMES)}") from None
+
+
+# --- lexical ------------------------------------------------------------------------------------
+
+
+# Caches sized for a store's memories (2,000-4,000 texts), so a long-running sidecar's memory
+# stays bounded whatever texts it is sent.
+_TEXT_CACHE = 1 << 13
+
+
+class _Text(NamedTuple):
+    """What the signals read of one candidate text, tokenized once."""
+
+    counts: Counter[str]  # lowercased token -> count (BM25's term frequencies)
+    length: int  # tokens (BM25's document length)
+    lowered: frozenset[str]  # the lowercased tokens (does a query term occur at all?)
+    tokens: frozenset[str]  # the tokens, case kept (entity match)
+
+
+@functools.lru_cache(maxsize=_TEXT_CACHE)
+def _text(text: str) -> _Text:
+    """One text's tokens as the signals read them (cached: a pool is re-scored for every query
+    of its session, and its texts recur across sessions)."""
+    tokens = tokenize(text)
+    counts = Counter(t.lower() for t in tokens)
+    return _Text(counts, len(tokens), frozenset(counts), frozenset(tokens))
+
+
+def _texts(candidate_texts: Sequence[str | None]) -> list[_Text]:
+    """The pool's texts (`_text`); a missing text (None) is an empty document."""
+    return [_text(t or "") for t in candidate_texts]
+
+
+def _query_tokens(query_terms: Sequence[str]) -> list[str]:
+    """The distinct lowercased tokens of the query terms, in first-seen order."""
+    return list(dict.fromkeys(t.lower() for term in query_terms for t in tokenize(str(term))))
+
+
+def lexical_scores(
+    query_terms: Sequence[str] | None, candidate_texts: Sequence[str | None]
+) -> np.ndarray:
+    """(n,) float32 BM25 of each text for the query terms over this pool, divided by the
+    pool's maximum; all 0 when no term matches (or there are no terms). A missing text (None)
+    is an empty document."""
+    return _lexical(query_terms, _texts(candidate_texts))
+
+
+def _lexical(query_terms: Sequence[str] | None, docs: Sequence[_Text]) -> np.ndarray:
+    """`lexical_scores` over tokenized texts. Only the texts holding a query term are scored
+    (the others score 0 whatever the IDF); every value is computed as over the whole pool."""
+    n = len(docs)
+    out = np.zeros(n, dtype=np.float32)
+    query = _query_tokens(query_terms or ())
+    if n == 0 or not query:
+        return out
+    wanted = frozenset(query)
+    matched = [i for i, d in enumerate(docs) if not wanted.isdisjoint(d.lowered)]
+    if not matched:
+        return out
+    # token counts are whole numbers, so this sum is exact and the mean is numpy's to the bit
+    mean = max(sum(d.length for d in docs) / n, 1e-12)
+    score = dict.fromkeys(matched, 0.0)
+    for term in query:
+        tfs = [(i, docs[i].counts[term]) for i in matched if term in docs[i].counts]
+        if not tfs:
+            continue
+        idf = max(math.log((n - len(tfs) + 0.5) / (len(tfs) + 0.5)), IDF_FLOOR)
+        for i, tf in tfs:
+            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * docs[i].length / mean)
+            score[i] += idf * tf * (BM25_K1 + 1.0) / (tf + norm)
+    top = max(score.values())
+    out[matched] = np.array([score[i] / top for i in matched], dtype=np.float64).astype(np.float32)
+    return out
+
+
+def session_start_terms(transcripts: Sequence[str]) -> list[str]:
+    """Signet 0.58's session-start query terms from the last transcripts (newest first):
+    lowercased runs of >= 4 characters [a-z0-9] in the first 3000 characters of each, kept when
+    they occur in >= 2 transcripts, the 10 most frequent over all of them (ties: the term)."""
+    counts: Counter[str] = Counter()
+    spread: Counter[str] = Counter()
+    for text in list(transcripts)[:START_TRANSCRIPTS]:
+        found = _START_TERM.findall(str(text or "")[:START_TRANSCRIPT_CHARS].lower())
+        counts.update(found)
+        spread.update(set(found))
+    kept = [t for t in counts if spread[t] >= START_MIN_TRANSCRIPTS]
+    return sorted(kept, key=lambda t: (-counts[t], t))[:START_MAX_TERMS]
+
+
+# When a summary job was done, as text that orders correctly across Signet's two formats
+# (`2026-03-14T21:40:46.123Z` and `2026-03-14 21:40:46`).
+JOB_TIME_SQL = "REPLACE(REPLACE(COALESCE(completed_at, created_at), 'T', ' '), 'Z', '')"
+
+
+def sqlite_time(at: datetime) -> str:
+    """An aware time as SQLite's text form in UTC, comparable with both of Signet's formats
+    once their `T` and `Z` are normalised away (`recent_transcripts`)."""
+    if at.tzinfo is None:
+        raise ValueError(f"{at!r}: a naive time (give one with a time zone)")
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def recent_transcripts(
+    con: sqlite3.Connection, project: str | None, before: datetime | None = None
+) -> list[str]:
+    """The transcripts (first 3000 characters) of the last 5 completed `summary_jobs` of the
+    project (every project when None), newest first; with `before`, only jobs completed
+    before it (a replayed session start sees what was done by then)."""
+    when = JOB_TIME_SQL
+    where = ["status = 'completed'"]
+    args: list[object] = []
+    if project:
+        where.append("project = ?")
+        args.append(project)
+    if before is not None:
+        where.append(f"{when} < ?")
+        args.append(sqlite_time(before))
+    sql = (
+        f"SELECT SUBSTR(transcript, 1, {START_TRANSCRIPT_CHARS}) FROM summary_jobs "
+        f"WHERE {' AND '.join(where)} ORDER BY {when} DESC, id DESC LIMIT {START_TRANSCRIPTS}"
+    )
+    return [str(r[0] or "") for r in con.execute(sql, args).fetchall()]
+
+
+def store_start_terms(
+    con: sqlite3.Connection, project: str | None, before: datetime | None = None
+) -> list[str]:
+    """A session start's query terms from the store (`recent_transcripts` →
+    `session_start_terms`): what a hook, the session loop and the trainer all send."""
+    return session_start_terms(recent_transcripts(con, project, before))
+
+
+# --- entities -----------------------------------------------------------------------------------
+
+
+def query_entities(text: str | None) -> list[str]:
+    """The names in a query: tokens (`signet_scorer.tokenize`) of two or more characters that start
+    with a capital letter and do not open a sentence (a sentence opens the text and follows
+    `.`, `!` or `?`), distinct, case kept ("When did Caroline go to the LGBTQ group?" →
+    Caroline, LGBTQ)."""
+    found: list[str] = []
+    for sentence in _SENTENCE_END.split(text or ""):
+        found += [t for t in tokenize(sentence)[1:] if len(t) >= 2 and t[0].isupper()]
+    return list(dict.fromkeys(found))
+
+
+def entity_match(
+    entities: Sequence[str] | None, candidate_texts: Sequence[str | None]
+) -> np.ndarray:
+    """(n,) float32: the share of `entities` that are tokens of each text (0 without
+    entities; a missing text matches none)."""
+    return _entity_match(entities, _texts(candidate_texts))
+
+
+def _entity_match(entities: Sequence[str] | None, docs: Sequence[_Text]) -> np.ndarray:
+    """`entity_match` over tokenized texts."""
+    names = frozenset(entities or ())
+    hits = np.zeros(len(docs), dtype=np.float64)
+    if not names:
+        return hits.astype(np.float32)
+    for i, d in enumerate(docs):
+        if not names.isdisjoint(d.tokens):
+            hits[i] = len(names & d.tokens)
+    return (hits / len(names)).astype(np.float32)
+
+
+# --- source neighbourhood -----------------------------------------------------------------------
+
+
+def _context_cosines(context: np.ndarray, embeddings: np.ndarray, has: np.ndarray) -> np.ndarray:
+    """cosine(context, embedding) in float64 by elementwise sums over a C-ordered copy (no
+    BLAS, so the value does not depend on the arrays' layout or thread count); 0 where either
+    vector is zero or the candidate has no embedding. The signal's definition: the float32
+    values `source_neighbourhood` returns are these cosines rounded."""
+    ctx = np.asarray(context, dtype=np.float64).reshape(-1)
+    emb = np.ascontiguousarray(embeddings, dtype=np.float64)
+    dots = np.einsum("ij,j->i", emb, ctx)
+    norms = np.sqrt(np.einsum("ij,ij->i", emb, emb)) * math.sqrt(float(np.dot(ctx, ctx)))
+    return np.divide(dots, norms, out=np.zeros_like(dots), where=has & (norms > 0))
+
+
+def _fast_context_cosines(
+    context: np.ndarray, embeddings: np.ndarray, has: np.ndarray, used: np.ndarray
+) -> np.ndarray:
+    """`_context_cosines` by BLAS dot products (half the time), or by that function itself
+    when the rows in `used` might round to other float32 values or pick another best mate.
+
+    Any float64 cosine of n-dim vectors is within e = (2n + 4)·2^-53 of the exact one (the
+    standard bound for a sum of products, a square root, a product and a quotient), so the
+    two computations differ by at most 2e. A value more than 2e (plus its own rounding)
+    from every float32 rounding midpoint therefore rounds as the reference does; and when
+    all used values are, two mates the computations order differently lie within 4e of each
+    other with no midpoint between them, so either choice rounds to the same float32 value.
+    Only float32 vectors take this path (their squares and products are exact in float64,
+    with no underflow); anything else, and any value too near a midpoint, takes the
+    reference computation."""
+    if np.asarray(embeddings).dtype != np.float32 or np.asarray(context).dtype != np.float32:
+        return _context_cosines(context, embeddings, has)
+    ctx = np.asarray(context, dtype=np.float64).reshape(-1)
+    emb = np.ascontiguousarray(embeddings, dtype=np.float64)
+    norms = np.sqrt(np.vecdot(emb, emb)) * math.sqrt(float(np.dot(ctx, ctx)))
+    cos = np.divide(np.vecdot(emb, ctx), norms, out=np.zeros(len(emb)), where=has & (norms > 0))
+    margin = (4 * ctx.size + 12) * 2.0**-53 * 1.01
+    if not _rounds_alike(cos[used[norms[used] > 0]], margin):  # a zero vector's 0 is exact
+        return _context_cosines(context, embeddings, has)
+    return cos
+
+
+def _rounds_alike(values: np.ndarray, margin: float) -> bool:
+    """True when every float64 value rounds to the same float32 as anything within `margin`
+    of it: no float32 rounding midpoint lies in [value − margin, value + margin]."""
+    return np.array_equal(
+        (values - margin).astype(np.float32), (values + margin).astype(np.float32)
+    )
+
+
+def source_neighbourhood(
+    context: np.ndarray | None,
+    embeddings: np.ndarray,
+    has_embedding: np.ndarray,
+    sources: Sequence[str | None],
+) -> np.ndarray:
+    """(n,) float32: for each candidate, the highest cosine(context, m′) over the other
+    embedded candidates m′ with the same source (its memory's source session); 0 without a
+    context, without a source or without such a mate."""
+    n = len(sources)
+    out = np.zeros(n, dtype=np.float32)
+    if context is None or n == 0:
+        return out
+    has = np.asarray(has_embedding, dtype=bool)
+    codes: dict[str, int] = {}
+    group = np.array([-1 if s is None else codes.setdefault(str(s), len(codes)) for s in sources])
+    mates = np.flatnonzero((group >= 0) & has)
+    if mates.size < 2:
+        return out
+    cos = _fast_context_cosines(context, embeddings, has, mates)
+    # per group, the best and second-best embedded member: a member's best mate is the
+    # group's best unless it is that best itself, then the second
+    order = mates[np.lexsort((mates, -cos[mates], group[mates]))]
+    in_order = group[order]
+    first = np.empty(order.size, dtype=bool)
+    first[0] = True
+    np.not_equal(in_order[1:], in_order[:-1], out=first[1:])
+    best = np.full(len(codes), -1, dtype=np.int64)
+    second = np.full(len(codes), -1, dtype=np.int64)
+    best[group[order[first]]] = order[first]
+    after = np.flatnonzero(first) + 1
+    after = after[after < order.size]
+    after = after[in_order[after] == in_order[after - 1]]
+    second[group[order[after]]] = order[after]
+    known = group >= 0
+    g = group[known]
+    pick = np.where(best[g] == np.flatnonzero(known), second[g], best[g])
+    value = np.where(pick >= 0, cos[np.maximum(pick, 0)], 0.0)
+    out[known] = value.astype(np.float32)
+    return out
+
+
+# --- all signals --------------------------------------------------------------------------------
+
+
+def candidate_signals(
+    *,
+    query_terms: Sequence[str] | None,
+    query_entities: Sequence[str] | None,
+    candidate_texts: Sequence[str | None],
+    context: np.ndarray | None,
+    embeddings: np.ndarray,
+    has_embedding: np.ndarray,
+    sources: Sequence[str | None] | None,
+) -> np.ndarray:
+    """(n, N_SIGNALS) float32, columns in `SIGNAL_NAMES` order (module docstring)."""
+    docs = _texts(candidate_texts)
+    out = np.zeros((len(docs), N_SIGNALS), dtype=np.float32)
+    out[:, signal_column("lexical")] = _lexical(query_terms, docs)
+    out[:, signal_column("entity_match")] = _entity_match(query_entities, docs)
+    if sources is not None:
+        out[:, signal_column("source_neighbourhood")] = source_neighbourhood(
+            context, embeddings, has_embedding, sources
+        )
+    return out
+
+
+def hybrid_scores(cosine: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+    """(n,) float64 `HYBRID_VECTOR_WEIGHT`·cosine + (1 − it)·lexical: the free ranker a fresh
+    scorer starts at (Signet's weights, on every candidate rather than only where both legs
+    score)."""
+    a = HYBRID_VECTOR_WEIGHT
+    return a * np.asarray(cosine, dtype=np.float64) + (1.0 - a) * np.asarray(lexical, np.float64)

@@ -1,0 +1,407 @@
+"""The candidates' signals (`signet_scorer.signals`): each function against its definition worked
+out by hand or by brute force, the session-start terms from a real SQLite store, and the server
+computing them from a request's own parameters."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from signet_bench.store.schema import connect_writer, create_store
+from signet_bench.store.write import insert_summary_job
+from signet_scorer import ScoreQuery, contract, signals
+from signet_scorer.scorer import ParamError, Scorer, parse_score_params
+from signet_scorer.signals import (
+    candidate_signals,
+    entity_match,
+    hybrid_scores,
+    lexical_scores,
+    query_entities,
+    recent_transcripts,
+    session_start_terms,
+    signal_column,
+    source_neighbourhood,
+    store_start_terms,
+)
+from tests.scorer.conftest import request
+
+# --- lexical ------------------------------------------------------------------------------------
+
+
+def bm25_by_hand(terms: list[str], docs: list[list[str]]) -> np.ndarray:
+    """Okapi BM25 (k1 1.2, b 0.75, FTS5's IDF floor) written out term by term."""
+    n = len(docs)
+    avgdl = sum(len(d) for d in docs) / n
+    out = []
+    for d in docs:
+        total = 0.0
+        for t in terms:
+            hits = sum(t in other for other in docs)
+            if hits == 0:
+                continue
+            idf = max(math.log((n - hits + 0.5) / (hits + 0.5)), 1e-6)
+            tf = d.count(t)
+            total += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(d) / avgdl))
+        out.append(total)
+    top = max(out)
+    return np.array(out) / top if top > 0 else np.zeros(n)
+
+
+def test_lexical_is_bm25_over_the_pool_divided_by_its_maximum():
+    texts = [
+        "Deploy the cache fix to staging",
+        "cache cache cache everywhere in the cache layer",
+        "Rollback of the deploy failed",
+        "unrelated words only here",
+        "the the the the the",
+        "the cache",
+    ]
+    docs = [t.lower().split() for t in texts]
+    got = lexical_scores(["cache", "Deploy", "the"], texts)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, bm25_by_hand(["cache", "deploy", "the"], docs), rtol=1e-6)
+    assert got.max() == 1.0 and got[3] == 0.0
+
+
+def test_lexical_without_terms_or_matches_is_zero():
+    texts = ["alpha beta", "gamma", None, ""]
+    for terms in (None, [], ["delta"], ["   "]):
+        np.testing.assert_array_equal(lexical_scores(terms, texts), np.zeros(4, np.float32))
+    assert lexical_scores(["alpha"], []).shape == (0,)
+    # a missing text is an empty document: it matches nothing but counts in the pool
+    np.testing.assert_array_equal(lexical_scores(["gamma"], texts) > 0, [False, True, False, False])
+
+
+def test_lexical_cuts_terms_as_the_tokenizer_does():
+    """A hyphenated identifier is one token on both sides; case is folded."""
+    texts = ["run pre-commit hooks", "commit often", "PRE-COMMIT config"]
+    got = lexical_scores(["pre-commit"], texts)
+    assert got[0] > 0 and got[2] > 0 and got[1] == 0
+
+
+# --- session-start terms ------------------------------------------------------------------------
+
+
+def test_start_terms_follow_signets_predicted_context_rule():
+    transcripts = [
+        "Fixed the Postgres index; postgres index again. tiny 123 abc",
+        "postgres vacuum and INDEX tuning, deploy",
+        "deploy deploy deploy cache",
+        "cache warmup",
+        "word " * 800 + "lateword",  # beyond 3000 characters: cut
+        "lateword lateword",  # the sixth: not read
+    ]
+    terms = session_start_terms(transcripts)
+    # in >= 2 transcripts, >= 4 characters, by total count then the term
+    assert terms == ["deploy", "index", "postgres", "cache"]
+    assert "lateword" not in terms and "word" not in terms  # one transcript each
+    many = [" ".join(f"term{i:02d}" for i in range(15))] * 2
+    assert session_start_terms(many) == [f"term{i:02d}" for i in range(10)]
+    assert session_start_terms([]) == [] and session_start_terms(["only one"]) == []
+
+
+@pytest.fixture
+def jobs_store(tmp_path):
+    """A store whose completed summary jobs use both of Signet's timestamp formats."""
+    db = tmp_path / "memories.db"
+    create_store(db)
+    con = connect_writer(db)
+    t0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+    rows = [  # (key, project, minutes after t0, status, transcript, iso format)
+        ("a", "web", 0, "completed", "alpha deploy", True),
+        ("b", "web", 10, "completed", "beta deploy", False),
+        ("c", "api", 20, "completed", "gamma deploy", True),
+        ("d", "web", 30, "pending", "delta deploy", True),
+        ("e", "web", 40, "completed", "epsilon deploy alpha", False),
+    ]
+    with con:
+        for key, project, minutes, status, text, iso in rows:
+            at = t0 + timedelta(minutes=minutes)
+            stamp = at.strftime("%Y-%m-%dT%H:%M:%S.000Z" if iso else "%Y-%m-%d %H:%M:%S")
+            insert_summary_job(
+                con, key, harness="test", project=project, transcript=text, status=status,
+                created_at=stamp, completed_at=stamp if status == "completed" else None,
+            )  # fmt: skip
+    yield con, t0
+    con.close()
+
+
+def test_recent_transcripts_are_the_projects_completed_jobs_before_the_start(jobs_store):
+    con, t0 = jobs_store
+    assert recent_transcripts(con, "web") == ["epsilon deploy alpha", "beta deploy", "alpha deploy"]
+    assert recent_transcripts(con, "web", t0 + timedelta(minutes=35)) == [
+        "beta deploy",
+        "alpha deploy",
+    ]
+    # the two formats order by time (a plain text comparison would put "2026-03-01 09:10" first)
+    assert recent_transcripts(con, None, t0 + timedelta(minutes=25)) == [
+        "gamma deploy",
+        "beta deploy",
+        "alpha deploy",
+    ]
+    assert recent_transcripts(con, "web", t0) == []
+    assert store_start_terms(con, "web") == ["deploy", "alpha"]
+    with pytest.raises(ValueError, match="naive"):
+        recent_transcripts(con, "web", datetime(2026, 3, 1))
+
+
+# --- entities -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("When did Caroline go to the LGBTQ support group?", ["Caroline", "LGBTQ"]),
+        ("What did Melanie paint? Did Caroline see it", ["Melanie", "Caroline"]),
+        ("Caroline said I should go", []),  # opens the sentence; one letter
+        ("how is Jon's dance studio doing", ["Jon"]),
+        ("", []),
+    ],
+)
+def test_query_entities_are_capitalised_tokens_inside_sentences(text, names):
+    assert query_entities(text) == names
+
+
+def test_entity_match_is_the_share_of_names_in_the_text():
+    texts = ["Caroline joined the LGBTQ group", "Melanie painted", "caroline lowercase", None]
+    got = entity_match(["Caroline", "LGBTQ", "Caroline"], texts)
+    np.testing.assert_array_equal(got, np.array([1.0, 0.0, 0.0, 0.0], np.float32))
+    np.testing.assert_array_equal(entity_match(["Melanie", "Jon"], texts)[1], 0.5)
+    np.testing.assert_array_equal(entity_match([], texts), np.zeros(4, np.float32))
+
+
+# --- source neighbourhood -----------------------------------------------------------------------
+
+
+def neighbourhood_by_brute_force(ctx, emb, has, sources) -> np.ndarray:
+    out = np.zeros(len(sources))
+    for i, s in enumerate(sources):
+        mates = [
+            float(emb[j] @ ctx / (np.linalg.norm(emb[j]) * np.linalg.norm(ctx)))
+            if np.linalg.norm(emb[j]) > 0
+            else 0.0
+            for j in range(len(sources))
+            if j != i and s is not None and sources[j] == s and has[j]
+        ]
+        out[i] = max(mates) if mates else 0.0
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_neighbourhood_is_the_best_other_member_of_the_source(seed):
+    rng = np.random.default_rng(seed)
+    n = 40
+    emb = rng.normal(size=(n, 8)).astype(np.float32)
+    emb[3] = 0.0  # a zero vector flagged as embedded
+    has = rng.random(n) > 0.2
+    sources = [None if rng.random() < 0.15 else f"s{int(rng.integers(0, 9))}" for _ in range(n)]
+    ctx = rng.normal(size=8).astype(np.float32)
+    got = source_neighbourhood(ctx, emb, has, sources)
+    np.testing.assert_allclose(got, neighbourhood_by_brute_force(ctx, emb, has, sources), atol=1e-6)
+    # ties: two best members each see the other
+    emb[:2] = emb[0]
+    tie = source_neighbourhood(ctx, emb, np.ones(n, bool), ["t", "t"] + [None] * (n - 2))
+    assert tie[0] == tie[1] != 0.0 and not tie[2:].any()
+
+
+def test_neighbourhood_does_not_depend_on_the_embeddings_layout_or_precision():
+    """The trainer's samples and the server's requests hold the same vectors in arrays of other
+    layouts (a column-major block, a strided view, float64): every one gives the same bits."""
+    rng = np.random.default_rng(11)
+    n, dim = 60, 300
+    emb = rng.normal(size=(n, dim)).astype(np.float32)
+    has = rng.random(n) > 0.2
+    sources = [f"s{i % 7}" for i in range(n)]
+    ctx = rng.normal(size=dim).astype(np.float32)
+    want = source_neighbourhood(ctx, emb, has, sources)
+    wide = np.zeros((n, 2 * dim), np.float32)
+    wide[:, ::2] = emb
+    for other in (np.asfortranarray(emb), wide[:, ::2], emb.astype(np.float64)):
+        np.testing.assert_array_equal(source_neighbourhood(ctx, other, has, sources), want)
+
+
+@pytest.mark.parametrize("dim", [3, 64, 768, 1536])
+def test_neighbourhood_by_blas_rounds_as_the_reference(dim, monkeypatch):
+    """The BLAS cosines give the reference's float32 values to the bit, duplicates, scaled
+    and nearly equal mates, zero and orthogonal rows included (then the reference runs)."""
+    rng = np.random.default_rng(dim)
+    for _ in range(40):
+        n = int(rng.integers(2, 120))
+        emb = rng.normal(size=(n, dim)) * rng.choice([1.0, 1e-3, 1e3])
+        for i, j in rng.integers(0, n, size=(n // 3, 2)):
+            emb[i] = rng.choice([1.0, 2.0, 0.0]) * emb[j] + 1e-7 * rng.normal(size=dim)
+        emb = emb.astype(np.float32)
+        has = rng.random(n) > 0.1
+        ctx = emb[: int(rng.integers(1, 6))].mean(axis=0)
+        sources = [None if rng.random() < 0.1 else f"s{int(rng.integers(0, 8))}" for _ in range(n)]
+        got = source_neighbourhood(ctx, emb, has, sources)
+        with monkeypatch.context() as m:
+            m.setattr(
+                signals,
+                "_fast_context_cosines",
+                lambda c, e, h, used: signals._context_cosines(c, e, h),
+            )
+            want = source_neighbourhood(ctx, emb, has, sources)
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    one_hot = np.eye(4, dtype=np.float32)  # exact zero cosines: the reference decides
+    got = source_neighbourhood(one_hot[0], one_hot, np.ones(4, bool), ["a"] * 4)
+    np.testing.assert_array_equal(got, [0.0, 1.0, 1.0, 1.0])
+
+
+def test_ordinary_vectors_take_the_blas_path(monkeypatch):
+    """The reference computation is the exception: 100 random 768-d candidates never need it."""
+    rng = np.random.default_rng(5)
+    emb = rng.normal(size=(100, 768)).astype(np.float32)
+    sources = [f"s{i // 10}" for i in range(100)]
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("the reference cosines ran")
+
+    monkeypatch.setattr(signals, "_context_cosines", refuse)
+    assert source_neighbourhood(emb[:10].mean(axis=0), emb, np.ones(100, bool), sources).all()
+
+
+def test_a_value_near_a_float32_midpoint_does_not_round_alike():
+    low = np.float32(0.3)
+    mid = (float(low) + float(np.nextafter(low, np.float32(1)))) / 2
+    assert not signals._rounds_alike(np.array([0.1, mid]), 1e-12)
+    assert signals._rounds_alike(np.array([0.1, mid + 2e-12, float(low)]), 1e-12)
+    assert not signals._rounds_alike(np.array([mid + 2e-12]), 3e-12)
+
+
+def test_neighbourhood_without_context_or_sources_is_zero():
+    emb = np.eye(3, dtype=np.float32)
+    has = np.ones(3, bool)
+    assert not source_neighbourhood(None, emb, has, ["a", "a", "a"]).any()
+    assert not source_neighbourhood(emb[0], emb, has, [None, None, None]).any()
+    assert not source_neighbourhood(emb[0], emb, has, ["a", "b", "c"]).any()
+
+
+def test_candidate_signals_are_the_columns_in_contract_order():
+    texts = ["Caroline likes the cache", "cache", "Melanie"]
+    emb = np.eye(3, dtype=np.float32)
+    got = candidate_signals(
+        query_terms=["cache"], query_entities=["Caroline"], candidate_texts=texts,
+        context=np.ones(3, np.float32), embeddings=emb, has_embedding=np.ones(3, bool),
+        sources=["s", "s", None],
+    )  # fmt: skip
+    assert got.shape == (3, contract.N_SIGNALS) and got.dtype == np.float32
+    np.testing.assert_array_equal(
+        got[:, signal_column("lexical")], lexical_scores(["cache"], texts)
+    )
+    np.testing.assert_array_equal(got[:, signal_column("entity_match")], [1.0, 0.0, 0.0])
+    assert got[0, signal_column("source_neighbourhood")] == pytest.approx(1 / math.sqrt(3))
+    with pytest.raises(KeyError, match="lexical, entity_match"):
+        signal_column("bm25")
+
+
+def test_hybrid_is_signets_weighting():
+    np.testing.assert_allclose(hybrid_scores([1.0, 0.0], [0.0, 1.0]), [0.7, 0.3])
+
+
+# --- the server ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def golden(golden_onnx) -> Scorer:
+    scorer = Scorer.open(golden_onnx)
+    assert scorer.ready, scorer.reason
+    return scorer
+
+
+def with_query(req: dict) -> dict:
+    n = len(req["candidate_ids"])
+    return {
+        **req,
+        "candidate_texts": [
+            f"deploy cache note {i} Caroline" if i % 4 else "other" for i in range(n)
+        ],
+        "query_terms": ["deploy", "cache"],
+        "query_entities": ["Caroline"],
+        "candidate_sources": [f"s{i % 3}" if i % 5 else None for i in range(n)],
+    }
+
+
+def test_the_server_computes_the_signals_from_the_request(golden):
+    req = with_query(request(n=12, seed=3))
+    inputs = parse_score_params(req, golden.info).inputs
+    has = inputs[contract.INPUT_HAS_EMBEDDING]
+    expected = candidate_signals(
+        query_terms=req["query_terms"], query_entities=req["query_entities"],
+        candidate_texts=req["candidate_texts"], context=inputs[contract.INPUT_CONTEXT],
+        embeddings=np.where(has[:, None], inputs[contract.INPUT_CANDIDATE_EMBEDDINGS], 0.0),
+        has_embedding=has, sources=req["candidate_sources"],
+    )  # fmt: skip
+    got = inputs[contract.INPUT_SIGNALS]
+    np.testing.assert_array_equal(got, expected)
+    assert got[:, 0].any() and got[:, 1].any() and got[:, 2].any()
+    plain = golden.score_request(request(n=12, seed=3))
+    assert golden.score_request(req) != plain  # the golden model weighs the lexical signal
+
+
+def test_a_request_without_query_parameters_has_zero_signals(golden):
+    inputs = parse_score_params(request(n=5), golden.info).inputs
+    np.testing.assert_array_equal(inputs[contract.INPUT_SIGNALS], np.zeros((5, 3), np.float32))
+
+
+def test_in_process_keywords_reach_the_signals(golden):
+    req = with_query(request(n=6, seed=1))
+    via_api = golden.score(ScoreQuery(**{**req, "query_terms": tuple(req["query_terms"])}))
+    assert via_api.ok and via_api.scores == golden.score_request(req)
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"query_terms": "deploy"}, "query_terms"),
+        ({"query_terms": ["ok", 3]}, "query_terms[1]"),
+        ({"query_entities": {"a": 1}}, "query_entities"),
+        ({"query_terms": ["x"] * (contract.MAX_QUERY_TERMS + 1)}, "query_terms"),
+        ({"candidate_sources": ["a", 7]}, "candidate_sources[1]"),
+        ({"candidate_sources": ["a"] * 40}, "candidate_sources"),
+    ],
+)
+def test_bad_query_parameters_name_the_field(golden, change, field):
+    with pytest.raises(ParamError) as err:
+        parse_score_params({**request(n=6), **change}, golden.info)
+    assert err.value.field == field
+
+
+def test_a_graph_exported_before_the_signals_still_serves(golden_onnx, tmp_path):
+    """An older graph has no signal input: it loads, and a request with query terms scores
+    exactly as one without."""
+    import onnx
+    from onnx import helper
+
+    model = onnx.load(str(golden_onnx))
+    graph = model.graph
+    # the signal columns become zeros made from the features, and the input goes
+    n_signals = len(contract.SIGNAL_NAMES)
+    zeros = [
+        helper.make_node("Constant", [], ["old/bounds"], value_ints=[0, n_signals, 1]),
+        helper.make_node("Split", ["old/bounds"], ["old/start", "old/stop", "old/axis"], axis=0),
+        helper.make_node(
+            "Slice", [contract.INPUT_FEATURES, "old/start", "old/stop", "old/axis"], ["old/cols"]
+        ),
+        helper.make_node("Constant", [], ["old/zero"], value_float=0.0),
+        helper.make_node("Mul", ["old/cols", "old/zero"], [contract.INPUT_SIGNALS]),
+    ]
+    nodes = zeros + list(graph.node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    inputs = [i for i in graph.input if i.name != contract.INPUT_SIGNALS]
+    del graph.input[:]
+    graph.input.extend(inputs)
+    old = tmp_path / "old.onnx"
+    onnx.save(model, str(old))
+    scorer = Scorer.open(old)
+    assert scorer.ready, scorer.reason
+    assert scorer.info.n_signals == 0
+    req = with_query(request(n=8, seed=2))
+    plain = {
+        k: v for k, v in req.items() if not k.startswith("query_") and k != "candidate_sources"
+    }
+    assert scorer.score_request(req) == scorer.score_request(plain)
