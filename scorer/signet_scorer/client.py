@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from signet_scorer import contract as c
 from signet_scorer import jsonio
@@ -82,7 +82,7 @@ class SidecarClient:
         self.crash_times: deque[float] = deque()
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
         self.ready = threading.Event()  # set while a started sidecar answers
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._pending: dict[str, _Pending] = {}
         self._ids = itertools.count(1)
         self._write_lock = threading.Lock()
@@ -155,7 +155,7 @@ class SidecarClient:
         self.ready.set()
         return True
 
-    def _read_stdout(self, proc: subprocess.Popen, stream: Any) -> None:
+    def _read_stdout(self, proc: subprocess.Popen[bytes], stream: Any) -> None:
         for line in stream:
             try:
                 msg = jsonio.loads(line)
@@ -163,23 +163,24 @@ class SidecarClient:
                 continue
             if not isinstance(msg, dict):
                 continue
+            reply = cast("dict[str, Any]", msg)  # a JSON object: text keys
             with self._lock:
-                pending = self._pending.pop(str(msg.get("id")), None)
+                pending = self._pending.pop(str(reply.get("id")), None)
             if pending is None:
                 continue  # the answer to a call that timed out
-            err = msg.get("error")
+            err = reply.get("error")
             if err is not None:
                 pending.error = f"{err.get('code')}: {err.get('message')}"
             else:
-                pending.result = msg.get("result")
+                pending.result = reply.get("result")
             pending.done.set()
         self._exited(proc)
 
-    def _read_stderr(self, proc: subprocess.Popen, stream: Any) -> None:
+    def _read_stderr(self, proc: subprocess.Popen[bytes], stream: Any) -> None:
         for line in stream:
             self.stderr_tail.append(line.decode("utf-8", "replace").rstrip())
 
-    def _exited(self, proc: subprocess.Popen) -> None:
+    def _exited(self, proc: subprocess.Popen[bytes]) -> None:
         """The sidecar's stdout closed: fail pending calls; record a crash unless stopping."""
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5)
@@ -220,7 +221,8 @@ class SidecarClient:
             if self.start():
                 return
             with self._lock:
-                if self.status_name == "failed":
+                # start() may have set it: pyright keeps the narrowing across the call
+                if self.status_name == "failed":  # pyright: ignore[reportUnnecessaryComparison]
                     self.status_name = "restarting"
         self.status_name = "failed"
 
@@ -237,7 +239,7 @@ class SidecarClient:
             return self.start()
         return self.status_name == "running" and proc is not None
 
-    def _kill(self, proc: subprocess.Popen) -> None:
+    def _kill(self, proc: subprocess.Popen[bytes]) -> None:
         with contextlib.suppress(OSError):
             proc.kill()
 
@@ -287,7 +289,9 @@ class SidecarClient:
             self.counters["fail_open"] += 1
         return result
 
-    def _call(self, proc: subprocess.Popen | None, method: str, params: Any, timeout_ms: float):
+    def _call(
+        self, proc: subprocess.Popen[bytes] | None, method: str, params: Any, timeout_ms: float
+    ) -> Any:
         if proc is None:
             return None
         rid = f"req-{next(self._ids)}"
