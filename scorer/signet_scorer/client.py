@@ -28,7 +28,7 @@ from signet_scorer import jsonio
 from signet_scorer.query import ScoreQuery
 from signet_scorer.request import TrainingRequest
 
-__all__ = ["SidecarClient", "sidecar_command"]
+__all__ = ["SidecarClient", "sidecar_command", "stop_process"]
 
 STDERR_TAIL = 50
 
@@ -39,6 +39,17 @@ def sidecar_command(
     """The command line that starts the sidecar on `model`."""
     dims = ["--native-dim", str(native_dim)]
     return [python, "-m", "signet_scorer", "--model", str(model), *dims, *args]
+
+
+def stop_process(proc: subprocess.Popen[Any], grace_s: float) -> None:
+    """SIGTERM `proc`, then SIGKILL when it has not exited within `grace_s`; returns once it
+    has exited (the sidecar and the dashboard's server stop so)."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 @dataclass(slots=True)
@@ -259,12 +270,7 @@ class SidecarClient:
         try:
             proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
-            proc.terminate()
-            try:
-                proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc, 2)
         self.status_name = "stopped"
 
     def __enter__(self) -> Self:

@@ -29,22 +29,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, NamedTuple, TypeGuard
 
-    class _Invocation(NamedTuple):  # the fields' types (`typing` stays unloaded)
-        args: tuple[str, ...]
-        options: dict[str, str]
-        output: str
-        json_args: tuple[str, ...]
-
-    class _HookInput(NamedTuple):
-        parsed: dict[str, Any] | None
-        malformed: bool
-        session_key: str
-        project: str
-        agent_id: str
-else:
-    _Invocation = namedtuple("Invocation", "args options output json_args")
-    _HookInput = namedtuple("HookInput", "parsed malformed session_key project agent_id")
-
 __all__ = [
     "OUTPUTS",
     "HookInput",
@@ -85,6 +69,17 @@ class Unusable(ValueError):
 def is_text(value: Any) -> TypeGuard[str]:
     """A JSON string (not a number kept as text)."""
     return isinstance(value, str) and not isinstance(value, JsNumber)
+
+
+if TYPE_CHECKING:  # the fields' types (`typing` stays unloaded)
+
+    class _Invocation(NamedTuple):
+        args: tuple[str, ...]
+        options: dict[str, str]
+        output: str
+        json_args: tuple[str, ...]
+else:
+    _Invocation = namedtuple("Invocation", "args options output json_args")
 
 
 class Invocation(_Invocation):
@@ -152,6 +147,18 @@ def _pick(*values: Any) -> str:
         if is_text(value) and js_trim(value):
             return value
     return ""
+
+
+if TYPE_CHECKING:
+
+    class _HookInput(NamedTuple):
+        parsed: dict[str, Any] | None
+        malformed: bool
+        session_key: str
+        project: str
+        agent_id: str
+else:
+    _HookInput = namedtuple("HookInput", "parsed malformed session_key project agent_id")
 
 
 class HookInput(_HookInput):
