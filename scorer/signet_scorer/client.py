@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self, cast
+from typing import Any, Self
 
 from signet_scorer import contract as c
 from signet_scorer import jsonio
@@ -172,9 +172,9 @@ class SidecarClient:
                 msg = jsonio.loads(line)
             except jsonio.DecodeError:
                 continue
-            if not isinstance(msg, dict):
+            reply = jsonio.json_object(msg)
+            if reply is None:
                 continue
-            reply = cast("dict[str, Any]", msg)  # a JSON object: text keys
             with self._lock:
                 pending = self._pending.pop(str(reply.get("id")), None)
             if pending is None:
