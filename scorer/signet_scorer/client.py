@@ -28,7 +28,7 @@ from signet_scorer import jsonio
 from signet_scorer.query import ScoreQuery
 from signet_scorer.request import TrainingRequest
 
-__all__ = ["SidecarClient", "sidecar_command"]
+__all__ = ["SidecarClient", "sidecar_command", "stop_process"]
 
 STDERR_TAIL = 50
 
@@ -39,6 +39,17 @@ def sidecar_command(
     """The command line that starts the sidecar on `model`."""
     dims = ["--native-dim", str(native_dim)]
     return [python, "-m", "signet_scorer", "--model", str(model), *dims, *args]
+
+
+def stop_process(proc: subprocess.Popen[Any], grace_s: float) -> None:
+    """SIGTERM `proc`, then SIGKILL when it has not exited within `grace_s`; returns once it
+    has exited (the sidecar and the dashboard's server stop so)."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 @dataclass(slots=True)
@@ -82,7 +93,7 @@ class SidecarClient:
         self.crash_times: deque[float] = deque()
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
         self.ready = threading.Event()  # set while a started sidecar answers
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._pending: dict[str, _Pending] = {}
         self._ids = itertools.count(1)
         self._write_lock = threading.Lock()
@@ -155,31 +166,32 @@ class SidecarClient:
         self.ready.set()
         return True
 
-    def _read_stdout(self, proc: subprocess.Popen, stream: Any) -> None:
+    def _read_stdout(self, proc: subprocess.Popen[bytes], stream: Any) -> None:
         for line in stream:
             try:
                 msg = jsonio.loads(line)
             except jsonio.DecodeError:
                 continue
-            if not isinstance(msg, dict):
+            reply = jsonio.json_object(msg)
+            if reply is None:
                 continue
             with self._lock:
-                pending = self._pending.pop(str(msg.get("id")), None)
+                pending = self._pending.pop(str(reply.get("id")), None)
             if pending is None:
                 continue  # the answer to a call that timed out
-            err = msg.get("error")
+            err = reply.get("error")
             if err is not None:
                 pending.error = f"{err.get('code')}: {err.get('message')}"
             else:
-                pending.result = msg.get("result")
+                pending.result = reply.get("result")
             pending.done.set()
         self._exited(proc)
 
-    def _read_stderr(self, proc: subprocess.Popen, stream: Any) -> None:
+    def _read_stderr(self, proc: subprocess.Popen[bytes], stream: Any) -> None:
         for line in stream:
             self.stderr_tail.append(line.decode("utf-8", "replace").rstrip())
 
-    def _exited(self, proc: subprocess.Popen) -> None:
+    def _exited(self, proc: subprocess.Popen[bytes]) -> None:
         """The sidecar's stdout closed: fail pending calls; record a crash unless stopping."""
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5)
@@ -220,7 +232,8 @@ class SidecarClient:
             if self.start():
                 return
             with self._lock:
-                if self.status_name == "failed":
+                # start() may have set it: pyright keeps the narrowing across the call
+                if self.status_name == "failed":  # pyright: ignore[reportUnnecessaryComparison]
                     self.status_name = "restarting"
         self.status_name = "failed"
 
@@ -237,7 +250,7 @@ class SidecarClient:
             return self.start()
         return self.status_name == "running" and proc is not None
 
-    def _kill(self, proc: subprocess.Popen) -> None:
+    def _kill(self, proc: subprocess.Popen[bytes]) -> None:
         with contextlib.suppress(OSError):
             proc.kill()
 
@@ -257,12 +270,7 @@ class SidecarClient:
         try:
             proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
-            proc.terminate()
-            try:
-                proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc, 2)
         self.status_name = "stopped"
 
     def __enter__(self) -> Self:
@@ -287,7 +295,9 @@ class SidecarClient:
             self.counters["fail_open"] += 1
         return result
 
-    def _call(self, proc: subprocess.Popen | None, method: str, params: Any, timeout_ms: float):
+    def _call(
+        self, proc: subprocess.Popen[bytes] | None, method: str, params: Any, timeout_ms: float
+    ) -> Any:
         if proc is None:
             return None
         rid = f"req-{next(self._ids)}"

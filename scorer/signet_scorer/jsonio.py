@@ -6,11 +6,11 @@ lets them through to the parameter checks, which refuse them."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-__all__ = ["PARSER", "DecodeError", "dumps", "loads"]
+__all__ = ["PARSER", "DecodeError", "dumps", "json_list", "json_object", "loads"]
 
 try:
     import orjson
@@ -28,6 +28,16 @@ def _default(obj: Any) -> Any:
     if isinstance(obj, np.generic):
         return obj.item()  # pyright: ignore[reportUnknownVariableType]
     raise TypeError(f"cannot serialize {type(obj).__name__}")
+
+
+def json_object(value: object) -> dict[str, Any] | None:
+    """`value` as the JSON object it is (a parsed object's keys are text), else None."""
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
+
+
+def json_list(value: object) -> list[Any] | None:
+    """`value` as the JSON array it is, else None."""
+    return cast("list[Any]", value) if isinstance(value, list) else None
 
 
 def loads(data: bytes) -> Any:

@@ -11,9 +11,9 @@ candidates' signals, `signet_scorer.signals`); Signet's daemon never sends them.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -43,14 +43,15 @@ class ScoreQuery:
         return {name: value for name, value in values.items() if value is not None}
 
 
-def _as_param(value: Any) -> Any:
+def _as_param(value: object) -> object:
     """Arrays stay arrays (the fast path); tuples and other iterables become lists; anything
     else is passed on for the parameter checks to name."""
     if isinstance(value, np.ndarray):
-        return value.astype(np.float32, copy=False) if value.dtype.kind == "f" else value
+        arr = cast("np.ndarray", value)
+        return arr.astype(np.float32, copy=False) if arr.dtype.kind == "f" else arr
     if value is None or isinstance(value, list | str | bytes | Mapping):
-        return value
+        return cast("object", value)  # as it is (its items' types do not matter here)
     try:
-        return list(value)
+        return list(cast("Iterable[object]", value))
     except TypeError:
         return value

@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = [
@@ -105,7 +105,8 @@ class TrainingRequest:
             _check_path(name, getattr(self, name), optional=name != "db_path")
         if self.mode not in MODES:
             raise RequestError("mode", f"{self.mode!r:.40} is not one of {', '.join(MODES)}")
-        if self.protect is not None and not isinstance(self.protect, bool):
+        # a request read from JSON may hold anything here, whatever the field's type says
+        if self.protect is not None and not isinstance(self.protect, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise RequestError("protect", f"must be true, false or null, got {self.protect!r:.40}")
         _check_int("epochs", self.epochs, 1, 10_000)
         _check_int("limit", self.limit, 1, 1_000_000)
@@ -155,11 +156,12 @@ class TrainingRequest:
         return {k: v for k, v in doc.items() if k not in SIDECAR_OWNED and v is not None}
 
     @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> TrainingRequest:
+    def from_dict(cls, given: object) -> TrainingRequest:
         """A request from JSON-style values (paths as text); an unknown or missing field
         raises RequestError naming it."""
-        if not isinstance(doc, Mapping):
-            raise RequestError("request", f"must be an object, got {type(doc).__name__}")
+        if not isinstance(given, Mapping):
+            raise RequestError("request", f"must be an object, got {type(given).__name__}")
+        doc = cast("Mapping[str, Any]", given)  # a JSON object: text keys
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(doc) - known)
         if unknown:

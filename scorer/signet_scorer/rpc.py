@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import Any, BinaryIO, TextIO, cast
 
 import numpy as np
 
@@ -138,7 +138,7 @@ class Server:
         self._write_lock = threading.Lock()
         self._state_lock = threading.Lock()
         self._stats_lock = threading.Lock()
-        self._latency: dict[str, deque] = {}
+        self._latency: dict[str, deque[float]] = {}
         self._step_dir: Path | None = None  # the weights and optimizer state `train` moved
         self._steps = 0
         self._workdir: Path | None = None
@@ -149,7 +149,7 @@ class Server:
         self.native_dim = native_dim if native_dim is not None else (info and info.native_dim)
         if info is not None:
             self.last_trained = info.metadata.get("trained_at") or None
-        self.handlers: dict[str, Callable[[dict], Any]] = {
+        self.handlers: dict[str, Callable[[dict[str, Any]], Any]] = {
             "status": self.status,
             "score": self.score,
             "train": self.train,
@@ -201,7 +201,7 @@ class Server:
         except Exception as exc:  # noqa: BLE001 - every failure becomes an error response
             self._error(rid, method, t0, exc)
 
-    def _parse(self, line: bytes) -> tuple[Any, str, dict]:
+    def _parse(self, line: bytes) -> tuple[Any, str, dict[str, Any]]:
         try:
             msg = jsonio.loads(line)
         except jsonio.DecodeError as exc:
@@ -213,6 +213,7 @@ class Server:
                 else "a request must be a JSON object"
             )
             raise RpcError(c.ErrorCode.INVALID_REQUEST, what)
+        msg = cast("dict[str, Any]", msg)  # a JSON object: text keys
         rid = _request_id(msg)
         if msg.get("jsonrpc") != "2.0":
             raise _Invalid(rid, "jsonrpc must be '2.0'")  # Signet's message
@@ -228,9 +229,9 @@ class Server:
             params = {}
         if not isinstance(params, dict):
             raise _Invalid(rid, "params: must be an object", c.ErrorCode.INVALID_PARAMS, method)
-        return rid, method, params
+        return rid, method, cast("dict[str, Any]", params)
 
-    def _write(self, payload: dict) -> None:
+    def _write(self, payload: dict[str, Any]) -> None:
         try:
             data = jsonio.dumps(payload)
         except (TypeError, ValueError) as exc:
@@ -283,7 +284,7 @@ class Server:
 
     # --- methods --------------------------------------------------------------------------------
 
-    def status(self, params: dict) -> dict[str, Any]:
+    def status(self, params: dict[str, Any]) -> dict[str, Any]:
         """Signet's status fields, then ours (model file, feature spec, latencies, errors)."""
         scorer = self.scorer
         info = scorer.info
@@ -317,7 +318,7 @@ class Server:
             "json_parser": jsonio.PARSER,
         }
 
-    def score(self, params: dict) -> dict[str, Any]:
+    def score(self, params: dict[str, Any]) -> dict[str, Any]:
         scorer = self.scorer  # one reference: a swap during this call does not mix models
         try:
             ranked = scorer.score_request(params)
@@ -327,7 +328,7 @@ class Server:
             raise RpcError(c.ErrorCode.SERVER_ERROR, str(exc)) from None
         return {"scores": [{"id": i, "score": s} for i, s in ranked]}
 
-    def train(self, params: dict) -> dict[str, Any]:
+    def train(self, params: dict[str, Any]) -> dict[str, Any]:
         """Signet's `train`: one step on the served weights (by the library's `train-step` in
         a child process, which keeps the optimizer state between calls), swapped in at once."""
         with self._state_lock:
@@ -359,7 +360,7 @@ class Server:
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
 
-    def save_checkpoint(self, params: dict) -> dict[str, Any]:
+    def save_checkpoint(self, params: dict[str, Any]) -> dict[str, Any]:
         """Write the model in use to `path`, in the format the path asks for (converted by
         the library's `export` in a child process)."""
         path = params.get("path")
@@ -381,7 +382,7 @@ class Server:
 
     # --- train_from_db --------------------------------------------------------------------------
 
-    def _start_training(self, rid: Any, params: dict, t0: float) -> None:
+    def _start_training(self, rid: Any, params: dict[str, Any], t0: float) -> None:
         req = parse_train_from_db(params, tz=self.trainer.tz)
         with self._state_lock:
             if self.training is not None:

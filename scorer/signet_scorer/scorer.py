@@ -25,14 +25,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from signet_scorer import contract as c
 from signet_scorer.library import TrainerError, TrainerOptions, convert
 from signet_scorer.query import ScoreQuery
-from signet_scorer.runtime import LOG_SEVERITY, ort
+from signet_scorer.runtime import InferenceSession, inference_session
 from signet_scorer.signals import candidate_signals
 from signet_scorer.tokenize import token_buckets
 
@@ -179,15 +179,29 @@ def _finite_f32(name: str, value: Any, shape: tuple[int, ...] | None = None) -> 
     return arr
 
 
-def _optional_list(params: Mapping[str, Any], name: str, n: int) -> list | np.ndarray | None:
+def _array(value: object) -> list[Any] | np.ndarray | None:
+    """`value` as the array it is (a JSON array, or a numpy one given in process), else None."""
+    if isinstance(value, np.ndarray):
+        return cast("np.ndarray", value)
+    return cast("list[Any]", value) if isinstance(value, list) else None
+
+
+def _length(value: object) -> int | None:
+    """How many entries `value` has when it is an array, else None."""
+    arr = _array(value)
+    return None if arr is None else len(arr)
+
+
+def _optional_list(params: Mapping[str, Any], name: str, n: int) -> list[Any] | np.ndarray | None:
     value = params.get(name)
     if value is None:
         return None
-    if not isinstance(value, list | np.ndarray):
+    arr = _array(value)
+    if arr is None:
         raise ParamError(name, f"must be an array or null, got {type(value).__name__}")
-    if len(value) > n:
-        raise ParamError(name, f"has {len(value)} entries for {n} candidates")
-    return value
+    if len(arr) > n:
+        raise ParamError(name, f"has {len(arr)} entries for {n} candidates")
+    return arr
 
 
 def _embeddings(params: Mapping[str, Any], n: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -202,7 +216,7 @@ def _embeddings(params: Mapping[str, Any], n: int, dim: int) -> tuple[np.ndarray
             rows.shape == (m, dim)
             if isinstance(rows, np.ndarray)
             else all(
-                isinstance(r, list) and len(r) == dim for r in rows
+                isinstance(r, list) and len(cast("list[Any]", r)) == dim for r in rows
             )  # the daemon's common case
         )
     )
@@ -217,10 +231,11 @@ def _embeddings(params: Mapping[str, Any], n: int, dim: int) -> tuple[np.ndarray
     for i, row in enumerate(() if rows is None else rows):
         if row is None:
             continue
-        if not isinstance(row, list | np.ndarray):
+        arr = _array(row)
+        if arr is None:
             raise ParamError(f"candidate_embeddings[{i}]", "must be an array of numbers or null")
-        if len(row) == dim:
-            emb[i] = _finite_f32(f"candidate_embeddings[{i}]", row, (dim,))
+        if len(arr) == dim:
+            emb[i] = _finite_f32(f"candidate_embeddings[{i}]", arr, (dim,))
             has[i] = True
     return emb, has
 
@@ -230,31 +245,30 @@ def _per_candidate(params: Mapping[str, Any], n: int, width: int) -> None:
     holds one entry per candidate, and each feature row `width` values; else Refused with
     Signet's message (a value of the wrong type is left to the field's own check)."""
     for name in ("candidate_embeddings", "candidate_texts", "candidate_features"):
-        value = params.get(name)
-        if isinstance(value, list | np.ndarray) and len(value) and len(value) != n:
+        length = _length(params.get(name))
+        if length and length != n:
             raise Refused(f"candidate_ids and {name} length mismatch")
-    rows = params.get("candidate_features")
+    rows = _array(params.get("candidate_features"))
     if isinstance(rows, np.ndarray):
         bad = rows.ndim != 2 or rows.shape[1] != width
     else:
-        bad = isinstance(rows, list) and any(
-            isinstance(r, list | np.ndarray) and len(r) != width for r in rows
-        )
+        bad = rows is not None and any(_length(r) not in (None, width) for r in rows)
     if bad:
         raise Refused("candidate_features row has invalid dimension")
 
 
 def _features(params: Mapping[str, Any], n: int, width: int) -> np.ndarray:
     value = params.get("candidate_features")
-    if value is None or (isinstance(value, list) and len(value) == 0):
+    if value is None or (isinstance(value, list) and not value):
         return np.zeros((n, width), dtype=np.float32)
     return _finite_f32("candidate_features", value, (n, width))
 
 
 def _ids(params: Mapping[str, Any]) -> list[str]:
-    ids = params.get("candidate_ids")
-    if not isinstance(ids, list):
+    value = params.get("candidate_ids")
+    if not isinstance(value, list):
         raise ParamError("candidate_ids", "is required: an array of strings")
+    ids = cast("list[Any]", value)
     if len(ids) > c.MAX_CANDIDATES:
         raise ParamError("candidate_ids", f"{len(ids)} candidates, at most {c.MAX_CANDIDATES}")
     if ids and set(map(type, ids)) != {str}:
@@ -273,13 +287,13 @@ def _slot(params: Mapping[str, Any], slots: int) -> int:
         raise ParamError("project_slot", f"must be a whole number, got {slot!r:.40}")
     if not 0 <= slot < 2**64:
         raise ParamError("project_slot", f"{slot} is outside [0, 2**64)")
-    return int(slot) % slots
+    return int(cast("int | np.integer[Any]", slot)) % slots
 
 
 def _strings_or_null(params: Mapping[str, Any], name: str, n: int) -> list[str | None]:
     """An optional per-candidate array of strings or nulls, padded with nulls to `n`."""
-    values = _optional_list(params, name, n)
-    values = [] if values is None else list(values)
+    given = _optional_list(params, name, n)
+    values: list[Any] = [] if given is None else list(given)
     values += [None] * (n - len(values))
     bad = next((i for i, t in enumerate(values) if t is not None and not isinstance(t, str)), None)
     if bad is not None:
@@ -289,11 +303,12 @@ def _strings_or_null(params: Mapping[str, Any], name: str, n: int) -> list[str |
 
 def _query_list(params: Mapping[str, Any], name: str) -> list[str] | None:
     """An optional array of strings (the query's terms or entities), at most MAX_QUERY_TERMS."""
-    value = params.get(name)
-    if value is None:
+    given = params.get(name)
+    if given is None:
         return None
-    if not isinstance(value, list):
-        raise ParamError(name, f"must be an array of strings or null, got {type(value).__name__}")
+    if not isinstance(given, list):
+        raise ParamError(name, f"must be an array of strings or null, got {type(given).__name__}")
+    value = cast("list[Any]", given)
     if len(value) > c.MAX_QUERY_TERMS:
         raise ParamError(name, f"has {len(value)} entries, at most {c.MAX_QUERY_TERMS}")
     bad = next((i for i, t in enumerate(value) if not isinstance(t, str)), None)
@@ -345,31 +360,32 @@ def _tokens(
     return out
 
 
-def parse_score_params(params: Mapping[str, Any], info: ModelInfo) -> ScoreRequest:
+def parse_score_params(params: object, info: ModelInfo) -> ScoreRequest:
     """Validate Signet's `score` parameters against the model; extra keys are ignored.
     Raises ParamError naming the first bad field (Signet: -32602), or Refused for what Signet's
     handler refuses (-32000), with its message."""
     if not isinstance(params, Mapping):
         raise ParamError("params", "must be an object")
-    ids = _ids(params)
+    fields = cast("Mapping[str, Any]", params)  # a JSON object: text keys
+    ids = _ids(fields)
     n = len(ids)
-    context = params.get("context_embedding")
+    context = fields.get("context_embedding")
     if context is None:
         raise ParamError("context_embedding", "is required")
     ctx = _finite_f32("context_embedding", context)
     if ctx.ndim != 1:
         raise ParamError("context_embedding", f"has shape {list(ctx.shape)}, expected a vector")
-    _per_candidate(params, n, info.n_features)
+    _per_candidate(fields, n, info.n_features)
     if ctx.size != info.native_dim:
         raise Refused(f"query embedding dim mismatch: expected {info.native_dim}, got {ctx.size}")
     if n == 0:  # Signet refuses an empty set; an empty ranking here (docs/user-guide.md §5)
         return ScoreRequest([], {})
-    emb, has = _embeddings(params, n, info.native_dim)
-    feats = _features(params, n, info.n_features)
-    slot = _slot(params, info.project_slots)
-    texts = _strings_or_null(params, "candidate_texts", n)
+    emb, has = _embeddings(fields, n, info.native_dim)
+    feats = _features(fields, n, info.n_features)
+    slot = _slot(fields, info.project_slots)
+    texts = _strings_or_null(fields, "candidate_texts", n)
     toks = _tokens(texts, ids, has, info.hash_buckets)
-    signals = _signals(params, texts, ctx, emb, has) if info.n_signals else None
+    signals = _signals(fields, texts, ctx, emb, has) if info.n_signals else None
     return ScoreRequest(ids, graph_inputs(ctx, emb, has, toks, feats, slot, signals))
 
 
@@ -415,19 +431,10 @@ def _onnx_bytes(path: Path) -> tuple[bytes, str]:
         return out.read_bytes(), kind
 
 
-def _session(data: bytes, threads: int) -> ort.InferenceSession:
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.log_severity_level = LOG_SEVERITY
-    return ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
-
-
 class OnnxModel:
     """One loaded model: an onnxruntime session and what its metadata says; raises on failure."""
 
-    def __init__(self, session: ort.InferenceSession, info: ModelInfo) -> None:
+    def __init__(self, session: InferenceSession, info: ModelInfo) -> None:
         self.session = session
         self.info = info
         self._names = frozenset(i.name for i in session.get_inputs())
@@ -448,7 +455,7 @@ class OnnxModel:
             kind = "memory" if data is not None else model_kind(p)
             if data is None:
                 data, kind = _onnx_bytes(p)
-            session = _session(data, threads)
+            session = inference_session(data, threads)
         except ModelLoadError:
             raise
         except Exception as exc:  # noqa: BLE001 - any loader fault makes the file unusable
@@ -487,7 +494,7 @@ def _short(exc: BaseException) -> str:
     return (text[0] if text else type(exc).__name__)[:300]
 
 
-def _info(session: ort.InferenceSession, path: str, kind: str) -> ModelInfo:
+def _info(session: InferenceSession, path: str, kind: str) -> ModelInfo:
     meta = dict(session.get_modelmeta().custom_metadata_map)
     names = {i.name: i for i in session.get_inputs()}
     missing = [n for n in c.GRAPH_INPUTS if n not in names]
@@ -501,7 +508,7 @@ def _info(session: ort.InferenceSession, path: str, kind: str) -> ModelInfo:
     n_signals = 0
     if c.INPUT_SIGNALS in names:
         n_signals = names[c.INPUT_SIGNALS].shape[-1]
-        if n_signals != c.N_SIGNALS:
+        if not isinstance(n_signals, int) or n_signals != c.N_SIGNALS:
             raise ModelLoadError(
                 f"{path}: the graph takes {n_signals} candidate signals, this server computes "
                 f"{c.N_SIGNALS} ({', '.join(c.SIGNAL_NAMES)})"

@@ -181,8 +181,9 @@ def read_summary(path: Path) -> dict[str, Any]:
         written = jsonio.loads(path.read_bytes())
     except (OSError, *jsonio.DecodeError):
         return out
-    if isinstance(written, dict):
-        out.update(written)
+    fields = jsonio.json_object(written)
+    if fields is not None:
+        out.update(fields)
     return out
 
 
@@ -230,14 +231,15 @@ def _signet_train_checks(params: Mapping[str, Any], info: ModelInfo) -> None:
         raise Refused("temperature must be > 0")
     if not labels:
         return
-    context, features = params.get("context_embedding"), params.get("candidate_features")
+    context = jsonio.json_list(params.get("context_embedding"))
+    features = jsonio.json_list(params.get("candidate_features"))
     problem = None
-    if isinstance(context, list) and len(context) != info.native_dim:
+    if context is not None and len(context) != info.native_dim:
         problem = "query dim mismatch"
-    elif isinstance(features, list) and features and len(features) != len(rows):
+    elif features and len(features) != len(rows):
         problem = f"has {len(rows)} candidate embeddings but {len(features)} feature rows"
-    elif isinstance(features, list) and any(
-        isinstance(f, list) and len(f) != info.n_features for f in features
+    elif features is not None and any(
+        len(row) != info.n_features for row in map(jsonio.json_list, features) if row is not None
     ):
         problem = "contains invalid feature dimension"
     if problem is not None:
@@ -248,8 +250,8 @@ def step_inputs(params: Mapping[str, Any], info: ModelInfo) -> dict[str, np.ndar
     """Signet's `train` parameters, checked against the served model, as the arrays of the
     library's `train-step` (the graph's inputs, `labels` and `temperature`). ParamError names
     a bad field; Refused is what Signet's `train` refuses, with its message."""
-    labels = params.get("labels")
-    if not isinstance(labels, list):
+    labels = jsonio.json_list(params.get("labels"))
+    if labels is None:
         raise ParamError("labels", "is required: an array of numbers")
     if not isinstance(params.get("candidate_embeddings"), list):
         raise ParamError("candidate_embeddings", "is required: an array of embeddings")

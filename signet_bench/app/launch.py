@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from signet_bench.errors import UserError
+from signet_scorer.client import stop_process
 
 __all__ = [
     "NOTEBOOKS",
@@ -279,9 +280,4 @@ def serve(cmd: Sequence[str], port: int, log: Path) -> Iterator[str]:
         _wait_healthy(server, url, log)
         yield url
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop_process(server, 30)

@@ -279,24 +279,20 @@ def _dependencies(
     }, used
 
 
-def _aspects(rows: list[tuple], entity_of: Mapping[str, int]) -> dict[str, np.ndarray]:
+def _linked(
+    rows: list[tuple], entity_of: Mapping[str, int], names: tuple[str, str, str]
+) -> dict[str, np.ndarray]:
+    """Rows of (id, entity id, number) as the `names` arrays, rows of unknown entities dropped:
+    the entity aspects (id, entity, weight) and the memory mentions (memory, entity,
+    confidence)."""
     ent = _positions([r[1] for r in rows], entity_of)
     keep = ent >= 0
-    return {
-        "aspect_id": _objects([str(r[0]) for r in rows])[keep] if rows else _ANY.copy(),
-        "aspect_entity": ent[keep],
-        "aspect_weight": _floats([r[2] for r in rows])[keep],
-    }
+    ids = _objects([str(r[0]) for r in rows])[keep] if rows else _ANY.copy()
+    return dict(zip(names, (ids, ent[keep], _floats([r[2] for r in rows])[keep]), strict=True))
 
 
-def _mentions(rows: list[tuple], entity_of: Mapping[str, int]) -> dict[str, np.ndarray]:
-    ent = _positions([r[1] for r in rows], entity_of)
-    keep = ent >= 0
-    return {
-        "mention_memory": _objects([str(r[0]) for r in rows])[keep] if rows else _ANY.copy(),
-        "mention_entity": ent[keep],
-        "mention_confidence": _floats([r[2] for r in rows])[keep],
-    }
+_ASPECTS = ("aspect_id", "aspect_entity", "aspect_weight")
+_MENTIONS = ("mention_memory", "mention_entity", "mention_confidence")
 
 
 def _read(con: sqlite3.Connection, label: str) -> EntityGraph:
@@ -310,10 +306,11 @@ def _read(con: sqlite3.Connection, label: str) -> EntityGraph:
         return EntityGraph.empty("; ".join(notes or ["no entities"]))
     ents = _entities(ent_rows)
     entity_of = {e: i for i, e in enumerate(ents["entity_id"].tolist())}
-    aspects = _aspects(_select(con, "entity_aspects", tables, notes) or [], entity_of)
+    aspects = _linked(_select(con, "entity_aspects", tables, notes) or [], entity_of, _ASPECTS)
     attrs = _attributes(_select(con, "entity_attributes", tables, notes) or [], aspects, label)
     deps, used = _dependencies(con, tables, entity_of, notes)
-    mentions = _mentions(_select(con, "memory_entity_mentions", tables, notes) or [], entity_of)
+    mention_rows = _select(con, "memory_entity_mentions", tables, notes) or []
+    mentions = _linked(mention_rows, entity_of, _MENTIONS)
     return EntityGraph(
         **ents, **aspects, **attrs, **deps, **mentions, dependency_table=used, note="; ".join(notes)
     )

@@ -44,6 +44,8 @@ RELEASE_LINES: tuple[ReleaseLine, ...] = ("0.58", "current")
 
 SCHEMA_VERSION = 30
 
+# Each table as migrations 001-030 leave it, whole, even where the current line's
+# (`store.schema_current`) reads alike: each release line's DDL reads as that release's.
 TABLES_DDL: dict[str, str] = {
     "schema_migrations": """
         CREATE TABLE schema_migrations (

@@ -48,6 +48,8 @@ __all__ = [
 CURRENT_SCHEMA_VERSION = 80
 """The highest migration release 0.145.7 applies (`schema_migrations` holds 1..80)."""
 
+# Each table as release 0.145.7 leaves it, whole, even where 0.58's (`store.schema`) or
+# `memories`' own columns (`memories_cold`, migration 028) read alike: each is that DDL.
 TABLES_DDL: dict[str, str] = {
     "schema_migrations": """
         CREATE TABLE schema_migrations (

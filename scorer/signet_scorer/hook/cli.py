@@ -91,7 +91,7 @@ from signet_scorer.hook.harness import (
     is_text,
     parse_invocation,
 )
-from signet_scorer.hook.js import parse_json
+from signet_scorer.hook.js import js_list, js_object, parse_json
 from signet_scorer.hook.signet import (
     SignetCall,
     SignetResult,
@@ -186,12 +186,14 @@ def signet_output(output: str, res: SignetResult) -> tuple[bytes, Any, str | Non
 
 def _answer_memories(answer: Any) -> list[tuple[str, str]]:
     """(id, content) of each memory of the answer; Unusable when they are not that."""
-    mems = answer.get("memories") if isinstance(answer, dict) else None
-    if not isinstance(mems, list) or not is_text(answer.get("inject")):
+    obj = js_object(answer)
+    mems = js_list(obj.get("memories")) if obj is not None else None
+    if mems is None or obj is None or not is_text(obj.get("inject")):
         raise Unusable("the answer has no memories list or no inject text")
     out: list[tuple[str, str]] = []
-    for m in mems:
-        i, c = (m.get("id"), m.get("content")) if isinstance(m, dict) else (None, None)
+    for item in mems:
+        m = js_object(item)
+        i, c = (m.get("id"), m.get("content")) if m is not None else (None, None)
         if not (is_text(i) and is_text(c)):
             raise Unusable("a memory of the answer has no text id or content")
         out.append((i, c))

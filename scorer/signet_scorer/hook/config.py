@@ -31,11 +31,12 @@ from signet_scorer.workbench import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
-    from typing import TypeVar
+    from typing import NamedTuple, TypeVar
 
     from signet_scorer.hook.resident_link import ResidentFiles
 
     T = TypeVar("T")
+    N = TypeVar("N", int, float)
 
 __all__ = [
     "COMMANDS",
@@ -44,6 +45,7 @@ __all__ = [
     "DEFAULT_IDLE_S",
     "DEFAULT_LIMIT",
     "DEFAULT_SIGNET",
+    "OPTIONS",
     "RESIDENT_MODES",
     "SESSION_START",
     "USAGE",
@@ -55,6 +57,7 @@ __all__ = [
     "parse_command",
     "read_command",
     "runnable",
+    "scan_argv",
     "setting_sources",
     "usage_error",
 ]
@@ -84,7 +87,7 @@ USAGE = (
     "                         why, whether the model scores a session of the store, the last\n"
     "                         session starts, and whether the scorer is serving (exit 0) or not\n"
 )
-_OPTIONS = {
+OPTIONS = {
     "--db": ("db", "SIGNET_BENCH_DB"),
     "--workbench": ("workbench", "SIGNET_BENCH_WORKBENCH"),
     "--model": ("model", "SIGNET_BENCH_MODEL"),
@@ -101,10 +104,39 @@ class UsageError(ValueError):
     """The wrapper's own command line is wrong; the message says how."""
 
 
-_FIELDS = "db workbench model signet limit budget_ms tz resident idle_s"
+if TYPE_CHECKING:  # the fields' types, for type checkers (`typing` stays unloaded)
+
+    class _HookConfig(NamedTuple):
+        db: Path
+        workbench: Path
+        model: Path
+        signet: str
+        limit: int
+        budget_ms: float
+        tz: str | None
+        resident: str
+        idle_s: float
+
+    class _Problem(NamedTuple):
+        setting: str
+        source: str
+        value: str | None
+        why: str
+
+    class _Command(NamedTuple):
+        config: HookConfig
+        name: str | None
+        args: list[str]
+        problems: list[Problem]
+else:
+    _HookConfig = namedtuple(
+        "HookConfig", "db workbench model signet limit budget_ms tz resident idle_s"
+    )
+    _Problem = namedtuple("Problem", "setting source value why")
+    _Command = namedtuple("Command", "config name args problems")
 
 
-class HookConfig(namedtuple("HookConfig", _FIELDS)):
+class HookConfig(_HookConfig):
     """Where the store (`db`), `workbench`, `model` and `signet` are, the wrapper's limits
     (`limit`, `budget_ms`), the user's `tz` (None: the machine's, see `zone`), whether to use
     the resident scorer (`resident`: auto or off) and how long it waits for a request before
@@ -144,7 +176,7 @@ class HookConfig(namedtuple("HookConfig", _FIELDS)):
 _COMMAND_LINE, _ENVIRONMENT = "command line", "environment"
 
 
-class Problem(namedtuple("Problem", "setting source value why")):
+class Problem(_Problem):
     """A setting the wrapper cannot use: its name as given (`--limit`, `SIGNET_BENCH_LIMIT`,
     or "argument" for a word that is no option), where it came from ("command line" or
     "environment"), its value as given (None: it has none) and why. Its text is what the
@@ -159,7 +191,7 @@ class Problem(namedtuple("Problem", "setting source value why")):
         return f"{self.setting}{value} ({self.source}): {self.why}"
 
 
-class Command(namedtuple("Command", "config name args problems")):
+class Command(_Command):
     """The wrapper's invocation as read: its `config` (a default in place of every setting
     that has a problem), the command's `name` (None: none was given), Signet's `args` (after
     `session-start`) and the `problems` of its settings, in the order met."""
@@ -171,7 +203,7 @@ class _Bad(ValueError):
     """A setting's value cannot be used; the message says why."""
 
 
-def _scan(argv: Sequence[str]) -> tuple[dict[str, tuple[str, str, str]], str | None, list[str],
+def scan_argv(argv: Sequence[str]) -> tuple[dict[str, tuple[str, str, str]], str | None, list[str],
                                         list[Problem]]:  # fmt: skip
     """The options given before the command (field -> (option, source, text)), the command,
     the arguments after it and the problems met. The first `session-start` is the command
@@ -187,7 +219,7 @@ def _scan(argv: Sequence[str]) -> tuple[dict[str, tuple[str, str, str]], str | N
             return given, token, list(argv[i + 1 :]), problems
         name, eq, text = token.partition("=")
         i += 1
-        if name not in _OPTIONS:
+        if name not in OPTIONS:
             why = "unknown option" if token.startswith("-") else "not a wrapper option"
             setting, value = (name, text if eq else None) if token.startswith("-") else (
                 "argument", token)  # fmt: skip
@@ -200,19 +232,18 @@ def _scan(argv: Sequence[str]) -> tuple[dict[str, tuple[str, str, str]], str | N
             text = argv[i]
             i += 1
         if text:
-            given[_OPTIONS[name][0]] = (name, _COMMAND_LINE, text)
+            given[OPTIONS[name][0]] = (name, _COMMAND_LINE, text)
         else:
             problems.append(Problem(name, _COMMAND_LINE, text, "needs a value"))
     return given, None, [], problems
 
 
-def _number(text: str, kind: type, low: float, *, above: bool = False) -> object:
+def _number(text: str, kind: type[N], low: float, *, above: bool = False) -> N:
     try:
         value = kind(text)
     except ValueError:
         value = None
-    ok = value is not None and (value > low if above else value >= low)
-    if not ok or value == float("inf"):
+    if value is None or not (value > low if above else value >= low) or value == float("inf"):
         what = "an integer" if kind is int else "a number"
         raise _Bad(f"expected {what} {'>' if above else '>='} {low:g}")
     return value
@@ -280,7 +311,7 @@ class _Reader:
     def get(self, field: str, parse: Callable[[str], T], default: T) -> T:
         found = self.given.get(field)
         if found is None:
-            var = next(v for f, v in _OPTIONS.values() if f == field)
+            var = next(v for f, v in OPTIONS.values() if f == field)
             text = self.env.get(var)
             found = (var, _ENVIRONMENT, text) if text else None
         if found is None:
@@ -323,7 +354,7 @@ def _config(read: _Reader, check_paths: bool) -> HookConfig:
 def read_command(argv: Sequence[str], env: Mapping[str, str]) -> Command:
     """The wrapper's invocation: never fails; what cannot be used is listed in `problems`
     (module docstring). For `session-start` the paths given are checked as well."""
-    given, name, args, problems = _scan(argv)
+    given, name, args, problems = scan_argv(argv)
     config = _config(_Reader(given, env, problems), check_paths=name == SESSION_START)
     if name is not None and name != SESSION_START and args:
         problems.append(Problem(name, _COMMAND_LINE, " ".join(args),
@@ -357,14 +388,16 @@ def default_db(env: Mapping[str, str]) -> tuple[str, str]:
     return str(default_store(env)), source
 
 
-def setting_sources(given: Mapping[str, str], env: Mapping[str, str]) -> dict[str, tuple]:
+def setting_sources(
+    given: Mapping[str, str], env: Mapping[str, str]
+) -> dict[str, tuple[str | None, str]]:
     """Each setting's text as the wrapper reads it and where it came from: {field: (text, source)}
     for the fields of `HookConfig`; the source is the option (`--db`), the variable
     (`SIGNET_BENCH_DB`), `SIGNET_PATH` or "default" (text None: the default the wrapper derives,
     a workbench beside the store, a model beside the workbench, `signet` on PATH). `given`:
     the options of the command line by field, as `parse_command` collects them."""
-    out: dict[str, tuple] = {}
-    for option, (field, var) in _OPTIONS.items():
+    out: dict[str, tuple[str | None, str]] = {}
+    for option, (field, var) in OPTIONS.items():
         if given.get(field):
             out[field] = (given[field], option)
         elif env.get(var):

@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from signet_scorer.hook.config import (
-    _OPTIONS,
     DEFAULT_DB,
     DOCTOR,
+    OPTIONS,
     SESSION_START,
     HookConfig,
-    _scan,
     read_command,
+    scan_argv,
     setting_sources,
 )
 from signet_scorer.workbench import SERVED_MODEL_FILE
@@ -61,7 +61,7 @@ _TIME = "REPLACE(REPLACE({}, 'T', ' '), 'Z', '')"  # both of Signet's time forma
 def doctor_args(argv: Sequence[str]) -> tuple[list[str], list[str]] | None:
     """(the tokens before the command, the arguments after `doctor`) when the command is
     `doctor` (as the hook reads its command line, `config.read_command`), else None."""
-    name, rest = _scan(argv)[1:3]
+    name, rest = scan_argv(argv)[1:3]
     if name != DOCTOR:
         return None
     return list(argv[: len(argv) - len(rest) - 1]), rest
@@ -72,26 +72,28 @@ def doctor_args(argv: Sequence[str]) -> tuple[list[str], list[str]] | None:
 
 def _field_of(setting: str) -> str | None:
     """The configuration field a problem's setting (an option or its variable) sets."""
-    return next((f for name, (f, var) in _OPTIONS.items() if setting in (name, var)), None)
+    return next((f for name, (f, var) in OPTIONS.items() if setting in (name, var)), None)
 
 
-def _settings(options: Sequence[str], env: Mapping[str, str]) -> tuple[HookConfig, list, list]:
+def _settings(
+    options: Sequence[str], env: Mapping[str, str]
+) -> tuple[HookConfig, list[dict[str, Any]], list[str]]:
     """The configuration a session start with these options would run with (a bad setting
     left at its default, by `config.read_command`, the one home of the checks), one row per
     setting (field, text, source, problem) and the problems that are no setting's (unknown
     options, stray words)."""
     command = read_command([*options, SESSION_START], env)
     problems: dict[str, str] = {}
-    unknown = []
+    unknown: list[str] = []
     for problem in command.problems:
         field = _field_of(problem.setting)
         if field is None:
             unknown.append(str(problem))
         else:
             problems.setdefault(field, str(problem))
-    given = {field: text for field, (_, _, text) in _scan(options)[0].items()}
+    given = {field: text for field, (_, _, text) in scan_argv(options)[0].items()}
     sources = setting_sources(given, env)
-    rows = [{"field": f, "text": text, "source": source, "problem": problems.get(f)}
+    rows: list[dict[str, Any]] = [{"field": f, "text": text, "source": source, "problem": problems.get(f)}
             for f, (text, source) in sources.items()]  # fmt: skip
     return command.config, rows, unknown
 
@@ -345,7 +347,8 @@ def _blocker(report: dict[str, Any], cfg: HookConfig) -> str | None:
             f"fix {bad[0]['problem']}: while a setting is bad, the hook prints Signet's "
             "output unchanged"
         )
-    store, model, scoring = report["store"], report["model"], report.get("scoring") or {}
+    store, model = report["store"], report["model"]
+    scoring: dict[str, Any] = report.get("scoring") or {}
     if report["signet"]["found"] is None:
         return (
             f"`{cfg.signet}` is not found: install Signet, or give its path with "
@@ -518,7 +521,7 @@ def _value(field: str, row: Mapping[str, Any]) -> str:
 def render(report: Mapping[str, Any]) -> str:
     """The report as text for a person."""
     rows = {r["field"]: r for r in report["settings"]}
-    lines = []
+    lines: list[str] = []
     for field in PATHS:
         r = rows[field]
         lines.append(f"{_NAMES[field] + ':':<11}{r['value']}")

@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections import namedtuple
 from collections.abc import Mapping, Sequence
 
-from signet_scorer.hook.js import JsNumber, js_trim, parse_json, stringify, utf8
+from signet_scorer.hook.js import JsNumber, js_object, js_trim, parse_json, stringify, utf8
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, TypeGuard
+    from typing import Any, NamedTuple, TypeGuard
 
 __all__ = [
     "OUTPUTS",
@@ -71,7 +71,18 @@ def is_text(value: Any) -> TypeGuard[str]:
     return isinstance(value, str) and not isinstance(value, JsNumber)
 
 
-class Invocation(namedtuple("Invocation", "args options output json_args")):
+if TYPE_CHECKING:  # the fields' types (`typing` stays unloaded)
+
+    class _Invocation(NamedTuple):
+        args: tuple[str, ...]
+        options: dict[str, str]
+        output: str
+        json_args: tuple[str, ...]
+else:
+    _Invocation = namedtuple("Invocation", "args options output json_args")
+
+
+class Invocation(_Invocation):
     """Signet's own arguments as the harness gave them (`args`), understood: `options`
     (harness, project, agent_id, context: as given), `output` (one of OUTPUTS) and
     `json_args`, the same call asking for `--json` (no `--codex-json`)."""
@@ -138,7 +149,19 @@ def _pick(*values: Any) -> str:
     return ""
 
 
-class HookInput(namedtuple("HookInput", "parsed malformed session_key project agent_id")):
+if TYPE_CHECKING:
+
+    class _HookInput(NamedTuple):
+        parsed: dict[str, Any] | None
+        malformed: bool
+        session_key: str
+        project: str
+        agent_id: str
+else:
+    _HookInput = namedtuple("HookInput", "parsed malformed session_key project agent_id")
+
+
+class HookInput(_HookInput):
     """What the CLI reads from the harness's stdin, and the fields the wrapper uses: `parsed`
     (the stdin object; None when stdin is a terminal, empty or not one), `malformed` (stdin
     held something that is not a JSON object), `session_key`, `project` and `agent_id`
@@ -151,13 +174,13 @@ def hook_input(data: bytes | None, inv: Invocation) -> HookInput:
     """The stdin as the CLI takes it (`readJson`, `buildSessionStartBody`); `data` None when
     stdin is a terminal (not read)."""
     text = js_trim(data.decode("utf-8", "replace")) if data else ""
-    body: dict | None = None
+    body: dict[str, Any] | None = None
     if text:
         try:
             value = parse_json(text)
         except (ValueError, RecursionError):
             value = None
-        body = value if isinstance(value, dict) else None
+        body = js_object(value)
     b = body or {}
     harness = inv.options["harness"]
     native = _pick(b.get("agent_id")) if harness == "claude-code" or _has_parent(b) else ""
@@ -209,11 +232,12 @@ def _inject(answer: Any) -> str | None:
     """The answer's `inject` when the CLI's use of it can be reproduced: a string, or absent
     or null (None); anything else (a number, a boolean, an object, or an `error` the CLI would
     have exited on) is Unusable."""
-    if not isinstance(answer, dict):
+    obj = js_object(answer)
+    if obj is None:
         return None  # an array or a scalar answer has no fields
-    if _truthy(answer.get("error")):
+    if _truthy(obj.get("error")):
         raise Unusable("the answer holds an error but the command succeeded")
-    inject = answer.get("inject")
+    inject = obj.get("inject")
     if inject is None or is_text(inject):
         return inject
     raise Unusable(f"the answer's inject is not a string ({stringify(inject)[:40]})")

@@ -18,6 +18,17 @@ import re
 from collections import namedtuple
 from collections.abc import Sequence
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the fields' types, for type checkers (`typing` stays unloaded)
+    from typing import NamedTuple
+
+    class _MemoryBlock(NamedTuple):
+        prefix: str
+        lines: tuple[str, ...]
+        suffix: str
+else:
+    _MemoryBlock = namedtuple("MemoryBlock", "prefix lines suffix")
+
 __all__ = ["SCORER_ORDER", "SIGNET_ORDER", "MemoryBlock", "find_block", "header"]
 
 SIGNET_ORDER = "importance x recency"  # what Signet's heading says ordered the block
@@ -32,7 +43,7 @@ def header(n: int, scored_by: str = SIGNET_ORDER) -> str:
     return f"\n## Relevant Memories (auto-loaded | scored by {scored_by} | {n} results)\n"
 
 
-class MemoryBlock(namedtuple("MemoryBlock", "prefix lines suffix")):
+class MemoryBlock(_MemoryBlock):
     """An inject text split around its memories block: the text before the heading
     (`prefix`), one line per memory (`lines`, in the answer's order) and the text after the
     last line (`suffix`)."""
@@ -54,7 +65,7 @@ class MemoryBlock(namedtuple("MemoryBlock", "prefix lines suffix")):
 def _lines_at(text: str, pos: int, contents: Sequence[str]) -> tuple[list[str], int] | None:
     """One line per content from `pos` on, each `- <content>` and its tags-and-date trailer,
     joined by newlines; (lines, end) or None when the text does not read so."""
-    lines = []
+    lines: list[str] = []
     for i, content in enumerate(contents):
         if i:
             if not text.startswith("\n", pos):

@@ -13,7 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["JsNumber", "js_trim", "parse_json", "stringify", "utf8"]
+__all__ = ["JsNumber", "js_list", "js_object", "js_trim", "parse_json", "stringify", "utf8"]
 
 # ECMAScript WhiteSpace and LineTerminator: what `trim` removes (Python's `strip` differs: it
 # keeps U+FEFF and removes U+001C..U+001F and U+0085).
@@ -40,6 +40,22 @@ def parse_json(text: str) -> Any:
     return json.loads(text, parse_int=JsNumber, parse_float=JsNumber, parse_constant=_constant)
 
 
+def js_object(value: object) -> dict[str, Any] | None:
+    """`value` as the JSON object it is (a parsed object's keys are text), else None."""
+    if not isinstance(value, dict):
+        return None
+    obj: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType] (keys: text)
+    return obj
+
+
+def js_list(value: object) -> list[Any] | None:
+    """`value` as the JSON array it is, else None."""
+    if not isinstance(value, list):
+        return None
+    items: list[Any] = value  # pyright: ignore[reportUnknownVariableType] (JSON values)
+    return items
+
+
 def _string(s: str) -> str:
     """A string literal as `JSON.stringify` writes it (lone surrogates as lower-case escapes)."""
     out = json.dumps(s, ensure_ascii=False)
@@ -61,13 +77,17 @@ def _scalar(value: Any) -> str:
 def stringify(value: Any, indent: int = 0, _depth: int = 0) -> str:
     """`JSON.stringify(value)` (indent 0) or `JSON.stringify(value, null, indent)`; keys in
     their order. Floats are refused: only numbers read by `parse_json` are written."""
-    if isinstance(value, dict):
-        items = [(_string(str(k)), v) for k, v in value.items()]
+    obj = js_object(value)
+    if obj is not None:
+        items = [(_string(str(k)), v) for k, v in obj.items()]
         sep = ": " if indent else ":"
         parts = [f"{k}{sep}{stringify(v, indent, _depth + 1)}" for k, v in items]
         return _container(parts, "{", "}", indent, _depth)
-    if isinstance(value, list | tuple):
-        parts = [stringify(v, indent, _depth + 1) for v in value]
+    seq: list[Any] | tuple[Any, ...] | None = js_list(value)
+    if seq is None and isinstance(value, tuple):
+        seq = value  # pyright: ignore[reportUnknownVariableType] (JSON values)
+    if seq is not None:
+        parts = [stringify(v, indent, _depth + 1) for v in seq]
         return _container(parts, "[", "]", indent, _depth)
     return _scalar(value)
 

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from signet_scorer.hook.js import js_object
 from signet_scorer.hook.resident_link import (
     LOCK_FD_ENV,
     PROTOCOL,
@@ -113,13 +114,14 @@ class Resident:
 
     def answer(self, msg: Any, conn: _Connection) -> dict[str, Any]:
         """The reply to one request (module docstring of `signet_scorer.hook.resident_link`)."""
-        op = msg.get("op") if isinstance(msg, dict) else None
+        request = js_object(msg)
+        op = request.get("op") if request is not None else None
         with self._state:
             self.requests += 1
-        if op == "prepare":
-            return self._prepare(msg, conn)
-        if op == "rerank":
-            return self._rerank(msg, conn)
+        if request is not None and op == "prepare":
+            return self._prepare(request, conn)
+        if request is not None and op == "rerank":
+            return self._rerank(request, conn)
         if op == "status":
             return self.status()
         return {"ok": False, "error": f"ValueError: unknown request {str(op)[:40]!r}"}
@@ -134,8 +136,9 @@ class Resident:
         conn.close()
         conn.scorer = None
         try:
-            session = {**msg["session"], "now": datetime.fromisoformat(msg["session"]["now"])}
-            conn.session = HookSession(**session)
+            session: dict[str, Any] = msg["session"]
+            fields: dict[str, Any] = {**session, "now": datetime.fromisoformat(session["now"])}
+            conn.session = HookSession(**fields)
             scorer, why = self.models.get(Path(msg["model"]))
             if scorer is None:
                 return {"ok": False, "reason": why or "no model"}

@@ -37,11 +37,27 @@ import time
 from collections import namedtuple
 from pathlib import Path
 
+from signet_scorer.hook.js import js_list, js_object
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
     from collections.abc import Sequence
-    from typing import Any
+    from typing import Any, NamedTuple
+
+    class _ResidentFiles(NamedTuple):  # the fields' types (`typing` stays unloaded)
+        socket: Path
+        lock: Path
+        log: Path
+
+    class _RemoteRanking(NamedTuple):
+        order: tuple[int, ...]
+        scores: tuple[float, ...]
+        pool: int
+        context_rule: str
+else:
+    _ResidentFiles = namedtuple("ResidentFiles", "socket lock log")
+    _RemoteRanking = namedtuple("RemoteRanking", "order scores pool context_rule")
 
 __all__ = [
     "ANSWER_TIMEOUT_S",
@@ -75,7 +91,7 @@ class Unavailable(Exception):
     """The resident cannot answer this session start; the message says why."""
 
 
-class ResidentFiles(namedtuple("ResidentFiles", "socket lock log")):
+class ResidentFiles(_ResidentFiles):
     """The resident's socket, lock and log files (paths) in one folder."""
 
     __slots__ = ()
@@ -87,7 +103,7 @@ def resident_files(folder: str | Path) -> ResidentFiles:
     return ResidentFiles(p / SOCKET_FILE, p / LOCK_FILE, p / LOG_FILE)
 
 
-class RemoteRanking(namedtuple("RemoteRanking", "order scores pool context_rule")):
+class RemoteRanking(_RemoteRanking):
     """The resident's ranking, with the fields of `signet_scorer.hook.rank.Ranking`."""
 
     __slots__ = ()
@@ -162,9 +178,10 @@ class ResidentLink:
             reply = json.loads(line)
         except ValueError:
             reply = None
-        if not isinstance(reply, dict):
+        obj = js_object(reply)
+        if obj is None:
             raise Unavailable("the resident's reply is not a JSON object")
-        return reply
+        return obj
 
     def prepare(self, db: Path, model: Path, session: dict[str, Any], store_timeout_s: float,
                 timeout_s: float) -> tuple[str | None, str | None]:  # fmt: skip
@@ -206,9 +223,9 @@ def _text_or_none(value: object) -> bool:
 
 def _ranking(reply: dict[str, Any], n: int, limit: int) -> RemoteRanking | None:
     """The reply's ranking when it is one of `n` memories within `limit`, else None."""
-    order, scores = reply.get("order"), reply.get("scores")
+    order, scores = js_list(reply.get("order")), js_list(reply.get("scores"))
     pool, rule = reply.get("pool"), reply.get("context_rule")
-    if not (isinstance(order, list) and isinstance(scores, list) and len(order) == len(scores)):
+    if order is None or scores is None or len(order) != len(scores):
         return None
     ints = all(type(i) is int and 0 <= i < n for i in order) and len(set(order)) == len(order)
     floats = all(type(s) is float for s in scores)
@@ -277,7 +294,7 @@ def start_detached(files: ResidentFiles, argv: Sequence[str], *, wait_s: float =
     return proc.pid
 
 
-def read_line(proc: subprocess.Popen, timeout_s: float) -> bytes:
+def read_line(proc: subprocess.Popen[bytes], timeout_s: float) -> bytes:
     """The first line of the process's stdout, or b"" when none comes within `timeout_s`."""
     import selectors
 

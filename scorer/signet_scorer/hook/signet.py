@@ -10,6 +10,17 @@ import threading
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the fields' types, for type checkers (`typing` stays unloaded)
+    from typing import NamedTuple
+
+    class _SignetResult(NamedTuple):
+        stdout: bytes
+        stderr: bytes
+        code: int
+else:
+    _SignetResult = namedtuple("SignetResult", "stdout stderr code")
+
 __all__ = ["SignetCall", "SignetResult", "SignetRunner", "finished", "start_signet"]
 
 SUBCOMMAND = ("hook", "session-start")
@@ -17,7 +28,7 @@ NOT_FOUND = 127  # what a shell exits with for a command it cannot find
 NOT_RUNNABLE = 126  # ... and for one it cannot run
 
 
-class SignetResult(namedtuple("SignetResult", "stdout stderr code")):
+class SignetResult(_SignetResult):
     """What the command wrote (`stdout`, `stderr`: bytes) and how it ended (`code`; a
     negative code: killed by that signal)."""
 
