@@ -35,11 +35,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from signet_bench.bench.report import Row, machine_info, percentiles
+from signet_bench.analysis.report import Row, machine_info, percentiles
 from signet_bench.config import PredictorConfig
-from signet_bench.daemon.lifecycle import LoopStore, SimReport
-from signet_bench.daemon.loop import SimOptions, Simulator
-from signet_bench.daemon.trainers import (
+from signet_bench.replay.lifecycle import SimReport
+from signet_bench.replay.loop import SimOptions, Simulator
+from signet_bench.replay.loop_store import LoopStore
+from signet_bench.replay.trainers import (
     InProcessTrainer,
     TrainingJob,
     TrainOutcome,

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from signet_bench.bench.report import Row, percentiles
+from signet_bench.analysis.report import Row, percentiles
 from signet_bench.bench.signet_standin import signet_answer, write_standin
 from signet_bench.daemon.ranking.baseline import age_days, effective_score
 from signet_bench.store.read import open_readonly
@@ -116,9 +116,9 @@ def _trained_store(tmp: Path, sessions: int, seed: int) -> tuple[Path, Path, dat
     """(store, exported model, the next session's start): the heavy persona (4,000
     memories) after `sessions` sessions of the simulated daemon scoring and training with the
     model, its accepted model exported to ONNX beside its workbench."""
-    from signet_bench.daemon.loop import SimOptions, simulate
-    from signet_bench.daemon.trainers import model_dir, model_path
     from signet_bench.learn.export import convert_model
+    from signet_bench.replay.loop import SimOptions, simulate
+    from signet_bench.replay.trainers import model_dir, model_path
     from signet_bench.world.synth.build import build_persona_store
 
     db = tmp / "memories.db"

@@ -78,16 +78,16 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from signet_bench.analysis.metrics import (
+from signet_bench.analysis.report import Row
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.daemon.candidates import SessionInputs, session_inputs
+from signet_bench.daemon.context import mean_unit
+from signet_bench.daemon.metrics import (
     bootstrap_interval,
     coverage_recall_at_k,
     ndcg_at_k,
     reciprocal_rank,
 )
-from signet_bench.bench.report import Row
-from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.candidates import SessionInputs, session_inputs
-from signet_bench.daemon.context import mean_unit
 from signet_bench.daemon.ranking.baseline import (
     age_days,
     decayed_importance,

@@ -63,12 +63,12 @@ from pathlib import Path
 
 import numpy as np
 
-from signet_bench.bench.report import Row, percentiles, timed_ms
+from signet_bench.analysis.report import Row, percentiles, timed_ms
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.daemon.loop import SimOptions, Simulator, simulate
 from signet_bench.learn.export import model_bytes
 from signet_bench.learn.model.checkpoint import CheckpointMeta
 from signet_bench.learn.model.params import DEFAULT_SEED, init_params
+from signet_bench.replay.loop import SimOptions, Simulator, simulate
 from signet_bench.world.synth.build import build_persona_store
 from signet_scorer import ScoreQuery, Scorer, jsonio
 from signet_scorer.scorer import parse_score_params

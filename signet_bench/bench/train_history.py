@@ -57,13 +57,13 @@ from pathlib import Path
 
 import numpy as np
 
-from signet_bench.analysis.metrics import bootstrap_interval
+from signet_bench.analysis.report import Row
 from signet_bench.bench.quality import HeldOut, held_out_session, ndcgs
-from signet_bench.bench.report import Row
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.loop import SimOptions, Simulator
+from signet_bench.daemon.metrics import bootstrap_interval
 from signet_bench.daemon.ranking.ranker import CosineRanker, EffectiveScoreRanker, Ranker
-from signet_bench.daemon.trainers import TrainingJob, model_dir, model_path
+from signet_bench.replay.loop import SimOptions, Simulator
+from signet_bench.replay.trainers import TrainingJob, model_dir, model_path
 from signet_bench.world.synth.build import build_persona_store
 
 __all__ = ["HISTORY", "QUICK_HISTORY", "ChildRun", "history_rows", "run_child"]

@@ -27,7 +27,6 @@ from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.features import CandidateInfo, SessionInfo, candidate_features
 from signet_bench.daemon.ranking.baseline import age_days, effective_score
 from signet_bench.daemon.session_query import NO_QUERY, SessionQuery
-from signet_bench.learn.model.tokenizer import project_slot
 from signet_bench.store.corpus import Corpus
 from signet_scorer.signals import candidate_signals
 from signet_scorer.structure import (
@@ -36,6 +35,7 @@ from signet_scorer.structure import (
     recorded_structure,
     session_columns,
 )
+from signet_scorer.tokenize import project_slot
 
 __all__ = ["GraphColumns", "SessionInputs", "candidate_info", "session_inputs"]
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from signet_bench.analysis.metrics import ndcg_at_k
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.daemon.metrics import ndcg_at_k
 from signet_bench.errors import UserError
 from signet_bench.learn.holdout import (
     HoldoutDecision,

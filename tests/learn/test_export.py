@@ -47,12 +47,13 @@ from signet_bench.learn.model.params import (
     param_shapes,
 )
 from signet_bench.learn.model.scorer import batch_from_sessions, forward, loss_and_grads
-from signet_bench.learn.model.tokenizer import token_buckets
 from signet_scorer import contract
 from signet_scorer.scorer import graph_inputs
 from signet_scorer.signals import HYBRID_VECTOR_WEIGHT, hybrid_scores
+from signet_scorer.tokenize import token_buckets
 
 DIM = DEFAULT_CONFIG.native_dim
+DIM_BUCKETS = DEFAULT_CONFIG.hash_buckets
 WORDS = [
     "alpha",
     "beta",
@@ -91,10 +92,12 @@ def make_session(rng: np.random.Generator, n: int, text_share: float, slot: int 
     tokens = []
     for i in range(n):
         words = rng.choice(WORDS, size=int(rng.integers(1, 30))).tolist()
-        tokens.append(None if has[i] else token_buckets(" ".join(words)))
+        tokens.append(None if has[i] else token_buckets(" ".join(words), DIM_BUCKETS))
     text_rows = np.flatnonzero(~has)
     if text_rows.size >= 3:
-        tokens[text_rows[-1]] = token_buckets("")  # a text with no tokens: LN(0) = beta
+        tokens[text_rows[-1]] = token_buckets(
+            "", DIM_BUCKETS
+        )  # a text with no tokens: LN(0) = beta
     feats = rng.normal(size=(n, contract.N_FEATURES)).astype(np.float32)
     feats[:, list(contract.SESSION_FEATURES)] = rng.normal(size=len(contract.SESSION_FEATURES))
     feats[:, 10] = has

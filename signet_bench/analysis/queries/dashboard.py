@@ -31,7 +31,6 @@ import duckdb
 import polars as pl
 
 from signet_bench.analysis.judge_monitor import drift_signal
-from signet_bench.analysis.metrics import Interval, bootstrap_interval, wilson_interval
 from signet_bench.analysis.queries import drift as d
 from signet_bench.analysis.queries import sessions as s
 from signet_bench.analysis.queries import status as st
@@ -46,6 +45,7 @@ from signet_bench.analysis.queries.injections import (
 from signet_bench.analysis.queries.served import SERVED_SCHEMA
 from signet_bench.analysis.queries.source import default_workbench
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.daemon.metrics import Interval, bootstrap_interval, wilson_interval
 from signet_bench.daemon.predictor_state import PredictorState
 
 __all__ = [

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from signet_bench.analysis.metrics import ndcg_at_k
 from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.daemon.metrics import ndcg_at_k
 from signet_bench.daemon.ranking.prefilter import cosine_to
 from signet_bench.learn.model.params import (
     COSINE_WEIGHT_INIT,

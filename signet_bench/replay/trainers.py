@@ -1,6 +1,6 @@
 """What serves the scores the session start fuses, and what runs a training the loop made due.
 
-The lifecycle (`daemon.lifecycle`) asks its `Trainer` for a scorer at every session start and
+The lifecycle (`replay.lifecycle`) asks its `Trainer` for a scorer at every session start and
 hands it a `TrainingJob` when a training is due; four strategies answer, one per `--scorer`:
 
 - `NoScorer` (none): the predictor is offline; nothing scores, nothing trains.
@@ -29,10 +29,10 @@ from signet_bench.config import PredictorConfig
 from signet_bench.daemon.candidates import SessionInputs
 from signet_bench.daemon.predictor_state import PredictorState
 from signet_bench.errors import UserError
+from signet_bench.replay.loop_store import LoopStore
 from signet_scorer.query import ScoreQuery
 
 if TYPE_CHECKING:
-    from signet_bench.daemon.lifecycle import LoopStore
     from signet_scorer.request import TrainingRequest
 
 __all__ = [
