@@ -132,7 +132,7 @@ def _count(con: sqlite3.Connection, sql: str) -> int | None:
 def _check_store(db: Path) -> tuple[dict[str, Any], sqlite3.Connection | None]:
     """Whether the store is there and is Signet's, and what it holds; its connection
     (read-only) when it is."""
-    from signet_scorer.hook.cli import open_store_for
+    from signet_scorer.hook.opening import open_store_for
 
     out: dict[str, Any] = {"path": str(db), "exists": db.is_file()}
     if not out["exists"]:
@@ -191,7 +191,7 @@ def latest_session(con: sqlite3.Connection) -> dict[str, Any] | None:
 
 def _check_model(path: Path) -> tuple[dict[str, Any], Any]:
     """Whether the model is there and loads as the hook loads it; the scorer when it does."""
-    from signet_scorer.hook.cli import failure_text, open_scorer
+    from signet_scorer.hook.opening import failure_text, open_scorer
 
     out: dict[str, Any] = {"path": str(path), "exists": path.is_file()}
     if not out["exists"]:
@@ -212,7 +212,7 @@ def _check_model(path: Path) -> tuple[dict[str, Any], Any]:
 
 def _check_scoring(con: sqlite3.Connection, scorer: Any, cfg: HookConfig) -> dict[str, Any]:
     """The hook's ranking of the store's latest session, timed."""
-    from signet_scorer.hook.cli import failure_text
+    from signet_scorer.hook.opening import failure_text
     from signet_scorer.hook.rank import HookSession, rerank
     from signet_scorer.timestamps import parse_utc
 
