@@ -11,8 +11,8 @@ from signet_bench.config import DEFAULT_CONFIG, PredictorConfig, load_config
 from signet_bench.errors import UserError
 from signet_bench.learn.blas import configure as configure_blas
 from signet_bench.store.schema import RELEASE_LINES
-from signet_bench.store.timestamps import local_tz
 from signet_scorer.request import FORMATS, MODES, RequestError, TrainingRequest
+from signet_scorer.timestamps import local_tz
 from signet_scorer.version import version_line
 
 __all__ = ["main"]

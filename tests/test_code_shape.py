@@ -142,3 +142,53 @@ def test_no_module_cycle() -> None:
     assert len(graph) > 100 and graph["signet_bench.cli"], "the import graph was not read"
     cycles = _cycles(graph)
     assert not cycles, "module cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+# The scorer distribution's public face: `signet_scorer.Scorer` and `ScoreQuery`, loaded lazily.
+PUBLIC_FACES = {"signet_scorer"}
+
+
+def _top_level_names(tree: ast.Module) -> tuple[set[str], dict[str, str]]:
+    """(names a module defines, name -> the project-or-not module it imports it from)."""
+    defined: set[str] = set()
+    imported: dict[str, str] = {}
+    body = list(tree.body)
+    while body:
+        node = body.pop()
+        if isinstance(node, ast.If | ast.Try):
+            body += [*node.body, *node.orelse, *getattr(node, "finalbody", [])]
+            body += [n for h in getattr(node, "handlers", []) for n in h.body]
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            defined.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            imported |= {a.asname or a.name: node.module for a in node.names}
+    return defined, imported
+
+
+def test_every_import_names_the_home_of_what_it_imports() -> None:
+    """A name is imported from the module that defines it, never through one that imported it
+    from another module of the project (a re-export)."""
+    modules = _modules()
+    names = {m: _top_level_names(ast.parse(p.read_text())) for m, p in modules.items()}
+    files = [
+        *modules.values(),
+        *(ROOT / "tests").rglob("*.py"),
+        *(ROOT / "notebooks").rglob("*.py"),
+    ]
+    through = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if not isinstance(node, ast.ImportFrom) or node.module not in modules:
+                continue
+            if node.level or node.module in PUBLIC_FACES:
+                continue
+            defined, imported = names[node.module]
+            for alias in node.names:
+                source = imported.get(alias.name)
+                if alias.name not in defined and source in modules:
+                    where = f"{path.relative_to(ROOT)}:{node.lineno}"
+                    through.append(f"{where} {alias.name} via {node.module}, from {source}")
+    assert not through, "re-exports: " + "; ".join(through)

@@ -79,8 +79,8 @@ def notebook_path(name: str) -> Path:
 def notebook_args(args: Mapping[str, object]) -> NotebookArgs:
     """The notebook's arguments from `mo.cli_args()` (keys without dashes), with the demo's
     files as defaults; a missing store is a clear error naming what to run."""
-    from signet_bench.analysis.queries.source import default_workbench
     from signet_bench.app.demo import DEFAULT_DEMO_DIR, demo_paths
+    from signet_scorer.workbench import default_workbench
 
     raw_db = args.get("db")
     demo = demo_paths(os.environ.get("SIGNET_BENCH_DEMO_DIR", DEFAULT_DEMO_DIR))

@@ -127,7 +127,6 @@ from signet_bench.analysis.report import Row
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.candidates import SessionInputs
 from signet_bench.daemon.context import previous_sessions
-from signet_bench.daemon.features import SESSION_FEATURES, feature_index, feature_indices
 from signet_bench.daemon.metrics import bootstrap_interval, ndcg_at_k
 from signet_bench.daemon.predictor_state import effective_alpha, on_session_start
 from signet_bench.daemon.ranking.baseline import rank_order
@@ -151,6 +150,8 @@ from signet_bench.world.synth.build import build_persona_store
 from signet_bench.world.synth.persona import Persona
 from signet_bench.world.synth.plans import SessionContext
 from signet_bench.world.synth.truth import EFFECTS, true_relevance, variance_shares
+from signet_scorer.contract import SESSION_FEATURES
+from signet_scorer.features import feature_index, feature_indices
 
 __all__ = [
     "ABLATIONS",

@@ -24,10 +24,10 @@ from datetime import datetime
 import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.features import CandidateInfo, SessionInfo, candidate_features
 from signet_bench.daemon.ranking.baseline import age_days, effective_score
 from signet_bench.daemon.session_query import NO_QUERY, SessionQuery
 from signet_bench.store.corpus import Corpus
+from signet_scorer.features import CandidateInfo, SessionInfo, candidate_features
 from signet_scorer.signals import candidate_signals
 from signet_scorer.structure import (
     GraphColumns,
@@ -37,7 +37,7 @@ from signet_scorer.structure import (
 )
 from signet_scorer.tokenize import project_slot
 
-__all__ = ["GraphColumns", "SessionInputs", "candidate_info", "session_inputs"]
+__all__ = ["SessionInputs", "candidate_info", "session_inputs"]
 
 
 @dataclass(frozen=True, eq=False)

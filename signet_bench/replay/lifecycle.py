@@ -34,7 +34,7 @@ import numpy as np
 import polars as pl
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.candidates import GraphColumns, SessionInputs, session_inputs
+from signet_bench.daemon.candidates import SessionInputs, session_inputs
 from signet_bench.daemon.comparison import (
     Comparison,
     ComparisonInput,
@@ -42,7 +42,7 @@ from signet_bench.daemon.comparison import (
     evaluation_pool,
     judged_ndcg,
 )
-from signet_bench.daemon.context import PreviousSession, PreviousSessions, SessionContextVector
+from signet_bench.daemon.context import PreviousSession, PreviousSessions
 from signet_bench.daemon.feedback import parse_feedback
 from signet_bench.daemon.metrics import ranked_ids
 from signet_bench.daemon.predictor_state import (
@@ -74,6 +74,8 @@ from signet_bench.store.graph import read_graph
 from signet_bench.store.read import read_session_memories, read_sessions, release_line
 from signet_bench.store.timestamps import format_iso
 from signet_bench.world.interface import Judgement, SessionView, World
+from signet_scorer.context import SessionContextVector
+from signet_scorer.structure import GraphColumns
 
 if TYPE_CHECKING:
     from signet_bench.world.synth.plans import SessionContext

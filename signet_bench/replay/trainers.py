@@ -31,6 +31,7 @@ from signet_bench.daemon.predictor_state import PredictorState
 from signet_bench.errors import UserError
 from signet_bench.replay.loop_store import LoopStore
 from signet_scorer.query import ScoreQuery
+from signet_scorer.workbench import CHECKPOINT_FILE, MODEL_DIR_SUFFIX
 
 if TYPE_CHECKING:
     from signet_scorer.request import TrainingRequest
@@ -65,12 +66,12 @@ Scorer = Callable[[SessionInputs], np.ndarray | None]
 
 def model_dir(store: Path) -> Path:
     """Where the simulated daemon keeps its accepted model and workbench (beside the store)."""
-    return store.with_name(store.name + ".predictor")
+    return store.with_name(store.name + MODEL_DIR_SUFFIX)
 
 
 def model_path(store: Path) -> Path:
     """The simulated daemon's accepted model."""
-    return model_dir(store) / "model.sbm"
+    return model_dir(store) / CHECKPOINT_FILE
 
 
 def check_scorer(scorer: str) -> None:

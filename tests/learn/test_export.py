@@ -17,7 +17,6 @@ from onnx.reference import ReferenceEvaluator
 
 from signet_bench.cli import main
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.daemon.features import FEATURE_SPEC
 from signet_bench.daemon.ranking.prefilter import cosine_to
 from signet_bench.learn import export
 from signet_bench.learn.export import (
@@ -41,13 +40,13 @@ from signet_bench.learn.model.params import (
     COSINE_WEIGHT_INIT,
     SIGNET_PARAMS,
     extensions_are_neutral,
-    feature_spec_hash,
     init_params,
     layer_norm_is_identity,
     param_shapes,
 )
 from signet_bench.learn.model.scorer import batch_from_sessions, forward, loss_and_grads
 from signet_scorer import contract
+from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
 from signet_scorer.scorer import graph_inputs
 from signet_scorer.signals import HYBRID_VECTOR_WEIGHT, hybrid_scores
 from signet_scorer.tokenize import token_buckets

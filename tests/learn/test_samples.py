@@ -13,7 +13,6 @@ import polars as pl
 import pytest
 
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.daemon.features import N_FEATURES
 from signet_bench.daemon.session_query import start_query
 from signet_bench.learn.model.params import signet_init_params
 from signet_bench.learn.model.scorer import forward
@@ -23,7 +22,7 @@ from signet_bench.replay.loop import SimOptions, simulate
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.read import read_memories, read_session_memories
 from signet_bench.world.synth.build import build_persona_store
-from signet_scorer.contract import N_SIGNALS
+from signet_scorer.contract import N_FEATURES, N_SIGNALS
 from signet_scorer.signals import lexical_scores
 from signet_scorer.tokenize import project_slot, token_buckets
 

@@ -76,8 +76,6 @@ from signet_scorer.hook.config import (
     USAGE,
     Command,
     HookConfig,
-    UsageError,
-    parse_command,
     read_command,
     usage_error,
 )
@@ -120,18 +118,7 @@ if TYPE_CHECKING:
     from signet_scorer.hook.resident_link import ResidentLink
     from signet_scorer.scorer import Scorer
 
-__all__ = [
-    "HookConfig",
-    "HookRun",
-    "UsageError",
-    "main",
-    "parse_command",
-    "read_command",
-    "read_stdin",
-    "run_hook",
-    "save_record",
-    "signet_output",
-]
+__all__ = ["HookRun", "main", "read_stdin", "run_hook", "save_record", "signet_output"]
 
 COMMAND = SESSION_START
 START_WAIT_S = 60.0  # `start` waits this long for the resident to answer

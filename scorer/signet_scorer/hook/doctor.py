@@ -36,7 +36,7 @@ from signet_scorer.hook.config import (
     read_command,
     setting_sources,
 )
-from signet_scorer.workbench import SERVED_MODEL_FILE
+from signet_scorer.workbench import CHECKPOINT_FILE, MODEL_DIR_SUFFIX, SERVED_MODEL_FILE
 
 __all__ = [
     "LAST_INVOCATIONS",
@@ -109,7 +109,7 @@ def _why(row: Mapping[str, Any], cfg: HookConfig) -> str:
     if field == "db":
         return f"the default, Signet's {DEFAULT_DB}"
     if field == "workbench":
-        if cfg.workbench.parent.name == db.name + ".predictor":
+        if cfg.workbench.parent.name == db.name + MODEL_DIR_SUFFIX:
             return "the default: the store's <db>.predictor/workbench.duckdb, which exists"
         return "the default: beside the store, as there is no <db>.predictor/workbench.duckdb"
     if field == "model":
@@ -310,7 +310,7 @@ def train_target(cfg: HookConfig, rows: Sequence[Mapping[str, Any]]) -> tuple[Pa
     or the model is given."""
     source = {r["field"]: r["source"] for r in rows}
     if source["model"] == source["workbench"] == "default":
-        folder = cfg.db.with_name(cfg.db.name + ".predictor")
+        folder = cfg.db.with_name(cfg.db.name + MODEL_DIR_SUFFIX)
         return folder, folder / SERVED_MODEL_FILE
     return cfg.model.parent, cfg.model
 
@@ -320,7 +320,7 @@ def train_command(cfg: HookConfig, rows: Sequence[Mapping[str, Any]]) -> str:
     folder, model = train_target(cfg, rows)
     return (
         f"signet-bench train --db {_arg(cfg.db)} --out {_arg(folder)} && "
-        f"signet-bench export --model {_arg(folder / 'model.sbm')} --out {_arg(model)}"
+        f"signet-bench export --model {_arg(folder / CHECKPOINT_FILE)} --out {_arg(model)}"
     )
 
 
