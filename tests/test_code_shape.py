@@ -176,6 +176,7 @@ def test_every_import_names_the_home_of_what_it_imports() -> None:
     files = [
         *modules.values(),
         *(ROOT / "tests").rglob("*.py"),
+        *(ROOT / "fixtures").rglob("*.py"),
         *(ROOT / "notebooks").rglob("*.py"),
     ]
     through = []
