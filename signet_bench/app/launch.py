@@ -1,7 +1,7 @@
 """The notebooks as a served app: their arguments, and the `marimo run` command that serves them.
 
 Every notebook takes `--db PATH` (a Signet `memories.db`; default: the embedded demo's store),
-`--workbench PATH` (default: the store's, see `queries.source.default_workbench`) and
+`--workbench PATH` (default: the store's, see `signet_scorer.workbench.default_workbench`) and
 `--bench-dir DIR` (benchmark JSON files; default: the demo's). `signet-bench app` serves them
 with `marimo run` (through `app.serve`, which imports the notebooks' libraries before the
 server listens), bound to 127.0.0.1 unless told otherwise; any other address needs a token

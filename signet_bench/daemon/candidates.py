@@ -4,7 +4,7 @@ scores, the trainer learns from and the benchmarks evaluate, built by one functi
 `session_inputs` takes the corpus, the candidates' corpus rows in baseline order, the session
 (start, time zone, project, previous session of the project), its context vector and its query
 (`daemon.session_query`), and computes every per-candidate input: embeddings and the text path's
-tokens, the 17 features (`features.candidate_features`), the signals (`signet_scorer.signals`:
+tokens, the 17 features (`signet_scorer.features`), the signals (`signet_scorer.signals`:
 lexical, entity match and source neighbourhood, over the whole pool), the effective score at
 the session start and the project slot.
 The knowledge-graph columns (entity and aspect slot, constraint flag, structural density,

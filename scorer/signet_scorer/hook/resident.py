@@ -330,7 +330,7 @@ def _stop_on_signal(signum: int, frame: object) -> None:
 
 
 def serve(cfg: Any, ready: TextIO | None = None) -> int:
-    """Run the resident for the hook configured by `cfg` (`cli.HookConfig`: its folder, idle
+    """Run the resident for the hook configured by `cfg` (`config.HookConfig`: its folder, idle
     time, model and store to warm up) until it stops; prints "listening on PATH (pid N)" on
     `ready` (stdout) once it answers. Exit code 0, or 1 when another resident is running."""
     from signet_scorer.rpc import JsonLog
