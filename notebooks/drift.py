@@ -23,6 +23,7 @@ with app.setup:
     from signet_bench.app.launch import notebook_args
     from signet_bench.app.ui import count_axis, static, table
     from signet_bench.config import DEFAULT_CONFIG
+    from signet_scorer.contract import N_FEATURES
 
 
 @app.function
@@ -311,7 +312,7 @@ def _(current, drift_table, entity, feature_picker, features, samples, test_choi
         [
             mo.md(
                 "## Training vs serving features\n"
-                f"Every trainable candidate's 17 input features{_scope}: the latest sessions "
+                f"Every trainable candidate's {N_FEATURES} input features{_scope}: the latest sessions "
                 "(serving) against all earlier ones (what the model learned from), judged per "
                 "feature "
                 f"by a drift test. {_verdict} "
@@ -322,7 +323,7 @@ def _(current, drift_table, entity, feature_picker, features, samples, test_choi
             mo.hstack([current, test_choice], justify="start", gap=2),
             table(
                 drift_table.sort("drifted", "statistic", descending=True, nulls_last=True),
-                page_size=17,
+                page_size=N_FEATURES,
             ),
             feature_picker,
             static(
@@ -338,7 +339,7 @@ def _(current, drift_table, entity, feature_picker, features, samples, test_choi
                 "differently from the one definition used here (share of candidate rows and "
                 "mean absolute difference)."
             ),
-            table(features.skew.drop("index", strict=False), page_size=17),
+            table(features.skew.drop("index", strict=False), page_size=N_FEATURES),
         ]
     )
 

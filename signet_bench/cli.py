@@ -11,8 +11,8 @@ from signet_bench.config import DEFAULT_CONFIG, PredictorConfig, load_config
 from signet_bench.errors import UserError
 from signet_bench.learn.blas import configure as configure_blas
 from signet_bench.store.schema import RELEASE_LINES
-from signet_bench.store.timestamps import local_tz
 from signet_scorer.request import FORMATS, MODES, RequestError, TrainingRequest
+from signet_scorer.timestamps import local_tz
 from signet_scorer.version import version_line
 
 __all__ = ["main"]
@@ -198,7 +198,7 @@ def _ints(text: str) -> list[int]:
 def _cmd_bench(args: argparse.Namespace) -> int:
     import logging
 
-    from signet_bench.bench.report import render_table, write_report
+    from signet_bench.analysis.report import render_table, write_report
 
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout, force=True)
     if args.name == "report":
@@ -306,7 +306,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
-    from signet_bench.daemon.loop import SimOptions, simulate
+    from signet_bench.replay.loop import SimOptions, simulate
 
     chosen = {name: getattr(args, name) for name in _SIM_OPTIONS}
     opts = SimOptions(**chosen, train_epochs=args.epochs, progress=sys.stderr.isatty())

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from signet_bench.errors import UserError
+from signet_scorer.contract import CONTEXT_TOP
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -79,7 +80,7 @@ class PredictorConfig:
     injection_budget_chars: int = 2000  # Signet selectWithBudget at session start
     signet_recall_limit: int = 50  # Signet 0.58 pool: newest recallLimit*3 rows
     signet_min_effective_score: float = 0.2  # Signet 0.58 pool: keep if score > 0.2 or pinned
-    context_fallback_top: int = 10  # context fallback (docs/specification.md §3.3)
+    context_fallback_top: int = CONTEXT_TOP  # context fallback (docs/specification.md §3.3)
 
     # --- knowledge-graph traversal at session start (docs/specification.md §3.10) ---------------
     max_aspects_per_entity: int = 10  # aspects walked per entity, by weight desc

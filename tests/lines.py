@@ -1,7 +1,7 @@
 """Stores of both of Signet's release lines for tests that must pass on a Signet 0.58 store and
 on a current (0.145.7) one, made by the project's own commands: a light synthetic user
 (`world.synth.build.build_persona_store(..., schema=line)`) after a run of the simulated
-daemon's sessions (`daemon.loop.simulate`), which writes rows in the store's own shape."""
+daemon's sessions (`replay.loop.simulate`), which writes rows in the store's own shape."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from signet_bench.daemon.loop import SimOptions, simulate
+from signet_bench.replay.loop import SimOptions, simulate
 from signet_bench.world.synth.build import build_persona_store
 
 LINE_MEMORIES = 120

@@ -14,7 +14,7 @@ from signet_bench.cli import main
 from signet_bench.learn.samples import load_samples
 from signet_bench.store.read import PREDICTOR_TABLES, store_shape
 from signet_bench.store.schema import RELEASE_LINES
-from signet_bench.store.timestamps import local_tz
+from signet_scorer.timestamps import local_tz
 from tests.lines import LINE_SESSIONS
 
 

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from signet_bench.cli import main
-from signet_bench.daemon.loop import SimOptions, simulate
 from signet_bench.learn.holdout import free_ranker_name
 from signet_bench.learn.model.checkpoint import (
     FLAG_PRETRAINED_BASE,
@@ -29,6 +28,7 @@ from signet_bench.learn.model.params import (
 )
 from signet_bench.learn.samples import load_samples
 from signet_bench.learn.train import canary_metrics, split_canary
+from signet_bench.replay.loop import SimOptions, simulate
 from signet_bench.store.workbench import open_workbench
 from signet_bench.world.synth.build import build_persona_store
 

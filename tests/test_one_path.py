@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from signet_bench.daemon.loop import SimOptions, Simulator
 from signet_bench.learn.samples import load_samples
+from signet_bench.replay.loop import SimOptions, Simulator
 from signet_bench.world.synth.build import build_persona_store
 
 SESSIONS = 60
@@ -112,7 +112,7 @@ def test_the_recorded_cosine_ndcg_is_cosine_on_the_judged_labels(run, recorded_c
     """Check sim_sessions.cosine_ndcg: the pool ordered by cosine(context, memory) (score
     desc, id asc), judged by Signet's NDCG@10 with the comparison's relevance map plus the
     judge's ratings of cosine's own top 10 (the judge's second pass rates them all)."""
-    from signet_bench.analysis.metrics import signet_ndcg_at_k
+    from signet_bench.daemon.metrics import signet_ndcg_at_k
 
     records, _ = run
     for rec in records.values():

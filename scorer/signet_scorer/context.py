@@ -1,6 +1,6 @@
 """The session-context embedding's rule on embeddings already gathered, one definition for the
-trainer, the simulated daemon (`signet_bench.daemon.context`, which gathers them from a corpus
-and re-exports these) and the session-start hook (which gathers them from the store):
+trainer, the simulated daemon (`signet_bench.daemon.context`, which gathers them from a corpus)
+and the session-start hook (which gathers them from the store):
 
     context = unit-length mean of the embeddings of the memories that the previous scored
               session of the same project used (its candidates with FTS hits, or rated > 0 by

@@ -11,6 +11,7 @@ import hashlib
 
 __all__ = [
     "CLIENT_TIMEOUTS_MS",
+    "CONTEXT_TOP",
     "CRASH_DISABLE_THRESHOLD",
     "CRASH_WINDOW_S",
     "DIM_KEYS",
@@ -48,6 +49,11 @@ __all__ = [
     "ErrorCode",
     "feature_spec_hash",
 ]
+
+# The session context's fallback (docs/specification.md §3.3): the unit mean of the embeddings of
+# the first CONTEXT_TOP memories of the pool's order (signet_bench.config's context_fallback_top
+# reads it).
+CONTEXT_TOP = 10
 
 # --- the 17 candidate features (docs/specification.md §4.1; in signet_scorer/features.py) ---
 

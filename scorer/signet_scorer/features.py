@@ -1,7 +1,7 @@
 """The 17 candidate features, in Signet's order — one function for training and serving: the
 trainer's samples, the simulated daemon and the session-start hook all call
-`candidate_features` (`signet_bench.daemon.features` re-exports it, beside Signet 0.58's two
-differing conventions kept for the skew report). Imports numpy and the standard library only.
+`candidate_features` (`signet_bench.daemon.features` keeps Signet 0.58's two differing
+conventions, for the skew report). Imports numpy and the standard library only.
 
 | i | feature | our definition |
 |---|---|---|
@@ -38,15 +38,11 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
-from signet_scorer.contract import FEATURE_NAMES, FEATURE_SPEC, N_FEATURES, SESSION_FEATURES
+from signet_scorer.contract import FEATURE_NAMES, N_FEATURES
 
 __all__ = [
     "FEATURE_INDEX",
-    "FEATURE_NAMES",
-    "FEATURE_SPEC",
-    "N_FEATURES",
     "SECONDS_PER_DAY",
-    "SESSION_FEATURES",
     "CandidateInfo",
     "SessionInfo",
     "assemble_features",

@@ -45,6 +45,7 @@ from signet_scorer.training import (
     target_format,
     write_step_inputs,
 )
+from signet_scorer.workbench import CHECKPOINT_FILE, SERVED_MODEL_FILE
 
 __all__ = ["LOG_LEVELS", "JsonLog", "RpcError", "Server", "iso_now"]
 
@@ -342,7 +343,7 @@ class Server:
             try:
                 inputs = write_step_inputs(out / "inputs.npz", arrays)
                 done = train_step(self._params_file(), self._step_dir, inputs, out, self.trainer)
-                data = (out / "model.onnx").read_bytes()
+                data = (out / SERVED_MODEL_FILE).read_bytes()
                 new = OnnxModel.load(self.source, threads=self.threads, data=data)
             except BaseException:
                 shutil.rmtree(out, ignore_errors=True)
@@ -449,9 +450,9 @@ class Server:
         """The file holding the weights in use: the last `train` step's, else the last
         trainer's checkpoint, else the served file."""
         if self._step_dir is not None:
-            return self._step_dir / "model.sbm"
-        if self._workdir is not None and (self._workdir / "model.sbm").is_file():
-            return self._workdir / "model.sbm"
+            return self._step_dir / CHECKPOINT_FILE
+        if self._workdir is not None and (self._workdir / CHECKPOINT_FILE).is_file():
+            return self._workdir / CHECKPOINT_FILE
         return self.source
 
     def _swap(self, model: OnnxModel, *, pairs: int) -> None:

@@ -35,13 +35,13 @@ from signet_scorer.query import ScoreQuery
 from signet_scorer.runtime import InferenceSession, inference_session
 from signet_scorer.signals import candidate_signals
 from signet_scorer.tokenize import token_buckets
+from signet_scorer.workbench import SERVED_MODEL_FILE
 
 __all__ = [
     "ModelInfo",
     "OnnxModel",
     "ParamError",
     "Refused",
-    "ScoreQuery",
     "ScoreRequest",
     "ScoreResult",
     "Scorer",
@@ -425,7 +425,7 @@ def _onnx_bytes(path: Path) -> tuple[bytes, str]:
 
     with tempfile.TemporaryDirectory(prefix="signet-serving-load-") as tmp:
         try:
-            out = convert(path, Path(tmp) / "model.onnx", "onnx", TrainerOptions())
+            out = convert(path, Path(tmp) / SERVED_MODEL_FILE, "onnx", TrainerOptions())
         except (TrainerError, OSError) as exc:
             raise ModelLoadError(f"{path}: cannot convert the {kind} checkpoint ({exc})") from None
         return out.read_bytes(), kind

@@ -1,7 +1,7 @@
 """Signet's timestamps and the user's time zone, for the serving side and the workbench alike
-(`signet_bench.store.timestamps` re-exports these): both of Signet's formats, JS ISO
-(`2026-03-14T21:40:46.123Z`) and SQLite `datetime('now')` (`2026-03-14 21:40:46`), are UTC.
-Standard library only."""
+(`signet_bench.store.timestamps` adds the writers and the workbench's parse error): both of
+Signet's formats, JS ISO (`2026-03-14T21:40:46.123Z`) and SQLite `datetime('now')`
+(`2026-03-14 21:40:46`), are UTC. Standard library only."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Signet's hash-trick tokenizer and its slot hashes, bit for bit (docs/specification.md §4.2) — the
-one definition: the trainer (`signet_bench.learn.model.tokenizer`) and the server both import it.
+one definition: the workbench (its corpus and candidates) and the server both import it.
 
 Tokens: split on every character that is not an ASCII letter, digit, `_` or `-`; empty pieces are
 dropped; case is kept. A token's bucket is its 64-bit FNV-1a hash (over its UTF-8 bytes) modulo

@@ -40,6 +40,7 @@ from signet_scorer.library import (
 )
 from signet_scorer.request import SIDECAR_OWNED, RequestError, TrainingRequest
 from signet_scorer.scorer import ModelInfo, ParamError, Refused, model_kind, parse_score_params
+from signet_scorer.workbench import CHECKPOINT_FILE, SERVED_MODEL_FILE
 
 __all__ = [
     "SIGNET_EPOCHS",
@@ -79,7 +80,7 @@ class ModelFiles:
     def for_path(cls, path: str | Path) -> ModelFiles:
         served = Path(path)
         if served.is_dir():
-            served = served / "model.sbm"
+            served = served / CHECKPOINT_FILE
         store = served.with_suffix(".onnx") if target_format(served) == "sgpt" else served
         return cls(served, store)
 
@@ -211,8 +212,8 @@ def run_trainer(
         return TrainerOutcome(False, summary)
     if done.returncode != 0:
         raise failure("the trainer", done)
-    sbm = workdir / "model.sbm"
-    onnx = convert(sbm, workdir / "model.onnx", "onnx", opts, on_pid=on_pid)
+    sbm = workdir / CHECKPOINT_FILE
+    onnx = convert(sbm, workdir / SERVED_MODEL_FILE, "onnx", opts, on_pid=on_pid)
     return TrainerOutcome(True, summary, sbm, onnx)
 
 

@@ -1,6 +1,6 @@
-"""Where Signet's store and a store's workbench live, and the files the serving side keeps in
-the workbench: the served model and the session-start hook's injection log. Standard library
-only; the library's readers (`signet_bench.analysis.queries.source`,
+"""Where Signet's store and a store's workbench live, and the files kept beside the workbench:
+the trained checkpoint, the served model and the session-start hook's injection log; the one
+home of these names, for the scorer and the workbench alike. Standard library only; the library's readers (`signet_bench.analysis.queries.source`,
 `signet_bench.store.hook_log`) use the same names."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = [
+    "CHECKPOINT_FILE",
     "HOOK_LOG_FILE",
+    "MODEL_DIR_SUFFIX",
     "SERVED_MODEL_FILE",
     "SIGNET_PATH_VAR",
     "WORKBENCH_FILE",
@@ -20,6 +22,8 @@ __all__ = [
 
 WORKBENCH_FILE = "workbench.duckdb"
 SERVED_MODEL_FILE = "model.onnx"  # the exported model beside the workbench
+CHECKPOINT_FILE = "model.sbm"  # the trained checkpoint beside it (the library's own format)
+MODEL_DIR_SUFFIX = ".predictor"  # the simulated daemon's folder of a store: `<db>.predictor/`
 HOOK_LOG_FILE = "hook_injections.db"  # what the session-start hook injected (SQLite)
 SIGNET_PATH_VAR = "SIGNET_PATH"  # Signet's own way to move its folder, `~/.agents`
 
@@ -38,5 +42,5 @@ def default_workbench(db: str | Path) -> Path:
     """The workbench of a store: the simulated daemon's (`<db>.predictor/workbench.duckdb`) when
     it exists, else `workbench.duckdb` beside the store."""
     p = Path(db)
-    sim = p.with_name(p.name + ".predictor") / WORKBENCH_FILE
+    sim = p.with_name(p.name + MODEL_DIR_SUFFIX) / WORKBENCH_FILE
     return sim if sim.exists() else p.with_name(WORKBENCH_FILE)

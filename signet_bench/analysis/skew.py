@@ -14,11 +14,7 @@ import polars as pl
 
 from signet_bench.daemon.candidates import candidate_info, session_inputs
 from signet_bench.daemon.context import previous_sessions
-from signet_bench.daemon.features import (
-    FEATURE_NAMES,
-    signet058_inference_features,
-    signet058_training_features,
-)
+from signet_bench.daemon.features import signet058_inference_features, signet058_training_features
 from signet_bench.learn.samples import scored_sessions, session_graph, session_structure
 from signet_bench.store.corpus import Corpus, read_corpus
 from signet_bench.store.read import (
@@ -28,6 +24,7 @@ from signet_bench.store.read import (
     table_names,
 )
 from signet_bench.store.timestamps import parse_ts
+from signet_scorer.contract import FEATURE_NAMES
 from signet_scorer.structure import GraphColumns, MemoryStructure
 
 __all__ = ["feature_triples", "skew_report"]

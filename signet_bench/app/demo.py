@@ -35,11 +35,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from signet_bench.bench.report import Row, machine_info, percentiles
+from signet_bench.analysis.report import Row, machine_info, percentiles
 from signet_bench.config import PredictorConfig
-from signet_bench.daemon.lifecycle import LoopStore, SimReport
-from signet_bench.daemon.loop import SimOptions, Simulator
-from signet_bench.daemon.trainers import (
+from signet_bench.replay.lifecycle import SimReport
+from signet_bench.replay.loop import SimOptions, Simulator
+from signet_bench.replay.loop_store import LoopStore
+from signet_bench.replay.trainers import (
     InProcessTrainer,
     TrainingJob,
     TrainOutcome,
@@ -51,6 +52,7 @@ from signet_bench.store.read import read_comparisons
 from signet_bench.store.timestamps import format_iso, parse_ts
 from signet_bench.world.synth.build import build_persona_store
 from signet_bench.world.synth.truth import true_relevance
+from signet_scorer.workbench import SERVED_MODEL_FILE, WORKBENCH_FILE
 
 __all__ = [
     "DEFAULT_DEMO_DIR",
@@ -109,9 +111,9 @@ def demo_paths(out_dir: str | Path = DEFAULT_DEMO_DIR) -> DemoPaths:
         out,
         store,
         mdir,
-        mdir / "workbench.duckdb",
+        mdir / WORKBENCH_FILE,
         model_path(store),
-        mdir / "model.onnx",
+        mdir / SERVED_MODEL_FILE,
         out / "demo-bench",
     )
 

@@ -1,7 +1,7 @@
 """The notebooks as a served app: their arguments, and the `marimo run` command that serves them.
 
 Every notebook takes `--db PATH` (a Signet `memories.db`; default: the embedded demo's store),
-`--workbench PATH` (default: the store's, see `queries.source.default_workbench`) and
+`--workbench PATH` (default: the store's, see `signet_scorer.workbench.default_workbench`) and
 `--bench-dir DIR` (benchmark JSON files; default: the demo's). `signet-bench app` serves them
 with `marimo run` (through `app.serve`, which imports the notebooks' libraries before the
 server listens), bound to 127.0.0.1 unless told otherwise; any other address needs a token
@@ -80,8 +80,8 @@ def notebook_path(name: str) -> Path:
 def notebook_args(args: Mapping[str, object]) -> NotebookArgs:
     """The notebook's arguments from `mo.cli_args()` (keys without dashes), with the demo's
     files as defaults; a missing store is a clear error naming what to run."""
-    from signet_bench.analysis.queries.source import default_workbench
     from signet_bench.app.demo import DEFAULT_DEMO_DIR, demo_paths
+    from signet_scorer.workbench import default_workbench
 
     raw_db = args.get("db")
     demo = demo_paths(os.environ.get("SIGNET_BENCH_DEMO_DIR", DEFAULT_DEMO_DIR))

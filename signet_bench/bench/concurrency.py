@@ -148,8 +148,8 @@ def writer_main(
     put {'writes', 'commits': [(t, comparisons)], 'seconds', 'errors', 'counts'} on `out`."""
     result: dict[str, Any] = {"writes": 0, "commits": [], "seconds": 0.0, "errors": []}
     try:
-        from signet_bench.daemon.lifecycle import SimReport
-        from signet_bench.daemon.loop import SimOptions, Simulator
+        from signet_bench.replay.lifecycle import SimReport
+        from signet_bench.replay.loop import SimOptions, Simulator
 
         sim = Simulator(path, SimOptions(scorer="random", seed=seed))
         try:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from signet_bench.bench.report import Row
+from signet_bench.analysis.report import Row
 from signet_bench.errors import UserError
 
 __all__ = [

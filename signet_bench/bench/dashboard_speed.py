@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from signet_bench.bench.report import Row, percentiles
+from signet_bench.analysis.report import Row, percentiles
 from signet_bench.store.scale import write_session_memories_scale
 from signet_bench.store.schema import connect_writer
 

@@ -52,11 +52,12 @@ from typing import Any
 
 import numpy as np
 
-from signet_bench.bench.report import Row, percentiles
+from signet_bench.analysis.report import Row, percentiles
 from signet_bench.bench.signet_standin import signet_answer, write_standin
 from signet_bench.daemon.ranking.baseline import age_days, effective_score
 from signet_bench.store.read import open_readonly
 from signet_bench.store.timestamps import parse_ts
+from signet_scorer.workbench import SERVED_MODEL_FILE
 
 __all__ = ["hook_rows", "memory_date", "store_answer", "store_memories"]
 
@@ -116,9 +117,9 @@ def _trained_store(tmp: Path, sessions: int, seed: int) -> tuple[Path, Path, dat
     """(store, exported model, the next session's start): the heavy persona (4,000
     memories) after `sessions` sessions of the simulated daemon scoring and training with the
     model, its accepted model exported to ONNX beside its workbench."""
-    from signet_bench.daemon.loop import SimOptions, simulate
-    from signet_bench.daemon.trainers import model_dir, model_path
     from signet_bench.learn.export import convert_model
+    from signet_bench.replay.loop import SimOptions, simulate
+    from signet_bench.replay.trainers import model_dir, model_path
     from signet_bench.world.synth.build import build_persona_store
 
     db = tmp / "memories.db"
@@ -127,7 +128,7 @@ def _trained_store(tmp: Path, sessions: int, seed: int) -> tuple[Path, Path, dat
     _log.info(f"  {report.trainings_accepted} of {report.trainings} trainings accepted")
     if not model_path(db).exists():
         raise RuntimeError(f"{db}: no training was accepted in {sessions} sessions")
-    model = convert_model(model_path(db), model_dir(db) / "model.onnx")
+    model = convert_model(model_path(db), model_dir(db) / SERVED_MODEL_FILE)
     con = open_readonly(db)
     try:
         last = con.execute("SELECT MAX(created_at) FROM session_memories").fetchone()[0]
@@ -196,7 +197,8 @@ _SCENARIOS = (
 
 def hook_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
     """The hook's overhead over Signet's command (module docstring)."""
-    from signet_scorer.hook.cli import parse_command, serve_argv
+    from signet_scorer.hook.cli import serve_argv
+    from signet_scorer.hook.config import parse_command
     from signet_scorer.hook.resident_link import start_detached, stop_resident
 
     sizes = QUICK if quick else FULL

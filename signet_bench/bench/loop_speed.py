@@ -49,7 +49,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from signet_bench.bench.report import Row, percentiles
+from signet_bench.analysis.report import Row, percentiles
 
 _log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ def loop_rows(
 ) -> list[Row]:
     """Build the store, run the three measurements and return their rows."""
     from signet_bench.bench.concurrency import run_concurrency
-    from signet_bench.daemon.loop import SimOptions, simulate
+    from signet_bench.replay.loop import SimOptions, simulate
     from signet_bench.world.synth.build import build_persona_store
     from signet_bench.world.synth.persona import get_persona
 

@@ -123,13 +123,11 @@ from typing import Any
 
 import numpy as np
 
-from signet_bench.analysis.metrics import bootstrap_interval, ndcg_at_k
-from signet_bench.bench.report import Row
+from signet_bench.analysis.report import Row
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.candidates import SessionInputs
 from signet_bench.daemon.context import previous_sessions
-from signet_bench.daemon.features import SESSION_FEATURES, feature_index, feature_indices
-from signet_bench.daemon.loop import SimOptions, Simulator
+from signet_bench.daemon.metrics import bootstrap_interval, ndcg_at_k
 from signet_bench.daemon.predictor_state import effective_alpha, on_session_start
 from signet_bench.daemon.ranking.baseline import rank_order
 from signet_bench.daemon.ranking.ranker import (
@@ -144,6 +142,7 @@ from signet_bench.learn.model.params import query_held
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.samples import SessionSample, load_samples, scored_sessions
 from signet_bench.learn.train import train_model
+from signet_bench.replay.loop import SimOptions, Simulator
 from signet_bench.store.corpus import Corpus
 from signet_bench.store.graph import EntityGraph
 from signet_bench.store.read import read_session_memories, read_sessions
@@ -151,6 +150,8 @@ from signet_bench.world.synth.build import build_persona_store
 from signet_bench.world.synth.persona import Persona
 from signet_bench.world.synth.plans import SessionContext
 from signet_bench.world.synth.truth import EFFECTS, true_relevance, variance_shares
+from signet_scorer.contract import SESSION_FEATURES
+from signet_scorer.features import feature_index, feature_indices
 
 __all__ = [
     "ABLATIONS",

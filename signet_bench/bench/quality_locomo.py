@@ -78,16 +78,15 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from signet_bench.analysis.metrics import (
+from signet_bench.analysis.report import Row
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.daemon.candidates import SessionInputs, session_inputs
+from signet_bench.daemon.metrics import (
     bootstrap_interval,
     coverage_recall_at_k,
     ndcg_at_k,
     reciprocal_rank,
 )
-from signet_bench.bench.report import Row
-from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.candidates import SessionInputs, session_inputs
-from signet_bench.daemon.context import mean_unit
 from signet_bench.daemon.ranking.baseline import (
     age_days,
     decayed_importance,
@@ -118,6 +117,7 @@ from signet_bench.store.graph import EntityGraph, read_graph
 from signet_bench.store.read import open_readonly, read_session_memories
 from signet_bench.world.locomo import CATEGORIES, Query, read_queries, relevance
 from signet_bench.world.locomo_graph import MENTION_CONFIDENCE
+from signet_scorer.context import mean_unit
 from signet_scorer.contract import SIGNAL_NAMES
 from signet_scorer.signals import signal_column
 from signet_scorer.structure import GraphColumns, MemoryStructure, read_structure, session_columns
@@ -462,12 +462,9 @@ def evaluate_queries(
 
 def _heuristic_scores(data: ConversationData) -> dict[str, list[np.ndarray]]:
     """Every peer ranker's scores of every question of the conversation."""
-    from signet_bench.daemon.ranking.peers import (
-        for_query,
-        peer_rankers,
-        read_last_accessed,
-        read_tags,
-    )
+    from signet_bench.daemon.ranking.peers import peer_rankers
+    from signet_bench.daemon.ranking.peers.query import for_query
+    from signet_bench.daemon.ranking.peers.store_fields import read_last_accessed, read_tags
 
     # A store without tags or access times gives the peers none (not empty maps): Cognitive
     # Memory v9's FSRS retention applies only where access data exists.

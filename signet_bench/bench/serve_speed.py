@@ -63,16 +63,18 @@ from pathlib import Path
 
 import numpy as np
 
-from signet_bench.bench.report import Row, percentiles, timed_ms
+from signet_bench.analysis.report import Row, percentiles, timed_ms
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.daemon.loop import SimOptions, Simulator, simulate
 from signet_bench.learn.export import model_bytes
 from signet_bench.learn.model.checkpoint import CheckpointMeta
 from signet_bench.learn.model.params import DEFAULT_SEED, init_params
+from signet_bench.replay.loop import SimOptions, Simulator, simulate
 from signet_bench.world.synth.build import build_persona_store
 from signet_scorer import ScoreQuery, Scorer, jsonio
+from signet_scorer.contract import N_FEATURES
 from signet_scorer.scorer import parse_score_params
 from signet_scorer.signals import candidate_signals
+from signet_scorer.workbench import SERVED_MODEL_FILE
 
 __all__ = ["daemon_score_line", "serve_rows"]
 
@@ -88,11 +90,11 @@ WARMUP = 50
 
 def daemon_score_line(n: int, seed: int, rid: str = "req-1") -> bytes:
     """A score request as Signet's daemon writes it: float32 embeddings printed as doubles at
-    full precision, 17 features, `agent_id`, no project slot."""
+    full precision, every feature, `agent_id`, no project slot."""
     rng = np.random.default_rng(seed)
     emb = rng.normal(size=(n, DIM)).astype(np.float32)
     emb /= np.linalg.norm(emb, axis=1, keepdims=True)
-    feats = rng.uniform(0, 1, size=(n, 17)).astype(np.float32)
+    feats = rng.uniform(0, 1, size=(n, N_FEATURES)).astype(np.float32)
     params = {
         "context_embedding": emb[:10].mean(axis=0).astype(np.float64).tolist(),
         "candidate_ids": [f"mem-{seed}-{i:03d}" for i in range(n)],
@@ -161,7 +163,7 @@ def _inprocess_query(with_signals: bool) -> ScoreQuery:
     rng = np.random.default_rng(1)
     emb = rng.normal(size=(100, DIM)).astype(np.float32)
     ctx = emb[:10].mean(axis=0)
-    feats = rng.uniform(0, 1, size=(100, 17)).astype(np.float32)
+    feats = rng.uniform(0, 1, size=(100, N_FEATURES)).astype(np.float32)
     ids = [f"m{i}" for i in range(100)]
     if not with_signals:
         return ScoreQuery(ctx, ids, emb, None, feats)
@@ -346,7 +348,7 @@ def serve_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
     sizes = QUICK if quick else FULL
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
         root = Path(tmp)
-        model = root / "model.onnx"
+        model = root / SERVED_MODEL_FILE
         model.write_bytes(model_bytes(init_params(seed=DEFAULT_SEED + seed), CheckpointMeta()))
         rows: list[Row] = []
         steps = [

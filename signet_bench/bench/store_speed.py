@@ -19,7 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
-from signet_bench.bench.report import Row, percentiles, timed_ms
+from signet_bench.analysis.report import Row, percentiles, timed_ms
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.store.duck import connect_duckdb, session_memory_summary
 from signet_bench.store.read import read_memories, release_line

@@ -57,14 +57,15 @@ from pathlib import Path
 
 import numpy as np
 
-from signet_bench.analysis.metrics import bootstrap_interval
+from signet_bench.analysis.report import Row
 from signet_bench.bench.quality import HeldOut, held_out_session, ndcgs
-from signet_bench.bench.report import Row
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.loop import SimOptions, Simulator
+from signet_bench.daemon.metrics import bootstrap_interval
 from signet_bench.daemon.ranking.ranker import CosineRanker, EffectiveScoreRanker, Ranker
-from signet_bench.daemon.trainers import TrainingJob, model_dir, model_path
+from signet_bench.replay.loop import SimOptions, Simulator
+from signet_bench.replay.trainers import TrainingJob, model_dir, model_path
 from signet_bench.world.synth.build import build_persona_store
+from signet_scorer.workbench import WORKBENCH_FILE
 
 __all__ = ["HISTORY", "QUICK_HISTORY", "ChildRun", "history_rows", "run_child"]
 
@@ -141,7 +142,7 @@ def _scheduled_training(
     child = run_child(opts.command(*args), opts.env(), out)
     if child.returncode not in (0, 1):  # 1: a gate rejected the model
         raise RuntimeError(f"the scheduled training at {n} sessions failed:\n{child.stderr}")
-    with open_workbench(out / "workbench.duckdb") as wb:
+    with open_workbench(out / WORKBENCH_FILE) as wb:
         row = wb.execute(
             "SELECT epochs, duration_ms, sample_count, gate_passed, holdout FROM training_runs"
             " ORDER BY started_at DESC LIMIT 1"

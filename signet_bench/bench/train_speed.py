@@ -44,11 +44,11 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from signet_bench.bench.report import Row, percentiles
+from signet_bench.analysis.report import Row, percentiles
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.features import CandidateInfo, SessionInfo, candidate_features
-from signet_bench.learn.model.tokenizer import project_slot
 from signet_bench.learn.samples import SessionSample
+from signet_scorer.features import CandidateInfo, SessionInfo, candidate_features
+from signet_scorer.tokenize import project_slot
 
 _log = logging.getLogger(__name__)
 

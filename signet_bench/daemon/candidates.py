@@ -4,7 +4,7 @@ scores, the trainer learns from and the benchmarks evaluate, built by one functi
 `session_inputs` takes the corpus, the candidates' corpus rows in baseline order, the session
 (start, time zone, project, previous session of the project), its context vector and its query
 (`daemon.session_query`), and computes every per-candidate input: embeddings and the text path's
-tokens, the 17 features (`features.candidate_features`), the signals (`signet_scorer.signals`:
+tokens, the 17 features (`signet_scorer.features`), the signals (`signet_scorer.signals`:
 lexical, entity match and source neighbourhood, over the whole pool), the effective score at
 the session start and the project slot.
 The knowledge-graph columns (entity and aspect slot, constraint flag, structural density,
@@ -24,11 +24,10 @@ from datetime import datetime
 import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.features import CandidateInfo, SessionInfo, candidate_features
 from signet_bench.daemon.ranking.baseline import age_days, effective_score
 from signet_bench.daemon.session_query import NO_QUERY, SessionQuery
-from signet_bench.learn.model.tokenizer import project_slot
 from signet_bench.store.corpus import Corpus
+from signet_scorer.features import CandidateInfo, SessionInfo, candidate_features
 from signet_scorer.signals import candidate_signals
 from signet_scorer.structure import (
     GraphColumns,
@@ -36,8 +35,9 @@ from signet_scorer.structure import (
     recorded_structure,
     session_columns,
 )
+from signet_scorer.tokenize import project_slot
 
-__all__ = ["GraphColumns", "SessionInputs", "candidate_info", "session_inputs"]
+__all__ = ["SessionInputs", "candidate_info", "session_inputs"]
 
 
 @dataclass(frozen=True, eq=False)

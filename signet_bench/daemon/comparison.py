@@ -17,8 +17,8 @@ import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike
 
-from signet_bench.analysis.metrics import NdcgVariant, ndcg_of_ranking, ranked_ids, signet_ndcg_at_k
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.daemon.metrics import NdcgVariant, ndcg_of_ranking, ranked_ids, signet_ndcg_at_k
 
 __all__ = ["Comparison", "ComparisonInput", "compare_session", "evaluation_pool", "judged_ndcg"]
 

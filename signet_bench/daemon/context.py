@@ -29,15 +29,11 @@ import numpy as np
 import polars as pl
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_scorer.context import CONTEXT_RULES, SessionContextVector, context_embedding, mean_unit
+from signet_scorer.context import SessionContextVector, context_embedding
 
 __all__ = [
-    "CONTEXT_RULES",
     "PreviousSession",
     "PreviousSessions",
-    "SessionContextVector",
-    "context_embedding",
-    "mean_unit",
     "previous_sessions",
     "session_context",
     "used_memory_ids",

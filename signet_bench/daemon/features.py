@@ -1,5 +1,5 @@
-"""The 17 candidate features (one definition, `signet_scorer.features`, re-exported here) and Signet
-0.58's two conventions that differed from it, for the skew report.
+"""Signet 0.58's two conventions for the candidate features that differed from the one definition
+(`signet_scorer.features`), for the skew report.
 
 Signet 0.58 computed the features two different ways (docs/specification.md §4.1): its Rust trainer
 measured age from the session *end*, read the hour in UTC, counted weekdays from Monday, took the
@@ -17,35 +17,13 @@ from zoneinfo import ZoneInfo
 import numpy as np
 
 from signet_scorer.features import (
-    FEATURE_INDEX,
-    FEATURE_NAMES,
-    FEATURE_SPEC,
-    N_FEATURES,
     SECONDS_PER_DAY,
-    SESSION_FEATURES,
     CandidateInfo,
-    SessionInfo,
     assemble_features,
-    candidate_features,
     cyclic,
-    feature_index,
-    feature_indices,
 )
 
-__all__ = [
-    "FEATURE_INDEX",
-    "FEATURE_NAMES",
-    "FEATURE_SPEC",
-    "N_FEATURES",
-    "SESSION_FEATURES",
-    "CandidateInfo",
-    "SessionInfo",
-    "candidate_features",
-    "feature_index",
-    "feature_indices",
-    "signet058_inference_features",
-    "signet058_training_features",
-]
+__all__ = ["signet058_inference_features", "signet058_training_features"]
 
 
 def signet058_training_features(

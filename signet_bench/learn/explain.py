@@ -15,8 +15,9 @@ from typing import Any
 
 from signet_bench.config import PredictorConfig
 from signet_bench.learn.holdout import HoldoutDecision, free_ranker_name
-from signet_bench.learn.train import MODEL_FILE, StoreTraining, TrainResult
+from signet_bench.learn.train import StoreTraining, TrainResult
 from signet_scorer.request import TrainingRequest
+from signet_scorer.workbench import CHECKPOINT_FILE
 
 __all__ = ["RANKERS", "run_summary", "served_line", "sessions_line", "sidecar_fields"]
 
@@ -71,7 +72,7 @@ def served_line(run: StoreTraining, request: TrainingRequest, cfg: PredictorConf
     r, saved, d = run.result, run.published.model_path, run.result.holdout
     if not r.accepted:
         assert request.out_dir is not None
-        there = (request.out_dir / MODEL_FILE).is_file()
+        there = (request.out_dir / CHECKPOINT_FILE).is_file()
         kept = "the model already there stays served" if there else "no model is saved"
         return f"served: unchanged, {kept}: the model trained now {_rejection(r, cfg)}"
     where = f" ({saved})"

@@ -45,7 +45,6 @@ from signet_bench import __version__
 from signet_bench.config import PredictorConfig
 from signet_bench.errors import UserError
 from signet_bench.learn.model.checkpoint import (
-    DIM_KEYS,
     CheckpointMeta,
     load_any,
     save_checkpoint,
@@ -54,7 +53,9 @@ from signet_bench.learn.model.checkpoint import (
 from signet_bench.learn.model.params import neutral_extensions, param_shapes
 from signet_scorer import contract as c
 from signet_scorer.atomic import atomic_write_bytes
+from signet_scorer.contract import DIM_KEYS
 from signet_scorer.request import FORMATS, format_for_suffix
+from signet_scorer.workbench import CHECKPOINT_FILE
 
 __all__ = [
     "MAX_MODEL_BYTES",
@@ -427,7 +428,7 @@ def load_model_file(path: str | Path) -> tuple[Params, CheckpointMeta, str]:
     a Signet SGPT `model.bin` or an exported ONNX file."""
     p = Path(path)
     if p.is_dir():
-        p = p / "model.sbm"
+        p = p / CHECKPOINT_FILE
     if not p.is_file():
         raise ExportError(f"{p}: no such model file")
     if _is_onnx(p):

@@ -49,8 +49,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from signet_bench.analysis.metrics import ndcg_at_k
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.daemon.metrics import ndcg_at_k
 from signet_bench.daemon.ranking.ranker import embedded_cosine
 from signet_bench.learn.model.params import init_params
 from signet_bench.learn.samples import SessionSample

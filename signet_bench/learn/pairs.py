@@ -39,7 +39,6 @@ import numpy as np
 import polars as pl
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.features import FEATURE_NAMES
 from signet_bench.errors import UserError
 from signet_bench.learn.model.loss import listwise_loss, temperatures
 from signet_bench.learn.model.optim import Adam
@@ -49,6 +48,8 @@ from signet_bench.learn.model.params import (
     signal_weights_init,
 )
 from signet_bench.learn.samples import SessionSample
+from signet_scorer.contract import FEATURE_NAMES
+from signet_scorer.workbench import CHECKPOINT_FILE
 
 __all__ = [
     "PAIR_COLUMNS",
@@ -259,10 +260,8 @@ def save_base(
     base: BaseModel, out_dir: str | Path, native_dim: int, cfg: PredictorConfig = DEFAULT_CONFIG
 ) -> Path:
     """The base as `out_dir/model.sbm`, flagged a pretrained base (docs/specification.md §6.3)."""
-    from signet_bench.daemon.features import FEATURE_SPEC
     from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
-    from signet_bench.learn.model.params import feature_spec_hash
-    from signet_bench.learn.train import MODEL_FILE
+    from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
 
     meta = CheckpointMeta.from_config(
         cfg,
@@ -271,7 +270,7 @@ def save_base(
         metrics={"final_loss": base.loss_curve[-1], "sessions": float(base.sessions)},
         is_pretrained_base=True,
     )
-    path = Path(out_dir) / MODEL_FILE
+    path = Path(out_dir) / CHECKPOINT_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     save_checkpoint(path, base_params(base, native_dim, cfg), meta)
     return path

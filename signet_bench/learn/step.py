@@ -25,12 +25,11 @@ from signet_bench.learn.model.optim import Adam
 from signet_bench.learn.model.scorer import Batch, batch_from_sessions, loss_and_grads
 from signet_scorer import contract as c
 from signet_scorer.atomic import atomic_write
+from signet_scorer.workbench import CHECKPOINT_FILE, SERVED_MODEL_FILE
 
 __all__ = ["STATE_FILE", "StepResult", "step_batch", "train_step"]
 
 STATE_FILE = "adam.npz"
-MODEL_FILE = "model.sbm"
-GRAPH_FILE = "model.onnx"
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +109,7 @@ def train_step(
         raise UserError("the step's loss is not finite; the weights were not changed")
     opt.step(params, grads)
     out = Path(out_dir)
-    save_checkpoint(out / MODEL_FILE, params, meta)
+    save_checkpoint(out / CHECKPOINT_FILE, params, meta)
     _save_state(opt, out / STATE_FILE, meta)
-    write_model_file(out / GRAPH_FILE, params, meta, fmt="onnx")
+    write_model_file(out / SERVED_MODEL_FILE, params, meta, fmt="onnx")
     return StepResult(float(loss), opt.t)

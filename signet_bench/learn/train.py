@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from signet_bench.analysis.metrics import ndcg_at_k
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.daemon.metrics import ndcg_at_k
 from signet_bench.errors import UserError
 from signet_bench.learn.holdout import (
     HoldoutDecision,
@@ -43,6 +43,7 @@ from signet_bench.learn.model.scorer import Batch, batch_from_sessions, forward,
 from signet_bench.learn.samples import SessionSample
 from signet_bench.store.corpus import Corpus
 from signet_scorer.request import RequestError, TrainingRequest
+from signet_scorer.workbench import CHECKPOINT_FILE, WORKBENCH_FILE
 
 __all__ = [
     "CanaryMetrics",
@@ -742,10 +743,6 @@ def train_model(
     )
 
 
-MODEL_FILE = "model.sbm"
-WORKBENCH_FILE = "workbench.duckdb"
-
-
 def _hook_workbench(out_dir: Path) -> Path | None:
     """The workbench whose session-start wrapper record labels a training: the one it
     publishes to when the wrapper recorded there (a hook run with `--workbench` set to it),
@@ -764,9 +761,8 @@ def _model_meta(
     is_finetuned: bool,
 ) -> CheckpointMeta:
     """An accepted model's meta: dims, feature spec, training range and metrics."""
-    from signet_bench.daemon.features import FEATURE_SPEC
-    from signet_bench.learn.model.params import feature_spec_hash
     from signet_bench.store.timestamps import format_iso
+    from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
 
     return CheckpointMeta.from_config(
         cfg,
@@ -815,11 +811,10 @@ def _record(
     is_finetuned: bool,
 ) -> None:
     """The run (and an accepted model) in `out_dir/workbench.duckdb`, one transaction each."""
-    from signet_bench.daemon.features import FEATURE_SPEC
-    from signet_bench.learn.model.params import feature_spec_hash
     from signet_bench.store.workbench import open_workbench, record_model, record_training_run
+    from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
 
-    path = str(out_dir / MODEL_FILE)
+    path = str(out_dir / CHECKPOINT_FILE)
     with open_workbench(out_dir / WORKBENCH_FILE) as wb:
         record_training_run(
             wb,
@@ -899,7 +894,7 @@ def train_and_publish(
         seen = plan.samples if history is None else history
         meta = _model_meta(result, seen, plan.cfg, is_finetuned=is_finetuned)
         out.mkdir(parents=True, exist_ok=True)
-        saved = out / MODEL_FILE
+        saved = out / CHECKPOINT_FILE
         save_checkpoint(saved, result.params, meta)
         published = Published(result, saved, *_write_checkpoint(request, result.params, meta))
     _record(
@@ -1040,7 +1035,7 @@ def train_store(
     import uuid
 
     from signet_bench.learn.samples import load_samples
-    from signet_bench.store.timestamps import local_tz
+    from signet_scorer.timestamps import local_tz
 
     if request.out_dir is None:
         raise RequestError("out_dir", "is required to train (the model and workbench go there)")

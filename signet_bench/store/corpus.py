@@ -17,9 +17,9 @@ import numpy as np
 import polars as pl
 
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.learn.model.tokenizer import token_buckets
 from signet_bench.store.read import MemoryTable, open_readonly, read_memories
 from signet_bench.store.timestamps import format_iso, parse_ts
+from signet_scorer.tokenize import token_buckets
 
 __all__ = ["Corpus", "corpus_from_memories", "memory_source_session", "read_corpus"]
 

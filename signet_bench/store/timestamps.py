@@ -1,16 +1,16 @@
-"""Signet's two timestamp formats: JS ISO (`2026-03-14T21:40:46.123Z`) and SQLite
-`datetime('now')` (`2026-03-14 21:40:46`), both UTC; and the machine's time zone name, the
-default for the user's local time. The parser and the zone are defined once in
-`signet_scorer.timestamps` (the session-start hook reads them without this package)."""
+"""Signet's two timestamp formats written and parsed: JS ISO (`2026-03-14T21:40:46.123Z`) and
+SQLite `datetime('now')` (`2026-03-14 21:40:46`), both UTC. The parser and the machine's time
+zone are defined once in `signet_scorer.timestamps` (the session-start hook reads them without
+this package); here a text in neither format is a `UserError`."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 from signet_bench.errors import UserError
-from signet_scorer.timestamps import local_tz, parse_utc
+from signet_scorer.timestamps import parse_utc
 
-__all__ = ["TimestampError", "format_iso", "format_sqlite", "local_tz", "parse_ts"]
+__all__ = ["TimestampError", "format_iso", "format_sqlite", "parse_ts"]
 
 
 class TimestampError(UserError, ValueError):

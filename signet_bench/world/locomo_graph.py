@@ -69,7 +69,6 @@ __all__ = [
     "GraphMemory",
     "NameFound",
     "build_graph",
-    "canonical_name",
     "entities_named_in",
     "find_names",
     "name_vocabulary",

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from signet_bench.analysis.skew import feature_triples, skew_report
-from signet_bench.daemon.features import FEATURE_NAMES
-from signet_bench.daemon.loop import SimOptions, simulate
+from signet_bench.replay.loop import SimOptions, simulate
 from signet_bench.store.read import open_readonly
 from signet_bench.store.schema import create_store
 from signet_bench.store.timestamps import parse_ts
 from signet_bench.world.synth.build import build_persona_store
+from signet_scorer.contract import FEATURE_NAMES
 
 TZ = "Europe/Berlin"  # the light persona's zone
 SAME_EVERYWHERE = (

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
+from signet_bench.analysis.report import Row, write_report
 from signet_bench.bench.docs_page import (
     load_results,
     pivot_markdown,
     ranker_kind,
     write_benchmarks_doc,
 )
-from signet_bench.bench.report import Row, write_report
 
 
 def _rows() -> list[Row]:

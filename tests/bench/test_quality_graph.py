@@ -30,7 +30,6 @@ from signet_bench.bench.quality import (
 )
 from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.daemon.features import feature_indices
 from signet_bench.learn.model.params import init_params
 from signet_bench.learn.train import train_model
 from signet_bench.store import write
@@ -38,6 +37,7 @@ from signet_bench.store.corpus import read_corpus
 from signet_bench.store.graph import read_graph
 from signet_bench.store.timestamps import format_iso
 from signet_bench.world.synth.truth import EFFECTS
+from signet_scorer.features import feature_indices
 from tests.store.graph_stores import GraphStore
 
 GRAPH_COLUMNS = [12, 13, 14, 15, 16]

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from signet_bench.bench.report import write_report
+from signet_bench.analysis.report import write_report
 from signet_bench.bench.train_history import QUICK_HISTORY, history_rows, run_child
 
 METRICS = {

@@ -10,12 +10,11 @@ import polars as pl
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.context import (
     PreviousSessions,
-    context_embedding,
-    mean_unit,
     previous_sessions,
     session_context,
     used_memory_ids,
 )
+from signet_scorer.context import context_embedding, mean_unit
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 

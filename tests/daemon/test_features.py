@@ -8,19 +8,15 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from signet_bench.daemon.features import (
+from signet_bench.daemon.features import signet058_inference_features, signet058_training_features
+from signet_scorer.contract import FEATURE_NAMES, FEATURE_SPEC, N_FEATURES, SESSION_FEATURES
+from signet_scorer.features import (
     FEATURE_INDEX,
-    FEATURE_NAMES,
-    FEATURE_SPEC,
-    N_FEATURES,
-    SESSION_FEATURES,
     CandidateInfo,
     SessionInfo,
     candidate_features,
     feature_index,
     feature_indices,
-    signet058_inference_features,
-    signet058_training_features,
 )
 
 START = datetime(2026, 3, 15, 21, 30, tzinfo=UTC)  # Sunday 21:30 UTC = Sunday 22:30 Berlin

@@ -15,9 +15,9 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from signet_bench.daemon.features import FEATURE_NAMES, FEATURE_SPEC, N_FEATURES, feature_index
-from signet_bench.learn.model.params import feature_spec_hash
 from signet_bench.learn.samples import load_samples
+from signet_scorer.contract import FEATURE_NAMES, FEATURE_SPEC, N_FEATURES, feature_spec_hash
+from signet_scorer.features import feature_index
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "golden_features"
 REGENERATE = ".venv/bin/python fixtures/golden_features/generate.py"

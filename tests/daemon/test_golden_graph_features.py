@@ -19,7 +19,6 @@ import pytest
 
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.candidates import SessionInputs, session_inputs
-from signet_bench.daemon.features import FEATURE_NAMES, feature_index
 from signet_bench.learn.samples import load_samples
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.read import open_readonly
@@ -34,6 +33,8 @@ from signet_bench.store.write import (
     transaction,
     write_relevance_scores,
 )
+from signet_scorer.contract import FEATURE_NAMES
+from signet_scorer.features import feature_index
 from signet_scorer.hook.rank import HookSession, session_query
 from signet_scorer.structure import GraphColumns
 

@@ -17,7 +17,6 @@ from onnx.reference import ReferenceEvaluator
 
 from signet_bench.cli import main
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.daemon.features import FEATURE_SPEC
 from signet_bench.daemon.ranking.prefilter import cosine_to
 from signet_bench.learn import export
 from signet_bench.learn.export import (
@@ -41,18 +40,19 @@ from signet_bench.learn.model.params import (
     COSINE_WEIGHT_INIT,
     SIGNET_PARAMS,
     extensions_are_neutral,
-    feature_spec_hash,
     init_params,
     layer_norm_is_identity,
     param_shapes,
 )
 from signet_bench.learn.model.scorer import batch_from_sessions, forward, loss_and_grads
-from signet_bench.learn.model.tokenizer import token_buckets
 from signet_scorer import contract
+from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
 from signet_scorer.scorer import graph_inputs
 from signet_scorer.signals import HYBRID_VECTOR_WEIGHT, hybrid_scores
+from signet_scorer.tokenize import token_buckets
 
 DIM = DEFAULT_CONFIG.native_dim
+DIM_BUCKETS = DEFAULT_CONFIG.hash_buckets
 WORDS = [
     "alpha",
     "beta",
@@ -91,10 +91,12 @@ def make_session(rng: np.random.Generator, n: int, text_share: float, slot: int 
     tokens = []
     for i in range(n):
         words = rng.choice(WORDS, size=int(rng.integers(1, 30))).tolist()
-        tokens.append(None if has[i] else token_buckets(" ".join(words)))
+        tokens.append(None if has[i] else token_buckets(" ".join(words), DIM_BUCKETS))
     text_rows = np.flatnonzero(~has)
     if text_rows.size >= 3:
-        tokens[text_rows[-1]] = token_buckets("")  # a text with no tokens: LN(0) = beta
+        tokens[text_rows[-1]] = token_buckets(
+            "", DIM_BUCKETS
+        )  # a text with no tokens: LN(0) = beta
     feats = rng.normal(size=(n, contract.N_FEATURES)).astype(np.float32)
     feats[:, list(contract.SESSION_FEATURES)] = rng.normal(size=len(contract.SESSION_FEATURES))
     feats[:, 10] = has

@@ -7,9 +7,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from signet_bench.analysis.metrics import ndcg_at_k
 from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.daemon.metrics import ndcg_at_k
 from signet_bench.learn.holdout import (
     decide,
     heuristic_scores,

@@ -11,7 +11,6 @@ import pytest
 
 from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.daemon.features import FEATURE_NAMES
 from signet_bench.learn.model.params import COSINE_WEIGHT_INIT
 from signet_bench.learn.pairs import (
     INPUT_COLUMNS,
@@ -27,6 +26,7 @@ from signet_bench.learn.pairs import (
 )
 from signet_bench.world.embed import get_embedder
 from signet_bench.world.locomo import convert_locomo
+from signet_scorer.contract import FEATURE_NAMES
 from tests.world.test_locomo import needs_data, slice_file
 
 

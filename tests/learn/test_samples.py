@@ -13,19 +13,18 @@ import polars as pl
 import pytest
 
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.daemon.features import N_FEATURES
-from signet_bench.daemon.loop import SimOptions, simulate
 from signet_bench.daemon.session_query import start_query
 from signet_bench.learn.model.params import signet_init_params
 from signet_bench.learn.model.scorer import forward
-from signet_bench.learn.model.tokenizer import project_slot, token_buckets
 from signet_bench.learn.samples import load_samples
 from signet_bench.learn.train import to_batch
+from signet_bench.replay.loop import SimOptions, simulate
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.read import read_memories, read_session_memories
 from signet_bench.world.synth.build import build_persona_store
-from signet_scorer.contract import N_SIGNALS
+from signet_scorer.contract import N_FEATURES, N_SIGNALS
 from signet_scorer.signals import lexical_scores
+from signet_scorer.tokenize import project_slot, token_buckets
 
 TZ = "Europe/Berlin"  # the light persona's zone
 SESSIONS = 40
@@ -156,7 +155,9 @@ def test_candidates_without_embedding_take_the_text_path(store, loaded):
         assert not has[mid]
         assert not s.cand_emb[j].any()
         assert s.features[j, 10] == 0.0
-        np.testing.assert_array_equal(s.tokens[j], token_buckets(content[mid]))
+        np.testing.assert_array_equal(
+            s.tokens[j], token_buckets(content[mid], DEFAULT_CONFIG.hash_buckets)
+        )
         assert len(s.tokens[j]) > 0
 
     # in a batch, their tokens are routed to the hash embeddings and nothing else is

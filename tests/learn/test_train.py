@@ -13,8 +13,6 @@ import pytest
 
 from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.daemon.loop import SimOptions, simulate
-from signet_bench.daemon.trainers import model_path
 from signet_bench.learn.holdout import free_ranker_name, holdout_plan, start_at_best_free_ranker
 from signet_bench.learn.model.optim import densify
 from signet_bench.learn.model.params import init_params
@@ -28,6 +26,8 @@ from signet_bench.learn.train import (
     to_batch,
     train_model,
 )
+from signet_bench.replay.loop import SimOptions, simulate
+from signet_bench.replay.trainers import model_path
 from signet_bench.store.read import read_memories
 from signet_bench.world.synth.build import build_persona_store
 from signet_bench.world.synth.persona import get_persona

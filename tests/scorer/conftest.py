@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.learn.model.scorer import score_session
-from signet_bench.learn.model.tokenizer import token_buckets
+from signet_scorer.tokenize import token_buckets
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "scorer"
 DIM = 768
@@ -52,7 +53,10 @@ def numpy_scores(params: dict[str, np.ndarray], req: dict) -> dict[str, float]:
     has = np.array([r is not None and len(r) == DIM for r in rows])
     emb = np.array([r if h else [0.0] * DIM for r, h in zip(rows, has, strict=True)], np.float32)
     texts = req.get("candidate_texts") or [None] * n
-    tokens = [None if h else token_buckets(t) for h, t in zip(has, texts, strict=True)]
+    tokens = [
+        None if h else token_buckets(t, DEFAULT_CONFIG.hash_buckets)
+        for h, t in zip(has, texts, strict=True)
+    ]
     probs = score_session(
         params,
         np.asarray(req["context_embedding"], np.float32),

@@ -18,10 +18,10 @@ import pytest
 
 from signet_bench.bench.hook_speed import store_answer
 from signet_bench.bench.signet_standin import write_standin
-from signet_bench.daemon.loop import SimOptions, simulate
 from signet_bench.learn.export import model_bytes
 from signet_bench.learn.model.checkpoint import CheckpointMeta
 from signet_bench.learn.model.params import init_params
+from signet_bench.replay.loop import SimOptions, simulate
 from signet_bench.world.synth.build import build_persona_store
 from signet_scorer.hook.config import DEFAULT_DB, default_db, setting_sources
 from signet_scorer.hook.doctor import doctor_args

@@ -11,7 +11,8 @@ import random
 
 import pytest
 
-from signet_scorer.hook.cli import open_scorer, run_hook
+from signet_scorer.hook.cli import run_hook
+from signet_scorer.hook.opening import open_scorer
 from tests.scorer.hook_support import HARNESS_ARGS, small_world, standin_runner, stdin_for
 
 SEED = 20260420

@@ -20,13 +20,13 @@ import pytest
 from signet_bench.bench.hook_speed import store_memories
 from signet_bench.bench.signet_standin import signet_answer, write_standin
 from signet_bench.daemon.context import PreviousSessions, session_context
-from signet_bench.daemon.loop import SimOptions, simulate
 from signet_bench.daemon.session_query import start_query
-from signet_bench.daemon.trainers import model_dir, model_path
 from signet_bench.learn.export import convert_model
 from signet_bench.learn.model.checkpoint import load_checkpoint
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.samples import scored_sessions, session_graph, session_structure
+from signet_bench.replay.loop import SimOptions, simulate
+from signet_bench.replay.trainers import model_dir, model_path
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.hook_log import read_hook_injections, read_hook_invocations
 from signet_bench.store.read import open_readonly, read_session_memories, read_sessions
@@ -34,8 +34,9 @@ from signet_bench.store.schema import connect_writer
 from signet_bench.store.timestamps import format_iso, parse_ts
 from signet_bench.store.write import CandidateRow, record_session_candidates
 from signet_bench.world.synth.build import build_persona_store
-from signet_scorer.hook.cli import open_scorer, run_hook
+from signet_scorer.hook.cli import run_hook
 from signet_scorer.hook.inject import SCORER_ORDER, find_block
+from signet_scorer.hook.opening import open_scorer
 from signet_scorer.hook.rank import HookSession, session_query
 from tests.scorer.hook_support import (
     HARNESS_ARGS,

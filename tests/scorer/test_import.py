@@ -101,7 +101,7 @@ print(json.dumps([before, after]))
 
 
 def test_the_session_start_hook_loads_numpy_and_onnxruntime_only_for_a_model():
-    """The console script's modules (`signet_scorer.hook:main`) load neither numpy nor onnxruntime,
+    """The console script's modules (`signet_scorer.hook.cli:main`) load neither numpy nor onnxruntime,
     nor `typing` and `dataclasses`, which would lengthen every session start by milliseconds;
     the in-process ranking's modules load numpy."""
     out = subprocess.run(

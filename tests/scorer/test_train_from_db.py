@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from signet_bench.daemon.loop import SimOptions, simulate
+from signet_bench.replay.loop import SimOptions, simulate
 from signet_bench.world.synth.build import build_persona_store
 from signet_scorer import ScoreQuery, Scorer
 from signet_scorer.library import CHILD_NICE, CHILD_THREADS

@@ -8,13 +8,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from signet_bench.store.timestamps import (
-    TimestampError,
-    format_iso,
-    format_sqlite,
-    local_tz,
-    parse_ts,
-)
+from signet_bench.store.timestamps import TimestampError, format_iso, format_sqlite, parse_ts
+from signet_scorer.timestamps import local_tz
 
 
 def _link(tmp_path: Path, zone: str) -> Path:

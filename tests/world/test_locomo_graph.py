@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from signet_bench.store.graph import canonical as canonical_name
 from signet_bench.world.embed import get_embedder
 from signet_bench.world.locomo import (
     LocomoMemory,
@@ -24,7 +25,6 @@ from signet_bench.world.locomo import (
 )
 from signet_bench.world.locomo_graph import (
     build_graph,
-    canonical_name,
     entities_named_in,
     evidence_named,
     find_names,

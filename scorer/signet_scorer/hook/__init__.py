@@ -6,6 +6,4 @@ onnxruntime (nor `typing` or `dataclasses`): they are imported when a model is r
 
 from __future__ import annotations
 
-from signet_scorer.hook.cli import main
-
-__all__ = ["main"]
+__all__ = []

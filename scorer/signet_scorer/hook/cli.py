@@ -76,8 +76,6 @@ from signet_scorer.hook.config import (
     USAGE,
     Command,
     HookConfig,
-    UsageError,
-    parse_command,
     read_command,
     usage_error,
 )
@@ -92,6 +90,13 @@ from signet_scorer.hook.harness import (
     parse_invocation,
 )
 from signet_scorer.hook.js import js_list, js_object, parse_json
+from signet_scorer.hook.opening import (
+    failure_text,
+    missing_model,
+    open_scorer,
+    open_store_for,
+    read_basis,
+)
 from signet_scorer.hook.signet import (
     SignetCall,
     SignetResult,
@@ -113,21 +118,7 @@ if TYPE_CHECKING:
     from signet_scorer.hook.resident_link import ResidentLink
     from signet_scorer.scorer import Scorer
 
-__all__ = [
-    "HookConfig",
-    "HookRun",
-    "UsageError",
-    "failure_text",
-    "main",
-    "open_scorer",
-    "open_store_for",
-    "parse_command",
-    "read_command",
-    "read_stdin",
-    "run_hook",
-    "save_record",
-    "signet_output",
-]
+__all__ = ["HookRun", "main", "read_stdin", "run_hook", "save_record", "signet_output"]
 
 COMMAND = SESSION_START
 START_WAIT_S = 60.0  # `start` waits this long for the resident to answer
@@ -245,41 +236,6 @@ class _Attempt:
         return max(1e-3, min(ANSWER_TIMEOUT_S, left))
 
 
-def failure_text(exc: BaseException) -> str:
-    """What the hook records of an exception: its type and the start of its message."""
-    return f"{type(exc).__name__}: {str(exc)[:300]}"
-
-
-def _missing_model(path: Path) -> str | None:
-    return None if path.is_file() else f"no model at {path}"
-
-
-def open_scorer(path: Path) -> tuple[Any, str | None]:
-    """The served model, ONNX only (a checkpoint would need the library to convert it, which
-    takes seconds); onnxruntime is imported only when the file is there."""
-    missing = _missing_model(path)
-    if missing is not None:
-        return None, missing
-    from signet_scorer.scorer import Scorer, model_kind
-
-    if model_kind(path) != "onnx":
-        return None, f"{path} is not an ONNX model (signet-bench export writes one)"
-    scorer = Scorer.open(path, threads=1)
-    return (scorer, None) if scorer.ready else (None, scorer.reason)
-
-
-def open_store_for(db: Path, timeout_s: float) -> tuple[Any, str | None]:
-    """(the store opened read-only, None) or (None, why it cannot be)."""
-    import sqlite3
-
-    from signet_scorer.hook.store import open_store
-
-    try:
-        return open_store(db, timeout_s), None
-    except (OSError, sqlite3.Error) as exc:
-        return None, f"cannot open the store {db}: {exc}"
-
-
 def _open_log(path: Path) -> Any:
     """The injection log opened for writing, or None (no workbench folder, or it fails)."""
     if not path.parent.is_dir():
@@ -300,7 +256,7 @@ def _prepare(att: _Attempt) -> None:
         att.fail("stdin is not a JSON object")
         return
     if att.cfg.resident == "auto":
-        missing = _missing_model(att.cfg.model)
+        missing = missing_model(att.cfg.model)
         if missing is not None:  # the scorer is off: nothing to ask, nothing to start
             att.fail(missing)
             return
@@ -349,17 +305,6 @@ def _prepare_here(att: _Attempt) -> None:
     info = scorer.info
     att.model_version = info.model_version if info is not None else None
     att.basis = read_basis(att.con, att.session(), info)
-
-
-def read_basis(con: Any, session: dict[str, Any], info: Any) -> Any:
-    """The session's basis (`rank.session_basis`, read while Signet works), or None when it
-    cannot be read: the ranking then reads it again and reports why."""
-    from signet_scorer.hook.rank import HookSession, session_basis
-
-    try:
-        return session_basis(con, HookSession(**session), info.native_dim)
-    except Exception:  # noqa: BLE001 - the ranking meets the same fault and names it
-        return None
 
 
 def _check_budget(att: _Attempt, clock: Callable[[], float]) -> None:

@@ -36,7 +36,7 @@ from signet_scorer.hook.config import (
     scan_argv,
     setting_sources,
 )
-from signet_scorer.workbench import SERVED_MODEL_FILE
+from signet_scorer.workbench import CHECKPOINT_FILE, MODEL_DIR_SUFFIX, SERVED_MODEL_FILE
 
 __all__ = [
     "LAST_INVOCATIONS",
@@ -111,7 +111,7 @@ def _why(row: Mapping[str, Any], cfg: HookConfig) -> str:
     if field == "db":
         return f"the default, Signet's {DEFAULT_DB}"
     if field == "workbench":
-        if cfg.workbench.parent.name == db.name + ".predictor":
+        if cfg.workbench.parent.name == db.name + MODEL_DIR_SUFFIX:
             return "the default: the store's <db>.predictor/workbench.duckdb, which exists"
         return "the default: beside the store, as there is no <db>.predictor/workbench.duckdb"
     if field == "model":
@@ -134,7 +134,7 @@ def _count(con: sqlite3.Connection, sql: str) -> int | None:
 def _check_store(db: Path) -> tuple[dict[str, Any], sqlite3.Connection | None]:
     """Whether the store is there and is Signet's, and what it holds; its connection
     (read-only) when it is."""
-    from signet_scorer.hook.cli import open_store_for
+    from signet_scorer.hook.opening import open_store_for
 
     out: dict[str, Any] = {"path": str(db), "exists": db.is_file()}
     if not out["exists"]:
@@ -193,7 +193,7 @@ def latest_session(con: sqlite3.Connection) -> dict[str, Any] | None:
 
 def _check_model(path: Path) -> tuple[dict[str, Any], Any]:
     """Whether the model is there and loads as the hook loads it; the scorer when it does."""
-    from signet_scorer.hook.cli import failure_text, open_scorer
+    from signet_scorer.hook.opening import failure_text, open_scorer
 
     out: dict[str, Any] = {"path": str(path), "exists": path.is_file()}
     if not out["exists"]:
@@ -214,7 +214,7 @@ def _check_model(path: Path) -> tuple[dict[str, Any], Any]:
 
 def _check_scoring(con: sqlite3.Connection, scorer: Any, cfg: HookConfig) -> dict[str, Any]:
     """The hook's ranking of the store's latest session, timed."""
-    from signet_scorer.hook.cli import failure_text
+    from signet_scorer.hook.opening import failure_text
     from signet_scorer.hook.rank import HookSession, rerank
     from signet_scorer.timestamps import parse_utc
 
@@ -312,7 +312,7 @@ def train_target(cfg: HookConfig, rows: Sequence[Mapping[str, Any]]) -> tuple[Pa
     or the model is given."""
     source = {r["field"]: r["source"] for r in rows}
     if source["model"] == source["workbench"] == "default":
-        folder = cfg.db.with_name(cfg.db.name + ".predictor")
+        folder = cfg.db.with_name(cfg.db.name + MODEL_DIR_SUFFIX)
         return folder, folder / SERVED_MODEL_FILE
     return cfg.model.parent, cfg.model
 
@@ -322,7 +322,7 @@ def train_command(cfg: HookConfig, rows: Sequence[Mapping[str, Any]]) -> str:
     folder, model = train_target(cfg, rows)
     return (
         f"signet-bench train --db {_arg(cfg.db)} --out {_arg(folder)} && "
-        f"signet-bench export --model {_arg(folder / 'model.sbm')} --out {_arg(model)}"
+        f"signet-bench export --model {_arg(folder / CHECKPOINT_FILE)} --out {_arg(model)}"
     )
 
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from signet_scorer.context import context_embedding
+from signet_scorer.contract import CONTEXT_TOP
 from signet_scorer.features import CandidateInfo, SessionInfo, candidate_features
 from signet_scorer.hook.store import (
     PoolRow,
@@ -56,7 +57,6 @@ if TYPE_CHECKING:
     from signet_scorer.scorer import Scorer
 
 __all__ = [
-    "CONTEXT_TOP",
     "HookSession",
     "RankError",
     "Ranking",
@@ -65,8 +65,6 @@ __all__ = [
     "session_basis",
     "session_query",
 ]
-
-CONTEXT_TOP = 10  # the context's fallback: the first memories of the pool's order
 
 
 class RankError(RuntimeError):

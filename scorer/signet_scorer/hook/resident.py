@@ -2,7 +2,7 @@
 that holds numpy, onnxruntime, the loaded models and answers the hook's `prepare` and `rerank`
 requests over the Unix domain socket beside the workbench (`signet_scorer.hook.resident_link` has
 the files and the protocol). What it computes is the hook's in-process ranking, by the same
-functions: `cli.open_scorer` and `cli.open_store_for` on `prepare`, `rank.rerank` on `rerank`.
+functions: `opening.open_scorer` and `opening.open_store_for` on `prepare`, `rank.rerank` on `rerank`.
 
 - A model is loaded once and again whenever its file changes (device, inode, size or time are
   checked on every `prepare`), so a newer training is served from the next session start; the
@@ -54,8 +54,8 @@ class _Models:
         self._cache: dict[str, tuple[tuple[int, ...], Any, str | None]] = {}
 
     def get(self, path: Path) -> tuple[Any, str | None]:
-        """(a ready scorer, None) or (None, why not), as `cli.open_scorer` gives them."""
-        from signet_scorer.hook.cli import open_scorer
+        """(a ready scorer, None) or (None, why not), as `opening.open_scorer` gives them."""
+        from signet_scorer.hook.opening import open_scorer
 
         with self._lock:
             try:
@@ -130,7 +130,7 @@ class Resident:
         if msg.get("protocol") != PROTOCOL or msg.get("code") != self.code:
             conn.stale = True  # stops once the hook has its answer
             return {"stale": True}
-        from signet_scorer.hook.cli import failure_text, open_store_for, read_basis
+        from signet_scorer.hook.opening import failure_text, open_store_for, read_basis
         from signet_scorer.hook.rank import HookSession
 
         conn.close()
@@ -152,7 +152,7 @@ class Resident:
         return {"ok": True, "model_version": scorer.info.model_version}
 
     def _rerank(self, msg: dict[str, Any], conn: _Connection) -> dict[str, Any]:
-        from signet_scorer.hook.cli import failure_text
+        from signet_scorer.hook.opening import failure_text
         from signet_scorer.hook.rank import rerank
 
         try:
@@ -287,7 +287,7 @@ def _listen(path: Path) -> socket.socket:
 def _warm_up(cfg: Any, resident: Resident) -> None:
     """Load the configured model and rank a few of the store's memories once, so the first
     session start finds everything loaded (best effort: a failure is the requests' business)."""
-    from signet_scorer.hook.cli import open_store_for
+    from signet_scorer.hook.opening import open_store_for
     from signet_scorer.hook.rank import HookSession, rerank
 
     con = None
@@ -333,7 +333,7 @@ def _stop_on_signal(signum: int, frame: object) -> None:
 
 
 def serve(cfg: Any, ready: TextIO | None = None) -> int:
-    """Run the resident for the hook configured by `cfg` (`cli.HookConfig`: its folder, idle
+    """Run the resident for the hook configured by `cfg` (`config.HookConfig`: its folder, idle
     time, model and store to warm up) until it stops; prints "listening on PATH (pid N)" on
     `ready` (stdout) once it answers. Exit code 0, or 1 when another resident is running."""
     from signet_scorer.rpc import JsonLog

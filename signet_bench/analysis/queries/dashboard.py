@@ -31,7 +31,6 @@ import duckdb
 import polars as pl
 
 from signet_bench.analysis.judge_monitor import drift_signal
-from signet_bench.analysis.metrics import Interval, bootstrap_interval, wilson_interval
 from signet_bench.analysis.queries import drift as d
 from signet_bench.analysis.queries import sessions as s
 from signet_bench.analysis.queries import status as st
@@ -44,9 +43,15 @@ from signet_bench.analysis.queries.injections import (
     served_ranks,
 )
 from signet_bench.analysis.queries.served import SERVED_SCHEMA
-from signet_bench.analysis.queries.source import default_workbench
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.daemon.metrics import Interval, bootstrap_interval, wilson_interval
 from signet_bench.daemon.predictor_state import PredictorState
+from signet_scorer.workbench import (
+    CHECKPOINT_FILE,
+    MODEL_DIR_SUFFIX,
+    SERVED_MODEL_FILE,
+    default_workbench,
+)
 
 __all__ = [
     "DRIFT_RECENT_SESSIONS",
@@ -144,12 +149,12 @@ def model_available(workbench: Path | None) -> bool | None:
     """Whether a model file sits beside the workbench (None: no workbench, unknown)."""
     if workbench is None or not workbench.exists():
         return None
-    return any((workbench.parent / name).exists() for name in ("model.onnx", "model.sbm"))
+    return any((workbench.parent / name).exists() for name in (SERVED_MODEL_FILE, CHECKPOINT_FILE))
 
 
 def model_parameters(workbench: Path | None) -> int | None:
     """The parameter count of the model beside the workbench (`model.sbm`), or None."""
-    path = None if workbench is None else workbench.parent / "model.sbm"
+    path = None if workbench is None else workbench.parent / CHECKPOINT_FILE
     if path is None or not path.exists():
         return None
     from signet_bench.learn.model.checkpoint import load_checkpoint
@@ -253,7 +258,7 @@ def next_step(data: DashboardData, cfg: PredictorConfig = DEFAULT_CONFIG) -> str
     on the judged sessions (into the folder of the dashboard's workbench, the store's
     `<db>.predictor` when there is none yet, where the session-start wrapper looks for it)."""
     known = data.workbench is not None and data.workbench.exists()
-    out = data.workbench.parent if known else data.db.with_name(data.db.name + ".predictor")
+    out = data.workbench.parent if known else data.db.with_name(data.db.name + MODEL_DIR_SUFFIX)
     judged = data.sessions.filter(pl.col("confidence") >= cfg.min_scorer_confidence).height
     train = f"`signet-bench train --db {data.db} --out {out}`"
     if judged == 0:
@@ -273,7 +278,7 @@ def next_step(data: DashboardData, cfg: PredictorConfig = DEFAULT_CONFIG) -> str
 
 def served_model_is_missing(data: DashboardData) -> bool:
     """Whether no trained model sits beside the dashboard's workbench."""
-    return data.workbench is None or not (data.workbench.parent / "model.sbm").exists()
+    return data.workbench is None or not (data.workbench.parent / CHECKPOINT_FILE).exists()
 
 
 def dashboard_view(

@@ -118,8 +118,8 @@ def served_sessions(
 
 def _compute(db: Path, out: Path, args: argparse.Namespace) -> None:
     """The child's work: the frames asked for, as Parquet files in `out`."""
-    from signet_bench.daemon.comparison_log import store_comparisons
     from signet_bench.learn.samples import label_sources, read_label_signals
+    from signet_bench.replay.comparison_log import store_comparisons
     from signet_bench.store.read import open_readonly
 
     frames = set(args.frames.split(","))

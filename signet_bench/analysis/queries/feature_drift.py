@@ -18,8 +18,8 @@ import polars as pl
 
 from signet_bench.analysis.queries.source import child_frames, child_main
 from signet_bench.analysis.queries.stattests import run_test
-from signet_bench.daemon.features import FEATURE_NAMES
 from signet_bench.errors import UserError
+from signet_scorer.contract import FEATURE_NAMES
 
 __all__ = ["FeatureFrames", "feature_drift", "feature_frames", "feature_histogram", "main"]
 
@@ -35,9 +35,9 @@ class FeatureFrames:
 
 def _store_tz(db: Path) -> str:
     """The synthetic persona's time zone, else the machine's."""
-    from signet_bench.store.timestamps import local_tz
     from signet_bench.world.synth.persona import Persona
     from signet_bench.world.synth.truth import read_synth_meta
+    from signet_scorer.timestamps import local_tz
 
     try:
         return Persona.from_json(read_synth_meta(db)["persona"]).tz

@@ -24,11 +24,11 @@ import numpy as np
 import polars as pl
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_scorer.workbench import CHECKPOINT_FILE
 
 __all__ = ["SERVED_SCHEMA", "SERVED_WINDOW", "served_frame", "served_model_path"]
 
 SERVED_WINDOW = 200  # the newest judged sessions the served model is scored on
-MODEL_FILE = "model.sbm"
 SERVED_SCHEMA: dict[str, pl.DataType] = {
     "session_key": pl.String(),
     "started_at": pl.Datetime("us", "UTC"),
@@ -47,7 +47,7 @@ def served_model_path(workbench: str | Path | None) -> Path | None:
     """The model a training beside `workbench` saved (`model.sbm`), or None."""
     if workbench is None:
         return None
-    path = Path(workbench).parent / MODEL_FILE
+    path = Path(workbench).parent / CHECKPOINT_FILE
     return path if path.exists() else None
 
 

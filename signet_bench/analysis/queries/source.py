@@ -31,7 +31,6 @@ import polars as pl
 from signet_bench.errors import UserError
 from signet_bench.store.duck import attached_tables, connect_duckdb
 from signet_bench.store.read import DEFAULT_AGENT
-from signet_scorer.workbench import default_workbench
 
 __all__ = [
     "BUSY_ATTEMPTS",
@@ -39,7 +38,6 @@ __all__ = [
     "agent_condition",
     "child_frames",
     "child_main",
-    "default_workbench",
     "open_store",
     "read_workbench",
     "store_has",

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.context import SessionContextVector
 from signet_bench.daemon.ranking.baseline import age_days, as_ids, effective_score, top_k_indices
 from signet_bench.daemon.ranking.diversity import topic_diversity
 from signet_bench.daemon.ranking.fusion import NOT_RANKED, baseline_only_scores, rrf_fuse
@@ -41,6 +40,7 @@ from signet_bench.daemon.ranking.traversal import (
     session_traversal,
 )
 from signet_bench.store.graph import EntityGraph
+from signet_scorer.context import SessionContextVector
 
 __all__ = ["signet058_session_start"]
 

@@ -32,7 +32,6 @@ __all__ = [
     "HybridRanker",
     "LexicalRanker",
     "Ranker",
-    "SessionInputs",
     "distinct_candidates",
     "embedded_cosine",
     "per_distinct_candidate",

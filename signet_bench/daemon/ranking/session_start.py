@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.context import SessionContextVector, session_context
+from signet_bench.daemon.context import session_context
 from signet_bench.daemon.ranking.baseline import (
     age_days,
     decayed_importance,
@@ -49,6 +49,7 @@ from signet_bench.daemon.ranking.traversal import (
 )
 from signet_bench.store.corpus import Corpus
 from signet_bench.store.graph import EntityGraph
+from signet_scorer.context import SessionContextVector
 
 __all__ = ["Predictor", "SessionStartResult", "ranked_result", "session_start"]
 

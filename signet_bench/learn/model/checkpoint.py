@@ -44,7 +44,6 @@ from signet_scorer.atomic import atomic_write
 from signet_scorer.contract import DIM_KEYS
 
 __all__ = [
-    "DIM_KEYS",
     "FLAG_FINETUNED",
     "FLAG_PRETRAINED_BASE",
     "FORMAT_NAME",

@@ -17,8 +17,7 @@ import math
 import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.features import SESSION_FEATURES
-from signet_scorer.contract import N_SIGNALS, feature_spec_hash
+from signet_scorer.contract import N_SIGNALS, SESSION_FEATURES
 from signet_scorer.signals import HYBRID_VECTOR_WEIGHT, signal_column
 
 __all__ = [
@@ -31,7 +30,6 @@ __all__ = [
     "SIGNAL_PARAMS",
     "SIGNET_PARAMS",
     "extensions_are_neutral",
-    "feature_spec_hash",
     "gate_width",
     "init_params",
     "layer_norm_is_identity",

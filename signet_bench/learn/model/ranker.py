@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.ranking.ranker import SessionInputs, per_distinct_candidate
+from signet_bench.daemon.candidates import SessionInputs
+from signet_bench.daemon.ranking.ranker import per_distinct_candidate
 from signet_bench.learn.model.scorer import score_session
 
 __all__ = ["ModelRanker"]

@@ -48,14 +48,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.features import SESSION_FEATURES
 from signet_bench.learn.model.loss import listwise_loss, softmax_masked, temperatures
 from signet_bench.learn.model.optim import Grads, SparseRows
+from signet_scorer.contract import SESSION_FEATURES
 
 __all__ = [
     "Batch",
     "Forward",
-    "SparseRows",
     "backward",
     "batch_from_sessions",
     "forward",

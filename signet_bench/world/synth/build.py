@@ -43,6 +43,7 @@ from signet_bench.store.write import (
 from signet_bench.world.embed import Embedder, get_embedder
 from signet_bench.world.synth.embedding import TopicEmbedder
 from signet_bench.world.synth.graph import WorldGraph, plan_graph, traversable
+from signet_bench.world.synth.memory_spec import MemorySpec
 from signet_bench.world.synth.persona import (
     TIME_PATTERNS,
     Persona,
@@ -63,7 +64,6 @@ from signet_bench.world.synth.vocab import Topic
 
 __all__ = [
     "Event",
-    "MemorySpec",
     "StorePlan",
     "build_persona_store",
     "plan_store",
@@ -106,30 +106,6 @@ _USEFULNESS_STREAM = 0x05EF  # its own stream, so the layout does not depend on 
 def reference_now(seed: int) -> datetime:
     """The store's "now" (end of the memory time span): fixed per seed, never wall-clock."""
     return BASE_NOW + timedelta(days=int(seed) % 29)
-
-
-@dataclass(slots=True)
-class MemorySpec:
-    """One `memories` row as first written, plus what the truth needs to know about it."""
-
-    id: str
-    project: str | None
-    topic: str
-    type: str
-    content: str
-    fields: dict[str, str]
-    created: datetime
-    importance: float
-    time_pattern: str | None = None
-    pinned: bool = False
-    access_count: int = 0
-    last_accessed: datetime | None = None
-    final_content: str = ""
-    stale_since: datetime | None = None
-    deleted_at: datetime | None = None
-    replaced_by: str | None = None
-    supersede_mode: str | None = None
-    usefulness: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)

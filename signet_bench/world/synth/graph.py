@@ -49,7 +49,7 @@ from signet_bench.world.synth.persona import Persona
 from signet_bench.world.synth.text import name_entity, tokens
 
 if TYPE_CHECKING:
-    from signet_bench.world.synth.build import MemorySpec
+    from signet_bench.world.synth.memory_spec import MemorySpec
 
 __all__ = [
     "ASPECTS",

@@ -29,7 +29,6 @@ __all__ = [
     "Project",
     "Schedule",
     "TimePattern",
-    "Topic",
     "get_persona",
     "local_hour_weekday",
     "mask_of",

@@ -1,7 +1,7 @@
 """The synthetic world a replayed daemon runs in: the user, the agent and the continuity judge
 of a store built by `synth`, acting on its planted truth.
 
-It answers the lifecycle's `daemon.lifecycle.World` questions: the session plan (`plans`), the
+It answers the lifecycle's `world.interface.World` questions: the session plan (`plans`), the
 user's prompts about the session's focus topic with, on a share of sessions, the agent's
 ratings of the injected memories after each prompt, and the judge's verdict at the end
 (`judge`: what each of them sees and how it errs). In a world with a knowledge graph, the
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.daemon.lifecycle import Judgement, Prompt, SessionView
+from signet_bench.world.interface import Judgement, Prompt, SessionView
 from signet_bench.world.synth.judge import (
     AGENT_RATINGS_PER_PROMPT,
     SILENT_NOISE_FACTOR,

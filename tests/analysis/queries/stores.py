@@ -11,7 +11,7 @@ import functools
 from pathlib import Path
 
 from signet_bench.app.demo import DemoPaths, demo_paths, run_demo
-from signet_bench.daemon.loop import SimOptions, simulate
+from signet_bench.replay.loop import SimOptions, simulate
 from signet_bench.world.synth.build import build_persona_store
 from tests.lines import as_signet_leaves_it
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from signet_bench.analysis.queries.feature_drift import feature_drift, feature_frames
-from signet_bench.daemon.features import FEATURE_NAMES
+from signet_scorer.contract import FEATURE_NAMES
 
 
 def test_feature_frames_and_their_drift(demo):

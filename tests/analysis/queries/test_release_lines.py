@@ -21,7 +21,7 @@ from signet_bench.analysis.queries.derived import derived_frames, label_sources_
 from signet_bench.analysis.queries.entities import focal_entities
 from signet_bench.analysis.queries.injections import injection_contrast, injection_summary
 from signet_bench.analysis.queries.source import open_store
-from signet_bench.daemon.comparison_log import store_comparisons
+from signet_bench.replay.comparison_log import store_comparisons
 from signet_bench.store.read import read_comparisons
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import duckdb
 
 from signet_bench.analysis.queries import source
+from signet_scorer.workbench import default_workbench
 
 
 def test_default_workbench(demo, tmp_path):
-    assert source.default_workbench(demo.store) == demo.workbench
+    assert default_workbench(demo.store) == demo.workbench
     other = tmp_path / "memories.db"
-    assert source.default_workbench(other) == tmp_path / "workbench.duckdb"
+    assert default_workbench(other) == tmp_path / "workbench.duckdb"
 
 
 def test_read_workbench_tolerates_absence(tmp_path):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.daemon.candidates import SessionInputs
 from signet_bench.daemon.ranking.baseline import baseline_ranking
 from signet_bench.daemon.ranking.peers.bm25 import BM25Ranker
 from signet_bench.daemon.ranking.ranker import (
@@ -17,7 +18,6 @@ from signet_bench.daemon.ranking.ranker import (
     HybridRanker,
     LexicalRanker,
     Ranker,
-    SessionInputs,
     distinct_candidates,
     per_distinct_candidate,
     ranking_order,

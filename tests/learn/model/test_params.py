@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from signet_bench.analysis.metrics import ndcg_at_k
 from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.daemon.metrics import ndcg_at_k
 from signet_bench.daemon.ranking.prefilter import cosine_to
 from signet_bench.learn.model.params import (
     COSINE_WEIGHT_INIT,
@@ -16,7 +16,6 @@ from signet_bench.learn.model.params import (
     LAYER_NORM_PARAMS,
     SIGNET_PARAMS,
     extensions_are_neutral,
-    feature_spec_hash,
     gate_width,
     init_params,
     layer_norm_is_identity,
@@ -30,6 +29,7 @@ from signet_bench.learn.model.params import (
 from signet_bench.learn.model.scorer import score_session
 from signet_bench.learn.samples import SessionSample
 from signet_bench.learn.train import train_model
+from signet_scorer.contract import feature_spec_hash
 
 
 def test_default_shapes_match_signet():

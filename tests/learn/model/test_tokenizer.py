@@ -5,8 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from signet_bench.learn.model.tokenizer import project_slot, token_buckets
-from signet_scorer.tokenize import fnv1a32_utf16, fnv1a64, hash_slot_32, tokenize
+from signet_bench.config import DEFAULT_CONFIG
+from signet_scorer.tokenize import (
+    fnv1a32_utf16,
+    fnv1a64,
+    hash_slot_32,
+    project_slot,
+    token_buckets,
+    tokenize,
+)
+
+BUCKETS = DEFAULT_CONFIG.hash_buckets
+SLOTS = DEFAULT_CONFIG.project_slots
 
 
 @pytest.mark.parametrize(
@@ -44,7 +54,7 @@ def test_tokenize_splitting_rules(text, tokens):
 
 
 def test_buckets_are_fnv1a64_mod_buckets_in_token_order():
-    b = token_buckets("foobar a foobar")
+    b = token_buckets("foobar a foobar", BUCKETS)
     assert b.dtype == np.int64
     assert b.tolist() == [0x85944171F73967E8 % 16384, 0xAF63DC4C8601EC8C % 16384] + [
         0x85944171F73967E8 % 16384
@@ -53,20 +63,20 @@ def test_buckets_are_fnv1a64_mod_buckets_in_token_order():
 
 
 def test_case_is_kept():
-    rust, lower = token_buckets("Rust rust").tolist()
+    rust, lower = token_buckets("Rust rust", BUCKETS).tolist()
     assert rust != lower
 
 
 def test_empty_text_has_no_buckets():
-    b = token_buckets("")
+    b = token_buckets("", BUCKETS)
     assert b.shape == (0,) and b.dtype == np.int64
 
 
 def test_project_slot_is_training_rule():
-    assert project_slot(None) == 0
-    assert project_slot("") == 0
-    assert project_slot("signet") == fnv1a64(b"signet") % 32
-    assert project_slot("café") == fnv1a64("café".encode()) % 32
+    assert project_slot(None, SLOTS) == 0
+    assert project_slot("", SLOTS) == 0
+    assert project_slot("signet", SLOTS) == fnv1a64(b"signet") % 32
+    assert project_slot("café", SLOTS) == fnv1a64("café".encode()) % 32
     assert project_slot("signet", slots=8) == fnv1a64(b"signet") % 8
 
 

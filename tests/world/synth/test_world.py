@@ -10,7 +10,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from signet_bench.daemon.lifecycle import SessionView
+from signet_bench.world.interface import SessionView
 from signet_bench.world.synth.build import build_persona_store
 from signet_bench.world.synth.judge import AGENT_RATINGS_PER_PROMPT
 from signet_bench.world.synth.plans import plan_sessions

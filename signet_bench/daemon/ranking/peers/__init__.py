@@ -23,29 +23,10 @@ from collections.abc import Collection, Mapping
 from signet_bench.daemon.ranking.peers.bm25 import BM25Ranker
 from signet_bench.daemon.ranking.peers.cascade import CascadeRanker
 from signet_bench.daemon.ranking.peers.cogmem_v9 import CogMemV9Ranker
-from signet_bench.daemon.ranking.peers.query import QueryText, for_query
 from signet_bench.daemon.ranking.peers.signet_hybrid import SignetHybridRanker
-from signet_bench.daemon.ranking.peers.store_fields import (
-    project_tags,
-    read_last_accessed,
-    read_tags,
-)
 from signet_bench.daemon.ranking.ranker import CosineRanker, EffectiveScoreRanker, Ranker
 
-__all__ = [
-    "BM25Ranker",
-    "CascadeRanker",
-    "CogMemV9Ranker",
-    "CosineRanker",
-    "EffectiveScoreRanker",
-    "QueryText",
-    "SignetHybridRanker",
-    "for_query",
-    "peer_rankers",
-    "project_tags",
-    "read_last_accessed",
-    "read_tags",
-]
+__all__ = ["peer_rankers"]
 
 
 def peer_rankers(

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.candidates import SessionInputs
 from signet_bench.daemon.ranking.peers.cogmem_v9 import (
     CogMemV9Ranker,
@@ -21,7 +22,7 @@ from signet_bench.daemon.ranking.peers.cogmem_v9 import (
     token_cosine,
 )
 from signet_bench.daemon.ranking.ranker import Ranker, ranking_order
-from signet_bench.learn.model.tokenizer import token_buckets
+from signet_scorer.tokenize import token_buckets
 from tests.daemon.ranking.peers.sessions import DAY, before_start, tiny_session
 from tests.daemon.ranking.ranker_contract import RankerContract
 
@@ -168,4 +169,6 @@ def test_ranker_orders_by_mmr_over_contents() -> None:
     comp = ranker.composite(inputs)
     assert comp[0] > comp[1] > comp[2]  # relevance alone: a, b, c
     assert ranking_order(ranker, inputs).tolist() == [0, 2, 1]  # b copies a's text
-    assert token_cosine([token_buckets("red apple pie")] * 2)[0, 1] == pytest.approx(1.0)
+    assert token_cosine([token_buckets("red apple pie", DEFAULT_CONFIG.hash_buckets)] * 2)[
+        0, 1
+    ] == pytest.approx(1.0)

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from signet_bench.daemon.ranking.peers import (
-    BM25Ranker,
-    CogMemV9Ranker,
-    CosineRanker,
-    SignetHybridRanker,
-    for_query,
-    peer_rankers,
-)
-from signet_bench.daemon.ranking.ranker import Ranker
+from signet_bench.daemon.ranking.peers import peer_rankers
+from signet_bench.daemon.ranking.peers.bm25 import BM25Ranker
+from signet_bench.daemon.ranking.peers.cogmem_v9 import CogMemV9Ranker
+from signet_bench.daemon.ranking.peers.query import for_query
+from signet_bench.daemon.ranking.peers.signet_hybrid import SignetHybridRanker
+from signet_bench.daemon.ranking.ranker import CosineRanker, Ranker
 from tests.daemon.ranking.ranker_contract import session
 
 NAMES = ["bm25", "cosine", "signet_hybrid", "effective", "cogmem_v9", "cascade"]

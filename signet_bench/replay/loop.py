@@ -1,6 +1,6 @@
-"""The simulated daemon over one synthetic store: the session lifecycle (`daemon.lifecycle`)
+"""The simulated daemon over one synthetic store: the session lifecycle (`replay.lifecycle`)
 run in the store's synthetic world (`world.synth.world`), scoring and training through the
-strategy `--scorer` names (`daemon.trainers`).
+strategy `--scorer` names (`replay.trainers`).
 
 `Simulator` wires the three together on the store's only writer connection and keeps what the
 benches read of a run (the kept sessions' candidate pools and their planted relevance);
@@ -19,17 +19,17 @@ import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.candidates import SessionInputs
-from signet_bench.daemon.lifecycle import (
+from signet_bench.daemon.predictor_state import PredictorState
+from signet_bench.errors import UserError
+from signet_bench.replay.lifecycle import (
     Lifecycle,
     LoopOptions,
-    LoopStore,
     SessionRecord,
     SimReport,
     check_mode,
 )
-from signet_bench.daemon.predictor_state import PredictorState
-from signet_bench.daemon.trainers import TrainerFactory, check_scorer, make_trainer
-from signet_bench.errors import UserError
+from signet_bench.replay.loop_store import LoopStore
+from signet_bench.replay.trainers import TrainerFactory, check_scorer, make_trainer
 from signet_bench.store.corpus import Corpus, read_corpus
 from signet_bench.store.read import open_readonly, release_line
 from signet_bench.store.schema import check_release_line, connect_writer

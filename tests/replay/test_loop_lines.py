@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from signet_bench.daemon.loop import SimOptions, simulate
 from signet_bench.errors import UserError
+from signet_bench.replay.loop import SimOptions, simulate
 from signet_bench.store.read import PREDICTOR_TABLES, store_shape
 from tests.lines import LINE_SESSIONS, simulated_store
 

@@ -1,4 +1,4 @@
-"""The session loop (signet_bench.daemon.loop) on small synthetic stores: every scored session gets a
+"""The session loop (signet_bench.replay.loop) on small synthetic stores: every scored session gets a
 comparison; cold start, alpha, EMA, drift resets, exploration and per-project slices follow the
 specification's rules (checked by replaying them from the recorded rows); each session is one
 transaction; re-running is idempotent; the signet-0.58 mode reproduces recorded ranks."""
@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.daemon.loop import SimOptions, Simulator, simulate
 from signet_bench.daemon.ranking.compat import signet058_session_start
 from signet_bench.daemon.session_query import start_query
 from signet_bench.learn.samples import load_samples
+from signet_bench.replay.loop import SimOptions, Simulator, simulate
 from signet_bench.store import sim as store_sim
 from signet_bench.store import write as store_write
 from signet_bench.store.graph import read_graph
@@ -350,7 +350,7 @@ class _Tracer:
 
 @pytest.fixture
 def traced(monkeypatch, tmp_path: Path) -> Iterator[tuple[Path, _Tracer]]:
-    import signet_bench.daemon.loop as loop_mod
+    import signet_bench.replay.loop as loop_mod
 
     db = tmp_path / "traced.db"
     build_persona_store("light", db, seed=7, n_memories=150)
@@ -376,7 +376,7 @@ def test_each_session_is_one_transaction(traced):
     try:
         plan = sim.plan(25)
         start = len(tracer.statements)
-        from signet_bench.daemon.lifecycle import SimReport
+        from signet_bench.replay.lifecycle import SimReport
 
         report = SimReport()
         trainings = 0

@@ -1,6 +1,6 @@
 """What serves the scores the session start fuses, and what runs a training the loop made due.
 
-The lifecycle (`daemon.lifecycle`) asks its `Trainer` for a scorer at every session start and
+The lifecycle (`replay.lifecycle`) asks its `Trainer` for a scorer at every session start and
 hands it a `TrainingJob` when a training is due; four strategies answer, one per `--scorer`:
 
 - `NoScorer` (none): the predictor is offline; nothing scores, nothing trains.
@@ -29,10 +29,11 @@ from signet_bench.config import PredictorConfig
 from signet_bench.daemon.candidates import SessionInputs
 from signet_bench.daemon.predictor_state import PredictorState
 from signet_bench.errors import UserError
+from signet_bench.replay.loop_store import LoopStore
 from signet_scorer.query import ScoreQuery
+from signet_scorer.workbench import CHECKPOINT_FILE, MODEL_DIR_SUFFIX
 
 if TYPE_CHECKING:
-    from signet_bench.daemon.lifecycle import LoopStore
     from signet_scorer.request import TrainingRequest
 
 __all__ = [
@@ -65,12 +66,12 @@ Scorer = Callable[[SessionInputs], np.ndarray | None]
 
 def model_dir(store: Path) -> Path:
     """Where the simulated daemon keeps its accepted model and workbench (beside the store)."""
-    return store.with_name(store.name + ".predictor")
+    return store.with_name(store.name + MODEL_DIR_SUFFIX)
 
 
 def model_path(store: Path) -> Path:
     """The simulated daemon's accepted model."""
-    return model_dir(store) / "model.sbm"
+    return model_dir(store) / CHECKPOINT_FILE
 
 
 def check_scorer(scorer: str) -> None:

@@ -26,9 +26,9 @@ import polars as pl
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.comparison import ComparisonInput, compare_session
-from signet_bench.daemon.lifecycle import COMPARE_DELAY
 from signet_bench.daemon.predictor_state import DriftRule, initial_state, on_comparison
 from signet_bench.learn.samples import scored_sessions
+from signet_bench.replay.lifecycle import COMPARE_DELAY
 from signet_bench.store.read import (
     DEFAULT_AGENT,
     open_readonly,

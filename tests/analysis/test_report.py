@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from signet_bench.bench.report import percentiles, timed_ms
+from signet_bench.analysis.report import percentiles, timed_ms
 
 
 def test_timed_ms_times_only_the_calls_after_the_warmup():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
-from signet_bench.daemon.comparison_log import derive_comparisons, store_comparisons
+from signet_bench.replay.comparison_log import derive_comparisons, store_comparisons
 from signet_bench.store.read import read_comparisons
 from signet_bench.store.schema import create_store
 from tests.lines import LINE_SESSIONS

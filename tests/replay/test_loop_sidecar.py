@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from signet_bench.daemon.loop import SimOptions, simulate
+from signet_bench.replay.loop import SimOptions, simulate
 from signet_bench.world.synth.build import build_persona_store
 
 SESSIONS = 32

@@ -9,7 +9,7 @@ every `trainIntervalSessions`.
 It does only what the daemon does. Two collaborators do the rest: a `World` says what happens
 outside the daemon (the session plan, the user's prompts, the agent's and the judge's ratings;
 `world.synth.world.SyntheticWorld` is the synthetic one), and a `Trainer`
-(`daemon.trainers`) serves the scores and runs a due training.
+(`replay.trainers`) serves the scores and runs a due training.
 
 Each session is one transaction (recorded entirely or not at all) and is keyed by its index in
 the store's session plan, so running the same sessions twice changes nothing. Rows are written
@@ -24,20 +24,17 @@ trainer (`learn/samples.py`, `learn/train.py`) uses.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
-from signet_bench.analysis.metrics import ranked_ids
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.candidates import GraphColumns, SessionInputs, session_inputs
+from signet_bench.daemon.candidates import SessionInputs, session_inputs
 from signet_bench.daemon.comparison import (
     Comparison,
     ComparisonInput,
@@ -45,8 +42,9 @@ from signet_bench.daemon.comparison import (
     evaluation_pool,
     judged_ndcg,
 )
-from signet_bench.daemon.context import PreviousSession, PreviousSessions, SessionContextVector
+from signet_bench.daemon.context import PreviousSession, PreviousSessions
 from signet_bench.daemon.feedback import parse_feedback
+from signet_bench.daemon.metrics import ranked_ids
 from signet_bench.daemon.predictor_state import (
     PredictorState,
     effective_alpha,
@@ -66,15 +64,18 @@ from signet_bench.daemon.ranking.ranker import CosineRanker
 from signet_bench.daemon.ranking.session_start import SessionStartResult, session_start
 from signet_bench.daemon.ranking.traversal import Traversal, TraversalFlags
 from signet_bench.daemon.session_query import SessionQuery, start_query
-from signet_bench.daemon.trainers import Trainer, TrainingJob
 from signet_bench.errors import UserError
 from signet_bench.learn.samples import SessionSample, build_sample, scored_sessions
+from signet_bench.replay.loop_store import LoopStore
+from signet_bench.replay.trainers import Trainer, TrainingJob
 from signet_bench.store import sim as sim_tables
 from signet_bench.store import write as w
-from signet_bench.store.corpus import Corpus
-from signet_bench.store.graph import EntityGraph, read_graph
+from signet_bench.store.graph import read_graph
 from signet_bench.store.read import read_session_memories, read_sessions, release_line
 from signet_bench.store.timestamps import format_iso
+from signet_bench.world.interface import Judgement, SessionView, World
+from signet_scorer.context import SessionContextVector
+from signet_scorer.structure import GraphColumns
 
 if TYPE_CHECKING:
     from signet_bench.world.synth.plans import SessionContext
@@ -82,15 +83,10 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPARE_DELAY",
     "MODES",
-    "Judgement",
     "Lifecycle",
     "LoopOptions",
-    "LoopStore",
-    "Prompt",
     "SessionRecord",
-    "SessionView",
     "SimReport",
-    "World",
     "check_mode",
 ]
 
@@ -107,89 +103,7 @@ def check_mode(mode: str) -> None:
         raise UserError(f"--mode: {mode!r} is not one of {', '.join(MODES)}")
 
 
-# -- what the world tells the daemon ---------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Prompt:
-    """A user prompt of a session, when it was sent, and the agent's feedback after it (memory
-    id -> rating in [-1, 1], of memories injected at the start; empty: no feedback)."""
-
-    text: str
-    at: datetime
-    feedback: Mapping[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class SessionView:
-    """What the continuity judge is shown of a finished session: its candidates (parallel
-    arrays) and, per candidate, whether it was injected, whether a prompt recalled it, whether
-    the judge's second pass rates it (the comparison's evaluation pool) and when it was created
-    (UTC epoch seconds); the candidates' texts and the user's prompts (empty: not shown)."""
-
-    memory_ids: np.ndarray
-    injected: np.ndarray
-    recalled: np.ndarray
-    pool: np.ndarray
-    created_s: np.ndarray
-    contents: tuple[str, ...] = ()
-    prompts: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Judgement:
-    """The judge's verdict on a session: a relevance per `SessionView` candidate (NaN: unrated)
-    and Signet's `session_scores` row; `transcript` is what the summary job held (its words are
-    the next sessions' start query terms) and `conversation` the session as a person reads it,
-    kept in Signet's lossless `session_transcripts` (empty: none)."""
-
-    relevance: np.ndarray
-    score: float
-    confidence: float
-    novel_context_count: int
-    memories_used: int
-    end: datetime
-    reasoning: str
-    continuity_reasoning: str
-    transcript: str
-    conversation: str = ""
-
-
-class World(Protocol):
-    """What happens outside the daemon: who starts which session when, what the user types, how
-    the agent and the continuity judge rate. Its random draws come from the session's stream
-    (`rng`), so a session replays identically."""
-
-    tz: str  # the user's time zone
-    now: datetime  # when the store was made (the plan starts there)
-
-    def plan(self, n: int, seed: int) -> list[SessionContext]:
-        """The first `n` sessions of the plan drawn with `seed`."""
-        ...
-
-    def prompts(
-        self, plan: SessionContext, injected: Sequence[str], rng: np.random.Generator
-    ) -> list[Prompt]:
-        """The session's prompts, given the memories injected at its start (sorted ids)."""
-        ...
-
-    def judge(self, plan: SessionContext, view: SessionView, rng: np.random.Generator) -> Judgement:
-        """The continuity judge's verdict on the finished session."""
-        ...
-
-
 # -- what the loop runs on and reports -------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class LoopStore:
-    """The store the loop runs on: its path, its only writer connection, its memories and its
-    knowledge graph (None: the lifecycle reads it from the store)."""
-
-    path: Path
-    con: sqlite3.Connection
-    corpus: Corpus
-    graph: EntityGraph | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.daemon.lifecycle import LoopStore
-from signet_bench.daemon.loop import SimOptions, Simulator
 from signet_bench.daemon.predictor_state import initial_state
-from signet_bench.daemon.trainers import (
+from signet_bench.errors import UserError
+from signet_bench.replay.loop import SimOptions, Simulator
+from signet_bench.replay.loop_store import LoopStore
+from signet_bench.replay.trainers import (
     InProcessTrainer,
     NoScorer,
     RandomScorer,
@@ -26,7 +27,6 @@ from signet_bench.daemon.trainers import (
     model_dir,
     model_path,
 )
-from signet_bench.errors import UserError
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.schema import connect_writer
 from signet_bench.world.synth.build import build_persona_store

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from signet_bench.daemon.features import FEATURE_INDEX
-from signet_bench.daemon.lifecycle import Lifecycle, LoopOptions, LoopStore
 from signet_bench.daemon.ranking.traversal import pool_quota
 from signet_bench.learn.samples import load_samples
+from signet_bench.replay.lifecycle import Lifecycle, LoopOptions
+from signet_bench.replay.loop_store import LoopStore
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.graph import read_graph
 from signet_bench.store.read import open_readonly
@@ -22,7 +22,8 @@ from signet_bench.store.timestamps import parse_ts
 from signet_bench.world.synth.build import build_persona_store
 from signet_bench.world.synth.persona import get_persona
 from signet_bench.world.synth.truth import read_synth_meta
-from tests.daemon.test_lifecycle import CFG, LoggingTrainer, ScriptedWorld, _texts
+from signet_scorer.features import FEATURE_INDEX
+from tests.replay.test_lifecycle import CFG, LoggingTrainer, ScriptedWorld, _texts
 
 SESSIONS = 5
 CONSTRAINT = "the rule"

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import ndcg_score
 
-from signet_bench.analysis.metrics import (
+from signet_bench.daemon.metrics import (
     RANKING_METRICS,
     mrr,
     ndcg_at_k,
@@ -195,7 +195,7 @@ def test_metric_properties(rows, k):
 
 
 def test_coverage_recall_counts_targets_covered_by_the_top_k():
-    from signet_bench.analysis.metrics import coverage_recall_at_k
+    from signet_bench.daemon.metrics import coverage_recall_at_k
 
     covers = [{"D1:1"}, {"D1:2", "D2:1"}, {"D3:3"}, set()]
     scores = np.array([0.1, 0.9, 0.5, 0.7])
@@ -211,7 +211,7 @@ def test_coverage_recall_counts_targets_covered_by_the_top_k():
 
 
 def test_bootstrap_interval_is_reproducible_for_a_seed_and_brackets_the_mean():
-    from signet_bench.analysis.metrics import bootstrap_interval
+    from signet_bench.daemon.metrics import bootstrap_interval
 
     values = np.random.default_rng(3).normal(0.2, 1.0, size=200)
     lo, hi = bootstrap_interval(values, seed=7)
@@ -244,7 +244,7 @@ def _wilson_by_bisection(k: int, n: int, z: float) -> tuple[float, float]:
 
 @pytest.mark.parametrize(("k", "n"), [(0, 10), (3, 3), (10, 20), (64, 100), (1, 50), (37, 40)])
 def test_wilson_interval_matches_the_roots_of_its_defining_equation(k, n):
-    from signet_bench.analysis.metrics import wilson_interval
+    from signet_bench.daemon.metrics import wilson_interval
 
     low, high = wilson_interval(k, n)
     ref_low, ref_high = _wilson_by_bisection(k, n, 1.959963984540054)
@@ -253,7 +253,7 @@ def test_wilson_interval_matches_the_roots_of_its_defining_equation(k, n):
 
 
 def test_wilson_interval_hand_values_and_bad_input():
-    from signet_bench.analysis.metrics import wilson_interval
+    from signet_bench.daemon.metrics import wilson_interval
 
     # 0 of 10: upper bound z^2 / (n + z^2) = 3.8415 / 13.8415
     assert wilson_interval(0, 10) == pytest.approx((0.0, 0.27753), abs=1e-5)

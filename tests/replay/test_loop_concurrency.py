@@ -21,7 +21,7 @@ from signet_bench.bench.concurrency import (
     run_concurrency,
     sqlite_reader_main,
 )
-from signet_bench.daemon.loop import SimOptions, simulate
+from signet_bench.replay.loop import SimOptions, simulate
 from signet_bench.store.schema import connect_writer
 from signet_bench.world.synth.build import build_persona_store
 

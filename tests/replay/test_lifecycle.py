@@ -13,22 +13,20 @@ import numpy as np
 import pytest
 
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.daemon.lifecycle import (
+from signet_bench.daemon.ranking.fts import fts_search, recall_terms
+from signet_bench.replay.lifecycle import (
     COMPARE_DELAY,
-    Judgement,
     Lifecycle,
     LoopOptions,
-    LoopStore,
-    Prompt,
-    SessionView,
     SimReport,
 )
-from signet_bench.daemon.ranking.fts import fts_search, recall_terms
-from signet_bench.daemon.trainers import RandomScorer, TrainingJob, TrainOutcome
+from signet_bench.replay.loop_store import LoopStore
+from signet_bench.replay.trainers import RandomScorer, TrainingJob, TrainOutcome
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.read import open_readonly
 from signet_bench.store.schema import connect_writer
 from signet_bench.store.timestamps import format_iso, parse_ts
+from signet_bench.world.interface import Judgement, Prompt, SessionView
 from signet_bench.world.synth.build import build_persona_store
 from signet_bench.world.synth.persona import get_persona
 from signet_bench.world.synth.plans import SessionContext, make_context
