@@ -99,7 +99,7 @@ class TrainingJob:
         last drift reset, else on every session), and protect its canary behaviour once cold
         start has exited (before, the predictor changes no injection, so there is nothing to
         protect yet)."""
-        from signet_bench.learn.train import scheduled_request
+        from signet_bench.learn.publish import scheduled_request
 
         st, every = self.state, self.cfg.full_retrain_every
         fresh = every > 0 and (st.model_version + 1) % every == 0
@@ -215,7 +215,7 @@ class InProcessTrainer:
         return ModelRanker(self.model, self.cfg).score
 
     def train(self, job: TrainingJob) -> TrainOutcome | None:
-        from signet_bench.learn.train import NothingToTrain, TooLittleData, train_store
+        from signet_bench.learn.publish import NothingToTrain, TooLittleData, train_store
 
         request = job.request(served=self.model is not None)
         store = self.store

@@ -15,7 +15,8 @@ from typing import Any
 
 from signet_bench.config import PredictorConfig
 from signet_bench.learn.holdout import HoldoutDecision, free_ranker_name
-from signet_bench.learn.train import MODEL_FILE, StoreTraining, TrainResult
+from signet_bench.learn.publish import MODEL_FILE, StoreTraining
+from signet_bench.learn.train import TrainResult
 from signet_scorer.request import TrainingRequest
 
 __all__ = ["RANKERS", "run_summary", "served_line", "sessions_line", "sidecar_fields"]

@@ -262,7 +262,7 @@ def save_base(
     from signet_bench.daemon.features import FEATURE_SPEC
     from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
     from signet_bench.learn.model.params import feature_spec_hash
-    from signet_bench.learn.train import MODEL_FILE
+    from signet_bench.learn.publish import MODEL_FILE
 
     meta = CheckpointMeta.from_config(
         cfg,

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.learn.publish import _hook_workbench
 from signet_bench.learn.samples import (
     candidate_signals,
     label_sources,
     load_samples,
     read_label_signals,
 )
-from signet_bench.learn.train import _hook_workbench
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.read import open_readonly, read_sessions
 from tests.hook_records import record_start, session_rows, store_copy

@@ -19,10 +19,10 @@ from signet_bench.learn.holdout import free_ranker_name, holdout_plan, start_at_
 from signet_bench.learn.model.optim import densify
 from signet_bench.learn.model.params import init_params
 from signet_bench.learn.model.scorer import forward, loss_and_grads
+from signet_bench.learn.publish import holdout_record
 from signet_bench.learn.samples import load_samples
 from signet_bench.learn.train import (
     canary_metrics,
-    holdout_record,
     replay_buffer,
     split_canary,
     to_batch,

@@ -14,12 +14,12 @@ from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.learn.holdout import heuristic_scores, holdout_plan, session_ndcgs
 from signet_bench.learn.model.params import init_params
+from signet_bench.learn.publish import run_record
 from signet_bench.learn.train import (
     PRIOR_PARAMS,
     _Fit,
     _fit,
     _Prior,
-    run_record,
     train_model,
 )
 from signet_bench.store.workbench import open_workbench, record_training_run
