@@ -368,21 +368,12 @@ class Lifecycle:
                 query_terms=query.terms,
             )
         else:  # Signet 0.58's cold start never exits by default: its pool is replayed unfused.
-            c = self.corpus
             res = signet058_session_start(
-                c.ids,
-                c.created_at,
-                c.importance,
-                c.pinned,
-                c.project,
-                c.contents,
-                c.embeddings,
-                c.has_embedding,
+                self.corpus,
                 plan.project,
                 start_s,
                 self.cfg,
-                is_deleted=c.absent_at(start_s),
-                created_at_text=c.created_text,
+                is_deleted=self.corpus.absent_at(start_s),
                 graph=self.graph,
                 query_terms=query.terms,
             )

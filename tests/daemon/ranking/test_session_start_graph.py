@@ -83,9 +83,8 @@ def _ours(corpus: Corpus, graph: EntityGraph | None, **kw) -> SessionStartResult
 def _replica(corpus: Corpus, graph: EntityGraph | None, **kw) -> SessionStartResult:
     c = corpus
     return signet058_session_start(
-        c.ids, c.created_at, c.importance, c.pinned, c.project, c.contents, c.embeddings,
-        c.has_embedding, kw.pop("project", PROJECT), NOW, kw.pop("cfg", DEFAULT_CONFIG),
-        is_deleted=c.absent_at(NOW), created_at_text=c.created_text, graph=graph, **kw,
+        c, kw.pop("project", PROJECT), NOW, kw.pop("cfg", DEFAULT_CONFIG),
+        is_deleted=c.absent_at(NOW), graph=graph, **kw,
     )  # fmt: skip
 
 
