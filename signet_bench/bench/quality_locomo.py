@@ -86,7 +86,7 @@ from signet_bench.analysis.metrics import (
 )
 from signet_bench.bench.report import Row
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.candidates import SessionInputs, session_inputs
+from signet_bench.daemon.candidates import CandidateOrigin, SessionInputs, session_inputs
 from signet_bench.daemon.context import mean_unit
 from signet_bench.daemon.ranking.baseline import (
     age_days,
@@ -118,7 +118,9 @@ from signet_bench.store.graph import EntityGraph, read_graph
 from signet_bench.store.read import open_readonly, read_session_memories
 from signet_bench.world.locomo import CATEGORIES, Query, read_queries, relevance
 from signet_bench.world.locomo_graph import MENTION_CONFIDENCE
+from signet_scorer.context import SessionContextVector
 from signet_scorer.contract import SIGNAL_NAMES
+from signet_scorer.features import SessionInfo
 from signet_scorer.signals import signal_column
 from signet_scorer.structure import GraphColumns, MemoryStructure, read_structure, session_columns
 
@@ -219,10 +221,10 @@ def question_inputs(
     """A question's session inputs: candidates at corpus `rows` (baseline order), asked at `at`;
     `graph`: the candidates' knowledge-graph columns (none: every graph feature 0)."""
     ctx = question_context(vector)
+    context = SessionContextVector(ctx, "question" if ctx is not None else "none")
     return session_inputs(
-        corpus, rows, session_key=query.key, start=at, tz="UTC", project=None,
-        previous_start=None, context=ctx, context_rule="question" if ctx is not None else "none",
-        query=prompt_query(query.question), graph=graph,
+        corpus, rows, query.key, SessionInfo(at, "UTC", None, None), context,
+        query=prompt_query(query.question), origin=CandidateOrigin(graph=graph),
     )  # fmt: skip
 
 

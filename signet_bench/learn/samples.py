@@ -43,7 +43,7 @@ import numpy as np
 import polars as pl
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.candidates import SessionInputs, session_inputs
+from signet_bench.daemon.candidates import CandidateOrigin, SessionInputs, session_inputs
 from signet_bench.daemon.context import PreviousSession, previous_sessions, session_context
 from signet_bench.daemon.labels import (
     SessionLabelInput,
@@ -65,6 +65,7 @@ from signet_bench.store.read import (
     read_sessions,
     store_tables,
 )
+from signet_scorer.features import SessionInfo
 from signet_scorer.structure import (
     GraphColumns,
     MemoryStructure,
@@ -446,17 +447,13 @@ def build_sample(
     inputs = session_inputs(
         corpus,
         rows,
-        session_key=session["session_key"],
-        start=start,
-        tz=tz,
-        project=session.get("project"),
-        previous_start=previous.start if previous else None,
-        context=ctx.vector,
-        context_rule=ctx.rule,
-        graph=session_graph(cand, structure),
+        session["session_key"],
+        SessionInfo(start, tz, session.get("project"), previous.start if previous else None),
+        ctx,
         cfg=cfg,
         query=query,
-        signal_pool=len(baseline),  # fts_only rows sort last: the first rows are the start pool
+        # fts_only rows sort last: the first rows are the start pool
+        origin=CandidateOrigin(signal_pool=len(baseline), graph=session_graph(cand, structure)),
     )
     end = session.get("end") or start
     label_in = label_input(corpus, inputs, cand, session, end.timestamp())

@@ -274,42 +274,45 @@ class _Draw:
         return picked[rng.permutation(picked.size)]
 
 
+@dataclass(frozen=True, slots=True)
+class _Steps:
+    """What every step of a run draws from: `n_recent` sessions of `train` (or of those `draw`
+    picks from it) plus `n_replay` of the replay buffer."""
+
+    train: Sequence[SessionSample]
+    replay: Sequence[SessionSample]
+    n_recent: int
+    n_replay: int
+    draw: _Draw | None
+
+
 def _epoch(
-    work: Params,
-    opt: Adam,
-    train: Sequence[SessionSample],
-    replay: Sequence[SessionSample],
-    rng: np.random.Generator,
-    n_recent: int,
-    n_replay: int,
-    time_up: Callable[[], bool],
-    cfg: PredictorConfig,
-    frozen: Mapping[str, np.ndarray],
-    prior: _Prior | None = None,
-    draw: _Draw | None = None,
+    work: Params, opt: Adam, steps_of: _Steps, how: _Fit, prior: _Prior | None = None
 ) -> tuple[list[float], int, bool]:
-    """One shuffled pass over `train` (or the sessions `draw` picks from it) in steps of
-    `n_recent` sessions plus `n_replay` drawn from the replay buffer, updating `work` in
-    place; stops at a non-finite loss or once `time_up()` after a step: (step losses, steps
-    taken, whether the time cap hit)."""
-    order = rng.permutation(len(train)) if draw is None else draw(rng)
+    """One shuffled pass over the run's sessions in steps (`_Steps`), updating `work` in
+    place under `how`'s settings; stops at a non-finite loss or once `how.time_up()` after a
+    step: (step losses, steps taken, whether the time cap hit)."""
+    train, replay = steps_of.train, steps_of.replay
+    n_recent, n_replay = steps_of.n_recent, steps_of.n_replay
+    rng = how.rng
+    order = rng.permutation(len(train)) if steps_of.draw is None else steps_of.draw(rng)
     losses = []
     steps = 0
     for i in range(0, len(order), n_recent):
         chunk = [train[j] for j in order[i : i + n_recent]]
         if n_replay and replay:
             chunk += [replay[j] for j in rng.integers(0, len(replay), n_replay)]
-        loss, grads = loss_and_grads(work, to_batch(chunk), cfg)
+        loss, grads = loss_and_grads(work, to_batch(chunk), how.cfg)
         if prior is not None:
             loss += prior.add_to(work, grads)
-        for name, mask in frozen.items():
+        for name, mask in how.frozen.items():
             grads[name] = np.where(mask, 0.0, grads[name])
         losses.append(loss)
         if not math.isfinite(loss):
             break
         opt.step(work, grads)
         steps += 1
-        if time_up():
+        if how.time_up():
             return losses, steps, True
     return losses, steps, False
 
@@ -318,37 +321,31 @@ def _run_epochs(
     work: Params,
     train: Sequence[SessionSample],
     replay: Sequence[SessionSample],
+    how: _Fit,
     *,
-    cfg: PredictorConfig,
-    epochs: int,
-    batch_size: int,
-    rng: np.random.Generator,
-    time_up: Callable[[], bool],
-    progress: bool,
-    frozen: Mapping[str, np.ndarray],
     prior: _Prior | None = None,
     watch: _Watch | None = None,
     budget: int = 0,
 ) -> _Epochs:
-    """Up to `epochs` epochs of Adam on `work` (in place), each over at most `budget`
+    """Up to `how.epochs` epochs of Adam on `work` (in place), each over at most `budget`
     sessions of `train` (`_Draw`; 0: all of them); stops after a non-finite epoch loss, at
     the time cap, once the loss has converged (< 1e-6), or when `watch` (the held-out
     sessions) has seen no gain for `holdout_patience` epochs."""
+    cfg, epochs, batch_size = how.cfg, how.epochs, how.batch_size
     opt = Adam(work, cfg)
     draw = _Draw.for_run(train, budget)
     n_replay = round(batch_size * cfg.replay_share) if replay else 0
     n_recent = batch_size - n_replay
+    steps_of = _Steps(train, replay, n_recent, n_replay, draw)
     curve: list[float] = []
     steps, stopped = 0, None
     bar = None
-    if progress:
+    if how.progress:
         from tqdm import tqdm
 
         bar = tqdm(total=epochs, desc="training", unit="epoch", leave=False)
     for _ in range(epochs):
-        losses, taken, capped = _epoch(
-            work, opt, train, replay, rng, n_recent, n_replay, time_up, cfg, frozen, prior, draw
-        )
+        losses, taken, capped = _epoch(work, opt, steps_of, how, prior)
         steps += taken
         stopped = "time-cap" if capped else None
         mean = float(np.mean(losses)) if losses else float("nan")
@@ -481,9 +478,8 @@ def _fit(
     if watch is not None:
         watch(0, work)
     run = _run_epochs(
-        work, train, replay_buffer(train, how.cfg), cfg=how.cfg, epochs=epochs,
-        batch_size=how.batch_size, rng=how.rng, time_up=how.time_up, progress=how.progress,
-        frozen=how.frozen, prior=_Prior.for_run(start, len(train), how.cfg), watch=watch,
+        work, train, replay_buffer(train, how.cfg), replace(how, epochs=epochs),
+        prior=_Prior.for_run(start, len(train), how.cfg), watch=watch,
         budget=how.cfg.epoch_session_budget,
     )  # fmt: skip
     return work, run, watch
@@ -660,18 +656,9 @@ def train_model(
     train, canary = _train_and_canary(samples, canary, cfg)
     replay = list(replay_buffer(train, cfg) if replay is None else replay)
     before = canary_metrics(served, canary, cfg)
-    run = _run_epochs(
-        work,
-        train,
-        replay,
-        cfg=cfg,
-        epochs=epochs,
-        batch_size=batch_size,
-        rng=rng,
-        time_up=lambda: time.perf_counter() - t0 > cap,
-        progress=progress,
-        frozen=frozen or {},
-    )
+    how = _Fit(cfg, epochs, batch_size, rng, lambda: time.perf_counter() - t0 > cap, progress,
+               frozen or {})  # fmt: skip
+    run = _run_epochs(work, train, replay, how)
     fresh = current is None and reference is not None
     gate = _gate(work, canary, before, run.curve, had_model, cfg, fresh)
     return _result(
