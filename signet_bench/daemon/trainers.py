@@ -41,7 +41,7 @@ __all__ = [
     "InProcessTrainer",
     "NoScorer",
     "RandomScorer",
-    "Scorer",
+    "ScoreFn",
     "SidecarTrainer",
     "TrainOutcome",
     "Trainer",
@@ -59,7 +59,7 @@ SCORERS = ("none", "random", "model", "sidecar")
 SIDECAR_TIMEOUTS_MS = {"score": 30_000.0, "train_from_db": 600_000.0, "status": 30_000.0}
 
 Params = dict[str, np.ndarray]
-Scorer = Callable[[SessionInputs], np.ndarray | None]
+ScoreFn = Callable[[SessionInputs], np.ndarray | None]
 """Scores of a session's candidates as session start asks for them (None: it failed open)."""
 
 
@@ -131,7 +131,7 @@ class Trainer(Protocol):
     name: str  # the `--scorer` it answers to (recorded in `sim_sessions.scorer`)
     model: Params | None  # the accepted weights it serves (None before the first accepted one)
 
-    def scorer(self, rng: np.random.Generator) -> Scorer | None:
+    def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         """The scorer this session start calls (None: offline, or not trained yet)."""
         ...
 
@@ -152,7 +152,7 @@ class NoScorer:
     name = "none"
     model: Params | None = None
 
-    def scorer(self, rng: np.random.Generator) -> Scorer | None:
+    def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         return None
 
     def train(self, job: TrainingJob) -> TrainOutcome | None:
@@ -168,7 +168,7 @@ class RandomScorer(NoScorer):
 
     name = "random"
 
-    def scorer(self, rng: np.random.Generator) -> Scorer | None:
+    def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         def random_scores(inputs: SessionInputs) -> np.ndarray:
             z = rng.normal(size=len(inputs))
             e = np.exp(z - z.max())
@@ -207,7 +207,7 @@ class InProcessTrainer:
         self.store, self.cfg = store, cfg
         self.model = _saved_model(store.path)
 
-    def scorer(self, rng: np.random.Generator) -> Scorer | None:
+    def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         if self.model is None:
             return None
         from signet_bench.learn.model.ranker import ModelRanker
@@ -269,7 +269,7 @@ class SidecarTrainer:
             timeouts_ms=SIDECAR_TIMEOUTS_MS,
         )
 
-    def scorer(self, rng: np.random.Generator) -> Scorer | None:
+    def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         return None if self.model is None else self._scores
 
     def _scores(self, inputs: SessionInputs) -> np.ndarray | None:

@@ -82,7 +82,6 @@ __all__ = [
     "LabelSignals",
     "SessionSample",
     "build_sample",
-    "candidate_signals",
     "label_input",
     "label_sources",
     "load_samples",
@@ -92,6 +91,7 @@ __all__ = [
     "session_graph",
     "session_structure",
     "shown_candidates",
+    "signals_frame",
     "store_workbench",
 ]
 
@@ -301,7 +301,7 @@ def shown_candidates(candidates: pl.DataFrame, hook: pl.DataFrame) -> pl.DataFra
     return pl.concat([marked, added], how="diagonal").sort(order, maintain_order=True)
 
 
-def candidate_signals(signals: LabelSignals) -> pl.DataFrame:
+def signals_frame(signals: LabelSignals) -> pl.DataFrame:
     """The candidates as shown (`shown_candidates`) with each row's in-session signals beside
     it: `recall_count` (recall events of the memory in that session), `path_reward` (the mean
     reward of its path feedback there, null without) and `agent_relevance_score` filled from
@@ -325,7 +325,7 @@ def candidate_signals(signals: LabelSignals) -> pl.DataFrame:
 
 
 def _optional(cand: pl.DataFrame, name: str, default: float) -> np.ndarray | float:
-    """A candidate column the loop's own rows lack (`candidate_signals` adds it): its values
+    """A candidate column the loop's own rows lack (`signals_frame` adds it): its values
     with nulls as `default`, or `default` for every row when the column is absent."""
     if name not in cand.columns:
         return default
@@ -521,7 +521,7 @@ def load_samples(
         part = _window(con, window) if window > 0 else None
         keys = None if part is None else part.read
         signals = read_label_signals(con, workbench=workbench, session_keys=keys)
-        cands = candidate_signals(signals)
+        cands = signals_frame(signals)
         sessions = scored_sessions(signals.sessions, cands)
         jobs = StartQueries.read(con)
         structure = session_structure(con, cands)
