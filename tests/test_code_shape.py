@@ -43,7 +43,6 @@ OVER_THE_LIMIT = {
     "signet_bench/learn/model/scorer.py:score_session",
     "signet_bench/learn/samples.py:build_sample",
     "signet_bench/learn/samples.py:load_samples",
-    "signet_bench/learn/train.py:train_model",
     "signet_bench/store/write.py:_history",
     "signet_bench/world/synth/persona.py:_builtin",
     "scorer/signet_scorer/client.py:__init__",

@@ -143,7 +143,7 @@ from signet_bench.learn.holdout import fresh_start
 from signet_bench.learn.model.params import query_held
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.samples import SessionSample, load_samples, scored_sessions
-from signet_bench.learn.train import train_model
+from signet_bench.learn.train import Guard, TrainOptions, train_model
 from signet_bench.store.corpus import Corpus
 from signet_bench.store.graph import EntityGraph
 from signet_bench.store.read import read_session_memories, read_sessions
@@ -448,7 +448,8 @@ def _train(
         return None
     start = fresh_start(samples, cfg)
     res = train_model(samples, None, cfg=cfg, epochs=EPOCHS, seed=seed,
-                      previous_is_trained=False, frozen=ablation_frozen(group, start))  # fmt: skip
+                      guard=Guard(previous_is_trained=False),
+                      options=TrainOptions(frozen=ablation_frozen(group, start)))  # fmt: skip
     if not res.accepted:
         _log.info(f"    training (seed {seed}) rejected by gate {res.gate_reason}; its start")
     return res.params if res.accepted else start

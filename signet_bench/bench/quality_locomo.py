@@ -112,7 +112,7 @@ from signet_bench.learn.holdout import fresh_start
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.pairs import base_params, pair_frame, train_base, write_pairs
 from signet_bench.learn.samples import SessionSample
-from signet_bench.learn.train import train_model
+from signet_bench.learn.train import Guard, train_model
 from signet_bench.store.corpus import Corpus, read_corpus
 from signet_bench.store.graph import EntityGraph, read_graph
 from signet_bench.store.read import open_readonly, read_session_memories
@@ -497,7 +497,9 @@ def _train(samples: list[SessionSample], start, epochs: int, seed: int, cfg: Pre
     fresh = start if start is not None else fresh_start(samples, cfg)
     if len(samples) < 2:
         return fresh
-    res = train_model(samples, start, cfg=cfg, epochs=epochs, seed=seed, previous_is_trained=False)
+    res = train_model(
+        samples, start, cfg=cfg, epochs=epochs, seed=seed, guard=Guard(previous_is_trained=False)
+    )
     return _params_or(res, fresh)
 
 

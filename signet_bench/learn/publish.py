@@ -18,7 +18,14 @@ from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.errors import UserError
 from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
 from signet_bench.learn.samples import SessionSample
-from signet_bench.learn.train import Params, TrainResult, incremental_split, train_model
+from signet_bench.learn.train import (
+    Guard,
+    Params,
+    TrainOptions,
+    TrainResult,
+    incremental_split,
+    train_model,
+)
 from signet_bench.store.corpus import Corpus
 from signet_scorer.request import RequestError, TrainingRequest
 
@@ -222,15 +229,16 @@ def train_and_publish(
     result = train_model(
         plan.samples,
         None if fresh else base,
-        reference=base if fresh else None,
         cfg=plan.cfg,
         epochs=plan.epochs,
         seed=request.seed,
-        time_cap_s=request.time_cap_s,
-        previous_is_trained=base is not None if request.protect is None else request.protect,
-        progress=progress,
-        canary=plan.canary,
-        replay=plan.replay,
+        guard=Guard(
+            reference=base if fresh else None,
+            previous_is_trained=base is not None if request.protect is None else request.protect,
+            canary=plan.canary,
+            replay=plan.replay,
+        ),
+        options=TrainOptions(time_cap_s=request.time_cap_s, progress=progress),
     )
     is_finetuned = base is not None and not fresh
     published = Published(result, None)

@@ -41,6 +41,8 @@ from signet_bench.learn.samples import SessionSample
 
 __all__ = [
     "CanaryMetrics",
+    "Guard",
+    "TrainOptions",
     "TrainResult",
     "canary_metrics",
     "incremental_split",
@@ -604,32 +606,51 @@ def _served_reason(demoted: HoldoutDecision | None, served: Params | None) -> st
     return "start" if served is None else "demoted"
 
 
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """What guards a run against forgetting: the served model the gates compare with
+    (`reference`; default the run's start: a retrain from fresh weights passes the served
+    model here), whether it is an accepted model whose canary behaviour must be preserved
+    (`previous_is_trained`; default: whether there is one), and the canary and replay buffer
+    (default: taken from the samples, a full retrain; an incremental run trains on the new
+    sessions with both taken from the whole history)."""
+
+    reference: Params | None = None
+    previous_is_trained: bool | None = None
+    canary: Sequence[SessionSample] | None = None
+    replay: Sequence[SessionSample] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TrainOptions:
+    """How a run steps besides its epochs and seed: `batch_size` sessions a step, a time cap
+    (default the config's), a progress bar, the dimension of fresh weights (default the
+    samples'), and `frozen` (parameter name -> boolean mask, dense parameters only): entries
+    held at their starting values, a component ablation."""
+
+    batch_size: int = 16
+    time_cap_s: float | None = None
+    progress: bool = False
+    native_dim: int | None = None
+    frozen: Mapping[str, np.ndarray] | None = None
+
+
 def train_model(
     samples: Sequence[SessionSample],
     current: Params | None,
     *,
     cfg: PredictorConfig = DEFAULT_CONFIG,
     epochs: int = 3,
-    batch_size: int = 16,
     seed: int = 0,
-    time_cap_s: float | None = None,
-    previous_is_trained: bool | None = None,
-    progress: bool = False,
-    native_dim: int | None = None,
-    canary: Sequence[SessionSample] | None = None,
-    replay: Sequence[SessionSample] | None = None,
-    reference: Params | None = None,
-    frozen: Mapping[str, np.ndarray] | None = None,
+    guard: Guard = Guard(),
+    options: TrainOptions = TrainOptions(),
 ) -> TrainResult:
-    """Train a copy of `current` (or fresh weights) on `samples`; gate; return the outcome.
-
-    `previous_is_trained` says whether the served model is an accepted model whose canary
-    behaviour must be preserved (default: True when `current` is given); the gates compare with
-    `reference` (default `current`: a retrain from fresh weights passes the served model here).
-    By default the canary and the replay buffer come from `samples` (a full retrain); an
-    incremental run passes only the new sessions as `samples` with the canary and replay
-    buffer taken from the whole history. `frozen` (parameter name -> boolean mask, dense
-    parameters only) holds those entries at their starting values: a component ablation."""
+    """Train a copy of `current` (or fresh weights) on `samples`; gate; return the outcome
+    (`Guard`: what the gates compare with; `TrainOptions`: how it steps)."""
+    reference, previous_is_trained = guard.reference, guard.previous_is_trained
+    canary, replay = guard.canary, guard.replay
+    batch_size, time_cap_s, progress = options.batch_size, options.time_cap_s, options.progress
+    native_dim, frozen = options.native_dim, options.frozen
     t0 = time.perf_counter()
     cap = cfg.max_training_seconds if time_cap_s is None else time_cap_s
     rng = np.random.default_rng(seed)
