@@ -359,7 +359,7 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
 def _training_request(args: argparse.Namespace, cfg: PredictorConfig) -> TrainingRequest:
     """The request of `train`'s flags: the `--request` file's, or the schedule `cfg` sets for
     the mode; every flag given on the command line replaces its field."""
-    from signet_bench.learn.train import scheduled_request
+    from signet_bench.learn.publish import scheduled_request
 
     given = {name: getattr(args, name) for name in _REQUEST_FLAGS}
     given = {name: value for name, value in given.items() if value is not None}
@@ -381,7 +381,7 @@ def _training_request(args: argparse.Namespace, cfg: PredictorConfig) -> Trainin
 def _cmd_train(args: argparse.Namespace) -> int:
     """One gated training on a store; exit 1 when a gate rejects the model."""
     from signet_bench.learn.explain import run_summary, sidecar_fields
-    from signet_bench.learn.train import request_config, train_store
+    from signet_bench.learn.publish import request_config, train_store
 
     cfg = load_config(args.config)
     request = _training_request(args, cfg)

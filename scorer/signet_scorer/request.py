@@ -1,12 +1,12 @@
 """One training request: everything a training run is asked to do, as plain, checked data.
 
 `signet-bench train`, the session loop and the sidecar's `train_from_db` build one;
-`signet_bench.learn.train.train_store` runs it. It lives here, in the standard library alone,
+`signet_bench.learn.publish.train_store` runs it. It lives here, in the standard library alone,
 so the sidecar can build it, check it and hand the whole of it to the trainer's child process
 as one JSON file (`signet-bench train --request FILE`) without importing the library.
 
 Defaults are the specification's training constants; `signet_bench.config.PredictorConfig` holds the
-same values under its own names (a test keeps them equal), and `learn.train.scheduled_request`
+same values under its own names (a test keeps them equal), and `learn.publish.scheduled_request`
 builds a request from a config that changes them.
 """
 

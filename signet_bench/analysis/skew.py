@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from signet_bench.daemon.candidates import candidate_info, session_inputs
+from signet_bench.daemon.candidates import CandidateOrigin, candidate_info, session_inputs
 from signet_bench.daemon.context import previous_sessions
 from signet_bench.daemon.features import signet058_inference_features, signet058_training_features
 from signet_bench.learn.samples import scored_sessions, session_graph, session_structure
@@ -24,7 +24,9 @@ from signet_bench.store.read import (
     table_names,
 )
 from signet_bench.store.timestamps import parse_ts
+from signet_scorer.context import SessionContextVector
 from signet_scorer.contract import FEATURE_NAMES
+from signet_scorer.features import SessionInfo
 from signet_scorer.structure import GraphColumns, MemoryStructure
 
 __all__ = ["feature_triples", "skew_report"]
@@ -97,14 +99,10 @@ def feature_triples(
         inputs = session_inputs(
             corpus,
             rows,
-            session_key=s["session_key"],
-            start=start,
-            tz=tz,
-            project=proj,
-            previous_start=prev.start if prev else None,
-            context=None,
-            context_rule="none",
-            graph=graph,
+            s["session_key"],
+            SessionInfo(start, tz, proj, prev.start if prev else None),
+            SessionContextVector(None, "none"),
+            origin=CandidateOrigin(graph=graph),
         )
         info = candidate_info(corpus, rows, proj, graph)
         ours.append(inputs.features)

@@ -82,7 +82,7 @@ def session_start_latencies(path: str | Path, n: int, seed: int = 0) -> list[flo
     is timed; the graph is read once, as the loop reads it."""
     import numpy as np
 
-    from signet_bench.daemon.ranking.session_start import session_start
+    from signet_bench.daemon.ranking.session_start import GraphWalk, session_start
     from signet_bench.daemon.session_query import start_query
     from signet_bench.store.corpus import read_corpus
     from signet_bench.store.graph import read_graph
@@ -107,7 +107,7 @@ def session_start_latencies(path: str | Path, n: int, seed: int = 0) -> list[flo
         t0 = time.perf_counter()
         res = session_start(
             corpus, ctx.start.timestamp(), project=ctx.project, previous_used=used.tolist(),
-            graph=graph, query_terms=terms[k],
+            walk=GraphWalk(graph, terms[k]),
         )  # fmt: skip
         ms = (time.perf_counter() - t0) * 1000.0
         if k >= WARMUP:

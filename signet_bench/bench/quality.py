@@ -56,7 +56,7 @@ Method (no ranker ever sees the truth):
    planted relevance, of those with relevance above 0 (ties: memory id). Pool recall is the
    share of them in the session's pool: the pool the loop built (with the graph), against the
    pool of the same session start (same corpus, time, project, previous session and query
-   terms) without the graph (`session_start(graph=None)`). A store has a graph when its graph
+   terms) without the graph (`session_start` walking no graph). A store has a graph when its graph
    tables reach memories (`EntityGraph.has_graph`): the architect persona's full one, or the
    few entities another persona's graph-attribute supersessions write.
 
@@ -136,12 +136,12 @@ from signet_bench.daemon.ranking.ranker import (
     FusedRanker,
     Ranker,
 )
-from signet_bench.daemon.ranking.session_start import SessionStartResult, session_start
+from signet_bench.daemon.ranking.session_start import GraphWalk, SessionStartResult, session_start
 from signet_bench.learn.holdout import fresh_start
 from signet_bench.learn.model.params import query_held
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.samples import SessionSample, load_samples, scored_sessions
-from signet_bench.learn.train import train_model
+from signet_bench.learn.train import Guard, TrainOptions, train_model
 from signet_bench.replay.loop import SimOptions, Simulator
 from signet_bench.store.corpus import Corpus
 from signet_bench.store.graph import EntityGraph
@@ -449,7 +449,8 @@ def _train(
         return None
     start = fresh_start(samples, cfg)
     res = train_model(samples, None, cfg=cfg, epochs=EPOCHS, seed=seed,
-                      previous_is_trained=False, frozen=ablation_frozen(group, start))  # fmt: skip
+                      guard=Guard(previous_is_trained=False),
+                      options=TrainOptions(frozen=ablation_frozen(group, start)))  # fmt: skip
     if not res.accepted:
         _log.info(f"    training (seed {seed}) rejected by gate {res.gate_reason}; its start")
     return res.params if res.accepted else start
@@ -800,7 +801,7 @@ def start_pool(
     """The pre-filter pool (corpus rows, baseline order) of our session start at `start_s`,
     with the graph's traversal candidates or (`graph` None) without them."""
     res = session_start(corpus, start_s, project=project, previous_used=previous_used,
-                        cfg=cfg, graph=graph, query_terms=query_terms)  # fmt: skip
+                        cfg=cfg, walk=GraphWalk(graph, query_terms))  # fmt: skip
     return res.index
 
 

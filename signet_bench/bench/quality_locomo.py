@@ -80,7 +80,7 @@ import polars as pl
 
 from signet_bench.analysis.report import Row
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.candidates import SessionInputs, session_inputs
+from signet_bench.daemon.candidates import CandidateOrigin, SessionInputs, session_inputs
 from signet_bench.daemon.metrics import (
     bootstrap_interval,
     coverage_recall_at_k,
@@ -111,14 +111,15 @@ from signet_bench.learn.holdout import fresh_start
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.pairs import base_params, pair_frame, train_base, write_pairs
 from signet_bench.learn.samples import SessionSample
-from signet_bench.learn.train import train_model
+from signet_bench.learn.train import Guard, train_model
 from signet_bench.store.corpus import Corpus, read_corpus
 from signet_bench.store.graph import EntityGraph, read_graph
 from signet_bench.store.read import open_readonly, read_session_memories
 from signet_bench.world.locomo import CATEGORIES, Query, read_queries, relevance
 from signet_bench.world.locomo_graph import MENTION_CONFIDENCE
-from signet_scorer.context import mean_unit
+from signet_scorer.context import SessionContextVector, mean_unit
 from signet_scorer.contract import SIGNAL_NAMES
+from signet_scorer.features import SessionInfo
 from signet_scorer.signals import signal_column
 from signet_scorer.structure import GraphColumns, MemoryStructure, read_structure, session_columns
 
@@ -219,10 +220,10 @@ def question_inputs(
     """A question's session inputs: candidates at corpus `rows` (baseline order), asked at `at`;
     `graph`: the candidates' knowledge-graph columns (none: every graph feature 0)."""
     ctx = question_context(vector)
+    context = SessionContextVector(ctx, "question" if ctx is not None else "none")
     return session_inputs(
-        corpus, rows, session_key=query.key, start=at, tz="UTC", project=None,
-        previous_start=None, context=ctx, context_rule="question" if ctx is not None else "none",
-        query=prompt_query(query.question), graph=graph,
+        corpus, rows, query.key, SessionInfo(at, "UTC", None, None), context,
+        query=prompt_query(query.question), origin=CandidateOrigin(graph=graph),
     )  # fmt: skip
 
 
@@ -492,7 +493,9 @@ def _train(samples: list[SessionSample], start, epochs: int, seed: int, cfg: Pre
     fresh = start if start is not None else fresh_start(samples, cfg)
     if len(samples) < 2:
         return fresh
-    res = train_model(samples, start, cfg=cfg, epochs=epochs, seed=seed, previous_is_trained=False)
+    res = train_model(
+        samples, start, cfg=cfg, epochs=epochs, seed=seed, guard=Guard(previous_is_trained=False)
+    )
     return _params_or(res, fresh)
 
 

@@ -190,14 +190,16 @@ def _child(n_sessions: int, epochs: int, seed: int) -> dict:
     from signet_bench.learn.model.optim import Adam
     from signet_bench.learn.model.params import init_params
     from signet_bench.learn.model.scorer import loss_and_grads
-    from signet_bench.learn.train import to_batch, train_model
+    from signet_bench.learn.train import TrainOptions, to_batch, train_model
 
     samples = synthetic_samples(n_sessions, seed=seed)
     data_rss = _rss_mib()
     # warm-up: BLAS, code paths and allocator, on a small set
     train_model(samples[:24], None, epochs=1, seed=seed)
     t0 = time.perf_counter()
-    res = train_model(samples, None, epochs=epochs, seed=seed, time_cap_s=TIME_CAP_S)
+    res = train_model(
+        samples, None, epochs=epochs, seed=seed, options=TrainOptions(time_cap_s=TIME_CAP_S)
+    )
     wall = time.perf_counter() - t0
     peak_rss = _rss_mib()
 

@@ -27,6 +27,7 @@ from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.ranking.baseline import age_days, effective_score
 from signet_bench.daemon.session_query import NO_QUERY, SessionQuery
 from signet_bench.store.corpus import Corpus
+from signet_scorer.context import SessionContextVector
 from signet_scorer.features import CandidateInfo, SessionInfo, candidate_features
 from signet_scorer.signals import candidate_signals
 from signet_scorer.structure import (
@@ -37,7 +38,12 @@ from signet_scorer.structure import (
 )
 from signet_scorer.tokenize import project_slot
 
-__all__ = ["SessionInputs", "candidate_info", "session_inputs"]
+__all__ = [
+    "CandidateOrigin",
+    "SessionInputs",
+    "candidate_info",
+    "session_inputs",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,47 +158,59 @@ def _graph(
     return session_columns(base, ids, read_structure(store, ids))
 
 
+@dataclass(frozen=True, slots=True)
+class CandidateOrigin:
+    """Where a session's candidates came from, as their inputs need it: the session-start pool
+    they were scored in (its first `signal_pool` rows; None: every row), their knowledge-graph
+    columns (`graph`) or only their `traversal` flags, and the `store` whose graph gives the
+    slots the columns lack (`session_inputs`)."""
+
+    signal_pool: int | None = None
+    graph: GraphColumns | None = None
+    traversal: np.ndarray | None = None
+    store: sqlite3.Connection | None = None
+
+
 def session_inputs(
     corpus: Corpus,
     rows: np.ndarray,
-    *,
     session_key: str,
-    start: datetime,
-    tz: str,
-    project: str | None,
-    previous_start: datetime | None,
-    context: np.ndarray | None,
-    context_rule: str,
-    graph: GraphColumns | None = None,
+    session: SessionInfo,
+    context: SessionContextVector,
+    *,
     cfg: PredictorConfig = DEFAULT_CONFIG,
     query: SessionQuery = NO_QUERY,
-    signal_pool: int | None = None,
-    store: sqlite3.Connection | None = None,
-    traversal: np.ndarray | None = None,
+    origin: CandidateOrigin = CandidateOrigin(),
 ) -> SessionInputs:
     """Every per-candidate input of a session's candidates at corpus `rows` (baseline order);
-    `query` feeds the lexical and entity signals (none: both 0). The signals of a candidate
-    depend on the pool it is scored with (BM25's IDF and maximum, the source neighbours): with
-    `signal_pool` k, the first k rows are the session-start pool and their signals are
-    computed over those k alone, exactly as session start scored them; the rows after them
-    (candidates recorded later, e.g. prompt recalls) over every row.
-    Knowledge-graph columns: `graph` when given, else none but the `traversal` flags (one bool
-    per row: the candidate came from graph traversal). With the `store` (a connection to the
-    corpus's store) and no slot in them, the slots, density and constraint flag are computed
-    from its graph (`signet_scorer.structure`), keeping the given traversal and constraint flags:
-    the simulated daemon passes `store=` its connection and its traversal flags (`traversal=`,
-    or a `graph` of flags), and records the slots and density it got (`SessionInputs.graph`)
-    with the candidates, as Signet does."""
+    `session` is what the daemon knows of it (`previous_project_start`: the previous session
+    of its project), `context` its context vector and rule; `query` feeds the lexical and
+    entity signals (none: both 0). The signals of a candidate depend on the pool it is scored
+    with (BM25's IDF and maximum, the source neighbours): with `origin.signal_pool` k, the
+    first k rows are the session-start pool and their signals are computed over those k
+    alone, exactly as session start scored them; the rows after them (candidates recorded
+    later, e.g. prompt recalls) over every row.
+    Knowledge-graph columns: `origin.graph` when given, else none but the `origin.traversal`
+    flags (one bool per row: the candidate came from graph traversal). With `origin.store` (a
+    connection to the corpus's store) and no slot in them, the slots, density and constraint
+    flag are computed from its graph (`signet_scorer.structure`), keeping the given traversal
+    and constraint flags: the simulated daemon passes its connection and its traversal flags
+    (or `graph` columns of flags), and records the slots and density it got
+    (`SessionInputs.graph`) with the candidates, as Signet does."""
+    start, tz, project = session.start, session.tz, session.project
+    previous_start = session.previous_project_start
+    context_rule, signal_pool = context.rule, origin.signal_pool
     rows = np.asarray(rows, dtype=np.int64)
-    graph = _graph(corpus, rows, graph, store, traversal)
+    graph = _graph(corpus, rows, origin.graph, origin.store, origin.traversal)
     info = candidate_info(corpus, rows, project, graph)
     age = age_days(corpus.created_at[rows], start.timestamp())
     contents = tuple(corpus.contents[int(r)] for r in rows)
     sources = corpus.sources(rows)
-    signals = _signals(corpus, rows, contents, sources, context, query)
+    vector = context.vector
+    signals = _signals(corpus, rows, contents, sources, vector, query)
     if signal_pool is not None and signal_pool < len(rows):
         k = signal_pool
-        signals[:k] = _signals(corpus, rows[:k], contents[:k], sources[:k], context, query)
+        signals[:k] = _signals(corpus, rows[:k], contents[:k], sources[:k], vector, query)
     return SessionInputs(
         session_key=session_key,
         start=start,
@@ -202,8 +220,8 @@ def session_inputs(
         project_slot=project_slot(project, cfg.project_slots),
         previous_start=previous_start,
         rows=rows,
-        features=candidate_features(info, SessionInfo(start, tz, project, previous_start)),
-        context=context,
+        features=candidate_features(info, session),
+        context=vector,
         context_rule=context_rule,
         embeddings=corpus.embeddings[rows],
         has_embedding=corpus.has_embedding[rows],

@@ -33,7 +33,6 @@ __all__ = [
     "NdcgVariant",
     "bootstrap_interval",
     "coverage_recall_at_k",
-    "mrr",
     "ndcg_at_k",
     "ndcg_of_ranking",
     "ranked_ids",
@@ -272,9 +271,6 @@ def wilson_interval(successes: int, n: int, *, level: float = 0.95) -> Interval:
     low = 0.0 if successes == 0 else max(0.0, float(centre - half))  # exact at the edges
     return Interval(low, 1.0 if successes == n else min(1.0, float(centre + half)))
 
-
-mrr = reciprocal_rank
-"""Alias: MRR of a single ranking; average `reciprocal_rank` over queries for the mean."""
 
 RANKING_METRICS = {
     "ndcg": ndcg_at_k,

@@ -15,7 +15,8 @@ from typing import Any
 
 from signet_bench.config import PredictorConfig
 from signet_bench.learn.holdout import HoldoutDecision, free_ranker_name
-from signet_bench.learn.train import StoreTraining, TrainResult
+from signet_bench.learn.publish import StoreTraining
+from signet_bench.learn.train import TrainResult
 from signet_scorer.request import TrainingRequest
 from signet_scorer.workbench import CHECKPOINT_FILE
 

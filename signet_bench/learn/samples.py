@@ -43,7 +43,7 @@ import numpy as np
 import polars as pl
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.candidates import SessionInputs, session_inputs
+from signet_bench.daemon.candidates import CandidateOrigin, SessionInputs, session_inputs
 from signet_bench.daemon.context import PreviousSession, previous_sessions, session_context
 from signet_bench.daemon.labels import (
     SessionLabelInput,
@@ -65,6 +65,7 @@ from signet_bench.store.read import (
     read_sessions,
     store_tables,
 )
+from signet_scorer.features import SessionInfo
 from signet_scorer.structure import (
     GraphColumns,
     MemoryStructure,
@@ -81,7 +82,6 @@ __all__ = [
     "LabelSignals",
     "SessionSample",
     "build_sample",
-    "candidate_signals",
     "label_input",
     "label_sources",
     "load_samples",
@@ -91,6 +91,7 @@ __all__ = [
     "session_graph",
     "session_structure",
     "shown_candidates",
+    "signals_frame",
     "store_workbench",
 ]
 
@@ -300,7 +301,7 @@ def shown_candidates(candidates: pl.DataFrame, hook: pl.DataFrame) -> pl.DataFra
     return pl.concat([marked, added], how="diagonal").sort(order, maintain_order=True)
 
 
-def candidate_signals(signals: LabelSignals) -> pl.DataFrame:
+def signals_frame(signals: LabelSignals) -> pl.DataFrame:
     """The candidates as shown (`shown_candidates`) with each row's in-session signals beside
     it: `recall_count` (recall events of the memory in that session), `path_reward` (the mean
     reward of its path feedback there, null without) and `agent_relevance_score` filled from
@@ -324,7 +325,7 @@ def candidate_signals(signals: LabelSignals) -> pl.DataFrame:
 
 
 def _optional(cand: pl.DataFrame, name: str, default: float) -> np.ndarray | float:
-    """A candidate column the loop's own rows lack (`candidate_signals` adds it): its values
+    """A candidate column the loop's own rows lack (`signals_frame` adds it): its values
     with nulls as `default`, or `default` for every row when the column is absent."""
     if name not in cand.columns:
         return default
@@ -446,17 +447,13 @@ def build_sample(
     inputs = session_inputs(
         corpus,
         rows,
-        session_key=session["session_key"],
-        start=start,
-        tz=tz,
-        project=session.get("project"),
-        previous_start=previous.start if previous else None,
-        context=ctx.vector,
-        context_rule=ctx.rule,
-        graph=session_graph(cand, structure),
+        session["session_key"],
+        SessionInfo(start, tz, session.get("project"), previous.start if previous else None),
+        ctx,
         cfg=cfg,
         query=query,
-        signal_pool=len(baseline),  # fts_only rows sort last: the first rows are the start pool
+        # fts_only rows sort last: the first rows are the start pool
+        origin=CandidateOrigin(signal_pool=len(baseline), graph=session_graph(cand, structure)),
     )
     end = session.get("end") or start
     label_in = label_input(corpus, inputs, cand, session, end.timestamp())
@@ -524,7 +521,7 @@ def load_samples(
         part = _window(con, window) if window > 0 else None
         keys = None if part is None else part.read
         signals = read_label_signals(con, workbench=workbench, session_keys=keys)
-        cands = candidate_signals(signals)
+        cands = signals_frame(signals)
         sessions = scored_sessions(signals.sessions, cands)
         jobs = StartQueries.read(con)
         structure = session_structure(con, cands)

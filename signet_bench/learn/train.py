@@ -6,24 +6,22 @@ Gates (docs/specification.md §6.2): every loss finite; canary score variance > 
 canary top-5 overlap with the previous model >= 0.6; canary NDCG@10 drop <= 0.15. The first
 training has no previous model to forget, so the overlap and drop gates compare against nothing
 and pass; the finite and variance gates always apply.
+
+This module is the maths of a run (batches, steps, epochs, gates, the held-out judgement);
+`learn.publish` turns a store and a request into a run and saves and records what it made.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from pathlib import Path
 
 import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.metrics import ndcg_at_k
-from signet_bench.errors import UserError
 from signet_bench.learn.holdout import (
     HoldoutDecision,
     HoldoutPlan,
@@ -36,34 +34,23 @@ from signet_bench.learn.holdout import (
     session_ndcgs,
     start_at_best_free_ranker,
 )
-from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
 from signet_bench.learn.model.optim import Adam, copy_params
 from signet_bench.learn.model.params import init_params, query_held
 from signet_bench.learn.model.scorer import Batch, batch_from_sessions, forward, loss_and_grads
 from signet_bench.learn.samples import SessionSample
-from signet_bench.store.corpus import Corpus
-from signet_scorer.request import RequestError, TrainingRequest
-from signet_scorer.workbench import CHECKPOINT_FILE, WORKBENCH_FILE
 
 __all__ = [
     "CanaryMetrics",
-    "NothingToTrain",
-    "Published",
-    "StoreTraining",
-    "TooLittleData",
+    "Guard",
+    "TrainOptions",
     "TrainResult",
-    "TrainingPlan",
     "canary_metrics",
     "incremental_split",
-    "plan_training",
-    "request_config",
-    "run_record",
-    "scheduled_request",
+    "replay_buffer",
+    "session_probs",
     "split_canary",
     "to_batch",
-    "train_and_publish",
     "train_model",
-    "train_store",
 ]
 
 Params = dict[str, np.ndarray]
@@ -100,48 +87,6 @@ class TrainResult:
     gates: dict[str, bool] = field(default_factory=dict)
     holdout: HoldoutDecision | None = None  # the out-of-sample verdict (full runs)
     best_epoch: int | None = None  # the epoch the held-out sessions chose (0: the start)
-
-
-def run_record(
-    result: TrainResult,
-    *,
-    run_id: str,
-    store_path: str,
-    started_at: object,
-    model_path: str | None,
-) -> dict[str, object]:
-    """A training run as the workbench's `training_runs` row (loss curve as JSON)."""
-    return {
-        "run_id": run_id,
-        "store_path": store_path,
-        "started_at": started_at,
-        "duration_ms": result.duration_ms,
-        "sample_count": result.sample_count,
-        "epochs": result.epochs_run,
-        "loss_curve": json.dumps(list(result.loss_curve)),
-        "canary_ndcg": result.canary_ndcg,
-        "canary_ndcg_delta": result.canary_ndcg_delta,
-        "canary_score_variance": result.canary_score_variance,
-        "canary_topk_overlap": result.canary_topk_overlap,
-        "gate_passed": result.accepted,
-        "gate_reason": result.gate_reason,
-        "model_path": model_path if result.accepted else None,
-        "holdout": None if result.holdout is None else json.dumps(holdout_record(result)),
-    }
-
-
-def holdout_record(result: TrainResult) -> dict[str, object]:
-    """The held-out verdict of a run as plain data (the workbench keeps it as JSON)."""
-    d = result.holdout
-    assert d is not None
-    return {
-        "method": d.method, "sessions": d.sessions, "candidate": d.candidate,
-        "served": d.served, "heuristics": d.heuristics, "comparator": d.comparator,
-        "bar": d.bar, "accepted": d.accepted, "best_epoch": result.best_epoch,
-        # +-Infinity (a lead alike on every session) is kept; JSON's NaN is not
-        "lead_evidence": None if math.isnan(d.lead_evidence) else d.lead_evidence,
-        "evidence_needed": d.evidence_needed, "demoted_to": d.demoted_to,
-    }  # fmt: skip
 
 
 def to_batch(
@@ -331,42 +276,45 @@ class _Draw:
         return picked[rng.permutation(picked.size)]
 
 
+@dataclass(frozen=True, slots=True)
+class _Steps:
+    """What every step of a run draws from: `n_recent` sessions of `train` (or of those `draw`
+    picks from it) plus `n_replay` of the replay buffer."""
+
+    train: Sequence[SessionSample]
+    replay: Sequence[SessionSample]
+    n_recent: int
+    n_replay: int
+    draw: _Draw | None
+
+
 def _epoch(
-    work: Params,
-    opt: Adam,
-    train: Sequence[SessionSample],
-    replay: Sequence[SessionSample],
-    rng: np.random.Generator,
-    n_recent: int,
-    n_replay: int,
-    time_up: Callable[[], bool],
-    cfg: PredictorConfig,
-    frozen: Mapping[str, np.ndarray],
-    prior: _Prior | None = None,
-    draw: _Draw | None = None,
+    work: Params, opt: Adam, steps_of: _Steps, how: _Fit, prior: _Prior | None = None
 ) -> tuple[list[float], int, bool]:
-    """One shuffled pass over `train` (or the sessions `draw` picks from it) in steps of
-    `n_recent` sessions plus `n_replay` drawn from the replay buffer, updating `work` in
-    place; stops at a non-finite loss or once `time_up()` after a step: (step losses, steps
-    taken, whether the time cap hit)."""
-    order = rng.permutation(len(train)) if draw is None else draw(rng)
+    """One shuffled pass over the run's sessions in steps (`_Steps`), updating `work` in
+    place under `how`'s settings; stops at a non-finite loss or once `how.time_up()` after a
+    step: (step losses, steps taken, whether the time cap hit)."""
+    train, replay = steps_of.train, steps_of.replay
+    n_recent, n_replay = steps_of.n_recent, steps_of.n_replay
+    rng = how.rng
+    order = rng.permutation(len(train)) if steps_of.draw is None else steps_of.draw(rng)
     losses = []
     steps = 0
     for i in range(0, len(order), n_recent):
         chunk = [train[j] for j in order[i : i + n_recent]]
         if n_replay and replay:
             chunk += [replay[j] for j in rng.integers(0, len(replay), n_replay)]
-        loss, grads = loss_and_grads(work, to_batch(chunk), cfg)
+        loss, grads = loss_and_grads(work, to_batch(chunk), how.cfg)
         if prior is not None:
             loss += prior.add_to(work, grads)
-        for name, mask in frozen.items():
+        for name, mask in how.frozen.items():
             grads[name] = np.where(mask, 0.0, grads[name])
         losses.append(loss)
         if not math.isfinite(loss):
             break
         opt.step(work, grads)
         steps += 1
-        if time_up():
+        if how.time_up():
             return losses, steps, True
     return losses, steps, False
 
@@ -375,37 +323,31 @@ def _run_epochs(
     work: Params,
     train: Sequence[SessionSample],
     replay: Sequence[SessionSample],
+    how: _Fit,
     *,
-    cfg: PredictorConfig,
-    epochs: int,
-    batch_size: int,
-    rng: np.random.Generator,
-    time_up: Callable[[], bool],
-    progress: bool,
-    frozen: Mapping[str, np.ndarray],
     prior: _Prior | None = None,
     watch: _Watch | None = None,
     budget: int = 0,
 ) -> _Epochs:
-    """Up to `epochs` epochs of Adam on `work` (in place), each over at most `budget`
+    """Up to `how.epochs` epochs of Adam on `work` (in place), each over at most `budget`
     sessions of `train` (`_Draw`; 0: all of them); stops after a non-finite epoch loss, at
     the time cap, once the loss has converged (< 1e-6), or when `watch` (the held-out
     sessions) has seen no gain for `holdout_patience` epochs."""
+    cfg, epochs, batch_size = how.cfg, how.epochs, how.batch_size
     opt = Adam(work, cfg)
     draw = _Draw.for_run(train, budget)
     n_replay = round(batch_size * cfg.replay_share) if replay else 0
     n_recent = batch_size - n_replay
+    steps_of = _Steps(train, replay, n_recent, n_replay, draw)
     curve: list[float] = []
     steps, stopped = 0, None
     bar = None
-    if progress:
+    if how.progress:
         from tqdm import tqdm
 
         bar = tqdm(total=epochs, desc="training", unit="epoch", leave=False)
     for _ in range(epochs):
-        losses, taken, capped = _epoch(
-            work, opt, train, replay, rng, n_recent, n_replay, time_up, cfg, frozen, prior, draw
-        )
+        losses, taken, capped = _epoch(work, opt, steps_of, how, prior)
         steps += taken
         stopped = "time-cap" if capped else None
         mean = float(np.mean(losses)) if losses else float("nan")
@@ -538,9 +480,8 @@ def _fit(
     if watch is not None:
         watch(0, work)
     run = _run_epochs(
-        work, train, replay_buffer(train, how.cfg), cfg=how.cfg, epochs=epochs,
-        batch_size=how.batch_size, rng=how.rng, time_up=how.time_up, progress=how.progress,
-        frozen=how.frozen, prior=_Prior.for_run(start, len(train), how.cfg), watch=watch,
+        work, train, replay_buffer(train, how.cfg), replace(how, epochs=epochs),
+        prior=_Prior.for_run(start, len(train), how.cfg), watch=watch,
         budget=how.cfg.epoch_session_budget,
     )  # fmt: skip
     return work, run, watch
@@ -665,32 +606,51 @@ def _served_reason(demoted: HoldoutDecision | None, served: Params | None) -> st
     return "start" if served is None else "demoted"
 
 
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """What guards a run against forgetting: the served model the gates compare with
+    (`reference`; default the run's start: a retrain from fresh weights passes the served
+    model here), whether it is an accepted model whose canary behaviour must be preserved
+    (`previous_is_trained`; default: whether there is one), and the canary and replay buffer
+    (default: taken from the samples, a full retrain; an incremental run trains on the new
+    sessions with both taken from the whole history)."""
+
+    reference: Params | None = None
+    previous_is_trained: bool | None = None
+    canary: Sequence[SessionSample] | None = None
+    replay: Sequence[SessionSample] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TrainOptions:
+    """How a run steps besides its epochs and seed: `batch_size` sessions a step, a time cap
+    (default the config's), a progress bar, the dimension of fresh weights (default the
+    samples'), and `frozen` (parameter name -> boolean mask, dense parameters only): entries
+    held at their starting values, a component ablation."""
+
+    batch_size: int = 16
+    time_cap_s: float | None = None
+    progress: bool = False
+    native_dim: int | None = None
+    frozen: Mapping[str, np.ndarray] | None = None
+
+
 def train_model(
     samples: Sequence[SessionSample],
     current: Params | None,
     *,
     cfg: PredictorConfig = DEFAULT_CONFIG,
     epochs: int = 3,
-    batch_size: int = 16,
     seed: int = 0,
-    time_cap_s: float | None = None,
-    previous_is_trained: bool | None = None,
-    progress: bool = False,
-    native_dim: int | None = None,
-    canary: Sequence[SessionSample] | None = None,
-    replay: Sequence[SessionSample] | None = None,
-    reference: Params | None = None,
-    frozen: Mapping[str, np.ndarray] | None = None,
+    guard: Guard = Guard(),
+    options: TrainOptions = TrainOptions(),
 ) -> TrainResult:
-    """Train a copy of `current` (or fresh weights) on `samples`; gate; return the outcome.
-
-    `previous_is_trained` says whether the served model is an accepted model whose canary
-    behaviour must be preserved (default: True when `current` is given); the gates compare with
-    `reference` (default `current`: a retrain from fresh weights passes the served model here).
-    By default the canary and the replay buffer come from `samples` (a full retrain); an
-    incremental run passes only the new sessions as `samples` with the canary and replay
-    buffer taken from the whole history. `frozen` (parameter name -> boolean mask, dense
-    parameters only) holds those entries at their starting values: a component ablation."""
+    """Train a copy of `current` (or fresh weights) on `samples`; gate; return the outcome
+    (`Guard`: what the gates compare with; `TrainOptions`: how it steps)."""
+    reference, previous_is_trained = guard.reference, guard.previous_is_trained
+    canary, replay = guard.canary, guard.replay
+    batch_size, time_cap_s, progress = options.batch_size, options.time_cap_s, options.progress
+    native_dim, frozen = options.native_dim, options.frozen
     t0 = time.perf_counter()
     cap = cfg.max_training_seconds if time_cap_s is None else time_cap_s
     rng = np.random.default_rng(seed)
@@ -717,18 +677,9 @@ def train_model(
     train, canary = _train_and_canary(samples, canary, cfg)
     replay = list(replay_buffer(train, cfg) if replay is None else replay)
     before = canary_metrics(served, canary, cfg)
-    run = _run_epochs(
-        work,
-        train,
-        replay,
-        cfg=cfg,
-        epochs=epochs,
-        batch_size=batch_size,
-        rng=rng,
-        time_up=lambda: time.perf_counter() - t0 > cap,
-        progress=progress,
-        frozen=frozen or {},
-    )
+    how = _Fit(cfg, epochs, batch_size, rng, lambda: time.perf_counter() - t0 > cap, progress,
+               frozen or {})  # fmt: skip
+    run = _run_epochs(work, train, replay, how)
     fresh = current is None and reference is not None
     gate = _gate(work, canary, before, run.curve, had_model, cfg, fresh)
     return _result(
@@ -741,325 +692,3 @@ def train_model(
         canary_count=len(canary),
         t0=t0,
     )
-
-
-def _hook_workbench(out_dir: Path) -> Path | None:
-    """The workbench whose session-start wrapper record labels a training: the one it
-    publishes to when the wrapper recorded there (a hook run with `--workbench` set to it),
-    else None: the store's default workbench, where the wrapper records by default."""
-    from signet_bench.store.hook_log import hook_log_path
-
-    workbench = out_dir / WORKBENCH_FILE
-    return workbench if hook_log_path(workbench).exists() else None
-
-
-def _model_meta(
-    result: TrainResult,
-    samples: Sequence[SessionSample],
-    cfg: PredictorConfig,
-    *,
-    is_finetuned: bool,
-) -> CheckpointMeta:
-    """An accepted model's meta: dims, feature spec, training range and metrics."""
-    from signet_bench.store.timestamps import format_iso
-    from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
-
-    return CheckpointMeta.from_config(
-        cfg,
-        int(samples[0].context.shape[0]),
-        feature_spec_hash=feature_spec_hash(FEATURE_SPEC),
-        first_session_at=format_iso(min(s.start for s in samples)),
-        last_session_at=format_iso(max(s.start for s in samples)),
-        metrics={
-            "canary_ndcg": result.canary_ndcg,
-            "final_loss": result.loss_curve[-1] if result.loss_curve else float("nan"),
-        },
-        is_finetuned=is_finetuned,
-    )
-
-
-def _write_checkpoint(
-    request: TrainingRequest, params: Params, meta: CheckpointMeta
-) -> tuple[Path | None, str | None]:
-    """The accepted model also written where the request asks, in its format: (path, None),
-    or (None, why not) when that fails (the training stands; SGPT cannot hold every model)."""
-    from signet_bench.learn.export import write_model_file
-
-    if request.checkpoint_path is None:
-        return None, None
-    try:
-        path = write_model_file(
-            request.checkpoint_path,
-            params,
-            meta,
-            fmt=request.checkpoint_kind,
-            flags=meta.flags,
-        )
-    except (UserError, OSError) as exc:
-        return None, str(exc)
-    return path, None
-
-
-def _record(
-    out_dir: Path,
-    result: TrainResult,
-    *,
-    run_id: str,
-    store_path: str,
-    started_at: datetime,
-    model_path: Path | None,
-    is_finetuned: bool,
-) -> None:
-    """The run (and an accepted model) in `out_dir/workbench.duckdb`, one transaction each."""
-    from signet_bench.store.workbench import open_workbench, record_model, record_training_run
-    from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
-
-    path = str(out_dir / CHECKPOINT_FILE)
-    with open_workbench(out_dir / WORKBENCH_FILE) as wb:
-        record_training_run(
-            wb,
-            run_record(
-                result,
-                run_id=run_id,
-                store_path=store_path,
-                started_at=started_at,
-                model_path=path,
-            ),
-        )
-        if model_path is not None:
-            record_model(
-                wb,
-                {
-                    "model_id": run_id,
-                    "path": path,
-                    "created_at": datetime.now(UTC),
-                    "feature_spec_hash": feature_spec_hash(FEATURE_SPEC),
-                    "is_pretrained_base": False,
-                    "is_finetuned": is_finetuned,
-                    "metrics": json.dumps({"canary_ndcg": result.canary_ndcg}),
-                },
-            )
-
-
-@dataclass(frozen=True, slots=True)
-class Published:
-    """What `train_and_publish` did: the run, the saved model (None when rejected), and the
-    extra checkpoint the request asked for (or why it could not be written)."""
-
-    result: TrainResult
-    model_path: Path | None
-    checkpoint: Path | None = None
-    checkpoint_error: str | None = None
-
-
-def train_and_publish(
-    plan: TrainingPlan,
-    base: Params | None,
-    request: TrainingRequest,
-    *,
-    run_id: str,
-    history: Sequence[SessionSample] | None = None,
-    progress: bool = False,
-) -> Published:
-    """Train as `plan` and `request` say (`train_model`: from `base` or, for a `fresh` run,
-    from fresh weights with `base` only what the gates compare with), gate, save an accepted
-    model to `out_dir/model.sbm` (and the request's checkpoint) and record the run and the
-    model in `out_dir/workbench.duckdb`.
-
-    The one path from samples to a served model: the session loop, `signet-bench train` and
-    the sidecar all reach it through `train_store`. A rejected run leaves the saved model
-    untouched and is recorded too. `history` (default the plan's samples) is every session
-    the model has learned from so far: the saved model's training range."""
-    if request.out_dir is None:
-        raise RequestError("out_dir", "is required to train (the model and workbench go there)")
-    out = request.out_dir
-    fresh = request.mode == "fresh"
-    started = datetime.now(UTC)
-    result = train_model(
-        plan.samples,
-        None if fresh else base,
-        reference=base if fresh else None,
-        cfg=plan.cfg,
-        epochs=plan.epochs,
-        seed=request.seed,
-        time_cap_s=request.time_cap_s,
-        previous_is_trained=base is not None if request.protect is None else request.protect,
-        progress=progress,
-        canary=plan.canary,
-        replay=plan.replay,
-    )
-    is_finetuned = base is not None and not fresh
-    published = Published(result, None)
-    if result.accepted:
-        seen = plan.samples if history is None else history
-        meta = _model_meta(result, seen, plan.cfg, is_finetuned=is_finetuned)
-        out.mkdir(parents=True, exist_ok=True)
-        saved = out / CHECKPOINT_FILE
-        save_checkpoint(saved, result.params, meta)
-        published = Published(result, saved, *_write_checkpoint(request, result.params, meta))
-    _record(
-        out,
-        result,
-        run_id=run_id,
-        store_path=str(request.db_path.resolve()),
-        started_at=started,
-        model_path=published.model_path,
-        is_finetuned=is_finetuned,
-    )
-    return published
-
-
-@dataclass(frozen=True, slots=True)
-class StoreTraining:
-    """What `train_store` did: the run's id, the store's sessions it skipped, and what
-    `train_and_publish` made of the run (the result, the saved model, the checkpoint);
-    `sessions`: the trainable sessions it read (0 when not told)."""
-
-    run_id: str
-    skipped: int
-    published: Published
-    sessions: int = 0
-
-    @property
-    def result(self) -> TrainResult:
-        return self.published.result
-
-
-class NothingToTrain(UserError):
-    """An incremental run with no session newer than the base model's last one."""
-
-
-class TooLittleData(UserError):
-    """Fewer than two trainable sessions in the store."""
-
-
-@dataclass(frozen=True, slots=True)
-class TrainingPlan:
-    """What one run trains on, and how (docs/specification.md §6.1)."""
-
-    samples: list[SessionSample]
-    cfg: PredictorConfig
-    epochs: int
-    canary: list[SessionSample] | None = None  # None: split from `samples` (a full run)
-    replay: list[SessionSample] | None = None
-
-
-def scheduled_request(
-    db_path: str | Path,
-    out_dir: str | Path | None,
-    cfg: PredictorConfig = DEFAULT_CONFIG,
-    *,
-    mode: str = "finetune",
-    full_epochs: int | None = None,
-) -> TrainingRequest:
-    """A request with the schedule `cfg` sets for `mode` (docs/concepts.md
-    §4.1): an incremental run fine-tunes for `incremental_epochs` at `incremental_lr_scale`
-    of the learning rate; any other runs `full_epochs` (default `full_training_epochs`) at the
-    full rate; the loss temperature, confidence threshold and time cap are the config's."""
-    incremental = mode == "incremental"
-    full = cfg.full_training_epochs if full_epochs is None else full_epochs
-    return TrainingRequest(
-        db_path=Path(db_path),
-        out_dir=None if out_dir is None else Path(out_dir),
-        mode=mode,  # type: ignore[arg-type]
-        epochs=cfg.incremental_epochs if incremental else full,
-        lr_scale=cfg.incremental_lr_scale if incremental else 1.0,
-        temperature=cfg.loss_temperature,
-        min_confidence=cfg.min_scorer_confidence,
-        time_cap_s=cfg.max_training_seconds,
-    )
-
-
-def request_config(cfg: PredictorConfig, request: TrainingRequest) -> PredictorConfig:
-    """`cfg` with the request's loss temperature, confidence threshold and time cap (the
-    learning-rate scale is applied by `plan_training`)."""
-    return cfg.replace(
-        loss_temperature=request.temperature,
-        min_scorer_confidence=request.min_confidence,
-        max_training_seconds=request.time_cap_s,
-    )
-
-
-def plan_training(
-    samples: Sequence[SessionSample],
-    trained_through: str | None,
-    request: TrainingRequest,
-    cfg: PredictorConfig = DEFAULT_CONFIG,
-) -> TrainingPlan:
-    """The specification's schedule (docs/specification.md §6.1): an incremental request with a
-    `trained_through` (the ISO start of the newest session the base learned from) trains on the
-    newer sessions, mixed ~20% with the replay buffer and judged on the canary of the whole history;
-    any other run trains on every sample. Either runs the request's epochs at its scale of the
-    learning rate."""
-    from signet_bench.store.timestamps import format_iso
-
-    run_cfg = cfg.replace(learning_rate=cfg.learning_rate * request.lr_scale)
-    if request.mode != "incremental" or trained_through is None:
-        return TrainingPlan(list(samples), run_cfg, request.epochs)
-    new_keys = {s.session_key for s in samples if format_iso(s.start) > trained_through}
-    train_on, canary, replay = incremental_split(samples, new_keys, cfg)
-    if not train_on:
-        raise NothingToTrain(f"no trainable session after {trained_through}")
-    return TrainingPlan(train_on, run_cfg, request.epochs, canary, replay)
-
-
-def _base_model(path: str | Path, dim: int) -> tuple[Params, str | None]:
-    """A base model's weights (any format: own checkpoint, SGPT or ONNX) and the newest
-    session it learned from."""
-    from signet_bench.learn.export import load_model_file
-
-    base, meta, _ = load_model_file(path)
-    if meta.native_dim != dim:
-        raise UserError(
-            f"{path}: native_dim {meta.native_dim} does not match the store's embeddings ({dim})"
-        )
-    return base, meta.last_session_at
-
-
-def train_store(
-    request: TrainingRequest,
-    *,
-    cfg: PredictorConfig = DEFAULT_CONFIG,
-    db: sqlite3.Connection | None = None,
-    corpus: Corpus | None = None,
-    run_id: str | None = None,
-    progress: bool = False,
-) -> StoreTraining:
-    """One gated training as `request` asks, on its store's scored sessions (the store is
-    only read), published to its `out_dir` (`train_and_publish`). Every training policy value
-    comes from the request; `cfg` gives the rest (model dims, gates, labels, learning rate).
-    `db` is an open connection to the request's store and `corpus` its memories already read
-    (the session loop holds both). Only the newest `training_window_sessions` scored sessions
-    are read. Too little data raises before anything is written; an incremental run with
-    nothing new raises NothingToTrain."""
-    import uuid
-
-    from signet_bench.learn.samples import load_samples
-    from signet_scorer.timestamps import local_tz
-
-    if request.out_dir is None:
-        raise RequestError("out_dir", "is required to train (the model and workbench go there)")
-    run_cfg = request_config(cfg, request)
-    samples, skipped = load_samples(
-        request.db_path if db is None else db,
-        tz=request.tz or local_tz(),
-        cfg=run_cfg,
-        limit=request.limit,
-        seed=request.negatives_seed,
-        corpus=corpus,
-        workbench=_hook_workbench(request.out_dir),
-        window=run_cfg.training_window_sessions,
-    )
-    if len(samples) < 2:
-        raise TooLittleData(
-            f"{request.db_path}: {len(samples)} trainable sessions (confidence >= "
-            f"{request.min_confidence}, candidates with labels); {skipped} skipped — "
-            "need at least 2"
-        )
-    base, through = None, None
-    if request.base_weights is not None:
-        base, through = _base_model(request.base_weights, int(samples[0].context.shape[0]))
-    plan = plan_training(samples, through, request, run_cfg)
-    run_id = run_id or str(uuid.uuid4())
-    done = train_and_publish(plan, base, request, run_id=run_id, history=samples, progress=progress)
-    return StoreTraining(run_id, skipped, done, len(samples))

@@ -34,7 +34,7 @@ import numpy as np
 import polars as pl
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.daemon.candidates import SessionInputs, session_inputs
+from signet_bench.daemon.candidates import CandidateOrigin, SessionInputs, session_inputs
 from signet_bench.daemon.comparison import (
     Comparison,
     ComparisonInput,
@@ -61,7 +61,12 @@ from signet_bench.daemon.ranking.baseline import rank_order
 from signet_bench.daemon.ranking.compat import signet058_session_start
 from signet_bench.daemon.ranking.fts import fts_search, recall_terms
 from signet_bench.daemon.ranking.ranker import CosineRanker
-from signet_bench.daemon.ranking.session_start import SessionStartResult, session_start
+from signet_bench.daemon.ranking.session_start import (
+    GraphWalk,
+    Learned,
+    SessionStartResult,
+    session_start,
+)
 from signet_bench.daemon.ranking.traversal import Traversal, TraversalFlags
 from signet_bench.daemon.session_query import SessionQuery, start_query
 from signet_bench.errors import UserError
@@ -75,6 +80,7 @@ from signet_bench.store.read import read_session_memories, read_sessions, releas
 from signet_bench.store.timestamps import format_iso
 from signet_bench.world.interface import Judgement, SessionView, World
 from signet_scorer.context import SessionContextVector
+from signet_scorer.features import SessionInfo
 from signet_scorer.structure import GraphColumns
 
 if TYPE_CHECKING:
@@ -239,17 +245,12 @@ class Lifecycle:
         return session_inputs(
             self.corpus,
             rows,
-            session_key=plan.session_key,
-            start=plan.start,
-            tz=self.world.tz,
-            project=plan.project,
-            previous_start=prev.start if prev else None,
-            context=context.vector,
-            context_rule=context.rule,
-            graph=_graph_columns(flags),
+            plan.session_key,
+            SessionInfo(plan.start, self.world.tz, plan.project, prev.start if prev else None),
+            context,
             cfg=self.cfg,
             query=query,
-            store=self.con,
+            origin=CandidateOrigin(graph=_graph_columns(flags), store=self.con),
         )
 
     def _start(
@@ -273,30 +274,17 @@ class Lifecycle:
                 start_s,
                 project=plan.project,
                 previous_used=prev.used if prev else (),
-                predictor=predictor,
-                alpha=alpha,
-                cold_start_exited=self.state.cold_start_exited,
-                rng=rng,
+                learned=Learned(predictor, alpha, self.state.cold_start_exited, rng),
                 cfg=self.cfg,
-                graph=self.graph,
-                query_terms=query.terms,
+                walk=GraphWalk(self.graph, query.terms),
             )
         else:  # Signet 0.58's cold start never exits by default: its pool is replayed unfused.
-            c = self.corpus
             res = signet058_session_start(
-                c.ids,
-                c.created_at,
-                c.importance,
-                c.pinned,
-                c.project,
-                c.contents,
-                c.embeddings,
-                c.has_embedding,
+                self.corpus,
                 plan.project,
                 start_s,
                 self.cfg,
-                is_deleted=c.absent_at(start_s),
-                created_at_text=c.created_text,
+                is_deleted=self.corpus.absent_at(start_s),
                 graph=self.graph,
                 query_terms=query.terms,
             )

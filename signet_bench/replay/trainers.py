@@ -42,7 +42,7 @@ __all__ = [
     "InProcessTrainer",
     "NoScorer",
     "RandomScorer",
-    "Scorer",
+    "ScoreFn",
     "SidecarTrainer",
     "TrainOutcome",
     "Trainer",
@@ -60,7 +60,7 @@ SCORERS = ("none", "random", "model", "sidecar")
 SIDECAR_TIMEOUTS_MS = {"score": 30_000.0, "train_from_db": 600_000.0, "status": 30_000.0}
 
 Params = dict[str, np.ndarray]
-Scorer = Callable[[SessionInputs], np.ndarray | None]
+ScoreFn = Callable[[SessionInputs], np.ndarray | None]
 """Scores of a session's candidates as session start asks for them (None: it failed open)."""
 
 
@@ -100,7 +100,7 @@ class TrainingJob:
         last drift reset, else on every session), and protect its canary behaviour once cold
         start has exited (before, the predictor changes no injection, so there is nothing to
         protect yet)."""
-        from signet_bench.learn.train import scheduled_request
+        from signet_bench.learn.publish import scheduled_request
 
         st, every = self.state, self.cfg.full_retrain_every
         fresh = every > 0 and (st.model_version + 1) % every == 0
@@ -132,7 +132,7 @@ class Trainer(Protocol):
     name: str  # the `--scorer` it answers to (recorded in `sim_sessions.scorer`)
     model: Params | None  # the accepted weights it serves (None before the first accepted one)
 
-    def scorer(self, rng: np.random.Generator) -> Scorer | None:
+    def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         """The scorer this session start calls (None: offline, or not trained yet)."""
         ...
 
@@ -153,7 +153,7 @@ class NoScorer:
     name = "none"
     model: Params | None = None
 
-    def scorer(self, rng: np.random.Generator) -> Scorer | None:
+    def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         return None
 
     def train(self, job: TrainingJob) -> TrainOutcome | None:
@@ -169,7 +169,7 @@ class RandomScorer(NoScorer):
 
     name = "random"
 
-    def scorer(self, rng: np.random.Generator) -> Scorer | None:
+    def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         def random_scores(inputs: SessionInputs) -> np.ndarray:
             z = rng.normal(size=len(inputs))
             e = np.exp(z - z.max())
@@ -208,7 +208,7 @@ class InProcessTrainer:
         self.store, self.cfg = store, cfg
         self.model = _saved_model(store.path)
 
-    def scorer(self, rng: np.random.Generator) -> Scorer | None:
+    def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         if self.model is None:
             return None
         from signet_bench.learn.model.ranker import ModelRanker
@@ -216,7 +216,7 @@ class InProcessTrainer:
         return ModelRanker(self.model, self.cfg).score
 
     def train(self, job: TrainingJob) -> TrainOutcome | None:
-        from signet_bench.learn.train import NothingToTrain, TooLittleData, train_store
+        from signet_bench.learn.publish import NothingToTrain, TooLittleData, train_store
 
         request = job.request(served=self.model is not None)
         store = self.store
@@ -270,7 +270,7 @@ class SidecarTrainer:
             timeouts_ms=SIDECAR_TIMEOUTS_MS,
         )
 
-    def scorer(self, rng: np.random.Generator) -> Scorer | None:
+    def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         return None if self.model is None else self._scores
 
     def _scores(self, inputs: SessionInputs) -> np.ndarray | None:

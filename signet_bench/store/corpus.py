@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -64,15 +64,11 @@ class Corpus:
         contents: Sequence[str] | None = None,
         has_embedding: np.ndarray | None = None,
         pinned: np.ndarray | None = None,
-        is_constraint: np.ndarray | None = None,
-        is_deleted: np.ndarray | None = None,
         project: Sequence[str | None] | None = None,
-        access_count: np.ndarray | None = None,
-        superseded_at: np.ndarray | None = None,
-        source_session: Sequence[str | None] | None = None,
     ) -> Corpus:
         """A corpus from plain arrays (absent flags false, no project, contents empty, no
-        source sessions; `contents` may also be content lengths, for ranking without text)."""
+        source sessions; `contents` may also be content lengths, for ranking without text);
+        `with_states` sets the rest."""
         n = len(ids)
         no = np.zeros(n, dtype=bool)
         emb = np.asarray(embeddings, dtype=np.float32)
@@ -84,20 +80,42 @@ class Corpus:
             created_text=np.asarray([""] * n, dtype=object),
             importance=np.asarray(importance, dtype=np.float64),
             pinned=no if pinned is None else np.asarray(pinned, dtype=bool),
-            is_deleted=no if is_deleted is None else np.asarray(is_deleted, dtype=bool),
+            is_deleted=no,
             deleted_at=np.full(n, np.nan),
-            is_constraint=no if is_constraint is None else np.asarray(is_constraint, dtype=bool),
-            access_count=np.zeros(n) if access_count is None else np.asarray(access_count, float),
+            is_constraint=no,
+            access_count=np.zeros(n),
             project=np.asarray([None] * n if project is None else list(project), dtype=object),
             contents=[""] * n if contents is None else list(contents),
             embeddings=emb,
             has_embedding=np.asarray(has, dtype=bool),
-            superseded_at=np.full(n, np.nan) if superseded_at is None else superseded_at,
+            superseded_at=np.full(n, np.nan),
             edited_at=tuple(np.zeros(0) for _ in range(n)),
             row_of={m: i for i, m in enumerate(id_arr)},
-            source_session=None
-            if source_session is None
-            else np.asarray(list(source_session), dtype=object),
+        )
+
+    def with_states(
+        self,
+        *,
+        is_constraint: np.ndarray | None = None,
+        is_deleted: np.ndarray | None = None,
+        access_count: np.ndarray | None = None,
+        superseded_at: np.ndarray | None = None,
+    ) -> Corpus:
+        """This corpus with the given per-memory states (None: the state kept), for a corpus
+        built from plain arrays (`from_arrays`)."""
+        return replace(
+            self,
+            is_constraint=self.is_constraint
+            if is_constraint is None
+            else np.asarray(is_constraint, dtype=bool),
+            is_deleted=self.is_deleted if is_deleted is None else np.asarray(is_deleted, bool),
+            access_count=self.access_count
+            if access_count is None
+            else np.asarray(access_count, float),
+            superseded_at=self.superseded_at if superseded_at is None else superseded_at,
+            _tokens={},
+            _scope={},
+            _id_text=[],
         )
 
     @property

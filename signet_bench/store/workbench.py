@@ -97,7 +97,7 @@ _TRAINING_FIELDS = (
     "gate_passed",
     "gate_reason",
     "model_path",
-    "holdout",  # the held-out verdict as JSON (learn.train.holdout_record); NULL before it
+    "holdout",  # the held-out verdict as JSON (learn.publish.holdout_record); NULL before it
 )
 # Columns added after a table was first written: a workbench made before gets them on open.
 _ADDED_COLUMNS = ("ALTER TABLE training_runs ADD COLUMN IF NOT EXISTS holdout TEXT",)

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from signet_bench.bench.loop_speed import WARMUP, session_start_latencies
-from signet_bench.daemon.ranking.session_start import session_start
+from signet_bench.daemon.ranking.session_start import GraphWalk, session_start
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.graph import read_graph
 from signet_bench.store.read import open_readonly
@@ -45,7 +45,7 @@ def test_the_timed_starts_walk_the_graph(architect):
         str(s)
         for ctx in plans[WARMUP:]
         for s in session_start(
-            corpus, ctx.start.timestamp(), project=ctx.project, graph=graph
+            corpus, ctx.start.timestamp(), project=ctx.project, walk=GraphWalk(graph)
         ).source
     }
     assert "ka_traversal" in sources

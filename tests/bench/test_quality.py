@@ -18,7 +18,7 @@ from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.ranking.ranker import EffectiveScoreRanker
 from signet_bench.learn.model.params import init_params
-from signet_bench.learn.train import train_model
+from signet_bench.learn.train import Guard, TrainOptions, train_model
 from signet_bench.world.synth.truth import EFFECTS
 
 
@@ -48,13 +48,21 @@ def test_a_frozen_training_holds_the_ablated_weights_and_learns_the_rest():
     frozen = ablation_frozen("prior", start)
     cfg = DEFAULT_CONFIG.replace(holdout_gain_evidence=0.0)  # any held-out lead is served
     res = train_model(
-        samples, start, cfg=cfg, epochs=3, seed=1, previous_is_trained=False, frozen=frozen
+        samples,
+        start,
+        cfg=cfg,
+        epochs=3,
+        seed=1,
+        guard=Guard(previous_is_trained=False),
+        options=TrainOptions(frozen=frozen),
     )
     assert res.params is not None
     gate = res.params["gate_proj"]
     np.testing.assert_array_equal(gate[frozen["gate_proj"]], 0.0)
     assert np.abs(gate[~frozen["gate_proj"]]).max() > 0.0
-    free = train_model(samples, start, cfg=cfg, epochs=3, seed=1, previous_is_trained=False)
+    free = train_model(
+        samples, start, cfg=cfg, epochs=3, seed=1, guard=Guard(previous_is_trained=False)
+    )
     assert np.abs(free.params["gate_proj"][frozen["gate_proj"]]).max() > 0.0
 
 

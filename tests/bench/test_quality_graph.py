@@ -31,7 +31,7 @@ from signet_bench.bench.quality import (
 from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.learn.model.params import init_params
-from signet_bench.learn.train import train_model
+from signet_bench.learn.train import Guard, TrainOptions, train_model
 from signet_bench.store import write
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.graph import read_graph
@@ -76,9 +76,12 @@ def test_the_structure_ablation_holds_exactly_the_graph_columns_gate_weights():
     assert np.flatnonzero(mask.reshape(-1)).tolist() == [v_dim + c for c in GRAPH_COLUMNS]
     samples = _graph_featured(synthetic_samples(24, dim=16, seed=3))
     cfg = DEFAULT_CONFIG.replace(holdout_gain_evidence=0.0)  # any held-out lead is served
-    held = train_model(samples, params, cfg=cfg, epochs=3, seed=1, previous_is_trained=False,
-                       frozen={"gate_proj": mask})  # fmt: skip
-    free = train_model(samples, params, cfg=cfg, epochs=3, seed=1, previous_is_trained=False)
+    held = train_model(samples, params, cfg=cfg, epochs=3, seed=1,
+                       guard=Guard(previous_is_trained=False),
+                       options=TrainOptions(frozen={"gate_proj": mask}))  # fmt: skip
+    free = train_model(
+        samples, params, cfg=cfg, epochs=3, seed=1, guard=Guard(previous_is_trained=False)
+    )
     assert held.params is not None and free.params is not None
     np.testing.assert_array_equal(held.params["gate_proj"][mask], 0.0)
     assert np.abs(free.params["gate_proj"][mask]).max() > 0.0  # the hold is what keeps them

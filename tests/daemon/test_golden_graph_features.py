@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.daemon.candidates import SessionInputs, session_inputs
+from signet_bench.daemon.candidates import CandidateOrigin, SessionInputs, session_inputs
 from signet_bench.learn.samples import load_samples
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.read import open_readonly
@@ -33,8 +33,9 @@ from signet_bench.store.write import (
     transaction,
     write_relevance_scores,
 )
+from signet_scorer.context import SessionContextVector
 from signet_scorer.contract import FEATURE_NAMES
-from signet_scorer.features import feature_index
+from signet_scorer.features import SessionInfo, feature_index
 from signet_scorer.hook.rank import HookSession, session_query
 from signet_scorer.structure import GraphColumns
 
@@ -242,8 +243,8 @@ def loop_inputs(db: Path, **flags) -> SessionInputs:
     try:
         ids = [m for m, *_ in SESSION]
         return session_inputs(
-            corpus, corpus.rows(ids), session_key=KEY, start=START, tz=TZ, project="alpha",
-            previous_start=None, context=None, context_rule="none", store=con, **flags,
+            corpus, corpus.rows(ids), KEY, SessionInfo(START, TZ, "alpha", None),
+            SessionContextVector(None, "none"), origin=CandidateOrigin(store=con, **flags),
         )  # fmt: skip
     finally:
         con.close()
@@ -351,16 +352,15 @@ def test_an_empty_graph_changes_nothing(store, tmp_path):
         con.close()
     corpus = read_corpus(db)
     ids = [m for m, *_ in SESSION]
-    kwargs = {
-        "session_key": KEY, "start": START, "tz": TZ, "project": "alpha",
-        "previous_start": None, "context": None, "context_rule": "none",
-    }  # fmt: skip
+    args = (KEY, SessionInfo(START, TZ, "alpha", None), SessionContextVector(None, "none"))
     con = open_readonly(db)
     try:
-        with_store = session_inputs(corpus, corpus.rows(ids), store=con, **kwargs)
+        with_store = session_inputs(
+            corpus, corpus.rows(ids), *args, origin=CandidateOrigin(store=con)
+        )
     finally:
         con.close()
-    without = session_inputs(corpus, corpus.rows(ids), **kwargs)
+    without = session_inputs(corpus, corpus.rows(ids), *args)
     np.testing.assert_array_equal(with_store.features, without.features)
     assert not with_store.features[:, feature_index("entity_slot") :].any()
 

@@ -12,7 +12,6 @@ from sklearn.metrics import ndcg_score
 
 from signet_bench.daemon.metrics import (
     RANKING_METRICS,
-    mrr,
     ndcg_at_k,
     ndcg_of_ranking,
     ranked_ids,
@@ -60,7 +59,6 @@ def test_recall_at_3_fixture():
 def test_reciprocal_rank_fixture():
     """Check recip_rank = 1.0 (b, rel 1, is ranked first)."""
     assert reciprocal_rank(REL, SCORES, IDS) == 1.0
-    assert mrr(REL, SCORES, IDS) == 1.0
     assert reciprocal_rank(REL, SCORES, IDS, threshold=2) == pytest.approx(1 / 6)
 
 

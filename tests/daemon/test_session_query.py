@@ -21,6 +21,8 @@ from signet_bench.daemon.session_query import (
 from signet_bench.store.corpus import memory_source_session, read_corpus
 from signet_bench.store.schema import connect_writer, create_store
 from signet_bench.store.write import insert_memories, insert_summary_job
+from signet_scorer.context import SessionContextVector
+from signet_scorer.features import SessionInfo
 
 T0 = datetime(2026, 4, 1, 8, 0, tzinfo=UTC)
 WORDS = ("deploy", "cache", "postgres", "rollback", "schema", "index", "queue", "retry")
@@ -103,8 +105,7 @@ def test_the_corpus_reads_source_sessions_and_inputs_carry_them(tmp_path):
     assert by_id == {"m0": "a", "m1": "b", "m2": None, "m3": "a", "m4": "sec", "m5": None}
     rows_ = corpus.rows(["m3", "m2"])
     inputs = session_inputs(
-        corpus, rows_, session_key="s", start=T0, tz="UTC", project=None, previous_start=None,
-        context=None, context_rule="none",
-    )  # fmt: skip
+        corpus, rows_, "s", SessionInfo(T0, "UTC", None, None), SessionContextVector(None, "none")
+    )
     assert inputs.sources.tolist() == ["a", None]
     assert inputs.query == NO_QUERY and not inputs.signals.any()

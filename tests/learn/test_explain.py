@@ -10,7 +10,8 @@ from pathlib import Path
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.learn.explain import served_line, sessions_line, sidecar_fields
 from signet_bench.learn.holdout import HoldoutDecision
-from signet_bench.learn.train import Published, StoreTraining, TrainResult
+from signet_bench.learn.publish import Published, StoreTraining
+from signet_bench.learn.train import TrainResult
 from signet_scorer.request import TrainingRequest
 
 

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.learn.publish import _hook_workbench
 from signet_bench.learn.samples import (
-    candidate_signals,
     label_sources,
     load_samples,
     read_label_signals,
+    signals_frame,
 )
-from signet_bench.learn.train import _hook_workbench
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.read import open_readonly, read_sessions
 from tests.hook_records import record_start, session_rows, store_copy
@@ -192,6 +192,6 @@ def test_failed_open_rows_never_mark_memories(current, tmp_path):
     finally:
         con.close()
     assert signals.hook.height == 0
-    rows = candidate_signals(signals).filter(session_key=key, source="effective")
+    rows = signals_frame(signals).filter(session_key=key, source="effective")
     marked = set(np.asarray(rows.filter(was_injected=True)["memory_id"]).tolist())
     assert marked == set(injected)

@@ -17,10 +17,11 @@ from signet_bench.learn.holdout import free_ranker_name, holdout_plan, start_at_
 from signet_bench.learn.model.optim import densify
 from signet_bench.learn.model.params import init_params
 from signet_bench.learn.model.scorer import forward, loss_and_grads
+from signet_bench.learn.publish import holdout_record
 from signet_bench.learn.samples import load_samples
 from signet_bench.learn.train import (
+    Guard,
     canary_metrics,
-    holdout_record,
     replay_buffer,
     split_canary,
     to_batch,
@@ -52,7 +53,7 @@ def samples(tmp_path_factory):
 @pytest.fixture(scope="module")
 def trained(samples):
     # the specification's canary gates (a canary given): accepted whatever the held-out sessions say
-    res = train_model(samples, None, epochs=5, seed=0, canary=samples)
+    res = train_model(samples, None, epochs=5, seed=0, guard=Guard(canary=samples))
     assert res.accepted
     return res.params
 
@@ -114,7 +115,9 @@ def test_nan_label_fails_from_fresh_weights_too(samples):
 
 def test_accepted_training_returns_a_new_copy(samples, trained):
     before = _snapshot(trained)
-    res = train_model(samples, trained, epochs=1, seed=0, previous_is_trained=False, canary=samples)
+    res = train_model(
+        samples, trained, epochs=1, seed=0, guard=Guard(previous_is_trained=False, canary=samples)
+    )
     assert res.accepted
     assert all(res.params[k] is not trained[k] for k in trained)
     assert any(not np.array_equal(res.params[k], trained[k]) for k in trained)
@@ -272,9 +275,9 @@ def _distance(a, b, names=("down_proj", "q_proj", "k_proj", "v_proj", "gate_proj
 def test_finetune_starts_from_the_base_weights(samples, trained):
     before = _snapshot(trained)
     tuned = train_model(
-        samples, trained, epochs=1, seed=0, previous_is_trained=False, canary=samples
+        samples, trained, epochs=1, seed=0, guard=Guard(previous_is_trained=False, canary=samples)
     )
-    fresh = train_model(samples, None, epochs=1, seed=0, canary=samples)
+    fresh = train_model(samples, None, epochs=1, seed=0, guard=Guard(canary=samples))
     assert tuned.accepted and fresh.accepted
     moved = _distance(tuned.params, trained)
     assert moved > 0
@@ -289,7 +292,7 @@ def test_previous_is_trained_decides_which_gates_apply(samples, trained):
     base_ndcg = canary_metrics(trained, canary).ndcg
 
     first = train_model(
-        samples, trained, epochs=1, seed=0, previous_is_trained=False, canary=canary
+        samples, trained, epochs=1, seed=0, guard=Guard(previous_is_trained=False, canary=canary)
     )
     assert set(first.gates) == {"finite_losses", "canary_variance"}
     assert first.canary_ndcg_before is None
@@ -297,7 +300,7 @@ def test_previous_is_trained_decides_which_gates_apply(samples, trained):
 
     for flag in (True, None):  # None: a given model counts as trained
         res = train_model(
-            samples, trained, epochs=1, seed=0, previous_is_trained=flag, canary=canary
+            samples, trained, epochs=1, seed=0, guard=Guard(previous_is_trained=flag, canary=canary)
         )
         assert set(res.gates) == {
             "finite_losses",
@@ -315,14 +318,14 @@ def test_forgetting_is_rejected_only_when_the_base_is_a_trained_model(samples, t
     the stability and NDCG-drop gates; an untrained base (previous_is_trained=False) is not."""
     inverted = [dataclasses.replace(s, labels=-s.labels) for s in samples]
     protected = train_model(
-        inverted, trained, epochs=3, seed=0, previous_is_trained=True, canary=samples
+        inverted, trained, epochs=3, seed=0, guard=Guard(previous_is_trained=True, canary=samples)
     )
     assert not protected.accepted
     assert protected.gate_reason in {"canary_topk_overlap", "canary_ndcg_drop"}
     assert protected.canary_ndcg_delta < -DEFAULT_CONFIG.canary_max_ndcg_drop
     assert protected.params is None
     unprotected = train_model(
-        inverted, trained, epochs=3, seed=0, previous_is_trained=False, canary=samples
+        inverted, trained, epochs=3, seed=0, guard=Guard(previous_is_trained=False, canary=samples)
     )
     assert unprotected.accepted
     assert unprotected.canary_ndcg == pytest.approx(protected.canary_ndcg)
@@ -383,7 +386,7 @@ def test_model_learns_to_prefer_the_sessions_project(two_projects):
     train, held_out = samples[:cut], samples[cut:]  # later sessions, never trained on
     assert {s.project for s in held_out} == set(names)
 
-    res = train_model(train, None, epochs=10, seed=0, canary=held_out)
+    res = train_model(train, None, epochs=10, seed=0, guard=Guard(canary=held_out))
     assert res.accepted
     _, pairs_before = _project_preference(init_params(native_dim=768), held_out, project)
     after, pairs_after = _project_preference(res.params, held_out, project)
@@ -425,7 +428,9 @@ def test_a_full_retrain_through_train_model_is_judged_out_of_sample(samples, tra
     canary gates. With few sessions (forward folds) the served model learned from the judged
     sessions, so only the free rankers set the bar; with a time hold-out the served model is
     held to it as well."""
-    res = train_model(samples, None, epochs=2, seed=3, reference=trained, previous_is_trained=True)
+    res = train_model(
+        samples, None, epochs=2, seed=3, guard=Guard(reference=trained, previous_is_trained=True)
+    )
     assert set(res.gates) == {"finite_losses", "canary_variance", "holdout"}
     d = res.holdout
     assert d is not None and d.method == "forward"
@@ -435,8 +440,10 @@ def test_a_full_retrain_through_train_model_is_judged_out_of_sample(samples, tra
     convincing = d.lead_evidence >= DEFAULT_CONFIG.holdout_gain_evidence
     assert res.accepted == (d.candidate >= max(d.heuristics.values()) and convincing)
     many = _fake(60, dim=16)
-    served = train_model(many, None, epochs=1, seed=0, canary=many).params
-    timed = train_model(many, None, epochs=2, seed=3, reference=served, previous_is_trained=True)
+    served = train_model(many, None, epochs=1, seed=0, guard=Guard(canary=many)).params
+    timed = train_model(
+        many, None, epochs=2, seed=3, guard=Guard(reference=served, previous_is_trained=True)
+    )
     assert timed.holdout.method == "time" and timed.holdout.served is not None
     assert timed.canary_ndcg_before == timed.holdout.served
 
@@ -455,7 +462,7 @@ def test_a_learned_model_below_the_free_rankers_gives_way_to_the_start():
     many = _fake(60, dim=16)
     strict = DEFAULT_CONFIG.replace(holdout_gain_evidence=1e9)  # every candidate rejected
     bad = _against_cosine(init_params(strict, 16))
-    res = train_model(many, None, cfg=strict, epochs=1, seed=3, reference=bad)
+    res = train_model(many, None, cfg=strict, epochs=1, seed=3, guard=Guard(reference=bad))
     d = res.holdout
     assert d is not None and d.method == "time" and not d.accepted
     assert d.served < max(d.heuristics.values())
@@ -467,12 +474,14 @@ def test_a_learned_model_below_the_free_rankers_gives_way_to_the_start():
     record = holdout_record(res)
     assert record["demoted_to"] == d.demoted_to and record["accepted"] is False
     kept = train_model(many, None, cfg=strict.replace(holdout_demote=False), epochs=1, seed=3,
-                       reference=bad)  # fmt: skip
+                       guard=Guard(reference=bad))  # fmt: skip
     assert not kept.accepted and kept.params is None and kept.holdout.demoted_to is None
     # nothing served yet: a rejected run serves its start rather than leave the baseline order
-    first = train_model(many, None, cfg=strict, epochs=1, seed=3, previous_is_trained=False)
+    first = train_model(
+        many, None, cfg=strict, epochs=1, seed=3, guard=Guard(previous_is_trained=False)
+    )
     assert first.accepted and first.gate_reason == "start" and not first.holdout.accepted
     _assert_identical(first.params, start)
     # a served free ranker is the start itself: nothing to give way
-    free = train_model(many, None, cfg=strict, epochs=1, seed=3, reference=start)
+    free = train_model(many, None, cfg=strict, epochs=1, seed=3, guard=Guard(reference=start))
     assert not free.accepted and free.gate_reason == "holdout"

@@ -14,14 +14,8 @@ from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.learn.holdout import heuristic_scores, holdout_plan, session_ndcgs
 from signet_bench.learn.model.params import init_params
-from signet_bench.learn.train import (
-    PRIOR_PARAMS,
-    _Fit,
-    _fit,
-    _Prior,
-    run_record,
-    train_model,
-)
+from signet_bench.learn.publish import run_record
+from signet_bench.learn.train import PRIOR_PARAMS, Guard, _Fit, _fit, _Prior, train_model
 from signet_bench.store.workbench import open_workbench, record_training_run
 from signet_scorer.signals import signal_column
 from tests.learn.lexical_support import with_lexical
@@ -100,8 +94,8 @@ def test_a_worse_candidate_keeps_the_served_model():
     train = set(holdout_plan(data).folds[0].train.tolist())
     taught = [dataclasses.replace(s, labels=-s.labels) if i in train else s
               for i, s in enumerate(data)]  # fmt: skip
-    served = train_model(data, None, epochs=5, seed=0, canary=data).params
-    res = train_model(taught, None, epochs=5, seed=0, reference=served)
+    served = train_model(data, None, epochs=5, seed=0, guard=Guard(canary=data)).params
+    res = train_model(taught, None, epochs=5, seed=0, guard=Guard(reference=served))
     d = res.holdout
     assert d.served is not None and not res.accepted and res.gate_reason == "holdout"
     assert res.params is None and d.candidate < d.bar

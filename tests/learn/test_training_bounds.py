@@ -16,7 +16,7 @@ from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG, from_mapping
 from signet_bench.learn.holdout import holdout_plan
 from signet_bench.learn.samples import load_samples
-from signet_bench.learn.train import _Draw, train_model
+from signet_bench.learn.train import Guard, _Draw, train_model
 
 DIM = 16
 UNBOUNDED = DEFAULT_CONFIG.replace(
@@ -120,8 +120,8 @@ def test_over_budget_a_worse_candidate_keeps_the_served_model():
     train = set(fold.train.tolist())
     taught = [dataclasses.replace(s, labels=-s.labels) if i in train else s
               for i, s in enumerate(data)]  # fmt: skip
-    served = train_model(data, None, cfg=cfg, epochs=5, seed=0, canary=data).params
-    res = train_model(taught, None, cfg=cfg, epochs=5, seed=0, reference=served)
+    served = train_model(data, None, cfg=cfg, epochs=5, seed=0, guard=Guard(canary=data)).params
+    res = train_model(taught, None, cfg=cfg, epochs=5, seed=0, guard=Guard(reference=served))
     d = res.holdout
     assert d.method == "time" and d.sessions == 30 and d.served is not None
     assert not res.accepted and res.gate_reason == "holdout" and d.candidate < d.bar

@@ -19,14 +19,14 @@ import pytest
 
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.learn.model.checkpoint import load_any, save_checkpoint
-from signet_bench.learn.samples import load_samples
-from signet_bench.learn.train import (
+from signet_bench.learn.publish import (
     NothingToTrain,
     StoreTraining,
     request_config,
     scheduled_request,
     train_store,
 )
+from signet_bench.learn.samples import load_samples
 from signet_bench.replay.loop import SimOptions, simulate
 from signet_bench.store.timestamps import format_iso
 from signet_bench.world.synth.build import build_persona_store

@@ -5,6 +5,7 @@ transaction; re-running is idempotent; the signet-0.58 mode reproduces recorded 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import sys
@@ -21,6 +22,7 @@ from signet_bench.learn.samples import load_samples
 from signet_bench.replay.loop import SimOptions, Simulator, simulate
 from signet_bench.store import sim as store_sim
 from signet_bench.store import write as store_write
+from signet_bench.store.corpus import Corpus
 from signet_bench.store.graph import read_graph
 from signet_bench.store.read import open_readonly, read_memories
 from signet_bench.store.timestamps import parse_ts
@@ -470,24 +472,23 @@ def test_compat_mode_reproduces_recorded_ranks(tmp_path: Path):
     emb = mem.embeddings[perm]
     has = f["has_embedding"].to_numpy().astype(bool)[perm]
     created_text = np.asarray([raw_created[m] for m in ids], dtype=object)
+    corpus = dataclasses.replace(
+        Corpus.from_arrays(
+            ids, created, importance, emb, contents=contents, has_embedding=has, pinned=pinned,
+            project=project,
+        ),
+        created_text=created_text,
+    )  # fmt: skip
 
     checked = injected_total = 0
     for idx, key, proj, started_at in sessions[::4]:
         start = parse_ts(started_at).timestamp()
         res = signet058_session_start(
-            ids,
-            created,
-            importance,
-            pinned,
-            project,
-            contents,
-            emb,
-            has,
+            corpus,
             proj,
             start,
             CFG,
             is_deleted=created > start,
-            created_at_text=created_text,
             graph=graph,
             query_terms=terms[key],
         )

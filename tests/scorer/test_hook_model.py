@@ -34,6 +34,7 @@ from signet_bench.store.schema import connect_writer
 from signet_bench.store.timestamps import format_iso, parse_ts
 from signet_bench.store.write import CandidateRow, record_session_candidates
 from signet_bench.world.synth.build import build_persona_store
+from signet_scorer.features import SessionInfo
 from signet_scorer.hook.cli import run_hook
 from signet_scorer.hook.inject import SCORER_ORDER, find_block
 from signet_scorer.hook.opening import open_scorer
@@ -96,13 +97,12 @@ def _library_inputs(db, now):
         rows = corpus.rows(cand["memory_id"].to_list())
         ctx = session_context(corpus.embeddings, corpus.has_embedding, corpus.row_of,
                               prev.used, rows)  # fmt: skip
-        from signet_bench.daemon.candidates import session_inputs
+        from signet_bench.daemon.candidates import CandidateOrigin, session_inputs
 
         return session_inputs(
-            corpus, rows, session_key=KEY, start=now, tz=TZ, project=PROJECT,
-            previous_start=prev.start, context=ctx.vector, context_rule=ctx.rule,
-            graph=session_graph(cand, session_structure(con, cand)),
+            corpus, rows, KEY, SessionInfo(now, TZ, PROJECT, prev.start), ctx,
             query=start_query(con, PROJECT, now),
+            origin=CandidateOrigin(graph=session_graph(cand, session_structure(con, cand))),
         )  # fmt: skip
     finally:
         con.close()

@@ -59,7 +59,7 @@ _RUNS_SCHEMA = {
     "epochs": pl.Int64,
     "holdout": pl.String,
 }
-# The held-out verdict of a run (`learn.train.holdout_record`), one column per figure.
+# The held-out verdict of a run (`learn.publish.holdout_record`), one column per figure.
 HOLDOUT_COLUMNS = {
     "heldout_method": ("method", pl.String),
     "heldout_sessions": ("sessions", pl.Int64),

@@ -39,10 +39,11 @@ from signet_bench.daemon.ranking.traversal import (
     candidate_flags,
     session_traversal,
 )
+from signet_bench.store.corpus import Corpus
 from signet_bench.store.graph import EntityGraph
 from signet_scorer.context import SessionContextVector
 
-__all__ = ["signet058_session_start"]
+__all__ = ["PredictorScores", "signet058_session_start"]
 
 
 def _stable_desc(scores: np.ndarray) -> np.ndarray:
@@ -182,49 +183,53 @@ def _budget_injection(
     return mask
 
 
+@dataclass(frozen=True, slots=True)
+class PredictorScores:
+    """A predictor's scores of the corpus rows (NaN = not scored) and the share `alpha` the
+    baseline keeps when they are fused (RRF; alpha = 1 is the cold start)."""
+
+    scores: np.ndarray
+    alpha: float = 1.0
+
+
 def signet058_session_start(
-    ids: Sequence[str] | np.ndarray,
-    created_at_epoch: np.ndarray,
-    importance: np.ndarray,
-    pinned: np.ndarray,
-    project: Sequence[str | None] | np.ndarray,
-    contents: Sequence[str] | np.ndarray,
-    embeddings: np.ndarray,
-    has_emb: np.ndarray,
+    corpus: Corpus,
     session_project: str | None,
     now_epoch: float,
     cfg: PredictorConfig = DEFAULT_CONFIG,
     *,
     is_deleted: np.ndarray | None = None,
-    created_at_text: Sequence[str] | np.ndarray | None = None,
-    predictor_scores: np.ndarray | None = None,
-    alpha: float = 1.0,
+    predictor: PredictorScores | None = None,
     graph: EntityGraph | None = None,
     query_terms: Sequence[str] = (),
 ) -> SessionStartResult:
     """Reproduce Signet 0.58's session-start pool, fused scores and injected set.
 
-    `created_at_text`, if given, orders the window as SQLite does (by the TEXT value, which
-    matters when both timestamp formats are present). A NULL importance (NaN) scores 0, as in
-    JavaScript. `predictor_scores` (aligned with the inputs, NaN = not scored) switch fusion to
-    RRF with `alpha`; with alpha = 1 (cold start) that equals the no-predictor scores; equal
-    predictor scores rank in baseline order. candidatePoolLimit is `cfg.candidate_pool_size`
-    (100 in both). Exploration is not applied: 0.58's cold start never exits by default.
-    `graph` adds step 5's traversal (focal entities from the pinned ones, the project and
-    `query_terms`)."""
-    id_arr = as_ids(ids)
+    The corpus's `created_text`, when it has one (a corpus built from plain arrays has none),
+    orders the window as SQLite does (by the TEXT value, which matters when both timestamp
+    formats are present). A NULL importance (NaN) scores 0, as in JavaScript. `predictor`
+    switches fusion to RRF with its alpha; with alpha = 1 (cold start) that equals the
+    no-predictor scores; equal predictor scores rank in baseline order. candidatePoolLimit is
+    `cfg.candidate_pool_size` (100 in both). Exploration is not applied: 0.58's cold start
+    never exits by default. `graph` adds step 5's traversal (focal entities from the pinned
+    ones, the project and `query_terms`)."""
+    c = corpus
+    created_at_text = c.created_text if any(c.created_text) else None
+    predictor_scores = None if predictor is None else predictor.scores
+    alpha = 1.0 if predictor is None else predictor.alpha
+    id_arr = as_ids(c.ids)
     live = np.ones(len(id_arr), bool) if is_deleted is None else ~np.asarray(is_deleted, bool)
     rows = np.flatnonzero(live)
     limit = cfg.signet_recall_limit * 3
-    window = _recency_window(id_arr, rows, created_at_epoch, created_at_text, limit)
-    window, eff = _keep_effective(window, importance, pinned, created_at_epoch, now_epoch, cfg)
+    window = _recency_window(id_arr, rows, c.created_at, created_at_text, limit)
+    window, eff = _keep_effective(window, c.importance, c.pinned, c.created_at, now_epoch, cfg)
     walked = session_traversal(
-        graph, ids if isinstance(ids, np.ndarray) else id_arr, np.asarray(importance, float),
-        session_project, query_terms, now_epoch, live, cfg,
+        graph, c.ids, np.asarray(c.importance, float), session_project, query_terms, now_epoch,
+        live, cfg,
     )  # fmt: skip
     pool = _join_traversal(window, eff, walked)
     at = _project_first(
-        pool.rows, pool.eff, project, session_project, cfg.candidate_pool_size,
+        pool.rows, pool.eff, c.project, session_project, cfg.candidate_pool_size,
         keep=None if walked is None else pool.forced,
     )  # fmt: skip
     cand, eff, cons = pool.rows[at], pool.eff[at], pool.forced[at]
@@ -232,12 +237,12 @@ def signet058_session_start(
     c_ids = id_arr[cand]
     pred, prank, fused = _predictor_fusion(predictor_scores, cand, alpha, cfg)
 
-    emb = np.asarray(embeddings)[cand] if n else np.zeros((0, 1))
+    emb = np.asarray(c.embeddings)[cand] if n else np.zeros((0, 1))
     final, overlaps = topic_diversity(
-        fused, c_ids, emb, np.asarray(has_emb, bool)[cand], cfg, order=_stable_desc(fused)
+        fused, c_ids, emb, np.asarray(c.has_embedding, bool)[cand], cfg, order=_stable_desc(fused)
     )
     final_order = _stable_desc(final)  # re-sorted from baseline order, so ties keep it
-    mask = _budget_injection(final_order, cand, contents, cfg, cons)
+    mask = _budget_injection(final_order, cand, c.contents, cfg, cons)
     flags = _flags(walked, pool, at, cand, len(id_arr))
     source = np.where(pool.joined[at], "ka_traversal", "effective").astype(object)
     return ranked_result(

@@ -11,7 +11,7 @@ import numpy as np
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.ranking.baseline import as_ids, rank_order
 
-__all__ = ["ExplorationResult", "maybe_explore"]
+__all__ = ["ExplorationResult", "RankedCandidates", "maybe_explore"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,18 +25,27 @@ class ExplorationResult:
     displaced_index: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class RankedCandidates:
+    """A session's candidates as exploration sees them, one entry each: injected or not,
+    fused score, 1-based baseline and predictor ranks, id; `protected` ones (constraints) are
+    never displaced, `excluded` ones (superseded) never explored in."""
+
+    injected: np.ndarray
+    fused_scores: np.ndarray
+    baseline_rank: np.ndarray
+    predictor_rank: np.ndarray
+    ids: Sequence[str] | np.ndarray
+    protected: np.ndarray | None = None
+    excluded: np.ndarray | None = None
+
+
 def maybe_explore(
-    injected: np.ndarray,
-    fused_scores: np.ndarray,
-    baseline_rank: np.ndarray,
-    predictor_rank: np.ndarray,
-    ids: Sequence[str] | np.ndarray,
+    ranked: RankedCandidates,
     rng: np.random.Generator,
     *,
     predictor_used: bool,
     cold_start_exited: bool,
-    protected: np.ndarray | None = None,
-    excluded: np.ndarray | None = None,
     cfg: PredictorConfig = DEFAULT_CONFIG,
 ) -> ExplorationResult:
     """With probability explorationRate, swap the lowest injected candidate for the
@@ -49,6 +58,9 @@ def maybe_explore(
     is the last injected by (fused score desc, id asc). `protected` candidates (constraints)
     are never displaced; `excluded` candidates (superseded) are never explored in. The swap
     may exceed the character budget, as in Signet."""
+    injected, fused_scores, ids = ranked.injected, ranked.fused_scores, ranked.ids
+    baseline_rank, predictor_rank = ranked.baseline_rank, ranked.predictor_rank
+    protected, excluded = ranked.protected, ranked.excluded
     mask = np.asarray(injected, dtype=bool).copy()
     if not (predictor_used and cold_start_exited) or not mask.any():
         return ExplorationResult(mask)

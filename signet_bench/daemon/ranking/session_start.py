@@ -29,8 +29,12 @@ from signet_bench.daemon.ranking.baseline import (
     top_k_indices,
 )
 from signet_bench.daemon.ranking.diversity import topic_diversity
-from signet_bench.daemon.ranking.exploration import ExplorationResult, maybe_explore
-from signet_bench.daemon.ranking.fusion import Fused, fuse
+from signet_bench.daemon.ranking.exploration import (
+    ExplorationResult,
+    RankedCandidates,
+    maybe_explore,
+)
+from signet_bench.daemon.ranking.fusion import fuse
 from signet_bench.daemon.ranking.prefilter import (
     cosine_to,
     eligible_mask,
@@ -51,7 +55,15 @@ from signet_bench.store.corpus import Corpus
 from signet_bench.store.graph import EntityGraph
 from signet_scorer.context import SessionContextVector
 
-__all__ = ["Predictor", "SessionStartResult", "ranked_result", "session_start"]
+__all__ = [
+    "GraphWalk",
+    "InjectionLimits",
+    "Learned",
+    "Predictor",
+    "SessionStartResult",
+    "ranked_result",
+    "session_start",
+]
 
 Predictor = Callable[..., "np.ndarray | None"]
 """`predictor(candidate_rows, context) -> scores`: `candidate_rows` index the corpus (in
@@ -196,25 +208,21 @@ def _predict(
 
 
 def _explore(
-    injected: np.ndarray,
-    final: np.ndarray,
-    fz: Fused,
-    ids: np.ndarray,
-    cons: np.ndarray,
-    unexplorable: np.ndarray,
+    ranked: RankedCandidates,
+    used: bool,
     rng: np.random.Generator | None,
     cold_start_exited: bool,
     cfg: PredictorConfig,
 ) -> tuple[ExplorationResult, np.ndarray]:
-    """The exploration swap (none without an `rng`) and each candidate's recorded source."""
-    n = len(injected)
+    """The exploration swap (none without an `rng`; `used`: the predictor ranked them) and
+    each candidate's recorded source."""
+    n = len(ranked.injected)
     source = np.full(n, "effective", dtype=object)
     if rng is None:
-        return ExplorationResult(injected), source
+        return ExplorationResult(ranked.injected), source
     ex = maybe_explore(
-        injected, final, np.arange(1, n + 1), fz.prank, ids, rng, predictor_used=fz.used,
-        cold_start_exited=cold_start_exited, protected=cons, excluded=unexplorable, cfg=cfg,
-    )  # fmt: skip
+        ranked, rng, predictor_used=used, cold_start_exited=cold_start_exited, cfg=cfg
+    )
     if ex.explored_index is not None:
         source[ex.explored_index] = "exploration"
     return ex, source
@@ -253,41 +261,70 @@ def _forced(corpus: Corpus, project: str | None, walked: Traversal | None) -> np
     return cons
 
 
+@dataclass(frozen=True, slots=True)
+class Learned:
+    """The learned side of a session start: the `predictor`, the baseline's weight `alpha` in
+    the fusion (1.0 during cold start), and exploration's state (whether cold start has
+    exited, and the generator it draws from; none without one)."""
+
+    predictor: Predictor | None = None
+    alpha: float = 1.0
+    cold_start_exited: bool = False
+    rng: np.random.Generator | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InjectionLimits:
+    """How much a session start injects: the greedy character budget (`budget_chars`, default
+    the config's; `use_budget=False` skips it), then the first `top_k` if given."""
+
+    budget_chars: int | None = None
+    use_budget: bool = True
+    top_k: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GraphWalk:
+    """The knowledge graph a session start walks and the query's words, which name focal
+    entities besides the pinned memories' and the project's."""
+
+    graph: EntityGraph | None = None
+    query_terms: Sequence[str] = ()
+
+
 def session_start(
     corpus: Corpus,
     now_epoch: float,
     *,
     project: str | None = None,
     previous_used: Iterable[str] = (),
-    predictor: Predictor | None = None,
-    alpha: float = 1.0,
-    cold_start_exited: bool = False,
-    rng: np.random.Generator | None = None,
-    budget_chars: int | None = None,
-    use_budget: bool = True,
-    top_k: int | None = None,
+    learned: Learned = Learned(),
+    limits: InjectionLimits = InjectionLimits(),
     cfg: PredictorConfig = DEFAULT_CONFIG,
-    graph: EntityGraph | None = None,
-    query_terms: Sequence[str] = (),
+    walk: GraphWalk = GraphWalk(),
 ) -> SessionStartResult:
     """Rank and select the memories of `corpus` to inject at a session start of `project`.
 
     Memories soft-deleted or not yet created at `now_epoch` never become candidates; the
     constraints of the project's scope (its own and the project-less ones) are always kept.
     The context is `context.session_context` of `previous_used` (the ids the previous session
-    of the project used) with the top-10 baseline fallback; the predictor runs only with a
-    context. `alpha` is the caller's effective baseline weight (1.0 during cold start).
+    of the project used) with the top-10 baseline fallback; the predictor (`learned`) runs
+    only with a context; `learned.alpha` is the caller's effective baseline weight.
     Selection (select.py): memories superseded by `now_epoch` stay candidates but are never
-    injected; the greedy budget (`budget_chars`, default the config's 2,000;
-    `use_budget=False` to skip), then the first `top_k` if given, then every constraint.
+    injected; the greedy budget (`limits`, default the config's 2,000), then the first
+    `top_k` if given, then every constraint.
     Exploration runs only with an `rng`, a used predictor and `cold_start_exited`; it never
-    displaces a constraint nor explores a superseded row in. `graph` adds its traversal
-    (focal entities from the pinned ones, the project and `query_terms`; see traversal.py); it
-    reaches no memory already superseded at `now_epoch` (current Signet's traversal takes
+    displaces a constraint nor explores a superseded row in. `walk.graph` adds its traversal
+    (focal entities from the pinned ones, the project and the query terms; see traversal.py);
+    it reaches no memory already superseded at `now_epoch` (current Signet's traversal takes
     current memories only; Signet 0.58's, replayed in compat.py, took any live row).
     Exploration never explores in a memory the graph alone brought: its row would record
     'exploration' instead of 'ka_traversal', and training would lose the traversal flag the
     scorer saw."""
+    predictor, alpha = learned.predictor, learned.alpha
+    cold_start_exited, rng = learned.cold_start_exited, learned.rng
+    budget_chars, use_budget, top_k = limits.budget_chars, limits.use_budget, limits.top_k
+    graph, query_terms = walk.graph, walk.query_terms
     ids, has = corpus.id_text, corpus.has_embedding
     age = age_days(corpus.created_at, now_epoch)
     dec = decayed_importance(corpus.importance, age, cfg)
@@ -320,10 +357,11 @@ def session_start(
         budget_chars=budget, top_k=top_k,
     )  # fmt: skip
     unexplored = stale if flags is None else stale | flags.is_traversal
-    ex, source = _explore(
-        np.isin(np.arange(n), selected), final, fz, c_ids, cons, unexplored, rng,
-        cold_start_exited, cfg,
+    ranked = RankedCandidates(
+        np.isin(np.arange(n), selected), final, np.arange(1, n + 1), fz.prank, c_ids, cons,
+        unexplored,
     )  # fmt: skip
+    ex, source = _explore(ranked, fz.used, rng, cold_start_exited, cfg)
     return ranked_result(
         cand, c_ids, pool.eff[cand], pred, fz.prank, fz.fused, final, overlaps, ex.injected,
         final_order, is_constraint=cons, source=_sources(source, flags),

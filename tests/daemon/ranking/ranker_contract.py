@@ -30,6 +30,8 @@ from signet_bench.store.corpus import Corpus, read_corpus
 from signet_bench.store.schema import connect_writer, create_store
 from signet_bench.store.timestamps import format_iso
 from signet_bench.store.write import insert_embeddings, insert_memories
+from signet_scorer.context import SessionContextVector
+from signet_scorer.features import SessionInfo
 
 DIM = 16  # native embedding dimension of every contract session
 START = datetime(2026, 3, 10, 14, 30, tzinfo=UTC)
@@ -152,13 +154,9 @@ def make_session(
     return session_inputs(
         corpus,
         corpus.rows(list(ids)) if ids else np.zeros(0, dtype=np.int64),
-        session_key=key,
-        start=START,
-        tz="Europe/Berlin",
-        project=project,
-        previous_start=START - timedelta(days=2, hours=3),
-        context=context,
-        context_rule="given" if context is not None else "none",
+        key,
+        SessionInfo(START, "Europe/Berlin", project, START - timedelta(days=2, hours=3)),
+        SessionContextVector(context, "given" if context is not None else "none"),
         query=query,
     )
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.daemon.ranking.compat import signet058_session_start
+from signet_bench.daemon.ranking.compat import PredictorScores, signet058_session_start
+from signet_bench.store.corpus import Corpus
 
 DAY = 86_400.0
 NOW = 1_800_000_000.0
@@ -24,8 +27,17 @@ def _corpus(n=200, d=4):
     return ids, created, importance, pinned, project, contents, emb, has
 
 
-def _run(corpus, session_project=None, **kw):
-    return signet058_session_start(*corpus, session_project, NOW, **kw)
+def _run(corpus, session_project=None, *, created_at_text=None, predictor_scores=None, alpha=1.0,
+         **kw):  # fmt: skip
+    ids, created, importance, pinned, project, contents, emb, has = corpus
+    c = Corpus.from_arrays(
+        ids, created, importance, emb, contents=contents, has_embedding=has, pinned=pinned,
+        project=project,
+    )  # fmt: skip
+    if created_at_text is not None:
+        c = dataclasses.replace(c, created_text=np.asarray(created_at_text, dtype=object))
+    pred = None if predictor_scores is None else PredictorScores(predictor_scores, alpha)
+    return signet058_session_start(c, session_project, NOW, predictor=pred, **kw)
 
 
 def test_window_filter_slice_and_fused_scores():

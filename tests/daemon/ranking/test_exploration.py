@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.daemon.ranking.exploration import maybe_explore
+from signet_bench.daemon.ranking.exploration import RankedCandidates, maybe_explore
 
 IDS = np.array(["a", "b", "c", "d", "e"])
 FUSED = np.array([0.5, 0.4, 0.3, 0.2, 0.1])
@@ -18,10 +18,8 @@ ALWAYS = DEFAULT_CONFIG.replace(exploration_rate=1.0)
 def _explore(
     rng, *, used=True, exited=True, prank=PRANK, protected=None, excluded=None, cfg=ALWAYS
 ):
-    return maybe_explore(
-        INJECTED, FUSED, BRANK, prank, IDS, rng, predictor_used=used, cold_start_exited=exited,
-        protected=protected, excluded=excluded, cfg=cfg,
-    )  # fmt: skip
+    ranked = RankedCandidates(INJECTED, FUSED, BRANK, prank, IDS, protected, excluded)
+    return maybe_explore(ranked, rng, predictor_used=used, cold_start_exited=exited, cfg=cfg)
 
 
 def test_no_exploration_in_cold_start_or_without_predictor():

@@ -11,8 +11,9 @@ from signet_bench.daemon.ranking.ranker import (
     FusedRanker,
     ranking_order,
 )
-from signet_bench.daemon.ranking.session_start import session_start
+from signet_bench.daemon.ranking.session_start import Learned, session_start
 from signet_bench.store.corpus import Corpus
+from signet_scorer.features import SessionInfo
 from tests.daemon.ranking.ranker_contract import START, RankerContract, session
 
 
@@ -57,19 +58,15 @@ def test_equals_the_final_scores_of_session_start():
             session_inputs(
                 corpus,
                 rows,
-                session_key="s",
-                start=START,
-                tz="UTC",
-                project=None,
-                previous_start=None,
-                context=ctx.vector,
-                context_rule=ctx.rule,
+                "s",
+                SessionInfo(START, "UTC", None, None),
+                ctx,
             )
         )
         return predictor.score(seen[-1])
 
     res = session_start(
-        corpus, START.timestamp(), previous_used=["m001"], predictor=scores, alpha=0.3
+        corpus, START.timestamp(), previous_used=["m001"], learned=Learned(scores, 0.3)
     )
     assert res.predictor_used and res.diversity_adjusted > 0
     fused = FusedRanker(predictor, alpha=0.3).score(seen[0])

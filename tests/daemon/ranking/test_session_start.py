@@ -7,7 +7,7 @@ import pytest
 
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.ranking.baseline import rank_order
-from signet_bench.daemon.ranking.session_start import session_start
+from signet_bench.daemon.ranking.session_start import InjectionLimits, Learned, session_start
 from signet_bench.store.corpus import Corpus
 
 DAY = 86_400.0
@@ -26,6 +26,14 @@ def _corpus(n=400, d=16, seed=0):
     return ids, created, importance, pinned, lengths, emb, has
 
 
+def _grouped(kw: dict) -> dict:
+    """`session_start`'s keywords with the learned side and the injection limits given flat
+    (as these tests write them) grouped into their objects."""
+    learned = {k: kw.pop(k) for k in ("predictor", "alpha", "cold_start_exited", "rng") if k in kw}
+    limits = {k: kw.pop(k) for k in ("budget_chars", "use_budget", "top_k") if k in kw}
+    return {**kw, "learned": Learned(**learned), "limits": InjectionLimits(**limits)}
+
+
 def _run(c, *, context=None, is_constraint=None, is_deleted=None, is_superseded=None, **kw):
     """Session start over the corpus tuple; `context` names a row whose embedding becomes the
     context (as the only memory the previous session used)."""
@@ -33,10 +41,9 @@ def _run(c, *, context=None, is_constraint=None, is_deleted=None, is_superseded=
     stale = None if is_superseded is None else np.where(is_superseded, NOW - 1.0, np.nan)
     corpus = Corpus.from_arrays(
         ids, created, importance, emb, contents=contents, has_embedding=has, pinned=pinned,
-        is_constraint=is_constraint, is_deleted=is_deleted, superseded_at=stale,
-    )  # fmt: skip
+    ).with_states(is_constraint=is_constraint, is_deleted=is_deleted, superseded_at=stale)  # fmt: skip
     used = () if context is None else (str(ids[context]),)
-    return session_start(corpus, NOW, previous_used=used, **kw)
+    return session_start(corpus, NOW, previous_used=used, **_grouped(kw))
 
 
 def test_baseline_path_records_every_number():

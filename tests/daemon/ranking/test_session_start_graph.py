@@ -15,7 +15,13 @@ import pytest
 
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.ranking.compat import signet058_session_start
-from signet_bench.daemon.ranking.session_start import SessionStartResult, session_start
+from signet_bench.daemon.ranking.session_start import (
+    GraphWalk,
+    InjectionLimits,
+    Learned,
+    SessionStartResult,
+    session_start,
+)
 from signet_bench.daemon.ranking.traversal import pool_quota
 from signet_bench.store import write
 from signet_bench.store.corpus import Corpus, read_corpus
@@ -76,16 +82,25 @@ def store(tmp_path_factory) -> tuple[Corpus, EntityGraph]:
     return read_corpus(path), read_graph(path)
 
 
+def _grouped(kw: dict) -> dict:
+    """`session_start`'s keywords with the learned side and the injection limits given flat
+    (as these tests write them) grouped into their objects."""
+    learned = {k: kw.pop(k) for k in ("predictor", "alpha", "cold_start_exited", "rng") if k in kw}
+    limits = {k: kw.pop(k) for k in ("budget_chars", "use_budget", "top_k") if k in kw}
+    return {**kw, "learned": Learned(**learned), "limits": InjectionLimits(**limits)}
+
+
 def _ours(corpus: Corpus, graph: EntityGraph | None, **kw) -> SessionStartResult:
-    return session_start(corpus, NOW, project=kw.pop("project", PROJECT), graph=graph, **kw)
+    return session_start(
+        corpus, NOW, project=kw.pop("project", PROJECT), walk=GraphWalk(graph), **_grouped(kw)
+    )
 
 
 def _replica(corpus: Corpus, graph: EntityGraph | None, **kw) -> SessionStartResult:
     c = corpus
     return signet058_session_start(
-        c.ids, c.created_at, c.importance, c.pinned, c.project, c.contents, c.embeddings,
-        c.has_embedding, kw.pop("project", PROJECT), NOW, kw.pop("cfg", DEFAULT_CONFIG),
-        is_deleted=c.absent_at(NOW), created_at_text=c.created_text, graph=graph, **kw,
+        c, kw.pop("project", PROJECT), NOW, kw.pop("cfg", DEFAULT_CONFIG),
+        is_deleted=c.absent_at(NOW), graph=graph, **kw,
     )  # fmt: skip
 
 

@@ -28,7 +28,7 @@ from signet_bench.learn.model.params import (
 )
 from signet_bench.learn.model.scorer import score_session
 from signet_bench.learn.samples import SessionSample
-from signet_bench.learn.train import train_model
+from signet_bench.learn.train import TrainOptions, train_model
 from signet_scorer.contract import feature_spec_hash
 
 
@@ -226,7 +226,9 @@ def test_a_fresh_model_learns_what_cosine_cannot_see():
     held_out = useful_direction_sessions(30, seed=2)
     fresh = init_params(LEARN_CFG, LEARN_DIM)
     assert mean_ndcg(fresh, held_out) == pytest.approx(mean_ndcg(None, held_out), abs=1e-12)
-    result = train_model(train_set, None, cfg=LEARN_CFG, epochs=50, native_dim=LEARN_DIM)
+    result = train_model(
+        train_set, None, cfg=LEARN_CFG, epochs=50, options=TrainOptions(native_dim=LEARN_DIM)
+    )
     assert result.accepted, result.gate_reason
     cosine, learned = mean_ndcg(None, held_out), mean_ndcg(result.params, held_out)
     assert learned > cosine + 0.1, (cosine, learned)

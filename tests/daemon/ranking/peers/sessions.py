@@ -35,8 +35,7 @@ def tiny_session(
         np.full(n, 0.5) if importance is None else np.asarray(importance, float),
         emb,
         contents=list(contents),
-        access_count=None if access_count is None else np.asarray(access_count, float),
-    )
+    ).with_states(access_count=None if access_count is None else np.asarray(access_count, float))
     ctx = None if context is None else np.asarray(context, dtype=np.float32)
     return make_session(corpus, list(ids), context=ctx, key="tiny")
 

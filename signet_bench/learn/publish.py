@@ -1,0 +1,411 @@
+"""Publishing a training: from a store and a request to a run (`learn.train.train_model`), an
+accepted model saved as `out_dir/model.sbm` (and the checkpoint the request asks for), and the run
+and the model recorded in `out_dir/workbench.duckdb`. The schedule lives here too: what a request
+trains on (`plan_training`) and the request a mode's schedule makes (`scheduled_request`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.errors import UserError
+from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
+from signet_bench.learn.samples import SessionSample
+from signet_bench.learn.train import (
+    Guard,
+    Params,
+    TrainOptions,
+    TrainResult,
+    incremental_split,
+    train_model,
+)
+from signet_bench.store.corpus import Corpus
+from signet_scorer.request import RequestError, TrainingRequest
+from signet_scorer.workbench import CHECKPOINT_FILE, WORKBENCH_FILE
+
+__all__ = [
+    "NothingToTrain",
+    "Published",
+    "StoreTraining",
+    "TooLittleData",
+    "TrainingPlan",
+    "holdout_record",
+    "plan_training",
+    "request_config",
+    "run_record",
+    "scheduled_request",
+    "train_and_publish",
+    "train_store",
+]
+
+
+def run_record(
+    result: TrainResult,
+    *,
+    run_id: str,
+    store_path: str,
+    started_at: object,
+    model_path: str | None,
+) -> dict[str, object]:
+    """A training run as the workbench's `training_runs` row (loss curve as JSON)."""
+    return {
+        "run_id": run_id,
+        "store_path": store_path,
+        "started_at": started_at,
+        "duration_ms": result.duration_ms,
+        "sample_count": result.sample_count,
+        "epochs": result.epochs_run,
+        "loss_curve": json.dumps(list(result.loss_curve)),
+        "canary_ndcg": result.canary_ndcg,
+        "canary_ndcg_delta": result.canary_ndcg_delta,
+        "canary_score_variance": result.canary_score_variance,
+        "canary_topk_overlap": result.canary_topk_overlap,
+        "gate_passed": result.accepted,
+        "gate_reason": result.gate_reason,
+        "model_path": model_path if result.accepted else None,
+        "holdout": None if result.holdout is None else json.dumps(holdout_record(result)),
+    }
+
+
+def holdout_record(result: TrainResult) -> dict[str, object]:
+    """The held-out verdict of a run as plain data (the workbench keeps it as JSON)."""
+    d = result.holdout
+    assert d is not None
+    return {
+        "method": d.method, "sessions": d.sessions, "candidate": d.candidate,
+        "served": d.served, "heuristics": d.heuristics, "comparator": d.comparator,
+        "bar": d.bar, "accepted": d.accepted, "best_epoch": result.best_epoch,
+        # +-Infinity (a lead alike on every session) is kept; JSON's NaN is not
+        "lead_evidence": None if math.isnan(d.lead_evidence) else d.lead_evidence,
+        "evidence_needed": d.evidence_needed, "demoted_to": d.demoted_to,
+    }  # fmt: skip
+
+
+def _hook_workbench(out_dir: Path) -> Path | None:
+    """The workbench whose session-start wrapper record labels a training: the one it
+    publishes to when the wrapper recorded there (a hook run with `--workbench` set to it),
+    else None: the store's default workbench, where the wrapper records by default."""
+    from signet_bench.store.hook_log import hook_log_path
+
+    workbench = out_dir / WORKBENCH_FILE
+    return workbench if hook_log_path(workbench).exists() else None
+
+
+def _model_meta(
+    result: TrainResult,
+    samples: Sequence[SessionSample],
+    cfg: PredictorConfig,
+    *,
+    is_finetuned: bool,
+) -> CheckpointMeta:
+    """An accepted model's meta: dims, feature spec, training range and metrics."""
+    from signet_bench.store.timestamps import format_iso
+    from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
+
+    return CheckpointMeta.from_config(
+        cfg,
+        int(samples[0].context.shape[0]),
+        feature_spec_hash=feature_spec_hash(FEATURE_SPEC),
+        first_session_at=format_iso(min(s.start for s in samples)),
+        last_session_at=format_iso(max(s.start for s in samples)),
+        metrics={
+            "canary_ndcg": result.canary_ndcg,
+            "final_loss": result.loss_curve[-1] if result.loss_curve else float("nan"),
+        },
+        is_finetuned=is_finetuned,
+    )
+
+
+def _write_checkpoint(
+    request: TrainingRequest, params: Params, meta: CheckpointMeta
+) -> tuple[Path | None, str | None]:
+    """The accepted model also written where the request asks, in its format: (path, None),
+    or (None, why not) when that fails (the training stands; SGPT cannot hold every model)."""
+    from signet_bench.learn.export import write_model_file
+
+    if request.checkpoint_path is None:
+        return None, None
+    try:
+        path = write_model_file(
+            request.checkpoint_path,
+            params,
+            meta,
+            fmt=request.checkpoint_kind,
+            flags=meta.flags,
+        )
+    except (UserError, OSError) as exc:
+        return None, str(exc)
+    return path, None
+
+
+def _record(
+    out_dir: Path,
+    result: TrainResult,
+    *,
+    run_id: str,
+    store_path: str,
+    started_at: datetime,
+    model_path: Path | None,
+    is_finetuned: bool,
+) -> None:
+    """The run (and an accepted model) in `out_dir/workbench.duckdb`, one transaction each."""
+    from signet_bench.store.workbench import open_workbench, record_model, record_training_run
+    from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
+
+    path = str(out_dir / CHECKPOINT_FILE)
+    with open_workbench(out_dir / WORKBENCH_FILE) as wb:
+        record_training_run(
+            wb,
+            run_record(
+                result,
+                run_id=run_id,
+                store_path=store_path,
+                started_at=started_at,
+                model_path=path,
+            ),
+        )
+        if model_path is not None:
+            record_model(
+                wb,
+                {
+                    "model_id": run_id,
+                    "path": path,
+                    "created_at": datetime.now(UTC),
+                    "feature_spec_hash": feature_spec_hash(FEATURE_SPEC),
+                    "is_pretrained_base": False,
+                    "is_finetuned": is_finetuned,
+                    "metrics": json.dumps({"canary_ndcg": result.canary_ndcg}),
+                },
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """What `train_and_publish` did: the run, the saved model (None when rejected), and the
+    extra checkpoint the request asked for (or why it could not be written)."""
+
+    result: TrainResult
+    model_path: Path | None
+    checkpoint: Path | None = None
+    checkpoint_error: str | None = None
+
+
+def train_and_publish(
+    plan: TrainingPlan,
+    base: Params | None,
+    request: TrainingRequest,
+    *,
+    run_id: str,
+    history: Sequence[SessionSample] | None = None,
+    progress: bool = False,
+) -> Published:
+    """Train as `plan` and `request` say (`train_model`: from `base` or, for a `fresh` run,
+    from fresh weights with `base` only what the gates compare with), gate, save an accepted
+    model to `out_dir/model.sbm` (and the request's checkpoint) and record the run and the
+    model in `out_dir/workbench.duckdb`.
+
+    The one path from samples to a served model: the session loop, `signet-bench train` and
+    the sidecar all reach it through `train_store`. A rejected run leaves the saved model
+    untouched and is recorded too. `history` (default the plan's samples) is every session
+    the model has learned from so far: the saved model's training range."""
+    if request.out_dir is None:
+        raise RequestError("out_dir", "is required to train (the model and workbench go there)")
+    out = request.out_dir
+    fresh = request.mode == "fresh"
+    started = datetime.now(UTC)
+    result = train_model(
+        plan.samples,
+        None if fresh else base,
+        cfg=plan.cfg,
+        epochs=plan.epochs,
+        seed=request.seed,
+        guard=Guard(
+            reference=base if fresh else None,
+            previous_is_trained=base is not None if request.protect is None else request.protect,
+            canary=plan.canary,
+            replay=plan.replay,
+        ),
+        options=TrainOptions(time_cap_s=request.time_cap_s, progress=progress),
+    )
+    is_finetuned = base is not None and not fresh
+    published = Published(result, None)
+    if result.accepted:
+        seen = plan.samples if history is None else history
+        meta = _model_meta(result, seen, plan.cfg, is_finetuned=is_finetuned)
+        out.mkdir(parents=True, exist_ok=True)
+        saved = out / CHECKPOINT_FILE
+        save_checkpoint(saved, result.params, meta)
+        published = Published(result, saved, *_write_checkpoint(request, result.params, meta))
+    _record(
+        out,
+        result,
+        run_id=run_id,
+        store_path=str(request.db_path.resolve()),
+        started_at=started,
+        model_path=published.model_path,
+        is_finetuned=is_finetuned,
+    )
+    return published
+
+
+@dataclass(frozen=True, slots=True)
+class StoreTraining:
+    """What `train_store` did: the run's id, the store's sessions it skipped, and what
+    `train_and_publish` made of the run (the result, the saved model, the checkpoint);
+    `sessions`: the trainable sessions it read (0 when not told)."""
+
+    run_id: str
+    skipped: int
+    published: Published
+    sessions: int = 0
+
+    @property
+    def result(self) -> TrainResult:
+        return self.published.result
+
+
+class NothingToTrain(UserError):
+    """An incremental run with no session newer than the base model's last one."""
+
+
+class TooLittleData(UserError):
+    """Fewer than two trainable sessions in the store."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingPlan:
+    """What one run trains on, and how (docs/specification.md §6.1)."""
+
+    samples: list[SessionSample]
+    cfg: PredictorConfig
+    epochs: int
+    canary: list[SessionSample] | None = None  # None: split from `samples` (a full run)
+    replay: list[SessionSample] | None = None
+
+
+def scheduled_request(
+    db_path: str | Path,
+    out_dir: str | Path | None,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    *,
+    mode: str = "finetune",
+    full_epochs: int | None = None,
+) -> TrainingRequest:
+    """A request with the schedule `cfg` sets for `mode` (docs/concepts.md
+    §4.1): an incremental run fine-tunes for `incremental_epochs` at `incremental_lr_scale`
+    of the learning rate; any other runs `full_epochs` (default `full_training_epochs`) at the
+    full rate; the loss temperature, confidence threshold and time cap are the config's."""
+    incremental = mode == "incremental"
+    full = cfg.full_training_epochs if full_epochs is None else full_epochs
+    return TrainingRequest(
+        db_path=Path(db_path),
+        out_dir=None if out_dir is None else Path(out_dir),
+        mode=mode,  # type: ignore[arg-type]
+        epochs=cfg.incremental_epochs if incremental else full,
+        lr_scale=cfg.incremental_lr_scale if incremental else 1.0,
+        temperature=cfg.loss_temperature,
+        min_confidence=cfg.min_scorer_confidence,
+        time_cap_s=cfg.max_training_seconds,
+    )
+
+
+def request_config(cfg: PredictorConfig, request: TrainingRequest) -> PredictorConfig:
+    """`cfg` with the request's loss temperature, confidence threshold and time cap (the
+    learning-rate scale is applied by `plan_training`)."""
+    return cfg.replace(
+        loss_temperature=request.temperature,
+        min_scorer_confidence=request.min_confidence,
+        max_training_seconds=request.time_cap_s,
+    )
+
+
+def plan_training(
+    samples: Sequence[SessionSample],
+    trained_through: str | None,
+    request: TrainingRequest,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+) -> TrainingPlan:
+    """The specification's schedule (docs/specification.md §6.1): an incremental request with a
+    `trained_through` (the ISO start of the newest session the base learned from) trains on the
+    newer sessions, mixed ~20% with the replay buffer and judged on the canary of the whole history;
+    any other run trains on every sample. Either runs the request's epochs at its scale of the
+    learning rate."""
+    from signet_bench.store.timestamps import format_iso
+
+    run_cfg = cfg.replace(learning_rate=cfg.learning_rate * request.lr_scale)
+    if request.mode != "incremental" or trained_through is None:
+        return TrainingPlan(list(samples), run_cfg, request.epochs)
+    new_keys = {s.session_key for s in samples if format_iso(s.start) > trained_through}
+    train_on, canary, replay = incremental_split(samples, new_keys, cfg)
+    if not train_on:
+        raise NothingToTrain(f"no trainable session after {trained_through}")
+    return TrainingPlan(train_on, run_cfg, request.epochs, canary, replay)
+
+
+def _base_model(path: str | Path, dim: int) -> tuple[Params, str | None]:
+    """A base model's weights (any format: own checkpoint, SGPT or ONNX) and the newest
+    session it learned from."""
+    from signet_bench.learn.export import load_model_file
+
+    base, meta, _ = load_model_file(path)
+    if meta.native_dim != dim:
+        raise UserError(
+            f"{path}: native_dim {meta.native_dim} does not match the store's embeddings ({dim})"
+        )
+    return base, meta.last_session_at
+
+
+def train_store(
+    request: TrainingRequest,
+    *,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    db: sqlite3.Connection | None = None,
+    corpus: Corpus | None = None,
+    run_id: str | None = None,
+    progress: bool = False,
+) -> StoreTraining:
+    """One gated training as `request` asks, on its store's scored sessions (the store is
+    only read), published to its `out_dir` (`train_and_publish`). Every training policy value
+    comes from the request; `cfg` gives the rest (model dims, gates, labels, learning rate).
+    `db` is an open connection to the request's store and `corpus` its memories already read
+    (the session loop holds both). Only the newest `training_window_sessions` scored sessions
+    are read. Too little data raises before anything is written; an incremental run with
+    nothing new raises NothingToTrain."""
+    import uuid
+
+    from signet_bench.learn.samples import load_samples
+    from signet_scorer.timestamps import local_tz
+
+    if request.out_dir is None:
+        raise RequestError("out_dir", "is required to train (the model and workbench go there)")
+    run_cfg = request_config(cfg, request)
+    samples, skipped = load_samples(
+        request.db_path if db is None else db,
+        tz=request.tz or local_tz(),
+        cfg=run_cfg,
+        limit=request.limit,
+        seed=request.negatives_seed,
+        corpus=corpus,
+        workbench=_hook_workbench(request.out_dir),
+        window=run_cfg.training_window_sessions,
+    )
+    if len(samples) < 2:
+        raise TooLittleData(
+            f"{request.db_path}: {len(samples)} trainable sessions (confidence >= "
+            f"{request.min_confidence}, candidates with labels); {skipped} skipped — "
+            "need at least 2"
+        )
+    base, through = None, None
+    if request.base_weights is not None:
+        base, through = _base_model(request.base_weights, int(samples[0].context.shape[0]))
+    plan = plan_training(samples, through, request, run_cfg)
+    run_id = run_id or str(uuid.uuid4())
+    done = train_and_publish(plan, base, request, run_id=run_id, history=samples, progress=progress)
+    return StoreTraining(run_id, skipped, done, len(samples))
