@@ -430,15 +430,18 @@ def run_hook(
     load_scorer: ScorerLoader = open_scorer,
     now: datetime | None = None,
     clock: Callable[[], float] = time.monotonic,
+    command: Command | None = None,
 ) -> HookRun:
     """One invocation of `session-start` (module docstring): what to print, the exit code and
     the record. `stdin` is None when it is a terminal; `env` the harness's environment
     (default: ours), which Signet gets; `runner` reaches Signet (default: the binary `--signet`
     names); `load_scorer` loads the model when it is ranked in this process; `now` is the
-    session start (default: the wall clock once Signet is started)."""
+    session start (default: the wall clock once Signet is started); `command` is `argv` as
+    already read by `config.read_command` (the console script reads it once, before Signet
+    starts), else it is read here."""
     started = clock()
     env = os.environ if env is None else env
-    command = read_command(argv, env)
+    command = command or read_command(argv, env)
     if command.name != COMMAND:
         return HookRun(b"", f"signet-bench-hook: {usage_error(command)}".encode(), 2)
     cfg, args = command.config, command.args
@@ -644,7 +647,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import warnings
 
     warnings.simplefilter("ignore")  # stderr is Signet's alone
-    run = run_hook(args, read_stdin(), env=env)
+    run = run_hook(args, read_stdin(), env=env, command=command)
     for stream, data in ((sys.stdout, run.stdout), (sys.stderr, run.stderr)):
         stream.buffer.write(data)
         stream.flush()
