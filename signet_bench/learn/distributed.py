@@ -7,7 +7,7 @@ small files into one partition, and a lambdarank group must not straddle two par
 files share one, since session numbers are local to a file). A session is one group: the runs
 of equal `session` in a file that `write_pairs` wrote contiguous (`session_sizes`); a file whose
 sessions are not contiguous, or that lacks a pair column, is refused by name. Paths must be
-readable by every worker under the same name (a shared filesystem, or a URL fsspec reads).
+readable by every worker under the same name (a shared filesystem, or a URL pyarrow opens).
 
 **Labels.** Lambdarank ranks by integer grades: a pair's label in [-0.3, 1] (the combined label
 of docs/specification.md §6.3; a negative rating below 0) becomes `round(10·clip(label, 0, 1))`,
