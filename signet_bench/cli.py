@@ -35,6 +35,8 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH also writes it as J
            250,1000,3000,5000; --no-history leaves it out): its wall time (s), peak memory
            (MB), epochs, the gate's verdict, and NDCG@10 of the model it serves and of cosine
            on the next 150 sessions against the planted truth
+  pairs    the base trainer's stream of pair Parquet: peak memory (MiB) streaming a file of
+           2,000,000 pairs against reading it whole, and the interpreter's alone
   serve    in-process score p50/p99 (ms); JSON-RPC round trip of 80 x 768 p50/p95 (ms);
            process start to first answer (ms); resident memory after 10,000 scores (MB);
            score p99 while train_from_db runs and swaps the model (ms)
@@ -128,6 +130,10 @@ def _bench_rows(args: argparse.Namespace) -> list:
             sizes=args.sizes,
             config=args.config,
         )
+    if args.name == "pairs":
+        from signet_bench.bench.pair_stream import pair_stream_rows
+
+        return pair_stream_rows(quick=args.quick, seed=args.seed)
     if args.name == "serve":
         from signet_bench.bench.serve_speed import serve_rows
 
@@ -240,7 +246,17 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     p.add_argument(
         "name",
-        choices=["store", "loop", "quality", "train", "serve", "report", "dashboard", "hook"],
+        choices=[
+            "store",
+            "loop",
+            "quality",
+            "train",
+            "pairs",
+            "serve",
+            "report",
+            "dashboard",
+            "hook",
+        ],
     )
     p.add_argument("--json", default=None, help="also write the results as JSON to this path")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
