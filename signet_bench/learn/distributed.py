@@ -10,8 +10,8 @@ sessions are not contiguous, or that lacks a pair column, is refused by name. Pa
 readable by every worker under the same name (a shared filesystem, or a URL pyarrow opens).
 
 **Labels.** Lambdarank ranks by integer grades: a pair's label in [-0.3, 1] (the combined label
-of docs/specification.md §6.3; a negative rating below 0) becomes `round(10·clip(label, 0, 1))`,
-with linear gains (`label_gain = 0..10`) so a grade weighs what its label says.
+of docs/specification.md §6.3; a negative label, a superseded memory's, is grade 0) becomes
+`round(10·clip(label, 0, 1))`, with linear gains (`label_gain = 0..10`) so a grade weighs what its label says.
 
 **What comes out.** A gradient-boosted ranker over [similarity, features] (`INPUT_COLUMNS`) has
 no form in the linear base nor in the cross-attention scorer, so it is kept as what it is:
@@ -95,7 +95,7 @@ class DaskTraining:
 class DaskRanker:
     """The trained booster and what it was trained on."""
 
-    booster: object  # lightgbm.Booster (the extra's type)
+    booster: lightgbm.Booster
     files: int
     rows: int
     sessions: int
@@ -103,7 +103,7 @@ class DaskRanker:
 
     def predict(self, inputs: np.ndarray) -> np.ndarray:
         """Scores of rows of `INPUT_COLUMNS` (higher ranks first)."""
-        return np.asarray(self.booster.predict(inputs), dtype=np.float64)  # type: ignore[attr-defined]
+        return np.asarray(self.booster.predict(inputs), dtype=np.float64)
 
 
 def relevance_grades(label: np.ndarray) -> np.ndarray:
@@ -125,6 +125,10 @@ def _read_pair_file(item: tuple[int, str]) -> pd.DataFrame:
     index, path = item
     try:
         table = pq.read_table(path)
+    except FileNotFoundError:
+        raise UserError(
+            f"{path}: no such file (on this worker: every worker must see it)"
+        ) from None
     except (OSError, ValueError) as exc:
         raise UserError(f"{path}: not readable as Parquet ({exc})") from None
     missing = set(PAIR_COLUMNS) - set(table.column_names)
@@ -143,7 +147,7 @@ def _read_pair_file(item: tuple[int, str]) -> pd.DataFrame:
     return frame
 
 
-def pair_partitions(paths: Sequence[str | Path]):
+def pair_partitions(paths: Sequence[str | Path]) -> dd.DataFrame:
     """The pair files as a Dask DataFrame, one partition per file (read lazily, by the workers)."""
     require_extra()
     if not paths:
@@ -191,7 +195,7 @@ def _ranker_params(training: DaskTraining) -> dict:
     }
 
 
-def _fit(client: Client, frame, training: DaskTraining) -> DaskRanker:
+def _fit(client: Client, frame: dd.DataFrame, training: DaskTraining) -> DaskRanker:
     """Read the files onto the workers (each keeps what it read), then train there. A bad file
     raises while reading: `lightgbm.dask` would hide the worker's error behind its own."""
     frame = client.persist(frame)
@@ -252,10 +256,11 @@ def _tree_nodes(tree: dict, tree_id: int, out: dict[str, list]) -> None:
         out["nodes_missing_value_tracks_true"].append(int(nan_left))
 
 
-def ranker_onnx(booster) -> onnx.ModelProto:
+def ranker_onnx(booster: lightgbm.Booster) -> onnx.ModelProto:
     """The booster's trees as one ONNX TreeEnsembleRegressor: `inputs` (n, 18) double in
     `INPUT_COLUMNS` order -> `scores` (n, 1) float, the sum of the trees' leaves (LightGBM's raw
-    score; thresholds and leaves as doubles, so the comparisons are LightGBM's own)."""
+    score; thresholds and leaves as doubles, so the comparisons are LightGBM's own). Inputs must
+    be finite, as the pair files' are: LightGBM's NaN rules are not carried over."""
     dump = booster.dump_model()
     keys = [
         "nodes_treeids",
@@ -309,7 +314,7 @@ def save_ranker(ranker: DaskRanker, out_dir: str | Path) -> dict[str, Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {k: out / f"ranker.{k}" for k in ("txt", "onnx", "json")}
-    ranker.booster.save_model(str(paths["txt"]))  # type: ignore[attr-defined]
+    ranker.booster.save_model(str(paths["txt"]))
     paths["onnx"].write_bytes(ranker_onnx(ranker.booster).SerializeToString())
     meta = {
         "objective": "lambdarank",

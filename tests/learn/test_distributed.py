@@ -139,6 +139,8 @@ def test_bad_pair_files_are_refused_by_name(pair_files, tmp_path, cluster):
     write_pairs(frame, nan)
     with pytest.raises(UserError, match="nan.parquet: row 3: f_importance is not finite"):
         train_dask_ranker([nan], training)
+    with pytest.raises(UserError, match="gone.parquet: no such file"):
+        train_dask_ranker([pair_files[0], tmp_path / "gone.parquet"], training)
     with pytest.raises(UserError, match="no pair files"):
         train_dask_ranker([], training)
 
