@@ -20,10 +20,13 @@ Method:
 3. Questions of a conversation are ordered by when they became answerable (the latest session
    of their evidence, then QA order); the earlier `TRAIN_SHARE` are its training split, the rest
    held out. Every ranker is evaluated on the held-out questions only, all rankers on the same.
-4. Learned scorer, three ways per conversation: `learned` trains fresh weights on the user's
-   training questions; `learned_base` is the base model trained on the *other* conversations'
-   pair exports (`learn/pairs.py`, numbers only, streamed from Parquet); `learned_finetuned` is that
-   base fine-tuned on the user's training questions. Training samples are the recorded
+4. Learned scorer, four ways per conversation: `learned` trains fresh weights on the user's
+   training questions; `learned_base_loco` is the base model trained on every question (both
+   halves, so position features cannot learn the split) of the *other* conversations' pair
+   exports (`learn/pairs.py`, numbers only, streamed from Parquet); `learned_finetuned` is that
+   base fine-tuned on the user's training questions; `learned_base_shipped` is the base shipped
+   with the scorer (`learn/base.py`; trained on every question of the 7 shared conversations, so
+   on those it is judged in sample) or, with `--base FILE`, `learned_base_file` that file's base. Training samples are the recorded
    question-sessions, every candidate labelled 1 (evidence) or 0 (`question_sample`), with the
    question as context, trained by `train.train_model` for `EPOCHS` epochs. Each is also fused
    with the best heuristic (the highest recall@10 on the training questions) by Signet's RRF
