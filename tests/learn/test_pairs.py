@@ -150,3 +150,20 @@ def test_not_a_pair_file_is_refused_by_name(tmp_path):
         list(read_pair_sessions([bad]))
     with pytest.raises(Exception, match="no pair files"):
         train_base([])
+
+
+def test_train_base_writes_a_base_file_reproducibly(tmp_path, capsys):
+    from signet_bench.cli import main
+    from signet_bench.learn.base import read_base
+
+    rng = np.random.default_rng(1)
+    files = [str(_synthetic_pair_file(tmp_path, rng, f"u{i}.parquet")) for i in range(2)]
+    outs = [tmp_path / "a.json", tmp_path / "b.json"]
+    for out in outs:
+        assert main(["train-base", "--pairs", *files, "--json", str(out)]) == 0
+    first, second = (read_base(p) for p in outs)
+    np.testing.assert_array_equal(first.weights, second.weights)
+    np.testing.assert_allclose(first.weights, train_base(files).weights, atol=1e-8)
+    assert "u0.parquet" in outs[0].read_text(encoding="utf-8")  # its training data, named
+    assert main(["train-base", "--json", str(outs[0])]) != 0
+    assert "--pairs" in capsys.readouterr().err
