@@ -144,18 +144,12 @@ def _bench_rows(args: argparse.Namespace) -> list:
 
         return hook_rows(quick=args.quick, seed=args.seed)
     if args.dataset == "locomo":
-        from signet_bench.bench.quality_locomo import locomo_rows
+        from signet_bench.bench.quality_locomo import LocomoRun, locomo_rows
 
         if not args.data:
             raise UserError("bench quality --dataset locomo needs --data PATH (LoCoMo JSON)")
-        return locomo_rows(
-            args.data,
-            seed=args.seed,
-            quick=args.quick,
-            graded=args.graded,
-            split=args.split,
-            base=args.base,
-        )
+        run = LocomoRun(seed=args.seed, quick=args.quick, graded=args.graded, split=args.split)
+        return locomo_rows(args.data, run, base=args.base)
     from signet_bench.bench.quality import quality_rows
 
     personas = args.personas or [args.persona]

@@ -140,6 +140,7 @@ __all__ = [
     "SPLITS",
     "ConversationData",
     "GraphRoute",
+    "LocomoRun",
     "evaluate_queries",
     "graph_question_inputs",
     "locomo_base",
@@ -837,21 +838,29 @@ def default_audit(data: Path) -> list[Path]:
     return [candidate] if data.is_file() and candidate.exists() else []
 
 
+@dataclass(frozen=True)
+class LocomoRun:
+    """How the LoCoMo table is made: `seed`; `quick`: two conversations, the offline embedder, a
+    few epochs; `graded`: graded relevance for NDCG; `split` (`SPLITS`); `graph`: with the
+    knowledge graph's route where every store has a graph (without: its rows left out, every
+    other row the same)."""
+
+    seed: int = 0
+    quick: bool = False
+    graded: bool = False
+    split: str = "chronological"
+    graph: bool = True
+
+
 def locomo_rows(
     data: str | Path,
+    run: LocomoRun = LocomoRun(),
     *,
-    seed: int = 0,
-    quick: bool = False,
-    graded: bool = False,
     audit: Sequence[str | Path] | None = None,
     embedders: Sequence[str] | None = None,
-    split: str = "chronological",
-    graph: bool = True,
     base: str | Path | None = None,
 ) -> list[Row]:
-    """The LoCoMo quality table (see the module docstring); `quick`: two conversations, the
-    offline embedder, a few epochs; `graph`: with the knowledge graph's route where every
-    store has a graph (without: its rows left out, every other row the same); `base`: a base
+    """The LoCoMo quality table (see the module docstring) made as `run` says; `base`: a base
     file to judge (`learn.base.write_base`; rows `BASE_FILE`), default the shipped one (rows
     `BASE_SHIPPED`)."""
     from signet_bench.world.minilm import minilm_available
@@ -859,6 +868,7 @@ def locomo_rows(
     path = Path(data)
     if not path.exists():
         raise UserError(f"{path}: no such LoCoMo file or folder of stores")
+    seed, quick = run.seed, run.quick
     if embedders is None:
         embedders = ["wordllama"] + (["minilm"] if minilm_available() and not quick else [])
     audit_files = default_audit(path) if audit is None else [Path(a) for a in audit]
@@ -868,9 +878,9 @@ def locomo_rows(
         stores = _stores(path, Path(tmp), embedders, audit_files, 2 if quick else None)
         for suffix, paths in stores.items():
             _log.info(f"LoCoMo{suffix or ''}: {len(paths)} conversations")
-            convs = [read_conversation(p, DEFAULT_CONFIG, seed, graph=graph) for p in paths]
+            convs = [read_conversation(p, DEFAULT_CONFIG, seed, graph=run.graph) for p in paths]
             epochs = QUICK_EPOCHS if quick else EPOCHS
-            opts = (epochs, seed, graded, split)
+            opts = (epochs, seed, run.graded, run.split)
             rows += _embedder_rows(convs, Path(tmp), suffix, opts, given)
     return rows
 

@@ -9,6 +9,7 @@ import pytest
 from signet_bench.bench.quality_locomo import (
     ABLATIONS,
     DIAGNOSTIC,
+    LocomoRun,
     evaluate_queries,
     locomo_rows,
     question_context,
@@ -98,8 +99,8 @@ def test_metrics_of_an_oracle_and_of_its_reverse(slice_stores):
 @needs_data
 def test_rows_are_reproducible_for_a_seed_and_name_every_ranker(slice_stores):
     data, _ = slice_stores
-    rows = locomo_rows(data, seed=3, quick=True, embedders=["wordllama"])
-    again = locomo_rows(data, seed=3, quick=True, embedders=["wordllama"])
+    rows = locomo_rows(data, LocomoRun(seed=3, quick=True), embedders=["wordllama"])
+    again = locomo_rows(data, LocomoRun(seed=3, quick=True), embedders=["wordllama"])
     assert [repr(r) for r in rows] == [repr(r) for r in again]  # NaN intervals included
     names = {r.name for r in rows}
     for n in ("bm25", "cosine", "signet_hybrid", "effective", "cogmem_v9", "cascade"):
@@ -142,7 +143,9 @@ def test_a_given_base_file_is_judged_as_learned_base_file(slice_stores, tmp_path
         tmp_path / "cosine-base.json",
         {"training": {"data": "none"}, "licence": {"name": "none"}},
     )
-    rows = locomo_rows(data, seed=3, quick=True, embedders=["wordllama"], base=path, graph=False)
+    rows = locomo_rows(
+        data, LocomoRun(seed=3, quick=True, graph=False), embedders=["wordllama"], base=path
+    )
     names = {r.name for r in rows}
     assert "learned_base_file" in names and "learned_base_shipped" not in names
     assert {"learned_base_file-signet_hybrid", "learned_base_file-hybrid"} <= names
