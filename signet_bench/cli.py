@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -40,10 +41,12 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH also writes it as J
   serve    in-process score p50/p99 (ms); JSON-RPC round trip of 80 x 768 p50/p95 (ms);
            process start to first answer (ms); resident memory after 10,000 scores (MB);
            score p99 while train_from_db runs and swaps the model (ms)
-  quality --dataset locomo --data PATH [--split chronological|random]
+  quality --dataset locomo --data PATH [--split chronological|random] [--base FILE]
            LoCoMo evidence retrieval on held-out questions per ranker (bm25, cosine,
            signet_hybrid, effective, cogmem_v9, cascade, hybrid, lexical, learned,
-           learned_base, learned_finetuned, their *_fused with the best heuristic;
+           learned_base_loco (trained on the other conversations), learned_base_shipped (or
+           learned_base_file with --base), learned_finetuned, their *_fused with the best
+           heuristic;
            experiments: learned_oracle, learned_pooled, learned_init, learned_without_<signal>
            for each signal): recall@5/10/25/50, ndcg@10, mrr,
            per category (metric[category]), heuristics on every question (*_all), paired
@@ -147,13 +150,12 @@ def _bench_rows(args: argparse.Namespace) -> list:
 
         return hook_rows(quick=args.quick, seed=args.seed)
     if args.dataset == "locomo":
-        from signet_bench.bench.quality_locomo import locomo_rows
+        from signet_bench.bench.quality_locomo import LocomoRun, locomo_rows
 
         if not args.data:
             raise UserError("bench quality --dataset locomo needs --data PATH (LoCoMo JSON)")
-        return locomo_rows(
-            args.data, seed=args.seed, quick=args.quick, graded=args.graded, split=args.split
-        )
+        run = LocomoRun(seed=args.seed, quick=args.quick, graded=args.graded, split=args.split)
+        return locomo_rows(args.data, run, base=args.base)
     from signet_bench.bench.quality import quality_rows
 
     personas = args.personas or [args.persona]
@@ -266,6 +268,13 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", default="synth", choices=["synth", "locomo"])
     p.add_argument("--data", default=None, help="locomo: the LoCoMo JSON or a folder of stores")
     p.add_argument("--graded", action="store_true", help="locomo: graded relevance for NDCG")
+    p.add_argument(
+        "--base",
+        default=None,
+        type=Path,
+        help="locomo: a base file to judge (rows learned_base_file; default: the shipped base, "
+        "rows learned_base_shipped)",
+    )
     p.add_argument(
         "--split",
         default="chronological",
@@ -645,23 +654,51 @@ def _train_base_dask(args: argparse.Namespace) -> int:
 
 
 def _cmd_train_base(args: argparse.Namespace) -> int:
-    from signet_bench.learn.pairs import save_base, train_base
+    from signet_bench.bench.quality_locomo import locomo_base
+    from signet_bench.learn.base import write_base
+    from signet_bench.learn.pairs import BASE_EPOCHS, save_base, train_base
 
     if args.engine == "dask":
         return _train_base_dask(args)
-    base = train_base(args.pairs, epochs=args.epochs, seed=args.seed)
-    path = save_base(base, args.out, args.native_dim)
-    print(f"base: {base.sessions} sessions, loss {base.loss_curve[-1]:.4f} -> {path}")
+    if (args.pairs is None) == (args.locomo is None):
+        raise UserError("train-base: give either --pairs FILE... or --locomo FILE")
+    if args.out is None and args.json is None:
+        raise UserError("train-base: give --out DIR (model.sbm) and/or --json FILE (base file)")
+    if args.locomo is not None:
+        base, provenance = locomo_base(args.locomo, seed=args.seed)
+        licence = Path(args.locomo).parent / "LICENSE.txt"
+    else:
+        base = train_base(args.pairs, epochs=args.epochs or BASE_EPOCHS, seed=args.seed)
+        names = ", ".join(Path(p).name for p in args.pairs)
+        provenance = {
+            "training": {"data": f"pair exports {names}", "seed": args.seed},
+            "licence": {"name": "that of the stores the pair exports came from"},
+        }
+        licence = None
+    print(f"base: {base.sessions} sessions, loss {base.loss_curve[-1]:.4f}")
+    if args.out is not None:
+        print(f"  -> {save_base(base, args.out, args.native_dim)}")
+    if args.json is not None:
+        path = write_base(base, args.json, provenance)
+        if licence is not None and licence.is_file():
+            shutil.copyfile(licence, path.with_suffix(".LICENSE.txt"))
+        print(f"  -> {path}")
     return 0
 
 
 def _add_train_base(sub: argparse._SubParsersAction) -> None:
-    help_text = "train a base model on pair exports (streamed), for --base-weights"
+    help_text = (
+        "train a base model on pair exports (streamed) or on a LoCoMo file, for --base-weights "
+        "(--out) or as a base file (--json; the shipped one: "
+        "--locomo locomo7.json --json scorer/signet_scorer/base/predictor-base.json)"
+    )
     p = _command(sub, "train-base", _cmd_train_base, help_text)
-    p.add_argument("--pairs", nargs="+", required=True, help="pairs.parquet files")
-    p.add_argument("--out", required=True, help="directory for model.sbm (dask: ranker.*)")
+    p.add_argument("--pairs", nargs="+", default=None, help="pairs.parquet files")
+    p.add_argument("--locomo", default=None, help="a LoCoMo JSON: every question of it")
+    p.add_argument("--out", default=None, help="directory for model.sbm (dask: ranker.*)")
+    p.add_argument("--json", default=None, help="the base file (weights, training, licence)")
     p.add_argument("--native-dim", type=int, default=768, help="the users' embedding dimension")
-    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--epochs", type=int, default=None, help="default: the trainer's")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--engine",

@@ -103,7 +103,17 @@ FEATURE_SPEC_HASH = feature_spec_hash(FEATURE_SPEC)
 
 # Not Signet features: a graph input of their own with a weight each, so Signet's 17 features,
 # the feature-spec hash and SGPT files stay as they are.
-SIGNAL_NAMES: tuple[str, ...] = ("lexical", "entity_match", "source_neighbourhood")
+# New signals are appended: a graph exported with the first k of them is fed those k columns.
+SIGNAL_NAMES: tuple[str, ...] = (
+    "lexical",
+    "entity_match",
+    "source_neighbourhood",
+    "cosine_rank",
+    "hybrid_rank",
+    "length",
+    "session_max",
+    "session_best_rank",
+)
 N_SIGNALS = len(SIGNAL_NAMES)
 
 # --- the exported graph (signet_bench/learn/export.py builds it; signet_scorer/scorer.py feeds it)

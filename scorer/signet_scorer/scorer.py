@@ -323,16 +323,14 @@ def _signals(
     ctx: np.ndarray,
     emb: np.ndarray,
     has: np.ndarray,
-) -> np.ndarray | None:
+) -> np.ndarray:
     """The candidates' signals (`signet_scorer.signals`) from the request's query terms, entities
-    and candidate sources; None when it carries none of them (all signals 0)."""
+    and candidate sources (each may be absent: its signals are then 0), texts and embeddings."""
     terms = _query_list(params, "query_terms")
     entities = _query_list(params, "query_entities")
     sources = None
     if params.get("candidate_sources") is not None:
         sources = _strings_or_null(params, "candidate_sources", len(texts))
-    if terms is None and entities is None and sources is None:
-        return None
     return candidate_signals(
         query_terms=terms, query_entities=entities, candidate_texts=texts, context=ctx,
         embeddings=emb, has_embedding=has, sources=sources,
@@ -471,8 +469,11 @@ class OnnxModel:
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """(logits, scores) of one session; inputs the graph does not have (an optional one of
-        a graph exported before it) are left out."""
+        a graph exported before it) are left out, and a graph exported with fewer signals is
+        fed their first columns (signals are only ever appended)."""
         feed = {k: v for k, v in inputs.items() if k in self._names}
+        if c.INPUT_SIGNALS in feed:
+            feed[c.INPUT_SIGNALS] = feed[c.INPUT_SIGNALS][:, : self.info.n_signals]
         logits, scores = self.session.run(list(c.GRAPH_OUTPUTS), feed)
         return np.asarray(logits), np.asarray(scores)  # dense outputs (the graph's own)
 
@@ -508,10 +509,10 @@ def _info(session: InferenceSession, path: str, kind: str) -> ModelInfo:
     n_signals = 0
     if c.INPUT_SIGNALS in names:
         n_signals = names[c.INPUT_SIGNALS].shape[-1]
-        if not isinstance(n_signals, int) or n_signals != c.N_SIGNALS:
+        if not isinstance(n_signals, int) or not 0 < n_signals <= c.N_SIGNALS:
             raise ModelLoadError(
                 f"{path}: the graph takes {n_signals} candidate signals, this server computes "
-                f"{c.N_SIGNALS} ({', '.join(c.SIGNAL_NAMES)})"
+                f"{c.N_SIGNALS} ({', '.join(c.SIGNAL_NAMES)}) and feeds a graph the first of them"
             )
     return ModelInfo(
         path=path, kind=kind, n_features=n_features, metadata=meta, n_signals=n_signals, **dims

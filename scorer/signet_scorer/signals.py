@@ -15,6 +15,23 @@ Columns (`contract.SIGNAL_NAMES`), each in [0, 1], 0 where there is no evidence:
 - **source_neighbourhood**: the highest cosine(context, m′) over the *other* embedded
   candidates m′ of the candidate's source session (`source_neighbourhood`): a memory whose
   session-mates answer the query is likely part of the answer. No source, no mate: 0.
+- **cosine_rank**: 1/(1 + r), r the number of embedded candidates whose cosine(context, m)
+  (float64, `_context_cosines`) is strictly higher than the candidate's (ties share the best
+  place, so the value does not depend on the candidates' order); 0 on the text path or
+  without a context. The place, not the value: it reads alike whatever the embedder's scale.
+- **hybrid_rank**: 1/(1 + r) of the candidate's `hybrid_scores` (that cosine, 0 on the text
+  path, and the lexical column) among all candidates, ties as above.
+- **length**: min(1, ln(1 + t)/ln(`LENGTH_TOKENS`)), t the tokens of the candidate's text
+  (`signet_scorer.tokenize`); 0 without a text.
+- **session_max**: the highest of that cosine over the candidate's source session, itself
+  included: max(its cosine, source_neighbourhood) (a candidate without a source is a session
+  of one).
+- **session_best_rank**: the highest cosine_rank over the candidate's source session, itself
+  included: whether the session holds one of the best matches (without a source: its own).
+
+The last five were chosen by ablation of the base model (`signet_bench.learn.pairs`) on
+LoCoMo's earlier questions; each needs only the pool's texts and embeddings, so they are
+computed for every request (without query terms the hybrid is the cosine).
 
 Free rankers on the same evidence: `hybrid_scores` is Signet's hybrid weighting
 (`HYBRID_VECTOR_WEIGHT`·cosine + (1 − it)·lexical) without its both-legs rule; a fresh scorer
@@ -42,14 +59,18 @@ __all__ = [
     "BM25_K1",
     "HYBRID_VECTOR_WEIGHT",
     "JOB_TIME_SQL",
+    "LENGTH_TOKENS",
     "START_MAX_TERMS",
     "START_TRANSCRIPTS",
     "candidate_signals",
     "entity_match",
     "hybrid_scores",
+    "length_signal",
     "lexical_scores",
     "query_entities",
+    "rank_signal",
     "recent_transcripts",
+    "session_best",
     "session_start_terms",
     "signal_column",
     "source_neighbourhood",
@@ -61,6 +82,7 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 IDF_FLOOR = 1e-6  # FTS5's floor for a term in more than half the documents
 HYBRID_VECTOR_WEIGHT = 0.7  # Signet's hybrid recall: 0.7 vector + 0.3 keyword
+LENGTH_TOKENS = 256  # a text of this many tokens or more has length 1
 
 # Signet 0.58's predicted-context query at session start (getPredictedContextMemories): the last
 # 5 completed summary jobs of the project, the first 3000 characters of each transcript, terms of
@@ -339,6 +361,42 @@ def source_neighbourhood(
     return out
 
 
+# --- ranks and length ---------------------------------------------------------------------------
+
+
+def rank_signal(values: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
+    """(n,) float32 1/(1 + r), r the number of `valid` values strictly above each one (ties share
+    the best place, whatever their order); 0 where not `valid` (default: all valid)."""
+    x = np.asarray(values, dtype=np.float64).reshape(-1)
+    ok = np.ones(x.size, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
+    pool = np.sort(x[ok])
+    above = pool.size - np.searchsorted(pool, x, side="right")
+    return np.where(ok, 1.0 / (1.0 + above), 0.0).astype(np.float32)
+
+
+def session_best(values: np.ndarray, sources: Sequence[str | None] | None) -> np.ndarray:
+    """(n,) float32: the highest of `values` over each candidate's source session, itself
+    included (a candidate without a source, or without `sources`, keeps its own value)."""
+    x = np.asarray(values, dtype=np.float64).reshape(-1)
+    if sources is None or x.size == 0:
+        return x.astype(np.float32)
+    codes: dict[str, int] = {}
+    group = np.array([-1 if s is None else codes.setdefault(str(s), len(codes)) for s in sources])
+    best = np.full(len(codes) + 1, -np.inf)  # the last slot: no source
+    np.maximum.at(best, group, x)
+    return np.where(group >= 0, best[group], x).astype(np.float32)
+
+
+def length_signal(candidate_texts: Sequence[str | None]) -> np.ndarray:
+    """(n,) float32 min(1, ln(1 + tokens)/ln(`LENGTH_TOKENS`)) of each text (0 without one)."""
+    return _length(_texts(candidate_texts))
+
+
+def _length(docs: Sequence[_Text]) -> np.ndarray:
+    t = np.array([d.length for d in docs], dtype=np.float64)
+    return np.minimum(1.0, np.log1p(t) / math.log(LENGTH_TOKENS)).astype(np.float32)
+
+
 # --- all signals --------------------------------------------------------------------------------
 
 
@@ -361,6 +419,18 @@ def candidate_signals(
         out[:, signal_column("source_neighbourhood")] = source_neighbourhood(
             context, embeddings, has_embedding, sources
         )
+    has = np.asarray(has_embedding, dtype=bool)
+    cos = np.zeros(len(docs))
+    if context is not None and len(docs):
+        cos = _context_cosines(context, embeddings, has)
+        rank = rank_signal(cos, has)
+        out[:, signal_column("cosine_rank")] = rank
+        mates = out[:, signal_column("source_neighbourhood")].astype(np.float64)
+        out[:, signal_column("session_max")] = np.maximum(cos, mates)
+        out[:, signal_column("session_best_rank")] = session_best(rank, sources)
+    lexical = out[:, signal_column("lexical")]
+    out[:, signal_column("hybrid_rank")] = rank_signal(hybrid_scores(cos, lexical))
+    out[:, signal_column("length")] = _length(docs)
     return out
 
 

@@ -20,10 +20,13 @@ Method:
 3. Questions of a conversation are ordered by when they became answerable (the latest session
    of their evidence, then QA order); the earlier `TRAIN_SHARE` are its training split, the rest
    held out. Every ranker is evaluated on the held-out questions only, all rankers on the same.
-4. Learned scorer, three ways per conversation: `learned` trains fresh weights on the user's
-   training questions; `learned_base` is the base model trained on the *other* conversations'
-   pair exports (`learn/pairs.py`, numbers only, streamed from Parquet); `learned_finetuned` is that
-   base fine-tuned on the user's training questions. Training samples are the recorded
+4. Learned scorer, four ways per conversation: `learned` trains fresh weights on the user's
+   training questions; `learned_base_loco` is the base model trained on every question (both
+   halves, so position features cannot learn the split) of the *other* conversations' pair
+   exports (`learn/pairs.py`, numbers only, streamed from Parquet); `learned_finetuned` is that
+   base fine-tuned on the user's training questions; `learned_base_shipped` is the base shipped
+   with the scorer (`learn/base.py`; trained on every question of the 7 shared conversations, so
+   on those it is judged in sample) or, with `--base FILE`, `learned_base_file` that file's base. Training samples are the recorded
    question-sessions, every candidate labelled 1 (evidence) or 0 (`question_sample`), with the
    question as context, trained by `train.train_model` for `EPOCHS` epochs. Each is also fused
    with the best heuristic (the highest recall@10 on the training questions) by Signet's RRF
@@ -107,9 +110,10 @@ from signet_bench.daemon.ranking.traversal import (
 )
 from signet_bench.daemon.session_query import prompt_query
 from signet_bench.errors import UserError
+from signet_bench.learn.base import read_base, shipped_base
 from signet_bench.learn.holdout import fresh_start
 from signet_bench.learn.model.ranker import ModelRanker
-from signet_bench.learn.pairs import base_params, pair_frame, train_base, write_pairs
+from signet_bench.learn.pairs import BaseModel, base_params, pair_frame, train_base, write_pairs
 from signet_bench.learn.samples import SessionSample
 from signet_bench.learn.train import Guard, train_model
 from signet_bench.store.corpus import Corpus, read_corpus
@@ -125,15 +129,21 @@ from signet_scorer.structure import GraphColumns, MemoryStructure, read_structur
 
 __all__ = [
     "ABLATIONS",
+    "BASE_FILE",
+    "BASE_LOCO",
+    "BASE_SHIPPED",
     "FOCAL_SPEAKERS",
     "GRAPH_RANKERS",
     "HEURISTICS",
+    "LOCOMO_LICENCE",
     "SERVED",
     "SPLITS",
     "ConversationData",
     "GraphRoute",
+    "LocomoRun",
     "evaluate_queries",
     "graph_question_inputs",
+    "locomo_base",
     "locomo_rows",
     "question_context",
     "question_inputs",
@@ -155,12 +165,17 @@ QUICK_EPOCHS = 3
 # held-out recall@10 after 5 / 20 / 60 epochs 59.8 / 71.0 / 72.9 (the same epochs on the
 # earlier questions: 59.1 / 57.8 / 54.2).
 ORACLE_EPOCH_FACTOR = 4
-BASE_EPOCHS = 3
 RRF_ALPHA = 0.5
 HEURISTICS = (
     "bm25", "cosine", "signet_hybrid", "effective", "cogmem_v9", "cascade", "hybrid", "lexical",
 )  # fmt: skip
-LEARNED = ("learned", "learned_base", "learned_finetuned")
+# The base model two ways: trained on the other conversations' pair exports (leave one
+# conversation out) and a given base file (`--base`; default the shipped one, which was trained on
+# the shared conversations: on those it is judged in sample).
+BASE_LOCO = "learned_base_loco"
+BASE_SHIPPED = "learned_base_shipped"
+BASE_FILE = "learned_base_file"
+LEARNED = ("learned", BASE_LOCO, "learned_finetuned")
 # ablations: `learned` trained and evaluated with these signals at 0
 _ABLATED = {f"learned_without_{name}": (name,) for name in SIGNAL_NAMES}
 _ABLATED["learned_without_signals"] = SIGNAL_NAMES
@@ -528,11 +543,12 @@ class _Run:
 def _learned_scores(
     data: ConversationData,
     split: tuple[list[int], list[int]],
-    base: dict[str, np.ndarray],
+    bases: dict[str, dict[str, np.ndarray]],
     others: list[SessionSample],
     opts: tuple[int, int, PredictorConfig],
 ) -> dict[str, list[np.ndarray | None]]:
     """The learned variants' scores of the held-out questions (None for training ones);
+    `bases`: the base models' weights by row name (`BASE_LOCO` first, the fine-tuning start);
     `others`: every question-session of the other conversations."""
     from signet_bench.learn.model.params import init_params
 
@@ -542,8 +558,8 @@ def _learned_scores(
     models = {
         "learned_init": init_params(cfg, data.corpus.dim),
         "learned": _train(own, None, epochs, seed, cfg),
-        "learned_base": base,
-        "learned_finetuned": _train(own, base, epochs, seed, cfg),
+        **bases,
+        "learned_finetuned": _train(own, bases[BASE_LOCO], epochs, seed, cfg),
         "learned_oracle": _train(
             _trainable(data, held), None, ORACLE_EPOCH_FACTOR * epochs, seed, cfg
         ),
@@ -575,7 +591,7 @@ def _base_models(
     out = {}
     for c in convs:
         others = [f for sid, f in files.items() if sid != c.sample_id]
-        base = train_base(others, epochs=BASE_EPOCHS, seed=seed, cfg=cfg)
+        base = train_base(others, seed=seed, cfg=cfg)
         _log.info(
             f"  base for {c.sample_id}: similarity weight {base.similarity_weight:.3f} "
             f"({base.sessions} sessions, loss {base.loss_curve[-1]:.4f})"
@@ -654,9 +670,14 @@ def _delta_rows(
     ]
 
 
-def _run(convs: list[ConversationData], tmp: Path, epochs: int, seed: int, cfg, split: str) -> _Run:
+def _run(
+    convs: list[ConversationData], tmp: Path, opts: tuple[int, int, PredictorConfig, str], given
+) -> _Run:
     """Every ranker's scores: the peers on every question, the learned variants (alone and
-    fused with the best heuristic on the training questions) on the held-out ones."""
+    fused with the best heuristic on the training questions) on the held-out ones; `given`:
+    (row name, `BaseModel`) of the base file judged beside the leave-one-out base."""
+    epochs, seed, cfg, split = opts
+    given_name, given_base = given
     train, held, scores = {}, {}, {}
     for c in convs:
         train[c.sample_id], held[c.sample_id] = split_queries(c.queries, split, seed)
@@ -671,10 +692,11 @@ def _run(convs: list[ConversationData], tmp: Path, epochs: int, seed: int, cfg, 
     for c in convs:
         sid = c.sample_id
         others = [s for o in convs if o is not c for s in o.samples.values() if s is not None]
+        own_bases = {BASE_LOCO: bases[sid], given_name: base_params(given_base, c.corpus.dim, cfg)}
         learned = _learned_scores(
-            c, (train[sid], held[sid]), bases[sid], others, (epochs, seed, cfg)
+            c, (train[sid], held[sid]), own_bases, others, (epochs, seed, cfg)
         )
-        for name in LEARNED:
+        for name in (*LEARNED, given_name):
             learned[f"{name}_fused"] = _fused(c, scores[sid][best], learned[name])
         scores[sid].update(learned)
     if all(c.has_graph for c in convs):
@@ -753,9 +775,10 @@ def _embedder_rows(
     tmp: Path,
     suffix: str,
     opts: tuple[int, int, bool, str],
+    given: tuple[str, BaseModel],
 ) -> list[Row]:
     epochs, seed, graded, split = opts
-    run = _run(convs, tmp, epochs, seed, DEFAULT_CONFIG, split)
+    run = _run(convs, tmp, (epochs, seed, DEFAULT_CONFIG, split), given)
     n_held = sum(len(run.held[c.sample_id]) for c in convs)
     seen = sum(
         seen_evidence(c.queries, run.train[c.sample_id], run.held[c.sample_id]) for c in convs
@@ -815,34 +838,101 @@ def default_audit(data: Path) -> list[Path]:
     return [candidate] if data.is_file() and candidate.exists() else []
 
 
+@dataclass(frozen=True)
+class LocomoRun:
+    """How the LoCoMo table is made: `seed`; `quick`: two conversations, the offline embedder, a
+    few epochs; `graded`: graded relevance for NDCG; `split` (`SPLITS`); `graph`: with the
+    knowledge graph's route where every store has a graph (without: its rows left out, every
+    other row the same)."""
+
+    seed: int = 0
+    quick: bool = False
+    graded: bool = False
+    split: str = "chronological"
+    graph: bool = True
+
+
 def locomo_rows(
     data: str | Path,
+    run: LocomoRun = LocomoRun(),
     *,
-    seed: int = 0,
-    quick: bool = False,
-    graded: bool = False,
     audit: Sequence[str | Path] | None = None,
     embedders: Sequence[str] | None = None,
-    split: str = "chronological",
-    graph: bool = True,
+    base: str | Path | None = None,
 ) -> list[Row]:
-    """The LoCoMo quality table (see the module docstring); `quick`: two conversations, the
-    offline embedder, a few epochs; `graph`: with the knowledge graph's route where every
-    store has a graph (without: its rows left out, every other row the same)."""
+    """The LoCoMo quality table (see the module docstring) made as `run` says; `base`: a base
+    file to judge (`learn.base.write_base`; rows `BASE_FILE`), default the shipped one (rows
+    `BASE_SHIPPED`)."""
     from signet_bench.world.minilm import minilm_available
 
     path = Path(data)
     if not path.exists():
         raise UserError(f"{path}: no such LoCoMo file or folder of stores")
+    seed, quick = run.seed, run.quick
     if embedders is None:
         embedders = ["wordllama"] + (["minilm"] if minilm_available() and not quick else [])
     audit_files = default_audit(path) if audit is None else [Path(a) for a in audit]
+    given = (BASE_SHIPPED, shipped_base()) if base is None else (BASE_FILE, read_base(base))
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="locomo-bench-") as tmp:
         stores = _stores(path, Path(tmp), embedders, audit_files, 2 if quick else None)
         for suffix, paths in stores.items():
             _log.info(f"LoCoMo{suffix or ''}: {len(paths)} conversations")
-            convs = [read_conversation(p, DEFAULT_CONFIG, seed, graph=graph) for p in paths]
+            convs = [read_conversation(p, DEFAULT_CONFIG, seed, graph=run.graph) for p in paths]
             epochs = QUICK_EPOCHS if quick else EPOCHS
-            rows += _embedder_rows(convs, Path(tmp), suffix, (epochs, seed, graded, split))
+            opts = (epochs, seed, run.graded, run.split)
+            rows += _embedder_rows(convs, Path(tmp), suffix, opts, given)
     return rows
+
+
+# --- the shipped base ---------------------------------------------------------------------------
+
+LOCOMO_LICENCE = {
+    "name": "CC BY-NC 4.0",
+    "url": "https://creativecommons.org/licenses/by-nc/4.0/",
+    "attribution": (
+        "LoCoMo: Maharana et al., ACL 2024, 'Evaluating Very Long-Term Conversational Memory "
+        "of LLM Agents' (arXiv:2402.17753), github.com/snap-research/LoCoMo; corrections from "
+        "github.com/dial481/locomo-audit (CC BY-NC 4.0)"
+    ),
+    "notice": (
+        "These weights are derived from non-commercial data (LoCoMo, CC BY-NC 4.0): research "
+        "and evaluation use only. The licence text is in predictor-base.LICENSE.txt."
+    ),
+}
+
+
+def locomo_base(
+    data: str | Path, *, embedder: str = "wordllama", seed: int = 0
+) -> tuple[BaseModel, dict]:
+    """The base model trained on every question (both halves) of every conversation of a
+    LoCoMo JSON file, through pair exports as the benchmark's leave-one-out bases are; and
+    its provenance (`learn.base.write_base`: training data and licence)."""
+    from signet_bench.world.embed import get_embedder
+    from signet_bench.world.locomo import convert_locomo
+
+    path = Path(data)
+    if not path.is_file():
+        raise UserError(f"{path}: no such LoCoMo JSON file")
+    with tempfile.TemporaryDirectory(prefix="locomo-base-") as tmp:
+        res = convert_locomo(
+            path, Path(tmp) / "stores", get_embedder(embedder), audit=default_audit(path)
+        )
+        files, ids, questions = [], [], 0
+        for store in sorted(res.stores.values()):
+            c = read_conversation(store, DEFAULT_CONFIG, seed, graph=False)
+            samples = [s for s in c.samples.values() if s is not None]
+            frame = pair_frame(samples, np.random.default_rng([seed, len(files)]))
+            files.append(write_pairs(frame, Path(tmp) / f"pairs-{len(files)}.parquet"))
+            ids.append(c.sample_id)
+            questions += len(samples)
+        base = train_base(files, seed=seed)
+    training = {
+        "data": f"LoCoMo {path.name}: every question of conversations {', '.join(ids)}",
+        "questions": questions,
+        "embedder": embedder,
+        "labels": "1 for the memories holding a question's evidence, else 0",
+        "seed": seed,
+        "command": f"signet-bench train-base --locomo {path.name} --json OUT",
+    }
+    return base, {"training": training, "licence": LOCOMO_LICENCE}

@@ -13,7 +13,7 @@ readable by every worker under the same name (a shared filesystem, or a URL pyar
 of docs/specification.md §6.3; a negative label, a superseded memory's, is grade 0) becomes
 `round(10·clip(label, 0, 1))`, with linear gains (`label_gain = 0..10`) so a grade weighs what its label says.
 
-**What comes out.** A gradient-boosted ranker over [similarity, features] (`INPUT_COLUMNS`) has
+**What comes out.** A gradient-boosted ranker over [similarity, features, signals] (`INPUT_COLUMNS`) has
 no form in the linear base nor in the cross-attention scorer, so it is kept as what it is:
 `ranker.txt` (LightGBM's model), `ranker.onnx` (the trees as `ai.onnx.ml` TreeEnsembleRegressor,
 scored by onnxruntime with the LightGBM model's scores, `ranker_onnx`) and `ranker.json` (what it
@@ -257,7 +257,7 @@ def _tree_nodes(tree: dict, tree_id: int, out: dict[str, list]) -> None:
 
 
 def ranker_onnx(booster: lightgbm.Booster) -> onnx.ModelProto:
-    """The booster's trees as one ONNX TreeEnsembleRegressor: `inputs` (n, 18) double in
+    """The booster's trees as one ONNX TreeEnsembleRegressor: `inputs` (n, len(INPUT_COLUMNS)) double in
     `INPUT_COLUMNS` order -> `scores` (n, 1) float, the sum of the trees' leaves (LightGBM's raw
     score; thresholds and leaves as doubles, so the comparisons are LightGBM's own). Inputs must
     be finite, as the pair files' are: LightGBM's NaN rules are not carried over."""

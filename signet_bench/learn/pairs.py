@@ -4,22 +4,24 @@ base weights, then fine-tune on the user's data).
 **Export.** `pair_frame` turns training samples into one row per labelled candidate holding
 only numbers: the 17 features (`f_<name>`), the label, `similarity` (cosine of the candidate's
 embedding with the session context: a number, the pre-filter's own relevance signal), the
-candidate's baseline rank and the session's candidate count (the addendum's "structural metadata"
-and "session-level aggregate stats"). No memory text, session key, memory id, project name,
+candidate's signals (`s_<name>`, numbers computed from the pool by `signet_scorer.signals`, 0
+where a sample has none), the candidate's baseline rank and the session's candidate count (the
+addendum's "structural metadata" and "session-level aggregate stats"). No memory text, session key, memory id, project name,
 path or timestamp is written. `session` groups a session's rows: a number local to the file,
 assigned after a shuffle drawn from the operating system's entropy, so it joins back to
 nothing (two exports of one store number their sessions differently), and a session's
 candidates are shuffled too. `export_pairs` reads a store's sessions through `load_samples`,
 the trainer's own path.
 
-**Base model.** What carries across users without content is how features and similarity
-relate to usefulness, so the base is a listwise linear scorer over [similarity, features],
+**Base model.** What carries across users without content is how features, similarity and
+the signals relate to usefulness, so the base is a listwise linear scorer over [similarity,
+features, signals] (`INPUT_COLUMNS`, its weights by column name),
 trained with the specification's loss (`model.loss.listwise_loss`, its temperature rule) and Adam.
 `train_base` streams any number of Parquet files: per file a Polars lazy scan read in slices of
 `chunk_rows` rows (plus the one session a slice cuts), so memory stays bounded whatever the
 number or size of the files. `base_params` writes the weights into the cross-attention
-scorer: the feature weights into the gate, the similarity weight into the scorer's exact
-cosine term (`cosine_weight`; a scorer without it gets it through the attention term: with
+scorer: the feature weights into the gate, the signal weights into `signal_weights`, the
+similarity weight into the scorer's exact cosine term (`cosine_weight`; a scorer without it gets it through the attention term: with
 identity query/key projections that logit is sqrt(d)·ρ, ρ the correlation of the projected
 context and memory, so `q_proj = w_sim / sqrt(d) · I` gives `w_sim·ρ`), both times
 `base_scale`, the value term of the gate set to 0 (the linear model has none); everything else
@@ -42,16 +44,13 @@ from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.errors import UserError
 from signet_bench.learn.model.loss import listwise_loss, temperatures
 from signet_bench.learn.model.optim import Adam
-from signet_bench.learn.model.params import (
-    COSINE_WEIGHT_INIT,
-    init_params,
-    signal_weights_init,
-)
+from signet_bench.learn.model.params import COSINE_WEIGHT_INIT, init_params
 from signet_bench.learn.samples import SessionSample
-from signet_scorer.contract import FEATURE_NAMES
+from signet_scorer.contract import FEATURE_NAMES, SIGNAL_NAMES
 from signet_scorer.workbench import CHECKPOINT_FILE
 
 __all__ = [
+    "INPUT_COLUMNS",
     "PAIR_COLUMNS",
     "BaseModel",
     "base_params",
@@ -65,10 +64,14 @@ __all__ = [
 ]
 
 FEATURE_COLUMNS = tuple(f"f_{n}" for n in FEATURE_NAMES)
-INPUT_COLUMNS = ("similarity", *FEATURE_COLUMNS)
+SIGNAL_COLUMNS = tuple(f"s_{n}" for n in SIGNAL_NAMES)
+INPUT_COLUMNS = ("similarity", *FEATURE_COLUMNS, *SIGNAL_COLUMNS)
 PAIR_COLUMNS = ("session", "candidate_count", "baseline_rank", "label", *INPUT_COLUMNS)
 ROW_GROUP = 8192
-BASE_LEARNING_RATE = 0.01  # a 18-weight linear model: ten times the scorer's rate
+# a linear model of 24 weights: fifty times the scorer's rate, 30 epochs (LoCoMo's earlier
+# questions, leave one conversation out: 10 epochs at 0.01 stopped short, 0.05 × 30 converged)
+BASE_LEARNING_RATE = 0.05
+BASE_EPOCHS = 30
 
 
 def _similarity(s: SessionSample) -> np.ndarray:
@@ -97,6 +100,9 @@ def pair_frame(samples: Sequence[SessionSample], rng: np.random.Generator | None
         }
         feats = np.asarray(s.features, dtype=np.float64)[perm]
         cols |= {c: feats[:, j] for j, c in enumerate(FEATURE_COLUMNS)}
+        sig = np.zeros((len(s), len(SIGNAL_NAMES))) if s.signals is None else s.signals
+        sig = np.asarray(sig, dtype=np.float64)[perm]
+        cols |= {c: sig[:, j] for j, c in enumerate(SIGNAL_COLUMNS)}
         parts.append(pl.DataFrame(cols))
     if not parts:
         return pl.DataFrame(schema={c: pl.Float64 for c in PAIR_COLUMNS})
@@ -124,7 +130,7 @@ def export_pairs(
 
 
 def _session_arrays(frame: pl.DataFrame) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(inputs (n, 18), labels (n,)) per session of a frame holding whole sessions."""
+    """(inputs (n, len(INPUT_COLUMNS)), labels (n,)) per session of a frame holding whole sessions."""
     for _, g in frame.group_by("session", maintain_order=True):
         yield g.select(INPUT_COLUMNS).to_numpy().astype(np.float64), g["label"].to_numpy()
 
@@ -152,23 +158,41 @@ def read_pair_sessions(
 
 @dataclass(frozen=True, slots=True)
 class BaseModel:
-    """The listwise linear scorer over [similarity, features] and how it was trained."""
+    """The listwise linear scorer over [similarity, features, signals] and how it was trained;
+    `columns` names each weight (`INPUT_COLUMNS`; a column it lacks weighs 0)."""
 
-    weights: np.ndarray  # (18,): similarity, then the 17 features
+    weights: np.ndarray  # (len(columns),)
     sessions: int  # sessions seen per epoch
     loss_curve: tuple[float, ...]
+    columns: tuple[str, ...] = INPUT_COLUMNS
+
+    def __post_init__(self) -> None:
+        if np.shape(self.weights) != (len(self.columns),):
+            raise ValueError(
+                f"a base model needs one weight per column ({len(self.columns)}), "
+                f"got shape {np.shape(self.weights)}"
+            )
+
+    def weight(self, column: str) -> float:
+        """The weight of a column by name (0 for one the model was trained without)."""
+        return float(self.weights[self.columns.index(column)]) if column in self.columns else 0.0
 
     @property
     def similarity_weight(self) -> float:
-        return float(self.weights[0])
+        return self.weight("similarity")
 
     @property
     def feature_weights(self) -> np.ndarray:
-        return self.weights[1:]
+        return np.array([self.weight(c) for c in FEATURE_COLUMNS])
+
+    @property
+    def signal_weights(self) -> np.ndarray:
+        """(N_SIGNALS,) in `SIGNAL_NAMES` order."""
+        return np.array([self.weight(c) for c in SIGNAL_COLUMNS])
 
 
 def _padded(batch: list[tuple[np.ndarray, np.ndarray]]):
-    """(inputs (B, N, 18), labels (B, N), mask (B, N)) of a list of sessions."""
+    """(inputs (B, N, len(INPUT_COLUMNS)), labels (B, N), mask (B, N)) of a list of sessions."""
     width = max(len(y) for _, y in batch)
     x = np.zeros((len(batch), width, len(INPUT_COLUMNS)))
     y = np.zeros((len(batch), width))
@@ -192,7 +216,7 @@ def train_base(
     *,
     cfg: PredictorConfig = DEFAULT_CONFIG,
     learning_rate: float = BASE_LEARNING_RATE,
-    epochs: int = 3,
+    epochs: int = BASE_EPOCHS,
     batch_sessions: int = 64,
     chunk_rows: int = 65_536,
     seed: int = 0,
@@ -243,8 +267,7 @@ def base_params(
     scale = base_scale(base)
     if "cosine_weight" in params:  # the scorer's exact cosine(context, memory) term
         params["cosine_weight"] = np.array([scale * base.similarity_weight])
-        # the lexical signal keeps the hybrid's share of it (pairs carry no signals)
-        params["signal_weights"] = signal_weights_init(max(0.0, params["cosine_weight"][0]))
+        params["signal_weights"] = scale * base.signal_weights
     else:
         d = cfg.internal_dim
         params["q_proj"] = np.eye(d) * (scale * base.similarity_weight / math.sqrt(d))

@@ -9,6 +9,7 @@ import pytest
 from signet_bench.bench.quality_locomo import (
     ABLATIONS,
     DIAGNOSTIC,
+    LocomoRun,
     evaluate_queries,
     locomo_rows,
     question_context,
@@ -17,6 +18,8 @@ from signet_bench.bench.quality_locomo import (
     split_queries,
 )
 from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.learn.base import write_base
+from signet_bench.learn.pairs import INPUT_COLUMNS, BaseModel
 from signet_bench.world.embed import get_embedder
 from signet_bench.world.locomo import Query, convert_locomo, relevance
 from tests.world.test_locomo import AUDIT, needs_data, slice_file
@@ -96,15 +99,18 @@ def test_metrics_of_an_oracle_and_of_its_reverse(slice_stores):
 @needs_data
 def test_rows_are_reproducible_for_a_seed_and_name_every_ranker(slice_stores):
     data, _ = slice_stores
-    rows = locomo_rows(data, seed=3, quick=True, embedders=["wordllama"])
-    again = locomo_rows(data, seed=3, quick=True, embedders=["wordllama"])
+    rows = locomo_rows(data, LocomoRun(seed=3, quick=True), embedders=["wordllama"])
+    again = locomo_rows(data, LocomoRun(seed=3, quick=True), embedders=["wordllama"])
     assert [repr(r) for r in rows] == [repr(r) for r in again]  # NaN intervals included
     names = {r.name for r in rows}
     for n in ("bm25", "cosine", "signet_hybrid", "effective", "cogmem_v9", "cascade"):
         assert n in names
     assert {"hybrid", "lexical"} <= names  # our free rankers on the candidates' signals
-    for n in ("learned", "learned_base", "learned_finetuned", "learned_fused"):
+    for n in ("learned", "learned_base_loco", "learned_finetuned", "learned_fused"):
         assert n in names
+    # the shipped base beside the one trained on the other conversations, alone and fused
+    assert {"learned_base_shipped", "learned_base_shipped_fused"} <= names
+    assert "learned_base_shipped-signet_hybrid" in names and "learned_base_file" not in names
     assert "learned-cosine" in names
     # the experiments are reported alone, never as a difference from a heuristic
     assert {"learned_oracle", "learned_pooled", "learned_init", *ABLATIONS} <= names
@@ -123,3 +129,28 @@ def test_rows_are_reproducible_for_a_seed_and_name_every_ranker(slice_stores):
             assert r.ci_low <= r.value + 1e-12 and r.value <= r.ci_high + 1e-12
     cos = {r.metric: r.value for r in rows if r.name == "cosine"}
     assert cos["recall@5"] <= cos["recall@10"] <= cos["recall@25"] <= cos["recall@50"]
+
+
+@needs_data
+def test_a_given_base_file_is_judged_as_learned_base_file(slice_stores, tmp_path):
+    """`--base FILE`: the rows of that base, paired with every heuristic; a base weighing only
+    the similarity ranks as cosine does."""
+    data, _ = slice_stores
+    weights = np.zeros(len(INPUT_COLUMNS))
+    weights[0] = 1.0
+    path = write_base(
+        BaseModel(weights, sessions=1, loss_curve=(1.0,)),
+        tmp_path / "cosine-base.json",
+        {"training": {"data": "none"}, "licence": {"name": "none"}},
+    )
+    rows = locomo_rows(
+        data, LocomoRun(seed=3, quick=True, graph=False), embedders=["wordllama"], base=path
+    )
+    names = {r.name for r in rows}
+    assert "learned_base_file" in names and "learned_base_shipped" not in names
+    assert {"learned_base_file-signet_hybrid", "learned_base_file-hybrid"} <= names
+    value = {(r.name, r.metric): r.value for r in rows}
+    for metric in ("recall@10", "ndcg@10", "mrr"):
+        assert value[("learned_base_file", metric)] == pytest.approx(
+            value[("cosine", metric)], abs=1e-9
+        )

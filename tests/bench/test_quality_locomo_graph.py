@@ -14,6 +14,7 @@ import pytest
 from signet_bench.bench.quality_locomo import (
     GRAPH_RANKERS,
     SERVED,
+    LocomoRun,
     evaluate_queries,
     locomo_rows,
     read_conversation,
@@ -170,8 +171,10 @@ def test_a_store_without_a_graph_gives_no_graph_inputs(hand_data, tmp_path):
 
 
 def test_graph_rows_raise_pool_recall_and_leave_every_other_row_unchanged(hand_data):
-    rows = locomo_rows(hand_data, seed=1, quick=True, embedders=["wordllama"])
-    plain = locomo_rows(hand_data, seed=1, quick=True, embedders=["wordllama"], graph=False)
+    rows = locomo_rows(hand_data, LocomoRun(seed=1, quick=True), embedders=["wordllama"])
+    plain = locomo_rows(
+        hand_data, LocomoRun(seed=1, quick=True, graph=False), embedders=["wordllama"]
+    )
     graph_names = {*GRAPH_RANKERS, "held_out_graph_reached"}
     ours = [r for r in rows if r.name.split("-")[0] in graph_names]
     assert [repr(r) for r in rows if r not in ours] == [repr(r) for r in plain]

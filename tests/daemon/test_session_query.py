@@ -22,7 +22,9 @@ from signet_bench.store.corpus import memory_source_session, read_corpus
 from signet_bench.store.schema import connect_writer, create_store
 from signet_bench.store.write import insert_memories, insert_summary_job
 from signet_scorer.context import SessionContextVector
+from signet_scorer.contract import SIGNAL_NAMES
 from signet_scorer.features import SessionInfo
+from signet_scorer.signals import signal_column
 
 T0 = datetime(2026, 4, 1, 8, 0, tzinfo=UTC)
 WORDS = ("deploy", "cache", "postgres", "rollback", "schema", "index", "queue", "retry")
@@ -108,4 +110,7 @@ def test_the_corpus_reads_source_sessions_and_inputs_carry_them(tmp_path):
         corpus, rows_, "s", SessionInfo(T0, "UTC", None, None), SessionContextVector(None, "none")
     )
     assert inputs.sources.tolist() == ["a", None]
-    assert inputs.query == NO_QUERY and not inputs.signals.any()
+    # no query and no context: every signal but the hybrid's place (all tied) and length is 0
+    assert inputs.query == NO_QUERY
+    zero = [n for n in SIGNAL_NAMES if n not in ("hybrid_rank", "length")]
+    assert not inputs.signals[:, [signal_column(n) for n in zero]].any()

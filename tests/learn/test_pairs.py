@@ -26,7 +26,7 @@ from signet_bench.learn.pairs import (
 )
 from signet_bench.world.embed import get_embedder
 from signet_bench.world.locomo import convert_locomo
-from signet_scorer.contract import FEATURE_NAMES
+from signet_scorer.contract import FEATURE_NAMES, N_SIGNALS
 from tests.world.test_locomo import needs_data, slice_file
 
 
@@ -130,7 +130,7 @@ def test_base_learns_what_the_labels_follow_and_lands_in_the_scorer(tmp_path):
     ("similarity", "scale"), [(0.5, COSINE_WEIGHT_INIT / 0.5), (6.0, 1.0), (-1.0, 1.0)]
 )
 def test_base_scale_lifts_a_weak_similarity_weight_to_the_fresh_scorers(similarity, scale):
-    weights = np.r_[similarity, np.linspace(-1, 1, len(FEATURE_NAMES) + 1)[1:]]
+    weights = np.r_[similarity, np.linspace(-1, 1, len(INPUT_COLUMNS))[1:]]
     base = BaseModel(weights, sessions=1, loss_curve=(1.0,))
     assert base_scale(base) == pytest.approx(scale)
     params = base_params(base, native_dim=8)
@@ -139,6 +139,8 @@ def test_base_scale_lifts_a_weak_similarity_weight_to_the_fresh_scorers(similari
     np.testing.assert_allclose(gate / base.feature_weights, scale)
     if "cosine_weight" in params:
         assert params["cosine_weight"][0] == pytest.approx(scale * similarity)
+        np.testing.assert_allclose(params["signal_weights"], scale * base.signal_weights)
+        assert base.signal_weights.shape == (N_SIGNALS,) and base.signal_weights.any()
 
 
 def test_not_a_pair_file_is_refused_by_name(tmp_path):
@@ -148,3 +150,20 @@ def test_not_a_pair_file_is_refused_by_name(tmp_path):
         list(read_pair_sessions([bad]))
     with pytest.raises(Exception, match="no pair files"):
         train_base([])
+
+
+def test_train_base_writes_a_base_file_reproducibly(tmp_path, capsys):
+    from signet_bench.cli import main
+    from signet_bench.learn.base import read_base
+
+    rng = np.random.default_rng(1)
+    files = [str(_synthetic_pair_file(tmp_path, rng, f"u{i}.parquet")) for i in range(2)]
+    outs = [tmp_path / "a.json", tmp_path / "b.json"]
+    for out in outs:
+        assert main(["train-base", "--pairs", *files, "--json", str(out)]) == 0
+    first, second = (read_base(p) for p in outs)
+    np.testing.assert_array_equal(first.weights, second.weights)
+    np.testing.assert_allclose(first.weights, train_base(files).weights, atol=1e-8)
+    assert "u0.parquet" in outs[0].read_text(encoding="utf-8")  # its training data, named
+    assert main(["train-base", "--json", str(outs[0])]) != 0
+    assert "--pairs" in capsys.readouterr().err

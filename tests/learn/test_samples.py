@@ -23,7 +23,7 @@ from signet_bench.store.corpus import read_corpus
 from signet_bench.store.read import read_memories, read_session_memories
 from signet_bench.world.synth.build import build_persona_store
 from signet_scorer.contract import N_FEATURES, N_SIGNALS
-from signet_scorer.signals import lexical_scores
+from signet_scorer.signals import lexical_scores, signal_column
 from signet_scorer.tokenize import project_slot, token_buckets
 
 TZ = "Europe/Berlin"  # the light persona's zone
@@ -203,7 +203,8 @@ def test_signals_are_the_session_starts_lexical_evidence(store, loaded):
     project's transcripts done before the session started, asked of the store itself): over
     the session-start pool for its candidates, as session start scored them, and over every
     recorded candidate for those recorded later (prompt recalls); the light store records no
-    source sessions and the session-start query has no names, so the other two signals are 0."""
+    source sessions and the session-start query has no names, so the other two query signals
+    are 0 (the pool signals, computed from texts and embeddings, are not)."""
     samples, _ = loaded
     con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
     try:
@@ -224,6 +225,7 @@ def test_signals_are_the_session_starts_lexical_evidence(store, loaded):
             got = lexical_scores(queries[s.session_key].terms, texts)
             lexical.update(zip(ids, got, strict=True))
         np.testing.assert_array_equal(s.signals[:, 0], [lexical[m] for m in s.memory_ids])
-        assert not s.signals[:, 1:].any()
+        assert not s.signals[:, 1:3].any()
+        assert s.signals[:, signal_column("length")].all()  # the pool signals are computed
         matched += int(s.signals[:, 0].any())
     assert matched > len(samples) // 2  # the transcripts name the sessions' topics

@@ -10,6 +10,10 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.learn.export import model_bytes
+from signet_bench.learn.model.checkpoint import CheckpointMeta
+from signet_bench.learn.model.scorer import score_session
 from signet_bench.store.schema import connect_writer, create_store
 from signet_bench.store.write import insert_summary_job
 from signet_scorer import ScoreQuery, contract, signals
@@ -18,15 +22,19 @@ from signet_scorer.signals import (
     candidate_signals,
     entity_match,
     hybrid_scores,
+    length_signal,
     lexical_scores,
     query_entities,
+    rank_signal,
     recent_transcripts,
+    session_best,
     session_start_terms,
     signal_column,
     source_neighbourhood,
     store_start_terms,
 )
-from tests.scorer.conftest import request
+from signet_scorer.tokenize import token_buckets
+from tests.scorer.conftest import generator, request
 
 # --- lexical ------------------------------------------------------------------------------------
 
@@ -298,6 +306,60 @@ def test_candidate_signals_are_the_columns_in_contract_order():
         signal_column("bm25")
 
 
+def test_rank_is_the_reciprocal_place_with_ties_sharing_the_best():
+    values, valid = np.array([0.3, 0.5, 0.5, 0.9, 0.1]), np.array([1, 1, 1, 1, 0], bool)
+    got = rank_signal(values, valid)
+    np.testing.assert_array_equal(got, np.float32([1 / 4, 1 / 2, 1 / 2, 1.0, 0.0]))
+    perm = np.array([4, 2, 0, 3, 1])  # the candidates' order does not matter
+    np.testing.assert_array_equal(rank_signal(values[perm], valid[perm]), got[perm])
+
+
+def test_session_best_is_the_best_of_the_source_itself_included():
+    got = session_best(np.array([0.2, 0.7, 0.4, 0.1]), ["a", "b", "a", None])
+    np.testing.assert_array_equal(got, np.float32([0.4, 0.7, 0.4, 0.1]))
+    np.testing.assert_array_equal(session_best(np.array([0.2, 0.7]), None), np.float32([0.2, 0.7]))
+
+
+def test_length_grows_with_the_tokens_up_to_one():
+    got = length_signal(["", "one", "one two three", " ".join(["w"] * 400), None])
+    assert got[0] == 0.0 and got[4] == 0.0 and got[3] == 1.0
+    assert 0 < got[1] < got[2] < 1
+    assert got[1] == np.float32(math.log(2) / math.log(signals.LENGTH_TOKENS))
+
+
+def test_pool_signals_are_ranks_and_session_aggregates_of_the_cosine():
+    rng = np.random.default_rng(7)
+    emb = rng.normal(size=(9, 16)).astype(np.float32)
+    ctx = rng.normal(size=16).astype(np.float32)
+    has = np.array([True] * 7 + [False] * 2)
+    sources = ["a", "a", "b", "b", "b", None, "c", "a", None]
+    texts = [f"deploy note {i}" if i % 2 else "cache" for i in range(9)]
+    got = candidate_signals(
+        query_terms=["cache"],
+        query_entities=None,
+        candidate_texts=texts,
+        context=ctx,
+        embeddings=emb,
+        has_embedding=has,
+        sources=sources,
+    )
+    cos = np.where(has, emb @ ctx / np.linalg.norm(emb, axis=1) / np.linalg.norm(ctx), 0.0)
+    col = {n: got[:, signal_column(n)] for n in contract.SIGNAL_NAMES}
+    better = (cos[has][None, :] > cos[:, None] + 1e-9).sum(axis=1)
+    np.testing.assert_allclose(col["cosine_rank"], np.where(has, 1 / (1 + better), 0), rtol=1e-6)
+    hyb = hybrid_scores(cos, col["lexical"])
+    above = (hyb[None, :] > hyb[:, None] + 1e-9).sum(axis=1)
+    np.testing.assert_allclose(col["hybrid_rank"], 1 / (1 + above), rtol=1e-6)
+    for i, s in enumerate(sources):
+        group = [j for j, t in enumerate(sources) if s is not None and t == s] or [i]
+        others = [cos[j] for j in group if has[j] and j != i]
+        # max(own cosine, source_neighbourhood), the latter 0 without an embedded mate
+        mate = max(others) if others else 0.0
+        assert col["session_max"][i] == pytest.approx(max(cos[i], mate), abs=1e-6)
+        assert col["session_best_rank"][i] == max(col["cosine_rank"][j] for j in group)
+    np.testing.assert_array_equal(col["length"], length_signal(texts))
+
+
 def test_hybrid_is_signets_weighting():
     np.testing.assert_allclose(hybrid_scores([1.0, 0.0], [0.0, 1.0]), [0.7, 0.3])
 
@@ -342,9 +404,23 @@ def test_the_server_computes_the_signals_from_the_request(golden):
     assert golden.score_request(req) != plain  # the golden model weighs the lexical signal
 
 
-def test_a_request_without_query_parameters_has_zero_signals(golden):
-    inputs = parse_score_params(request(n=5), golden.info).inputs
-    np.testing.assert_array_equal(inputs[contract.INPUT_SIGNALS], np.zeros((5, 3), np.float32))
+def test_a_request_without_query_parameters_has_only_the_pool_signals(golden):
+    req = request(n=5)
+    inputs = parse_score_params(req, golden.info).inputs
+    got = inputs[contract.INPUT_SIGNALS]
+    query = [signal_column(n) for n in ("lexical", "entity_match", "source_neighbourhood")]
+    np.testing.assert_array_equal(got[:, query], np.zeros((5, 3), np.float32))
+    expected = candidate_signals(
+        query_terms=None,
+        query_entities=None,
+        candidate_texts=req["candidate_texts"],
+        context=inputs[contract.INPUT_CONTEXT],
+        embeddings=inputs[contract.INPUT_CANDIDATE_EMBEDDINGS],
+        has_embedding=inputs[contract.INPUT_HAS_EMBEDDING],
+        sources=None,
+    )
+    np.testing.assert_array_equal(got, expected)
+    assert got[:, signal_column("cosine_rank")].any() and got[:, signal_column("length")].any()
 
 
 def test_in_process_keywords_reach_the_signals(golden):
@@ -405,3 +481,95 @@ def test_a_graph_exported_before_the_signals_still_serves(golden_onnx, tmp_path)
         k: v for k, v in req.items() if not k.startswith("query_") and k != "candidate_sources"
     }
     assert scorer.score_request(req) == scorer.score_request(plain)
+
+
+def _signal_params() -> dict[str, np.ndarray]:
+    """The golden weights with every signal weighed (the new ones too)."""
+    params = generator().golden_params()
+    params["signal_weights"] = np.random.default_rng(42).normal(0.0, 2.0, contract.N_SIGNALS)
+    return params
+
+
+def test_a_request_ranks_as_the_numpy_model_with_every_signal(tmp_path):
+    """Trainer/server parity: the server's signals (computed from the request) fed to the
+    graph rank the candidates exactly as the numpy model fed `candidate_signals`."""
+    params = _signal_params()
+    path = tmp_path / "signals.onnx"
+    path.write_bytes(model_bytes(params, CheckpointMeta()))
+    scorer = Scorer.open(path)
+    assert scorer.ready, scorer.reason
+    req = with_query(request(n=16, seed=5))
+    inputs = parse_score_params(req, scorer.info).inputs
+    has = inputs[contract.INPUT_HAS_EMBEDDING]
+    expected = candidate_signals(
+        query_terms=req["query_terms"],
+        query_entities=req["query_entities"],
+        candidate_texts=req["candidate_texts"],
+        context=inputs[contract.INPUT_CONTEXT],
+        embeddings=inputs[contract.INPUT_CANDIDATE_EMBEDDINGS],
+        has_embedding=has,
+        sources=req["candidate_sources"],
+    )
+    assert expected[:, 3:].any(axis=0).all()  # every new signal is in play
+    probs = score_session(
+        params,
+        inputs[contract.INPUT_CONTEXT],
+        inputs[contract.INPUT_CANDIDATE_EMBEDDINGS],
+        has,
+        [
+            None if h else token_buckets(t, DEFAULT_CONFIG.hash_buckets)
+            for h, t in zip(has, req["candidate_texts"], strict=True)
+        ],
+        inputs[contract.INPUT_FEATURES],
+        req["project_slot"],
+        signals=expected,
+    )
+    served = scorer.score_request(req)
+    numpy_order = [req["candidate_ids"][i] for i in np.argsort(-probs, kind="stable")]
+    assert [i for i, _ in served] == numpy_order
+    np.testing.assert_allclose([s for _, s in served], np.sort(probs)[::-1], rtol=1e-4, atol=1e-6)
+
+
+def test_a_graph_exported_with_three_signals_loads_and_reads_the_first_three(tmp_path):
+    """A graph whose signal input has the first three columns (exported before the pool signals
+    existed) loads, is fed the first three of the server's signals and scores as the current
+    graph with the later signal columns at zero."""
+    import onnx
+    from onnx import helper
+
+    params = _signal_params()
+    full = tmp_path / "full.onnx"
+    full.write_bytes(model_bytes(params, CheckpointMeta()))
+    model = onnx.load(str(full))
+    graph = model.graph
+    # the signal input becomes three columns, padded with zeros to the width the graph reads
+    pad = contract.N_SIGNALS - 3
+    for node in graph.node:
+        for k, name in enumerate(node.input):
+            if name == contract.INPUT_SIGNALS:
+                node.input[k] = "old/signals_full"
+    front = [
+        helper.make_node("Constant", [], ["old/pads"], value_ints=[0, 0, 0, pad]),
+        helper.make_node("Pad", [contract.INPUT_SIGNALS, "old/pads"], ["old/signals_full"]),
+    ]
+    nodes = front + list(graph.node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    signal_input = next(i for i in graph.input if i.name == contract.INPUT_SIGNALS)
+    signal_input.type.tensor_type.shape.dim[1].dim_value = 3
+    old = tmp_path / "old3.onnx"
+    onnx.save(model, str(old))
+    scorer = Scorer.open(old)
+    assert scorer.ready, scorer.reason
+    assert scorer.info.n_signals == 3 and scorer.model is not None
+    now = Scorer.open(full).model
+    assert now is not None
+    req = with_query(request(n=10, seed=4))
+    feed = parse_score_params(req, now.info).inputs
+    cut = {**feed, contract.INPUT_SIGNALS: feed[contract.INPUT_SIGNALS].copy()}
+    cut[contract.INPUT_SIGNALS][:, 3:] = 0.0
+    _, want = now.run(cut)
+    _, got = scorer.model.run(feed)
+    np.testing.assert_array_equal(got, want)
+    _, uncut = now.run(feed)
+    assert not np.array_equal(uncut, want)  # the later signals do move the full graph

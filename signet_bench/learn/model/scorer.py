@@ -249,9 +249,11 @@ def _check(params: dict[str, np.ndarray], batch: Batch) -> None:
     if np.shape(batch.project_slot) != (b,):
         raise ValueError(f"project_slot has shape {np.shape(batch.project_slot)}, expected {(b,)}")
     if batch.signals is not None and "signal_weights" in params:
-        want = (b, n, params["signal_weights"].shape[0])
-        if np.shape(batch.signals) != want:
-            raise ValueError(f"signals have shape {np.shape(batch.signals)}, expected {want}")
+        # weights of fewer signals read the first columns (signals are only ever appended)
+        k = params["signal_weights"].shape[0]
+        got = np.shape(batch.signals)
+        if len(got) != 3 or got[:2] != (b, n) or got[2] < k:
+            raise ValueError(f"signals have shape {got}, expected {(b, n)} and >= {k} columns")
     if b and not bool(np.all(mask.any(axis=1))):
         raise ValueError("every session needs at least one real candidate")
     slots = params["project_embeddings"].shape[0]
@@ -414,6 +416,7 @@ def forward(
         raw += params["cosine_weight"][0] * cos
     signals = None if batch.signals is None else np.asarray(batch.signals, dtype=dt)
     if signals is not None and "signal_weights" in params:
+        signals = signals[:, :, : params["signal_weights"].shape[0]]
         raw += signals @ params["signal_weights"]
     logits = np.where(mask, raw, -np.inf)
     cache = _Cache(query, emb, txt, u, enc, cos, signals, features, slot, proj_rows)

@@ -32,6 +32,7 @@ from signet_bench.learn.model.params import (
     param_shapes,
     signet_init_params,
 )
+from signet_scorer.contract import N_SIGNALS
 
 SMALL = DEFAULT_CONFIG.replace(internal_dim=8, value_dim=4, hash_buckets=64, project_slots=4)
 NATIVE = 16
@@ -441,7 +442,7 @@ def test_file_without_the_signal_weights_reads_them_as_zero(tmp_path):
     path = tmp_path / "old.sbm"
     write_zip(path, own_members(drop="signal_weights"))
     loaded, _ = load_checkpoint(path)
-    assert loaded["signal_weights"].tolist() == [0.0, 0.0, 0.0]
+    assert loaded["signal_weights"].tolist() == [0.0] * N_SIGNALS
     assert list(loaded) == list(param_shapes(SMALL, NATIVE))
 
 
@@ -452,7 +453,7 @@ def test_sgpt_import_has_every_term_of_ours_neutral(tmp_path):
     for name, value in neutral_extensions(SMALL).items():
         assert np.array_equal(loaded[name], value), name
     assert loaded["cosine_weight"].tolist() == [0.0]
-    assert loaded["signal_weights"].tolist() == [0.0, 0.0, 0.0]
+    assert loaded["signal_weights"].tolist() == [0.0] * N_SIGNALS
 
 
 def test_write_sgpt_refuses_missing_or_inconsistent_params(tmp_path):
