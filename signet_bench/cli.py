@@ -241,6 +241,26 @@ def _add_synth(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--schema", default="0.58", choices=RELEASE_LINES, help=_SCHEMA_HELP)
 
 
+def _add_bench_locomo(p: argparse.ArgumentParser) -> None:
+    """`bench quality --dataset locomo`'s options."""
+    p.add_argument("--dataset", default="synth", choices=["synth", "locomo"])
+    p.add_argument("--data", default=None, help="locomo: the LoCoMo JSON or a folder of stores")
+    p.add_argument("--graded", action="store_true", help="locomo: graded relevance for NDCG")
+    p.add_argument(
+        "--base",
+        default=None,
+        type=Path,
+        help="locomo: a base file to judge (rows learned_base_file; default: the shipped base, "
+        "rows learned_base_shipped)",
+    )
+    p.add_argument(
+        "--split",
+        default="chronological",
+        choices=["chronological", "random"],
+        help="locomo: held-out questions (chronological: the later half; random: an experiment)",
+    )
+
+
 def _add_bench(sub: argparse._SubParsersAction) -> None:
     p = _command(
         sub, "bench", _cmd_bench, "run a benchmark",
@@ -265,22 +285,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--browser", action="store_true", help="dashboard: also the first chart in Chromium"
     )
-    p.add_argument("--dataset", default="synth", choices=["synth", "locomo"])
-    p.add_argument("--data", default=None, help="locomo: the LoCoMo JSON or a folder of stores")
-    p.add_argument("--graded", action="store_true", help="locomo: graded relevance for NDCG")
-    p.add_argument(
-        "--base",
-        default=None,
-        type=Path,
-        help="locomo: a base file to judge (rows learned_base_file; default: the shipped base, "
-        "rows learned_base_shipped)",
-    )
-    p.add_argument(
-        "--split",
-        default="chronological",
-        choices=["chronological", "random"],
-        help="locomo: held-out questions (chronological: the later half; random: an experiment)",
-    )
+    _add_bench_locomo(p)
     p.add_argument("--results", default="bench-results", help="report: folder of bench JSON")
     p.add_argument("--out", default=None, help="report: the page (default docs/benchmarks.md)")
     p.add_argument("--persona", default="heavy")
