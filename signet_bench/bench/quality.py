@@ -60,6 +60,13 @@ Method (no ranker ever sees the truth):
    tables reach memories (`EntityGraph.has_graph`): the architect persona's full one, or the
    few entities another persona's graph-attribute supersessions write.
 
+6. A choice, not only an order: for every ranker at every checkpoint, the share of each
+   held-out session's truly relevant memories (as in 5) in its first K of the pool the loop
+   built, K = 10, 15, 25, 50, and the tokens their contents would inject
+   (`signet_scorer.budget.estimate_tokens`); and the budget's goal, the truly relevant
+   memories in the served choice of 15 (`predictor_served`, `fused_served`) against Signet's
+   own 50 in effective-score order (`baseline`), paired per session (`budget_rows`).
+
 Per-session NDCGs are pooled over the seeds of a persona; intervals are 95% bootstrap
 intervals over the pooled sessions, paired for differences.
 
@@ -104,6 +111,14 @@ Rows (stable names; with several personas each name is prefixed `<persona>/`):
   pool_recall_graph-pool_recall_nograph  recall_top10_delta  share  paired difference, n = N
                                                  (pooled and per seed)
   pool_size_graph           candidates     memories  mean pool size, n = N (pool_size_nograph)
+  <ranker>                  relevant_recall@K  share  mean over held-out sessions with a
+                                                 truly relevant memory, K = 10, 15, 25, 50
+  <ranker>                  tokens@K       tokens  mean tokens of its first K
+  held_out                  pool_size      memories  mean pool size
+  <served>@15-baseline@50   relevant_count_delta  memories  paired difference of the truly
+                            relevant memories held (and _worst_seed; seed_<s>/...; the
+                            counts themselves: <served>@15, baseline@50 relevant_count;
+                            tokens_delta)
   effect_<effect>           ndcg@10_full / ndcg@10_ablated / ndcg@10_drop (true labels)
   truth_share_<effect>      variance_share share  mean over the seeds (interval: min, max)
 """

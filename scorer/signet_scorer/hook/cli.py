@@ -34,8 +34,10 @@ printed for the harness's own arguments, derived from that one call:
 
 The answer is re-ranked only when all of this holds: stdin is empty or a JSON object, the
 model exists and loads, the store opens read-only, every memory of the answer is in it, the
-block is found, and the wrapper is within its time budget, counted from its start (Signet's
-own time included) to the end of the re-ranking. Stderr is always Signet's: Python's warnings
+block is found, the token budget admits at least one memory, and the wrapper is within its time
+budget, counted from its start (Signet's own time included) to the end of the re-ranking. What
+it injects is the scorer's choice (`signet_scorer.budget`): its best memories of the answer, at
+most `--limit`, within `--max-tokens` when given, under a heading that counts them. Stderr is always Signet's: Python's warnings
 are off, and onnxruntime neither logs nor writes its telemetry (`signet_scorer.runtime`).
 
 **The resident scorer.** Loading numpy, onnxruntime and the model takes far longer than the
