@@ -12,6 +12,7 @@ from signet_bench.config import DEFAULT_CONFIG, PredictorConfig, load_config
 from signet_bench.errors import UserError
 from signet_bench.learn.blas import configure as configure_blas
 from signet_bench.store.schema import RELEASE_LINES
+from signet_scorer.budget import Budget
 from signet_scorer.request import FORMATS, MODES, RequestError, TrainingRequest
 from signet_scorer.timestamps import local_tz
 from signet_scorer.version import version_line
@@ -339,7 +340,10 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     from signet_bench.replay.loop import SimOptions, simulate
 
     chosen = {name: getattr(args, name) for name in _SIM_OPTIONS}
-    opts = SimOptions(**chosen, train_epochs=args.epochs, progress=sys.stderr.isatty())
+    given = (args.inject_k, args.inject_tokens) != (None, None)
+    choice = Budget(args.inject_k, args.inject_tokens) if given else None
+    opts = SimOptions(**chosen, train_epochs=args.epochs, progress=sys.stderr.isatty(),
+                      choice=choice)  # fmt: skip
     report = simulate(args.db, args.sessions, opts, load_config(args.config))
     print(report.summary())
     print(_slices(args.db))
@@ -383,7 +387,27 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
         help="the release line the store must be (default: whichever it is; the loop writes "
         "rows in the store's own shape, and no predictor tables on a current store)",
     )
+    p.add_argument(
+        "--inject-k", type=_count, default=None, metavar="K",
+        help="inject the best K of the pool (with --inject-tokens: within that many tokens) in "
+        "place of the 2,000-character budget (default: the character budget)",
+    )  # fmt: skip
+    p.add_argument(
+        "--inject-tokens", type=_count, default=None, metavar="N",
+        help="inject the best memories within N tokens (a quarter of their length)",
+    )  # fmt: skip
     p.add_argument("--config", default=None, help=_CONFIG_HELP)
+
+
+def _count(text: str) -> int:
+    """A whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
 
 
 def _training_request(args: argparse.Namespace, cfg: PredictorConfig) -> TrainingRequest:

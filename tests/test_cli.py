@@ -172,3 +172,24 @@ def test_bench_quality_takes_lists_of_personas_and_seeds(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["bench", "quality", "--seeds", "11,x"])
     assert "whole numbers" in capsys.readouterr().err
+
+
+def test_simulate_injects_a_choice_when_asked(capsys, tmp_path: Path):
+    db = tmp_path / "light.db"
+    assert main(["synth", "--persona", "light", "--out", str(db), "--memories", "120"]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["simulate", "--db", str(db), "--sessions", "3", "--inject-k", "-1"])
+    assert "--inject-k: expected a whole number >= 0, got '-1'" in capsys.readouterr().err
+    argv = ["simulate", "--db", str(db), "--sessions", "4", "--inject-k", "5"]
+    assert main([*argv, "--inject-tokens", "10000"]) == 0
+    con = sqlite3.connect(db)
+    try:
+        counts = con.execute(
+            "SELECT SUM(was_injected AND NOT is_constraint), SUM(was_injected) "
+            "FROM session_memories GROUP BY session_key"
+        ).fetchall()
+    finally:
+        con.close()
+    # a constraint among the best 5 takes its place; the others are injected after them
+    assert len(counts) == 4 and all(plain <= 5 <= every for plain, every in counts)

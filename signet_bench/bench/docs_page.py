@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from signet_bench.bench.quality import BUDGET_KS, SERVED_CHOICE, SIGNET_CHOICE
+
 __all__ = [
     "COMMANDS",
     "RANKER_KINDS",
@@ -426,6 +428,7 @@ def _quality_section(
             pivot_markdown(part, ("variance_share",)),
             pivot_markdown(part, ("ndcg@10_full", "ndcg@10_ablated", "ndcg@10_drop")),
             *_graph_route_markdown(part, prefix),
+            *_budget_markdown(pooled, prefix),
         ]
     return out
 
@@ -479,6 +482,44 @@ def _graph_route_markdown(rows: Sequence[Mapping[str, Any]], prefix: str) -> lis
         "paired for the difference), and the mean pool sizes:"
     )
     return _metric_tables(rows, prefix, intro, GRAPH_METRICS)
+
+
+BUDGET_METRICS = (*(f"relevant_recall@{k}" for k in BUDGET_KS),
+                  *(f"tokens@{k}" for k in BUDGET_KS))  # fmt: skip
+BUDGET_GOAL = {  # metric -> the heading of its table (`bench.quality.budget_rows`)
+    "relevant_count": "truly relevant memories in the choice",
+    "relevant_count_delta": f"served {SERVED_CHOICE} − Signet's {SIGNET_CHOICE}",
+    "relevant_count_delta_worst_seed": "the same, worst seed",
+    "tokens_delta": f"tokens, served {SERVED_CHOICE} − Signet's {SIGNET_CHOICE}",
+}
+
+
+def _budget_markdown(rows: Sequence[Mapping[str, Any]], prefix: str) -> list[str]:
+    """A choice under a budget (`bench.quality.budget_rows`): per checkpoint, each ranker's
+    share of the truly relevant memories in its first K and the tokens they take; then the
+    served choice of 15 against Signet's own 50 in effective-score order. Nothing for a run
+    that did not measure them."""
+    picked = [{**r, "name": r["name"].removeprefix(prefix)} for r in rows
+              if r["metric"] in BUDGET_METRICS]  # fmt: skip
+    if not picked:
+        return []
+    out = [
+        (
+            "A choice, not only an order: the share of each held-out session's truly relevant "
+            "memories (its 10 most relevant live ones) in each ranker's first K of the pool, "
+            "and the tokens their contents take (a quarter of their length, as Signet "
+            "estimates):"
+        )
+    ]
+    for n in sorted({int(r["n"]) for r in picked if r.get("n") is not None}):
+        out += [f"After {n} sessions:", pivot_markdown([r for r in picked if r.get("n") == n],
+                                                       BUDGET_METRICS)]  # fmt: skip
+    intro = (
+        f"The budget's goal: the truly relevant memories in the served choice of "
+        f"{SERVED_CHOICE} from the pool against Signet's own {SIGNET_CHOICE} in effective-score "
+        "order (paired per session; the worst seed's mean):"
+    )
+    return out + _metric_tables(rows, prefix, intro, BUDGET_GOAL)
 
 
 def _locomo_section(

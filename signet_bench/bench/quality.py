@@ -60,6 +60,13 @@ Method (no ranker ever sees the truth):
    tables reach memories (`EntityGraph.has_graph`): the architect persona's full one, or the
    few entities another persona's graph-attribute supersessions write.
 
+6. A choice, not only an order: for every ranker at every checkpoint, the share of each
+   held-out session's truly relevant memories (as in 5) in its first K of the pool the loop
+   built, K = 10, 15, 25, 50, and the tokens their contents would inject
+   (`signet_scorer.budget.estimate_tokens`); and the budget's goal, the truly relevant
+   memories in the served choice of 15 (`predictor_served`, `fused_served`) against Signet's
+   own 50 in effective-score order (`baseline`), paired per session (`budget_rows`).
+
 Per-session NDCGs are pooled over the seeds of a persona; intervals are 95% bootstrap
 intervals over the pooled sessions, paired for differences.
 
@@ -104,6 +111,14 @@ Rows (stable names; with several personas each name is prefixed `<persona>/`):
   pool_recall_graph-pool_recall_nograph  recall_top10_delta  share  paired difference, n = N
                                                  (pooled and per seed)
   pool_size_graph           candidates     memories  mean pool size, n = N (pool_size_nograph)
+  <ranker>                  relevant_recall@K  share  mean over held-out sessions with a
+                                                 truly relevant memory, K = 10, 15, 25, 50
+  <ranker>                  tokens@K       tokens  mean tokens of its first K
+  held_out                  pool_size      memories  mean pool size
+  <served>@15-baseline@50   relevant_count_delta  memories  paired difference of the truly
+                            relevant memories held (and _worst_seed; seed_<s>/...; the
+                            counts themselves: <served>@15, baseline@50 relevant_count;
+                            tokens_delta)
   effect_<effect>           ndcg@10_full / ndcg@10_ablated / ndcg@10_drop (true labels)
   truth_share_<effect>      variance_share share  mean over the seeds (interval: min, max)
 """
@@ -150,6 +165,7 @@ from signet_bench.world.synth.build import build_persona_store
 from signet_bench.world.synth.persona import Persona
 from signet_bench.world.synth.plans import SessionContext
 from signet_bench.world.synth.truth import EFFECTS, true_relevance, variance_shares
+from signet_scorer.budget import token_costs
 from signet_scorer.contract import SESSION_FEATURES
 from signet_scorer.features import feature_index, feature_indices
 
@@ -157,10 +173,13 @@ __all__ = [
     "ABLATIONS",
     "HeldOut",
     "PoolRecall",
+    "TopK",
     "ablate_inputs",
     "ablate_samples",
     "ablation_frozen",
     "ablation_selection",
+    "budget_rows",
+    "checkpoint_scores",
     "familiar_masks",
     "familiar_only",
     "familiar_sessions",
@@ -170,7 +189,9 @@ __all__ = [
     "pool_recall",
     "pool_recall_rows",
     "quality_rows",
+    "session_relevant",
     "start_pool",
+    "top_k",
     "truly_relevant",
     "truth_share_rows",
     "worst_seed_rows",
@@ -206,6 +227,11 @@ GRAPH_ONLY = ("structure",)  # ablations run only on stores with a knowledge gra
 # +0.021 on the planted relevance)
 GRAPH_ABLATION_RETRAINS = 5
 RELEVANT_K = 10  # a session's truly relevant memories: its top 10 live ones by planted truth
+BUDGET_KS = (10, 15, 25, 50)  # the choices `relevant_recall@K` judges, of each ranker's order
+# The budget's goal: the served choice of SERVED_CHOICE from the pool holds at least as many
+# truly relevant memories as Signet's own SIGNET_CHOICE in effective-score order (baseline).
+SERVED_CHOICE, SIGNET_CHOICE = 15, 50
+SERVED_RANKERS = ("predictor_served", "fused_served")
 RANKERS = (
     "baseline",
     "cosine",
@@ -376,6 +402,8 @@ class Run:
     pools: dict[int, list[HeldOut]]  # checkpoint -> the held-out sessions that follow it
     scores: dict[tuple, np.ndarray] = field(default_factory=dict)
     recalls: dict[str, PoolRecall] = field(default_factory=dict)  # session key -> pool recall
+    trained: dict[tuple, Ranker] = field(default_factory=dict)  # the offline retrains
+    relevant: dict[str, np.ndarray] = field(default_factory=dict)  # session key -> corpus rows
 
     @property
     def held(self) -> list[HeldOut]:
@@ -414,12 +442,28 @@ class Run:
         another seed (`retrain_seed`)."""
         key = (n, group, truth, retrain)
         if key not in self.scores:
+            ranker = self.offline_ranker(n, group, truth, cfg, retrain)
+            self.scores[key] = ndcgs(ranker, self.pools[n], group)
+        return self.scores[key]
+
+    def offline_ranker(
+        self,
+        n: int,
+        group: str | None,
+        truth: tuple[str, ...] | None,
+        cfg: PredictorConfig,
+        retrain: int = 0,
+    ) -> Ranker:
+        """The fresh model `offline` judges (trained once per key)."""
+        key = (n, group, truth, retrain)
+        if key not in self.trained:
             samples = self.checkpoints[n].samples if truth is None else self.true_labels(n, truth)
             seed = retrain_seed(self.seed, retrain)
             params = _train(ablate_samples(samples, group), seed, cfg, group)
-            ranker = EffectiveScoreRanker() if params is None else ModelRanker(params, cfg)
-            self.scores[key] = ndcgs(ranker, self.pools[n], group)
-        return self.scores[key]
+            self.trained[key] = (
+                EffectiveScoreRanker() if params is None else ModelRanker(params, cfg)
+            )
+        return self.trained[key]
 
     def offline_mean(
         self,
@@ -524,22 +568,44 @@ def live_scores(start: SessionStartResult, inputs: SessionInputs) -> np.ndarray:
     return np.where(scored, scores, floor)
 
 
-def checkpoint_ndcgs(run: Run, n: int, cfg: PredictorConfig) -> dict[str, np.ndarray]:
-    """Every ranker's per-held-out-session NDCG@10 at checkpoint `n` of a run."""
+def checkpoint_rankers(run: Run, n: int, cfg: PredictorConfig) -> dict[str, Ranker]:
+    """The rankers fixed at checkpoint `n` of a run that score a session's pool as it is:
+    baseline, cosine, the served model and the fusion that injects from it."""
     cp = run.checkpoints[n]
     served = EffectiveScoreRanker() if cp.served is None else ModelRanker(cp.served, cfg)
-    pool = run.pools[n]
     return {
-        "baseline": ndcgs(EffectiveScoreRanker(), pool),
-        "cosine": ndcgs(CosineRanker(), pool),
-        "predictor_served": ndcgs(served, pool),
-        "predictor_live": np.array(
-            [ndcg_at_k(h.relevance, h.live, h.inputs.memory_ids, k=K) for h in pool]
-        ),
-        "fused_served": ndcgs(FusedRanker(served, cp.alpha, cfg), pool),
+        "baseline": EffectiveScoreRanker(),
+        "cosine": CosineRanker(),
+        "predictor_served": served,
+        "fused_served": FusedRanker(served, cp.alpha, cfg),
+    }
+
+
+def checkpoint_ndcgs(run: Run, n: int, cfg: PredictorConfig) -> dict[str, np.ndarray]:
+    """Every ranker's per-held-out-session NDCG@10 at checkpoint `n` of a run."""
+    pool = run.pools[n]
+    fixed = {name: ndcgs(r, pool) for name, r in checkpoint_rankers(run, n, cfg).items()}
+    live = np.array([ndcg_at_k(h.relevance, h.live, h.inputs.memory_ids, k=K) for h in pool])
+    return {
+        **fixed,
+        "predictor_live": live,
         "predictor_offline": run.offline(n, None, None, cfg),
         "true_label_ceiling": run.offline(n, None, (), cfg),
     }
+
+
+def checkpoint_scores(run: Run, n: int, cfg: PredictorConfig) -> dict[str, list[np.ndarray]]:
+    """Every ranker of `RANKERS` scoring each held-out session of checkpoint `n` (aligned with
+    its pool): the fixed rankers, the live model's recorded scores and the offline retrains."""
+    pool = run.pools[n]
+    rankers = {
+        **checkpoint_rankers(run, n, cfg),
+        "predictor_offline": run.offline_ranker(n, None, None, cfg),
+        "true_label_ceiling": run.offline_ranker(n, None, (), cfg),
+    }
+    out = {name: [r.score(h.inputs) for h in pool] for name, r in rankers.items()}
+    out["predictor_live"] = [h.live for h in pool]
+    return {name: out[name] for name in RANKERS}
 
 
 def _row(name: str, metric: str, values: np.ndarray, n: int, seed: int, unit: str = "ndcg") -> Row:
@@ -814,6 +880,18 @@ def previous_used(con: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
     return {k: p.used for k, p in prev.items() if p is not None}
 
 
+def session_relevant(run: Run, h: HeldOut) -> np.ndarray:
+    """The corpus rows of a held-out session's truly relevant memories (`truly_relevant` over
+    the live corpus at its start; computed once per session)."""
+    key = h.plan.session_key
+    if key not in run.relevant:
+        sim = run.sim
+        rel = true_relevance(sim.truth, h.plan)[sim.truth_rows]
+        live = ~sim.corpus.absent_at(h.plan.start.timestamp())
+        run.relevant[key] = truly_relevant(rel, sim.corpus.ids, live)
+    return run.relevant[key]
+
+
 def run_pool_recalls(run: Run) -> dict[str, PoolRecall]:
     """Every held-out session's `PoolRecall` (computed once per run): the truly relevant
     memories (`truly_relevant` over the live corpus at the session start) in the recorded pool,
@@ -825,8 +903,7 @@ def run_pool_recalls(run: Run) -> dict[str, PoolRecall]:
     for key in todo:
         h = held[key]
         start_s = h.plan.start.timestamp()
-        rel = true_relevance(sim.truth, h.plan)[sim.truth_rows]
-        relevant = truly_relevant(rel, sim.corpus.ids, ~sim.corpus.absent_at(start_s))
+        relevant = session_relevant(run, h)
         plain = start_pool(
             sim.corpus, start_s, project=h.plan.project, previous_used=used.get(key, ()),
             query_terms=h.inputs.query.terms, graph=None, cfg=sim.cfg,
@@ -879,6 +956,102 @@ def pool_recall_rows(runs: list[Run], checkpoints: Sequence[int], prefix: str) -
     return rows
 
 
+@dataclass(frozen=True, slots=True)
+class TopK:
+    """Per held-out session, what a ranker's first K of the pool hold: how many of the
+    session's truly relevant memories (`count`), that as a share of them (`recall`, NaN when
+    none is relevant) and the tokens their contents would inject (`tokens`,
+    `signet_scorer.budget.estimate_tokens`; a line's `- ` and date are not counted)."""
+
+    count: np.ndarray
+    recall: np.ndarray
+    tokens: np.ndarray
+
+
+def top_k(scores: Sequence[np.ndarray], held: Sequence[HeldOut], relevant: Sequence[np.ndarray],
+          k: int) -> TopK:  # fmt: skip
+    """`TopK` of a ranker's `scores` of the `held` sessions (`relevant`: their truly relevant
+    corpus rows), its first `k` by score (ties: memory id, as every ranking here)."""
+    count, recall, tokens = [], [], []
+    for sc, h, rel in zip(scores, held, relevant, strict=True):
+        first = rank_order(sc, h.inputs.memory_ids)[:k]
+        hits = int(np.isin(rel, h.inputs.rows[first]).sum())
+        count.append(hits)
+        recall.append(hits / len(rel) if len(rel) else np.nan)
+        tokens.append(sum(token_costs(h.inputs.contents[i] for i in first.tolist())))
+    return TopK(np.array(count, float), np.array(recall), np.array(tokens, float))
+
+
+def budget_rows(
+    runs: list[Run], checkpoints: Sequence[int], prefix: str, cfg: PredictorConfig
+) -> list[Row]:
+    """Per checkpoint, pooled over `runs`: every ranker's `relevant_recall@K` and `tokens@K`
+    for K in `BUDGET_KS` (the mean pool size beside them), and the budget's goal, the count
+    of truly relevant memories in each served ranker's first `SERVED_CHOICE` against the
+    baseline's first `SIGNET_CHOICE` (`<ranker>@15-baseline@50`: `relevant_count_delta`,
+    paired, with its worst seed, and `tokens_delta`)."""
+    rows: list[Row] = []
+    seed = runs[0].seed
+    for n in checkpoints:
+        held = [list(r.pools[n]) for r in runs]
+        rel = [[session_relevant(r, h) for h in hs] for r, hs in zip(runs, held, strict=True)]
+        scores = [checkpoint_scores(r, n, cfg) for r in runs]
+        ks = {*BUDGET_KS, SERVED_CHOICE, SIGNET_CHOICE}
+        per_run = [{(name, k): top_k(sc[name], hs, rs, k) for name in RANKERS for k in ks}
+                   for sc, hs, rs in zip(scores, held, rel, strict=True)]  # fmt: skip
+        pooled = {key: TopK(*(np.concatenate([getattr(p[key], f) for p in per_run])
+                              for f in ("count", "recall", "tokens")))
+                  for key in per_run[0]}  # fmt: skip
+        size = np.concatenate([[len(h.inputs) for h in hs] for hs in held]).astype(float)
+        rows.append(Row(f"{prefix}held_out", "pool_size", float(size.mean()), "memories", n=n))
+        for name in RANKERS:
+            for k in BUDGET_KS:
+                got = pooled[(name, k)]
+                known = np.isfinite(got.recall)
+                if known.any():
+                    rows.append(_row(prefix + name, f"relevant_recall@{k}", got.recall[known],
+                                     n, seed, "share"))  # fmt: skip
+                rows.append(Row(prefix + name, f"tokens@{k}", float(got.tokens.mean()), "tokens",
+                                n=n))  # fmt: skip
+        rows += _choice_rows(runs, per_run, pooled, n, prefix)
+    return rows
+
+
+def _choice_rows(runs: list[Run], per_run: list[dict[tuple[str, int], TopK]],
+                 pooled: dict[tuple[str, int], TopK], n: int, prefix: str) -> list[Row]:  # fmt: skip
+    """The budget goal's rows at checkpoint `n` (`budget_rows`)."""
+    signet = ("baseline", SIGNET_CHOICE)
+    name_b = f"baseline@{SIGNET_CHOICE}"
+    rows = [_row(prefix + name_b, "relevant_count", pooled[signet].count, n, runs[0].seed,
+                 "memories")]  # fmt: skip
+    for a in SERVED_RANKERS:
+        served = (a, SERVED_CHOICE)
+        name = f"{prefix}{a}@{SERVED_CHOICE}-{name_b}"
+        delta = pooled[served].count - pooled[signet].count
+        rows += [
+            _row(f"{prefix}{a}@{SERVED_CHOICE}", "relevant_count", pooled[served].count, n,
+                 runs[0].seed, "memories"),
+            _row(name, "relevant_count_delta", delta, n, runs[0].seed, "memories"),
+            _row(name, "tokens_delta", pooled[served].tokens - pooled[signet].tokens, n,
+                 runs[0].seed, "tokens"),
+        ]  # fmt: skip
+        per_seed = [_row(f"{prefix}seed_{r.seed}/{a}@{SERVED_CHOICE}-{name_b}",
+                         "relevant_count_delta", p[served].count - p[signet].count, n, r.seed,
+                         "memories") for r, p in zip(runs, per_run, strict=True)]  # fmt: skip
+        worst = min(per_seed, key=lambda row: row.value)
+        rows += [
+            *per_seed,
+            dataclasses.replace(worst, name=name, metric="relevant_count_delta_worst_seed"),
+        ]
+        _log.info(
+            f"  budget after {n}: {a}@{SERVED_CHOICE} {pooled[served].count.mean():.2f} truly "
+            f"relevant vs baseline@{SIGNET_CHOICE} {pooled[signet].count.mean():.2f} "
+            f"(delta {delta.mean():+.2f}, worst seed {worst.value:+.2f}); tokens "
+            f"{pooled[served].tokens.mean():.0f} vs {pooled[signet].tokens.mean():.0f}"
+        )
+    return rows
+
+
 UNCAPPED_TRAINING_S = 1e6
 
 
@@ -895,6 +1068,7 @@ def persona_rows(
     (`--quick`: on the first seed only)."""
     share_rows = truth_share_rows(runs, prefix)
     rows = share_rows + curve_rows(runs, checkpoints, prefix, cfg)
+    rows += budget_rows(runs, checkpoints, prefix, cfg)
     rows += pool_recall_rows(runs, checkpoints, prefix)
     if selected:
         ablated = runs[:1] if quick else runs

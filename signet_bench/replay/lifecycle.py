@@ -63,6 +63,7 @@ from signet_bench.daemon.ranking.fts import fts_search, recall_terms
 from signet_bench.daemon.ranking.ranker import CosineRanker
 from signet_bench.daemon.ranking.session_start import (
     GraphWalk,
+    InjectionLimits,
     Learned,
     SessionStartResult,
     session_start,
@@ -79,6 +80,7 @@ from signet_bench.store.graph import read_graph
 from signet_bench.store.read import read_session_memories, read_sessions, release_line
 from signet_bench.store.timestamps import format_iso
 from signet_bench.world.interface import Judgement, SessionView, World
+from signet_scorer.budget import Budget
 from signet_scorer.context import SessionContextVector
 from signet_scorer.features import SessionInfo
 from signet_scorer.structure import GraphColumns
@@ -115,12 +117,15 @@ def check_mode(mode: str) -> None:
 @dataclass(frozen=True, slots=True)
 class LoopOptions:
     """How the daemon itself runs: the session start's mode, the seed of every session's random
-    stream (and of the plan and the trainings), the epochs of a full training."""
+    stream (and of the plan and the trainings), the epochs of a full training, and the choice
+    that injects (`choice`: the best K of the pool within a token budget; None: the config's
+    character budget, as the specification's session start)."""
 
     mode: str = "ours"  # ours | signet-0.58 (the real daemon's pool, for rank replay)
     seed: int = 0
     train_epochs: int = DEFAULT_CONFIG.full_training_epochs
     progress: bool = False
+    choice: Budget | None = None  # ours only: Signet 0.58's replay injects as it did
 
 
 @dataclass(slots=True)
@@ -277,6 +282,7 @@ class Lifecycle:
                 learned=Learned(predictor, alpha, self.state.cold_start_exited, rng),
                 cfg=self.cfg,
                 walk=GraphWalk(self.graph, query.terms),
+                limits=InjectionLimits(choice=self.opts.choice),
             )
         else:  # Signet 0.58's cold start never exits by default: its pool is replayed unfused.
             res = signet058_session_start(

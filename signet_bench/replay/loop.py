@@ -36,6 +36,7 @@ from signet_bench.store.schema import check_release_line, connect_writer
 from signet_bench.world.synth.plans import SessionContext
 from signet_bench.world.synth.truth import read_synth_meta
 from signet_bench.world.synth.world import SyntheticWorld, WorldOptions
+from signet_scorer.budget import Budget
 
 __all__ = ["SimOptions", "Simulator", "simulate"]
 
@@ -55,12 +56,14 @@ class SimOptions:
     train_epochs: int = DEFAULT_CONFIG.full_training_epochs
     progress: bool = False
     schema: str | None = None  # the release line the store must be (None: whichever it is)
+    choice: Budget | None = None  # inject the best K within tokens (None: the char budget)
 
     def loop(self) -> LoopOptions:
         """The daemon's own options."""
         return LoopOptions(
-            mode=self.mode, seed=self.seed, train_epochs=self.train_epochs, progress=self.progress
-        )
+            mode=self.mode, seed=self.seed, train_epochs=self.train_epochs,
+            progress=self.progress, choice=self.choice,
+        )  # fmt: skip
 
     def world(self, cfg: PredictorConfig) -> WorldOptions:
         """The user's, agent's and judge's options (young: inside the drift's recent window)."""

@@ -198,3 +198,31 @@ def test_training_over_history_gets_a_table_per_size_and_a_chart(tmp_path):
     png = tmp_path / "docs" / "benchmarks" / "train-history.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "(benchmarks/train-history.png)" in text
+
+
+def test_the_budgets_tables_per_checkpoint_and_its_goal(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    rows = []
+    for n in (10, 100):
+        for name, recall in (("cosine", 0.3), ("predictor_served", 0.4)):
+            rows += [
+                Row(f"heavy/{name}", "ndcg@10", 0.6, "ndcg", 0.5, 0.7, n=n),
+                Row(f"heavy/{name}", "relevant_recall@15", recall, "share", recall - 0.1,
+                    recall + 0.1, n=n),
+                Row(f"heavy/{name}", "tokens@15", 300.0 + n, "tokens", n=n),
+            ]  # fmt: skip
+        rows += [
+            Row("heavy/predictor_served@15-baseline@50", "relevant_count_delta", 0.8,
+                "memories", 0.5, 1.1, n=n),
+            Row("heavy/seed_900/predictor_served@15-baseline@50", "relevant_count_delta",
+                0.6, "memories", 0.2, 1.0, n=n),
+        ]  # fmt: skip
+    write_report(results / "quality-unseen-heavy.json", "quality", rows)
+    text = write_benchmarks_doc(results, tmp_path / "b.md").read_text()
+    assert "A choice, not only an order" in text
+    assert text.count("| name | relevant_recall@10 | relevant_recall@15 |") == 2
+    assert "| predictor_served |  | 0.4 (0.3–0.5) |" in text and "|  | 400 |  |  |" in text
+    assert "| served 15 − Signet's 50 | after 10 | after 100 |" in text
+    assert "| predictor_served@15-baseline@50 | 0.8 (0.5–1.1) | 0.8 (0.5–1.1) |" in text
+    assert "seed_900/predictor_served@15" not in text.split("A choice, not only")[1]

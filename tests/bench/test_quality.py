@@ -287,3 +287,62 @@ def test_live_scores_are_what_the_loops_model_scored_at_each_session(tmp_path):
         if (~scored).any():
             assert held.live[~scored].max() < held.live[scored].min()
     assert used > 0
+
+
+def test_budget_rows_count_the_truly_relevant_in_each_rankers_first_k(tmp_path):
+    """`relevant_recall@K` and `tokens@K` per ranker, recounted here from the held-out pools
+    by hand; the goal's difference is the served 15's count less the baseline's 50."""
+    from signet_bench.bench.quality import (
+        BUDGET_KS,
+        RANKERS,
+        budget_rows,
+        checkpoint_scores,
+        session_relevant,
+    )
+    from signet_scorer.budget import estimate_tokens
+
+    run = simulate_run("light", 3, (5,), 12, tmp_path, DEFAULT_CONFIG, "topic")
+    try:
+        rows = budget_rows([run], (5,), "", DEFAULT_CONFIG)
+        by = {(r.name, r.metric): r for r in rows}
+        held = run.pools[5]
+        scores = checkpoint_scores(run, 5, DEFAULT_CONFIG)
+        relevant = [set(session_relevant(run, h).tolist()) for h in held]
+        assert any(relevant)
+
+        def first(sc, h, k):  # score desc, memory id asc, by hand
+            ids = h.inputs.memory_ids.tolist()
+            return sorted(range(len(ids)), key=lambda i: (-sc[i], ids[i]))[:k]
+
+        def counted(name, k):
+            out = []
+            for sc, h, rel in zip(scores[name], held, relevant, strict=True):
+                top = first(sc, h, k)
+                hits = len(rel & {int(h.inputs.rows[i]) for i in top})
+                tokens = sum(estimate_tokens(h.inputs.contents[i]) for i in top)
+                out.append((hits, hits / len(rel) if rel else None, tokens))
+            return out
+
+        for name in RANKERS:
+            previous = -1.0
+            for k in BUDGET_KS:
+                got = counted(name, k)
+                recalls = [r for _, r, _ in got if r is not None]
+                recall = by[name, f"relevant_recall@{k}"]
+                assert recall.value == pytest.approx(np.mean(recalls)) and recall.n == 5
+                assert recall.value >= previous  # a longer list holds at least as many
+                previous = recall.value
+                tokens = by[name, f"tokens@{k}"].value
+                assert tokens == pytest.approx(np.mean([t for _, _, t in got]))
+        signet = [c for c, _, _ in counted("baseline", 50)]
+        for a in ("predictor_served", "fused_served"):
+            served = [c for c, _, _ in counted(a, 15)]
+            delta = by[f"{a}@15-baseline@50", "relevant_count_delta"]
+            assert delta.value == pytest.approx(np.mean(served) - np.mean(signet))
+            assert by[f"{a}@15", "relevant_count"].value == pytest.approx(np.mean(served))
+            worst = by[f"{a}@15-baseline@50", "relevant_count_delta_worst_seed"]
+            assert worst.value == pytest.approx(delta.value)  # one seed: it is the worst
+        pool = by["held_out", "pool_size"].value
+        assert pool == pytest.approx(np.mean([len(h.inputs) for h in held])) and pool > 50
+    finally:
+        run.sim.close()

@@ -28,6 +28,7 @@ from signet_bench.store.read import open_readonly, read_memories
 from signet_bench.store.timestamps import parse_ts
 from signet_bench.world.synth.build import build_persona_store
 from signet_bench.world.synth.persona import get_persona
+from signet_scorer.budget import Budget, token_costs
 
 CFG = DEFAULT_CONFIG
 SESSION_TABLES = (
@@ -501,3 +502,26 @@ def test_compat_mode_reproduces_recorded_ranks(tmp_path: Path):
         checked += 1
         injected_total += int(res.was_injected.sum())
     assert checked == 15 and injected_total > 0
+
+
+def test_a_budget_choice_sets_what_each_session_injects(tmp_path: Path):
+    """With a choice (K 12 within 600 tokens) every session injects, besides its constraints,
+    12 memories within 600 tokens (`signet_scorer.budget`) in place of the character budget's
+    choice; the labels read these rows (`daemon.labels`)."""
+    db = tmp_path / "light.db"
+    build_persona_store("light", db, seed=5, n_memories=150)
+    simulate(db, 12, SimOptions(scorer="random", seed=2, choice=Budget(k=12, tokens=600)))
+    sql = """SELECT sm.session_key, m.content, sm.is_constraint, sm.was_injected
+             FROM session_memories sm JOIN memories m ON m.id = sm.memory_id"""
+    rows = _query(db, sql)
+    by: dict[str, list[tuple[str, int, int]]] = {}
+    for key, content, cons, injected in rows:
+        by.setdefault(key, []).append((content, cons, injected))
+    assert len(by) == 12
+    counts = []
+    for got in by.values():
+        chosen = [c for c, cons, inj in got if inj and not cons]
+        assert len(chosen) <= 12 and sum(token_costs(chosen)) <= 600
+        counts.append(len(chosen))
+    # K binds here, not the characters: the 2,000-character budget injects 27 of these
+    assert counts == [12] * 12

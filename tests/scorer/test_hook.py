@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from signet_bench.store.hook_log import read_hook_injections, read_hook_invocations
+from signet_scorer.budget import estimate_tokens
 from signet_scorer.hook.inject import SCORER_ORDER, find_block, header
 from tests.scorer.hook_support import (
     HARNESS_ARGS,
@@ -181,6 +182,39 @@ def test_the_scorer_reorders_and_keeps_the_rest_of_signets_output(world, fmt, tm
     # the heading says who ordered the block, in Signet's shape
     assert header(25, SCORER_ORDER) in ours and header(40) in theirs
     assert "scored by importance x recency" not in ours
+
+
+def test_a_token_budget_chooses_the_best_that_fit_and_says_how_many(world, tmp_path):
+    """K 40 of Signet's 40 within a third of their tokens: fewer lines, the heading's count
+    theirs, the lines Signet's own, within the budget, in the scorer's order."""
+    answer = json.loads(world.answer.read_text())
+    theirs = _block(answer["inject"], answer)
+    total = sum(estimate_tokens(line) for line in theirs.lines)
+    budget = total // 3
+    env = world.env(SIGNET_STANDIN_STATE=str(tmp_path))
+    hook = hook_prints(world, HARNESS_ARGS["json"], stdin_for("budget-json"), env, limit="40",
+                       max_tokens=str(budget))  # fmt: skip
+    doc = json.loads(hook.stdout)
+    order = _order(world, "budget-json")
+    assert [m["id"] for m in doc["memories"]] == order and 0 < len(order) < 40
+    ours = find_block(doc["inject"], [m["content"] for m in doc["memories"]], SCORER_ORDER)
+    assert ours is not None and header(len(order), SCORER_ORDER) in doc["inject"]
+    assert set(ours.lines) <= set(theirs.lines)
+    assert sum(estimate_tokens(line) for line in ours.lines) <= budget
+    run = read_hook_invocations(world.workbench).filter(session_key="budget-json")
+    assert run.select(["outcome", "injected"]).rows() == [("scorer", len(order))]
+
+
+def test_a_token_budget_no_memory_fits_keeps_signets_output(world, tmp_path):
+    env = world.env(SIGNET_STANDIN_STATE=str(tmp_path))
+    hook = hook_prints(world, HARNESS_ARGS["plain"], stdin_for("budget-none"), env,
+                       max_tokens="1")  # fmt: skip
+    signet = signet_prints(world, HARNESS_ARGS["plain"], stdin_for("budget-none-2"), env)
+    assert hook == signet
+    run = read_hook_invocations(world.workbench).filter(session_key="budget-none")
+    assert run.select(["outcome", "reason"]).rows() == [
+        ("signet", "the token budget (1) admits no memory of the answer")
+    ]
 
 
 def _order(world, key: str) -> list[str]:

@@ -100,6 +100,7 @@ def _cases(world: World, p: Place) -> dict[str, Case]:
         "model": ["/nonexistent/model.onnx", str(p.folder)],
         "signet": [str(p.folder), str(p.plain)],
         "limit": ["0", "-5", "abc", "1.5", "99999999999999999999x"],
+        "max_tokens": ["0", "-100", "lots", "2.5", "1e3"],
         "budget_ms": ["abc", "-1", "nan", "inf", "1e999"],
         "tz": ["Mars/Olympus", "../../etc/passwd", "UTC+5 "],
         "resident": ["on", "OFF", "yes"],
@@ -120,13 +121,14 @@ def _cases(world: World, p: Place) -> dict[str, Case]:
                 c[f"{var}={value}"] = Case(o(drop=(name,)), {var: value},
                                            needle=f"{var}={value!r} (environment)",
                                            log=where.get(name, "world"))  # fmt: skip
-    for name in ("db", "limit", "tz"):  # the variable, and the option given empty
-        var = "SIGNET_BENCH_" + name.upper()
+    for name in ("db", "limit", "max_tokens", "tz"):  # the variable, and the option empty
+        var, flag = "SIGNET_BENCH_" + name.upper(), "--" + name.replace("_", "-")
         c[f"{var} bad"] = Case(o(drop=(name,)), {var: "/nonexistent" if name == "db" else "0"
-                                                  if name == "limit" else "Mars/Olympus"},
+                                                  if name in ("limit", "max_tokens")
+                                                  else "Mars/Olympus"},
                                needle=var)  # fmt: skip
-        c[f"--{name}= (empty)"] = Case(
-            [*o(drop=(name,)), f"--{name}="], needle=f"--{name} '' (command line): needs a value"
+        c[f"{flag}= (empty)"] = Case(
+            [*o(drop=(name,)), f"{flag}="], needle=f"{flag} '' (command line): needs a value"
         )
     unknown = {
         "--budget 100": (["--budget", "100"], "--budget (command line): unknown option"),
@@ -139,6 +141,8 @@ def _cases(world: World, p: Place) -> dict[str, Case]:
         "--db last": (["--db"], "--db (command line): needs a value"),
         "--limit last": (["--limit"], "--limit (command line): needs a value"),
         "--tz last": (["--tz"], "--tz (command line): needs a value"),
+        "--max-tokens last": (["--max-tokens"], "--max-tokens (command line): needs a value"),
+        "--tokens 100": (["--tokens", "100"], "--tokens (command line): unknown option"),
     }
     for name, (extra, needle) in unknown.items():
         c[name] = Case([*o(), *extra], needle=needle)
@@ -162,6 +166,8 @@ def _cases(world: World, p: Place) -> dict[str, Case]:
     c["corrupt model, signet errs"] = Case(o(model=str(p.corrupt)), mode="error")
     c["bad limit, daemon offline"] = Case(o(limit="0"), needle="--limit", mode="offline")
     c["bad tz, signet crashes"] = Case(o(tz="Mars/Olympus"), needle="--tz", mode="crash")
+    c["bad max tokens, daemon offline"] = Case(o(max_tokens="-1"), needle="--max-tokens",
+                                               mode="offline")  # fmt: skip
     for state in ("garbage socket", "stale socket", "garbage lock", "dead pid lock"):
         c[f"corrupt model, {state}"] = Case(
             [*o(model=str(p.corrupt), resident="auto"), "--idle-s", "30"], resident=state
@@ -171,13 +177,14 @@ def _cases(world: World, p: Place) -> dict[str, Case]:
         )
     every_option = [
         "--db", "/nonexistent/memories.db", "--workbench", str(p.folder), "--model",
-        str(p.corrupt), "--signet", "/nonexistent/signet", "--limit", "0", "--budget-ms",
-        "abc", "--tz", "Mars/Olympus", "--resident", "on", "--idle-s", "-1", "--budget", "1",
+        str(p.corrupt), "--signet", "/nonexistent/signet", "--limit", "0", "--max-tokens", "0",
+        "--budget-ms", "abc", "--tz", "Mars/Olympus", "--resident", "on", "--idle-s", "-1",
+        "--budget", "1",
     ]  # fmt: skip
     every_var = {
         "SIGNET_BENCH_DB": str(p.folder), "SIGNET_BENCH_WORKBENCH": "/nonexistent/w.duckdb",
         "SIGNET_BENCH_MODEL": str(p.empty), "SIGNET_BENCH_SIGNET": str(p.plain),
-        "SIGNET_BENCH_LIMIT": "x", "SIGNET_BENCH_BUDGET_MS": "-5",
+        "SIGNET_BENCH_LIMIT": "x", "SIGNET_BENCH_MAX_TOKENS": "none", "SIGNET_BENCH_BUDGET_MS": "-5",
         "SIGNET_BENCH_TZ": "Nowhere/City", "SIGNET_BENCH_RESIDENT": "always",
         "SIGNET_BENCH_IDLE_S": "0",
     }  # fmt: skip
@@ -268,18 +275,23 @@ def test_a_bad_setting_with_args_outside_signets_table_still_runs_signet_as_aske
 
 
 def test_reading_never_fails_and_keeps_the_defaults_for_what_it_cannot_use(tmp_path):
-    env = {"SIGNET_BENCH_LIMIT": "0", "SIGNET_BENCH_TZ": "Mars/Olympus", "HOME": str(tmp_path)}
+    env = {"SIGNET_BENCH_LIMIT": "0", "SIGNET_BENCH_TZ": "Mars/Olympus", "HOME": str(tmp_path),
+           "SIGNET_BENCH_MAX_TOKENS": "0"}  # fmt: skip
     cmd = read_command(["--budget", "100", "--idle-s=-1", "session-start", "-H", "x"], env)
     assert cmd.name == "session-start" and cmd.args == ["-H", "x"]
     assert [str(x) for x in cmd.problems] == [
         "--budget (command line): unknown option",
         "argument '100' (command line): not a wrapper option",
         "SIGNET_BENCH_LIMIT='0' (environment): expected an integer >= 1",
+        "SIGNET_BENCH_MAX_TOKENS='0' (environment): expected an integer >= 1",
         "SIGNET_BENCH_TZ='Mars/Olympus' (environment): not a known IANA time zone",
         "--idle-s '-1' (command line): expected a number > 0",
     ]
     cfg = cmd.config
-    assert (cfg.limit, cfg.tz, cfg.idle_s) == (50, None, 1800.0)
+    assert (cfg.limit, cfg.max_tokens, cfg.tz, cfg.idle_s) == (50, None, None, 1800.0)
+    assert cfg.choice == (50, None)  # today's choice: Signet's 50, no token cap
+    good = read_command(["--limit", "15", "--max-tokens", "3000", "session-start"], {})
+    assert good.problems == [] and good.config.choice == (15, 3000)
     assert cfg.db == tmp_path / ".agents" / "memory" / "memories.db"
     assert read_command(["--db", "session-start"], env).problems[0].why == "needs a value"
     assert read_command(["--limit", "2", "serve"], {}).problems == []

@@ -34,8 +34,10 @@ printed for the harness's own arguments, derived from that one call:
 
 The answer is re-ranked only when all of this holds: stdin is empty or a JSON object, the
 model exists and loads, the store opens read-only, every memory of the answer is in it, the
-block is found, and the wrapper is within its time budget, counted from its start (Signet's
-own time included) to the end of the re-ranking. Stderr is always Signet's: Python's warnings
+block is found, the token budget admits at least one memory, and the wrapper is within its time
+budget, counted from its start (Signet's own time included) to the end of the re-ranking. What
+it injects is the scorer's choice (`signet_scorer.budget`): its best memories of the answer, at
+most `--limit`, within `--max-tokens` when given, under a heading that counts them. Stderr is always Signet's: Python's warnings
 are off, and onnxruntime neither logs nor writes its telemetry (`signet_scorer.runtime`).
 
 **The resident scorer.** Loading numpy, onnxruntime and the model takes far longer than the
@@ -53,7 +55,9 @@ Options (before the command; each also read from an environment variable): `--db
 (`SIGNET_BENCH_WORKBENCH`, default the store's: `<db>.predictor/workbench.duckdb` when it
 exists, else beside the store), `--model` (`SIGNET_BENCH_MODEL`, default `model.onnx` beside the
 workbench), `--signet` (`SIGNET_BENCH_SIGNET`, default `signet` on PATH), `--limit`
-(`SIGNET_BENCH_LIMIT`, memories to inject, default 50), `--budget-ms`
+(`SIGNET_BENCH_LIMIT`, K: memories to inject at most, default 50), `--max-tokens`
+(`SIGNET_BENCH_MAX_TOKENS`, their estimated tokens at most, `signet_scorer.budget`; default
+none), `--budget-ms`
 (`SIGNET_BENCH_BUDGET_MS`, default 5000), `--tz` (`SIGNET_BENCH_TZ`, default the machine's),
 `--resident` (`SIGNET_BENCH_RESIDENT`, auto or off, default auto), `--idle-s`
 (`SIGNET_BENCH_IDLE_S`, how long the resident waits for a request before it exits, default
@@ -70,6 +74,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from signet_scorer.budget import choose, token_costs
 from signet_scorer.hook.config import (
     DOCTOR,
     SESSION_START,
@@ -199,8 +204,8 @@ class _Attempt:
     """The state of one invocation while it runs: the ranking comes from the resident scorer
     (`link`) or from the model and store opened here (`scorer`, `con`)."""
 
-    __slots__ = ("basis", "cfg", "con", "inp", "inv", "link", "load", "model_version", "now",
-                 "ranking", "reason", "resident_down", "scorer", "started", "tz",
+    __slots__ = ("basis", "cfg", "chosen", "con", "inp", "inv", "link", "load", "model_version",
+                 "now", "ranking", "reason", "resident_down", "scorer", "started", "tz",
                  "writer")  # fmt: skip
 
     def __init__(self, cfg: HookConfig, inv: Invocation, inp: HookInput, started: float,
@@ -212,6 +217,7 @@ class _Attempt:
         self.scorer: Scorer | None = None
         self.con: sqlite3.Connection | None = None
         self.ranking: Ranking | None = None
+        self.chosen: list[int] = []  # the positions of `ranking` the budget keeps
         self.writer: InjectionLog | None = None
         self.basis: SessionBasis | None = None
         self.link: ResidentLink | None = None
@@ -323,9 +329,12 @@ def _ranking(att: _Attempt, ids: list[str]) -> Any:
     when the model or the store cannot be had."""
     from signet_scorer.hook.resident_link import Unavailable
 
+    # with a token cap the whole answer is ranked: the choice may pass over a long memory and
+    # take a shorter one below the first K
+    limit = len(ids) if att.cfg.max_tokens is not None else att.cfg.limit
     if att.link is not None:
         try:
-            got = att.link.rerank(ids, att.cfg.limit, att.time_left())
+            got = att.link.rerank(ids, limit, att.time_left())
         except Unavailable as exc:
             att.resident_down = str(exc)
             att.link.close()
@@ -341,7 +350,7 @@ def _ranking(att: _Attempt, ids: list[str]) -> Any:
 
     session = HookSession(**att.session())
     assert att.con is not None and att.scorer is not None  # opened by `_prepare_here`
-    return rerank(att.con, att.scorer, session, ids, att.cfg.limit, att.basis)
+    return rerank(att.con, att.scorer, session, ids, limit, att.basis)
 
 
 def _rerank(att: _Attempt, answer: Any) -> bytes | None:
@@ -360,7 +369,12 @@ def _rerank(att: _Attempt, answer: Any) -> bytes | None:
         att.ranking = _ranking(att, [i for i, _ in mems])
         if att.ranking is None:
             return None
-        order = att.ranking.order
+        att.chosen = choose(token_costs(block.lines[i] for i in att.ranking.order),
+                            att.cfg.choice)  # fmt: skip
+        if not att.chosen:
+            att.fail(f"the token budget ({att.cfg.max_tokens}) admits no memory of the answer")
+            return None
+        order = [i for i, _ in _picked(att)]
         memories = [answer["memories"][i] for i in order]
         return answer_output(att.inv.output, {**answer, "memories": memories,
                                               "inject": block.text(order)})  # fmt: skip
@@ -371,6 +385,14 @@ def _rerank(att: _Attempt, answer: Any) -> bytes | None:
         return None
 
 
+def _picked(att: _Attempt) -> list[tuple[int, float]]:
+    """(position in the answer, score) of each memory injected, best first: the ranking's
+    memories the budget chose (`signet_scorer.budget.choose`)."""
+    assert att.ranking is not None  # ranked before anything is picked
+    ranked = list(zip(att.ranking.order, att.ranking.scores, strict=True))
+    return [ranked[i] for i in att.chosen]
+
+
 def _injections(att: _Attempt, answer: Any) -> list[dict[str, Any]]:
     """The injected memories' rows: the scorer's choice, or Signet's answer as printed."""
     try:
@@ -378,8 +400,7 @@ def _injections(att: _Attempt, answer: Any) -> list[dict[str, Any]]:
     except Unusable:
         return []
     if att.reason is None and att.ranking is not None:
-        picked = zip(att.ranking.order, att.ranking.scores, strict=True)
-        rows = [(ids[i], r, i + 1, s, "scorer") for r, (i, s) in enumerate(picked, 1)]
+        rows = [(ids[i], r, i + 1, s, "scorer") for r, (i, s) in enumerate(_picked(att), 1)]
     else:
         rows = [(m, r, r, None, "signet") for r, m in enumerate(ids, 1)]
     names = ("memory_id", "rank", "signet_rank", "score", "chosen_by")

@@ -20,6 +20,7 @@ import os
 from collections import namedtuple
 from pathlib import Path
 
+from signet_scorer.budget import Budget
 from signet_scorer.workbench import (
     HOOK_LOG_FILE,
     SERVED_MODEL_FILE,
@@ -73,8 +74,8 @@ DEFAULT_IDLE_S = 1800.0  # the resident scorer exits after this long without a r
 RESIDENT_MODES = ("auto", "off")
 USAGE = (
     "usage: signet-bench-hook [--db PATH] [--workbench PATH] [--model PATH] [--signet PATH]\n"
-    "                         [--limit N] [--budget-ms MS] [--tz ZONE] [--resident auto|off]\n"
-    "                         [--idle-s S] COMMAND\n"
+    "                         [--limit K] [--max-tokens N] [--budget-ms MS] [--tz ZONE]\n"
+    "                         [--resident auto|off] [--idle-s S] COMMAND\n"
     "       signet-bench-hook --version\n"
     "commands:\n"
     "  session-start ARGS...  Signet's `signet hook session-start ARGS` (same stdin) with the\n"
@@ -93,6 +94,7 @@ OPTIONS = {
     "--model": ("model", "SIGNET_BENCH_MODEL"),
     "--signet": ("signet", "SIGNET_BENCH_SIGNET"),
     "--limit": ("limit", "SIGNET_BENCH_LIMIT"),
+    "--max-tokens": ("max_tokens", "SIGNET_BENCH_MAX_TOKENS"),
     "--budget-ms": ("budget_ms", "SIGNET_BENCH_BUDGET_MS"),
     "--tz": ("tz", "SIGNET_BENCH_TZ"),
     "--resident": ("resident", "SIGNET_BENCH_RESIDENT"),
@@ -112,6 +114,7 @@ if TYPE_CHECKING:  # the fields' types, for type checkers (`typing` stays unload
         model: Path
         signet: str
         limit: int
+        max_tokens: int | None
         budget_ms: float
         tz: str | None
         resident: str
@@ -130,7 +133,7 @@ if TYPE_CHECKING:  # the fields' types, for type checkers (`typing` stays unload
         problems: list[Problem]
 else:
     _HookConfig = namedtuple(
-        "HookConfig", "db workbench model signet limit budget_ms tz resident idle_s"
+        "HookConfig", "db workbench model signet limit max_tokens budget_ms tz resident idle_s"
     )
     _Problem = namedtuple("Problem", "setting source value why")
     _Command = namedtuple("Command", "config name args problems")
@@ -138,7 +141,8 @@ else:
 
 class HookConfig(_HookConfig):
     """Where the store (`db`), `workbench`, `model` and `signet` are, the wrapper's limits
-    (`limit`, `budget_ms`), the user's `tz` (None: the machine's, see `zone`), whether to use
+    (`limit`: K, the memories it injects at most; `max_tokens`: their estimated tokens at most,
+    None: no cap; `budget_ms`: its time), the user's `tz` (None: the machine's, see `zone`), whether to use
     the resident scorer (`resident`: auto or off) and how long it waits for a request before
     it exits (`idle_s`)."""
 
@@ -153,6 +157,11 @@ class HookConfig(_HookConfig):
         from signet_scorer.timestamps import local_tz
 
         return local_tz()
+
+    @property
+    def choice(self) -> Budget:
+        """What the wrapper injects of the scorer's order (`signet_scorer.budget`)."""
+        return Budget(self.limit, self.max_tokens)
 
     @property
     def log(self) -> Path:
@@ -344,6 +353,7 @@ def _config(read: _Reader, check_paths: bool) -> HookConfig:
         model=model or workbench.parent / SERVED_MODEL_FILE,
         signet=read.get("signet", signet, DEFAULT_SIGNET),
         limit=read.get("limit", lambda t: _number(t, int, 1), DEFAULT_LIMIT),
+        max_tokens=read.get("max_tokens", lambda t: _number(t, int, 1), None),
         budget_ms=read.get("budget_ms", lambda t: _number(t, float, 0), DEFAULT_BUDGET_MS),
         tz=read.get("tz", _zone, None),
         resident=read.get("resident", _resident, RESIDENT_MODES[0]),

@@ -53,7 +53,7 @@ __all__ = [
 LAST_INVOCATIONS = 5  # the hook log's rows shown
 PATHS = ("db", "workbench", "model", "signet")
 _NAMES = {"db": "store", "workbench": "workbench", "model": "model", "signet": "signet",
-          "limit": "limit", "budget_ms": "budget", "tz": "time zone", "resident": "resident",
+          "limit": "limit", "max_tokens": "tokens", "budget_ms": "budget", "tz": "time zone", "resident": "resident",
           "idle_s": "idle"}  # fmt: skip
 _TIME = "REPLACE(REPLACE({}, 'T', ' '), 'Z', '')"  # both of Signet's time formats, as text
 

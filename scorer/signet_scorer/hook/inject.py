@@ -1,4 +1,5 @@
-"""The memories block of Signet's session-start text, found and rebuilt in another order.
+"""The memories block of Signet's session-start text, found and rebuilt in another order (or
+with a choice of its lines, the heading counting them).
 
 Signet's daemon joins the parts of its inject text with newlines; the block is the part
 `\\n## Relevant Memories (auto-loaded | scored by importance x recency | N results)\\n`

@@ -23,9 +23,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG
+from signet_scorer.budget import Budget, choose, length_tokens
 
 __all__ = [
     "content_lengths",
+    "select_chosen",
     "select_injected",
     "select_top_k",
     "select_with_budget",
@@ -61,6 +63,14 @@ def select_top_k(order: np.ndarray, k: int) -> np.ndarray:
     return np.asarray(order, dtype=np.int64)[: max(0, int(k))]
 
 
+def select_chosen(order: np.ndarray, lengths: np.ndarray, choice: Budget) -> np.ndarray:
+    """The rows of `order` the budget's choice keeps (`signet_scorer.budget.choose`: best
+    first, at most K, within its tokens); `lengths` (UTF-16 units) is indexed by the rows."""
+    order = np.asarray(order, dtype=np.int64)
+    costs = [length_tokens(u) for u in np.asarray(lengths)[order].tolist()]
+    return order[np.asarray(choose(costs, choice), dtype=np.int64)]
+
+
 def with_constraints(
     selected: np.ndarray, order: np.ndarray, is_constraint: np.ndarray
 ) -> np.ndarray:
@@ -80,14 +90,19 @@ def select_injected(
     is_superseded: np.ndarray | None = None,
     budget_chars: int | None = DEFAULT_CONFIG.injection_budget_chars,
     top_k: int | None = None,
+    choice: Budget | None = None,
 ) -> np.ndarray:
     """The injected rows, best first: superseded rows leave `order`, then the greedy budget
     (None = no budget), then the first `top_k` (None = all), then the remaining constraints.
+    A `choice` (K and tokens, `select_chosen`) takes the place of the character budget and
+    `top_k`; constraints are still added after it.
 
     `lengths`, `is_constraint` and `is_superseded` are indexed by the values in `order`."""
     walk = np.asarray(order, dtype=np.int64)
     if is_superseded is not None:
         walk = walk[~np.asarray(is_superseded, dtype=bool)[walk]]
+    if choice is not None:
+        return with_constraints(select_chosen(walk, lengths, choice), walk, is_constraint)
     selected = walk if budget_chars is None else select_with_budget(walk, lengths, budget_chars)
     if top_k is not None:
         selected = select_top_k(selected, top_k)

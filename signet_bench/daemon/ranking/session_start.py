@@ -53,6 +53,7 @@ from signet_bench.daemon.ranking.traversal import (
 )
 from signet_bench.store.corpus import Corpus
 from signet_bench.store.graph import EntityGraph
+from signet_scorer.budget import Budget
 from signet_scorer.context import SessionContextVector
 
 __all__ = [
@@ -276,11 +277,13 @@ class Learned:
 @dataclass(frozen=True, slots=True)
 class InjectionLimits:
     """How much a session start injects: the greedy character budget (`budget_chars`, default
-    the config's; `use_budget=False` skips it), then the first `top_k` if given."""
+    the config's; `use_budget=False` skips it), then the first `top_k` if given; or, with a
+    `choice`, the best K within a token budget (`signet_scorer.budget`) in place of both."""
 
     budget_chars: int | None = None
     use_budget: bool = True
     top_k: int | None = None
+    choice: Budget | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +327,8 @@ def session_start(
     predictor, alpha = learned.predictor, learned.alpha
     cold_start_exited, rng = learned.cold_start_exited, learned.rng
     budget_chars, use_budget, top_k = limits.budget_chars, limits.use_budget, limits.top_k
+    if limits.choice is not None:  # K within tokens, in place of the characters and top_k
+        budget_chars, use_budget, top_k = None, False, limits.choice.k
     graph, query_terms = walk.graph, walk.query_terms
     ids, has = corpus.id_text, corpus.has_embedding
     age = age_days(corpus.created_at, now_epoch)
@@ -354,7 +359,7 @@ def session_start(
     held = _held_back(flags, final_order, lengths, budget, top_k, cfg)
     selected = select_injected(
         final_order, lengths, cons, is_superseded=stale if held is None else stale | held,
-        budget_chars=budget, top_k=top_k,
+        budget_chars=budget, top_k=top_k, choice=limits.choice,
     )  # fmt: skip
     unexplored = stale if flags is None else stale | flags.is_traversal
     ranked = RankedCandidates(

@@ -9,6 +9,7 @@ from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.ranking.baseline import rank_order
 from signet_bench.daemon.ranking.session_start import InjectionLimits, Learned, session_start
 from signet_bench.store.corpus import Corpus
+from signet_scorer.budget import Budget, length_tokens
 
 DAY = 86_400.0
 NOW = 1_800_000_000.0
@@ -30,7 +31,7 @@ def _grouped(kw: dict) -> dict:
     """`session_start`'s keywords with the learned side and the injection limits given flat
     (as these tests write them) grouped into their objects."""
     learned = {k: kw.pop(k) for k in ("predictor", "alpha", "cold_start_exited", "rng") if k in kw}
-    limits = {k: kw.pop(k) for k in ("budget_chars", "use_budget", "top_k") if k in kw}
+    limits = {k: kw.pop(k) for k in ("budget_chars", "use_budget", "top_k", "choice") if k in kw}
     return {**kw, "learned": Learned(**learned), "limits": InjectionLimits(**limits)}
 
 
@@ -172,3 +173,35 @@ def test_exploration_never_explores_a_superseded_row_in():
     r2 = _run(c, rng=np.random.default_rng(0), is_superseded=stale, **kw)
     assert r2.explored_id is None and "exploration" not in r2.source
     assert not (r2.was_injected & stale[r2.index]).any()
+
+
+def test_a_budget_choice_injects_the_best_k_within_its_tokens_from_the_whole_pool():
+    """K within tokens, in place of the 2,000-character budget: the first of the final order
+    that fit, a long one passed over; constraints still added after them."""
+    c = _corpus()
+    lengths = c[4]
+    plain = _run(c, context=0)
+    n = len(plain.index)
+    assert n > 60  # a wide pool: the choice is from all of it
+    chosen = _run(c, context=0, choice=Budget(k=15, tokens=700))
+    assert chosen.final_order.tolist() == plain.final_order.tolist()  # the ranking is the same
+    walk = chosen.final_order
+    costs = [length_tokens(lengths[chosen.index[i]]) for i in walk.tolist()]
+    expected, left = [], 700
+    for i, cost in zip(walk.tolist(), costs, strict=True):
+        if len(expected) < 15 and cost <= left:
+            expected.append(i)
+            left -= cost
+    assert chosen.injected_order.tolist() == expected
+    assert 0 < len(expected) <= 15 and sum(length_tokens(lengths[chosen.index[i]])
+                                           for i in expected) <= 700  # fmt: skip
+    # K alone (no token cap) takes the first 15, more than the character budget's
+    wide = _run(c, context=0, choice=Budget(k=15))
+    assert wide.injected_order.tolist() == walk[:15].tolist()
+    assert len(plain.injected_order) < 15
+    # a constraint the choice did not reach is still injected, after the choice
+    cons = np.zeros(len(c[0]), dtype=bool)
+    last = int(chosen.index[walk[-1]])
+    cons[last] = True
+    held = _run(c, context=0, is_constraint=cons, choice=Budget(k=3))
+    assert held.injected_ids[-1] == c[0][last] and len(held.injected_ids) == 4
