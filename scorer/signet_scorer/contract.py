@@ -103,7 +103,13 @@ FEATURE_SPEC_HASH = feature_spec_hash(FEATURE_SPEC)
 
 # Not Signet features: a graph input of their own with a weight each, so Signet's 17 features,
 # the feature-spec hash and SGPT files stay as they are.
-SIGNAL_NAMES: tuple[str, ...] = ("lexical", "entity_match", "source_neighbourhood")
+# Appended only: a graph or checkpoint of fewer signals reads the first ones (the ones it knew).
+SIGNAL_NAMES: tuple[str, ...] = (
+    "lexical",
+    "entity_match",
+    "source_neighbourhood",
+    "track_record",
+)
 N_SIGNALS = len(SIGNAL_NAMES)
 
 # --- the exported graph (signet_bench/learn/export.py builds it; signet_scorer/scorer.py feeds it)

@@ -15,6 +15,9 @@ Columns (`contract.SIGNAL_NAMES`), each in [0, 1], 0 where there is no evidence:
 - **source_neighbourhood**: the highest cosine(context, m′) over the *other* embedded
   candidates m′ of the candidate's source session (`source_neighbourhood`): a memory whose
   session-mates answer the query is likely part of the answer. No source, no mate: 0.
+- **track_record**: the memory's own record in this user's sessions judged before this one,
+  shrunk toward the user's mean (`signet_scorer.track_record`), given per candidate by the caller
+  (the request's `candidate_track_record`); none given: 0 for every candidate.
 
 Free rankers on the same evidence: `hybrid_scores` is Signet's hybrid weighting
 (`HYBRID_VECTOR_WEIGHT`·cosine + (1 − it)·lexical) without its both-legs rule; a fresh scorer
@@ -351,8 +354,10 @@ def candidate_signals(
     embeddings: np.ndarray,
     has_embedding: np.ndarray,
     sources: Sequence[str | None] | None,
+    track_record: np.ndarray | None = None,
 ) -> np.ndarray:
-    """(n, N_SIGNALS) float32, columns in `SIGNAL_NAMES` order (module docstring)."""
+    """(n, N_SIGNALS) float32, columns in `SIGNAL_NAMES` order (module docstring);
+    `track_record`: the candidates' track records (`signet_scorer.track_record`), None: 0."""
     docs = _texts(candidate_texts)
     out = np.zeros((len(docs), N_SIGNALS), dtype=np.float32)
     out[:, signal_column("lexical")] = _lexical(query_terms, docs)
@@ -361,6 +366,8 @@ def candidate_signals(
         out[:, signal_column("source_neighbourhood")] = source_neighbourhood(
             context, embeddings, has_embedding, sources
         )
+    if track_record is not None:
+        out[:, signal_column("track_record")] = np.asarray(track_record, dtype=np.float32)
     return out
 
 

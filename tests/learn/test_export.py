@@ -286,7 +286,7 @@ def test_signal_weights_move_the_logits_by_the_signals(models, tmp_path):
     """The graph's signal term: candidate_signals · w_sig, on both paths."""
     params, _ = models["trained"]
     s = case_session("mixed")
-    delta = np.array([0.5, -0.25, 1.5])
+    delta = np.resize([0.5, -0.25, 1.5, 0.75], contract.N_SIGNALS)
     moved = {**params, "signal_weights": params["signal_weights"] + delta}
     logits = []
     for name, weights in (("a", params), ("b", moved)):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
 import struct
@@ -32,6 +33,7 @@ from signet_bench.learn.model.params import (
     param_shapes,
     signet_init_params,
 )
+from signet_scorer.contract import N_SIGNALS
 
 SMALL = DEFAULT_CONFIG.replace(internal_dim=8, value_dim=4, hash_buckets=64, project_slots=4)
 NATIVE = 16
@@ -441,8 +443,22 @@ def test_file_without_the_signal_weights_reads_them_as_zero(tmp_path):
     path = tmp_path / "old.sbm"
     write_zip(path, own_members(drop="signal_weights"))
     loaded, _ = load_checkpoint(path)
-    assert loaded["signal_weights"].tolist() == [0.0, 0.0, 0.0]
+    assert loaded["signal_weights"].tolist() == [0.0] * N_SIGNALS
     assert list(loaded) == list(param_shapes(SMALL, NATIVE))
+
+
+def test_file_of_fewer_signals_reads_the_new_ones_as_zero(tmp_path):
+    """A checkpoint written before the last signals were appended keeps its own weights for
+    the first ones and weighs the new ones 0 (its forward pass unchanged)."""
+    members = own_members()
+    old = members["signal_weights.npy"]
+    weights = np.lib.format.read_array(io.BytesIO(old))[: N_SIGNALS - 1] + 0.5
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, weights)
+    path = tmp_path / "older.sbm"
+    write_zip(path, {**members, "signal_weights.npy": buf.getvalue()})
+    loaded, _ = load_checkpoint(path)
+    assert loaded["signal_weights"].tolist() == [*weights.tolist(), 0.0]
 
 
 def test_sgpt_import_has_every_term_of_ours_neutral(tmp_path):
@@ -452,7 +468,7 @@ def test_sgpt_import_has_every_term_of_ours_neutral(tmp_path):
     for name, value in neutral_extensions(SMALL).items():
         assert np.array_equal(loaded[name], value), name
     assert loaded["cosine_weight"].tolist() == [0.0]
-    assert loaded["signal_weights"].tolist() == [0.0, 0.0, 0.0]
+    assert loaded["signal_weights"].tolist() == [0.0] * N_SIGNALS
 
 
 def test_write_sgpt_refuses_missing_or_inconsistent_params(tmp_path):

@@ -29,7 +29,7 @@ from signet_bench.learn.model.params import (
 from signet_bench.learn.model.scorer import score_session
 from signet_bench.learn.samples import SessionSample
 from signet_bench.learn.train import TrainOptions, train_model
-from signet_scorer.contract import feature_spec_hash
+from signet_scorer.contract import N_SIGNALS, feature_spec_hash
 
 
 def test_default_shapes_match_signet():
@@ -49,7 +49,7 @@ def test_default_shapes_match_signet():
         "query_project": (32, 64),
         "query_time": (64, 7),
         "cosine_weight": (1,),
-        "signal_weights": (3,),
+        "signal_weights": (N_SIGNALS,),
     }
     assert tuple(shapes)[:7] == SIGNET_PARAMS
     assert tuple(shapes)[7:11] == LAYER_NORM_PARAMS
@@ -99,10 +99,11 @@ def test_fresh_model_weighs_lexical_as_signets_hybrid():
     """The lexical weight is 0.3/0.7 of the cosine weight (Signet's hybrid), the entity and
     neighbourhood weights 0; the same ratio for any cosine weight."""
     params = init_params(DEFAULT_CONFIG, 768)
-    lexical, entity, neighbourhood = params["signal_weights"].tolist()
+    lexical, *others = params["signal_weights"].tolist()
     assert lexical == pytest.approx(COSINE_WEIGHT_INIT * 0.3 / 0.7, rel=1e-15)
-    assert entity == 0.0 and neighbourhood == 0.0
-    assert signal_weights_init(7.0).tolist() == pytest.approx([3.0, 0.0, 0.0], rel=1e-15)
+    assert others == [0.0] * (N_SIGNALS - 1)
+    expected = [3.0] + [0.0] * (N_SIGNALS - 1)
+    assert signal_weights_init(7.0).tolist() == pytest.approx(expected, rel=1e-15)
 
 
 def test_signet_init_is_signets_start_with_neutral_terms():
@@ -134,7 +135,7 @@ def test_init_is_seeded():
 def test_param_count_default_dims():
     params = init_params(DEFAULT_CONFIG, 768)
     signet = 64 * 768 + 2 * 64 * 64 + 32 * 64 + 114 + 16384 * 64 + 32 * 64
-    assert param_count(params) == signet + 4 * 64 + 32 * 64 + 64 * 7 + 1 + 3
+    assert param_count(params) == signet + 4 * 64 + 32 * 64 + 64 * 7 + 1 + N_SIGNALS
     assert param_count({n: params[n] for n in SIGNET_PARAMS}) == signet
 
 
