@@ -1,11 +1,12 @@
 """Each memory's own track record in this user's sessions, shrunk toward the user's mean
-(docs/specification.md, "Signals": `track_record`): the pure score (`track_record`) and its
-reader from a Signet store (`read_track_record`), the one both the trainer's samples, the replayed
-loop and the session-start hook call, so they agree bit for bit.
+(docs/specification.md §4.3.1, "Track record"): the pure score (`track_record`) and its reader
+from a Signet store (`read_track_record`), the one the trainer's samples, the replayed loop and
+the session-start hook all call, so they agree bit for bit.
 
-What counts is what was known at the scored session's start: only sessions judged before it (their
-`session_scores` row written before the start; the judge runs after a session ends, so their
-injections, FTS hits and agent ratings were all in place by then) and only rows written before it.
+What counts is what was known at the scored session's start: only the user's latest
+`TRACK_SESSIONS` sessions judged before it (their first `session_scores` row written before the
+start; the judge runs after a session ends, so their injections, FTS hits and agent ratings were
+all in place by then) and only rows written before it.
 A session still open at the start never counts: its counters may still grow. `access_count` is
 never read (Signet's own injection raises it).
 
@@ -37,10 +38,10 @@ __all__ = [
     "PRIOR_STRENGTH",
     "TRACK_SESSIONS",
     "TrackCounts",
+    "TrackHistory",
     "TrackRecord",
-    "read_track_counts",
+    "read_track_history",
     "read_track_record",
-    "read_user_total",
     "track_record",
     "user_mean",
 ]
@@ -130,14 +131,11 @@ def _columns(con: sqlite3.Connection, table: str) -> set[str]:
     return {str(r[1]) for r in con.execute(f"PRAGMA table_info({table})")}
 
 
-def _counts_sql(
-    sm: set[str], scores: set[str], by_agent: bool, n_ids: int | None
-) -> tuple[str, list[str]]:
-    """The aggregate over the judged sessions' rows (per memory when `n_ids` is given, else one
-    total row), and the `session_memories` columns it had to take as absent."""
-    missing = [
-        c for c in ("relevance_score", "fts_hit_count", "agent_relevance_score") if c not in sm
-    ]
+def _counts_sql(sm: set[str], scores: set[str], by_agent: bool) -> tuple[str, list[str]]:
+    """The per-memory aggregate over the judged sessions' rows written before the start, and the
+    `session_memories` columns it had to take as absent."""
+    wanted = ("relevance_score", "fts_hit_count", "agent_relevance_score")
+    missing = [c for c in wanted if c not in sm]
     inj = "COALESCE(sm.was_injected, 0) != 0"
     rel = "sm.relevance_score" if "relevance_score" in sm else "NULL"
     fts = "COALESCE(sm.fts_hit_count, 0)" if "fts_hit_count" in sm else "0"
@@ -150,19 +148,16 @@ def _counts_sql(
         f"SUM(CASE WHEN {rate} IS NOT NULL THEN {cnt} ELSE 0 END), "
         f"SUM(CASE WHEN {rate} IS NOT NULL THEN MIN(MAX({rate}, -1.0), 1.0) * {cnt} ELSE 0 END)"
     )
-    agent = " AND sm.agent_id = ?" if by_agent else ""
-    ids = "" if n_ids is None else f" AND sm.memory_id IN ({','.join('?' * n_ids)})"
     scored_by = " WHERE agent_id = ?" if by_agent and "agent_id" in scores else ""
     judged = (
         f"SELECT session_key FROM session_scores{scored_by} GROUP BY session_key "
         f"HAVING MIN({_TIME.format('created_at')}) < ? "
         f"ORDER BY MIN({_TIME.format('created_at')}) DESC, session_key DESC LIMIT {TRACK_SESSIONS}"
     )
-    head = "sm.memory_id, " if n_ids is not None else ""
-    tail = " GROUP BY sm.memory_id" if n_ids is not None else ""
+    agent = " AND sm.agent_id = ?" if by_agent else ""
     sql = (
-        f"SELECT {head}{picked} FROM session_memories sm WHERE sm.session_key IN ({judged}) "
-        f"AND {_TIME.format('sm.created_at')} < ?{agent}{ids}{tail}"
+        f"SELECT sm.memory_id, {picked} FROM session_memories sm WHERE sm.session_key IN "
+        f"({judged}) AND {_TIME.format('sm.created_at')} < ?{agent} GROUP BY sm.memory_id"
     )
     return sql, [f"session_memories.{c}" for c in missing]
 
@@ -210,72 +205,58 @@ def _superseded(
     return found, missing
 
 
-def _as_counts(rows: Sequence[Sequence[object]], n: int) -> np.ndarray:
-    """(6, n) float64 of the aggregate's rows (NULL sums of no rows as 0)."""
-    out = np.zeros((6, n), dtype=np.float64)
-    for j, row in enumerate(rows):
-        out[:, j] = [float(v) if isinstance(v, int | float) else 0.0 for v in row]
-    return out
+@dataclass(frozen=True, slots=True, eq=False)
+class TrackHistory:
+    """What the user's sessions judged before `before` hold of each memory (module docstring):
+    per memory id, the six sums of `TrackCounts`; what the store lacked to count them."""
+
+    before: datetime
+    rows: dict[str, int]  # memory id -> column of `sums`
+    sums: np.ndarray  # (6, m) float64: injected, judged, useful, fts_unseen, ratings, rating_sum
+    missing: tuple[str, ...]
+
+    @property
+    def mean(self) -> float:
+        """μ: the user's mean over every memory's evidence (`user_mean`)."""
+        total = self.sums.sum(axis=1, keepdims=True)
+        return user_mean(TrackCounts(*total, superseded=np.zeros(1, dtype=bool)))
+
+    def counts(self, memory_ids: Sequence[str], superseded: set[str]) -> TrackCounts:
+        """The counts of `memory_ids` (none for a memory without history), with the ids in
+        `superseded` flagged."""
+        cols = [self.rows.get(str(m), -1) for m in memory_ids]
+        padded = np.concatenate([self.sums, np.zeros((6, 1))], axis=1)  # column -1: no history
+        picked = padded[:, cols] if cols else np.zeros((6, 0))
+        flags = np.array([str(m) in superseded for m in memory_ids], dtype=bool)
+        return TrackCounts(*picked, superseded=flags)
 
 
 def _args(
     con: sqlite3.Connection, at: str, agent_id: str
 ) -> tuple[set[str], set[str], bool, list[object]]:
     """The columns of `session_memories` and `session_scores`, whether rows are per agent, and
-    the aggregate's leading parameters (the judged sessions' agent and time, the rows' time)."""
+    the aggregate's parameters (the judged sessions' agent and time, the rows' time and agent)."""
     sm, scores = _columns(con, "session_memories"), _columns(con, "session_scores")
     by_agent = "agent_id" in sm
     judged_agent: list[object] = [agent_id] if by_agent and "agent_id" in scores else []
     return sm, scores, by_agent, [*judged_agent, at, at, *([agent_id] if by_agent else [])]
 
 
-def _lacking(con: sqlite3.Connection) -> tuple[str, ...]:
-    tables = _tables(con)
-    return tuple(t for t in ("session_memories", "session_scores") if t not in tables)
-
-
-def read_user_total(
+def read_track_history(
     con: sqlite3.Connection, before: datetime, agent_id: str = DEFAULT_AGENT
-) -> TrackCounts:
-    """The user's counts over every memory before `before` (one row; `user_mean` of it is μ)."""
-    if _lacking(con):
-        return TrackCounts.empty(1)
-    sm, scores, by_agent, args = _args(con, _time(before), agent_id)
-    sql, _ = _counts_sql(sm, scores, by_agent, None)
-    total = _as_counts([con.execute(sql, args).fetchone()], 1)
-    return TrackCounts(*total, superseded=np.zeros(1, dtype=bool))
-
-
-def read_track_counts(
-    con: sqlite3.Connection,
-    memory_ids: Sequence[str],
-    before: datetime,
-    agent_id: str = DEFAULT_AGENT,
-) -> tuple[TrackCounts, tuple[str, ...]]:
-    """The counts of `memory_ids` (aligned with them) before `before`, from the sessions judged
-    before it (module docstring), and what the store lacks to count them. Read only."""
-    lacks = _lacking(con)
+) -> TrackHistory:
+    """Every memory's history in the user's sessions judged before `before` (one aggregate
+    query; the hook reads it while Signet works). Read only."""
+    tables = _tables(con)
+    lacks = tuple(t for t in ("session_memories", "session_scores") if t not in tables)
     if lacks:
-        return TrackCounts.empty(len(memory_ids)), lacks
-    ids = list(dict.fromkeys(str(m) for m in memory_ids))
-    at = _time(before)
-    sm, scores, by_agent, args = _args(con, at, agent_id)
-    sql, missing = _counts_sql(sm, scores, by_agent, len(ids))
-    per = np.zeros((6, len(ids)), dtype=np.float64)
-    superseded: set[str] = set()
-    if ids:
-        rows = con.execute(sql, [*args, *ids]).fetchall()
-        pos = {m: i for i, m in enumerate(ids)}
-        got = _as_counts([r[1:] for r in rows], len(rows))
-        for j, r in enumerate(rows):
-            per[:, pos[str(r[0])]] = got[:, j]
-        superseded, more = _superseded(con, ids, at)
-        missing += more
-    pos = {m: i for i, m in enumerate(ids)}
-    take = np.array([pos[str(m)] for m in memory_ids], dtype=np.int64)
-    flags = np.array([m in superseded for m in ids], dtype=bool)
-    mine = TrackCounts(*(per[k][take] for k in range(6)), superseded=flags[take])
-    return mine, tuple(missing)
+        return TrackHistory(before, {}, np.zeros((6, 0)), lacks)
+    sm, scores, by_agent, args = _args(con, _time(before), agent_id)
+    sql, missing = _counts_sql(sm, scores, by_agent)
+    found = con.execute(sql, args).fetchall()
+    sums = np.array([r[1:] for r in found], dtype=np.float64).reshape(-1, 6).T
+    rows = {str(r[0]): j for j, r in enumerate(found)}
+    return TrackHistory(before, rows, np.nan_to_num(sums), tuple(missing))
 
 
 def read_track_record(
@@ -284,12 +265,17 @@ def read_track_record(
     before: datetime,
     *,
     agent_id: str = DEFAULT_AGENT,
-    mean: float | None = None,
+    history: TrackHistory | None = None,
 ) -> TrackRecord:
-    """The track records of `memory_ids` for a session starting at `before` (module docstring):
-    the one reader the trainer, the replayed loop and the hook share; `mean`: the user's mean
-    when read before (`user_mean(read_user_total(...))` at the same time; None: read now). The
-    store is only read."""
-    mine, missing = read_track_counts(con, memory_ids, before, agent_id)
-    mu = user_mean(read_user_total(con, before, agent_id)) if mean is None else mean
-    return TrackRecord(track_record(mine, mu), mu, missing)
+    """The track records of `memory_ids` for a session of `agent_id` starting at `before`
+    (module docstring): the one reader the trainer, the replayed loop and the hook share;
+    `history`: the user's history read before at the same time (None: read now). Read only."""
+    if history is None:
+        history = read_track_history(con, before, agent_id)
+    elif history.before != before:
+        raise ValueError(f"a history read at {history.before}, not at {before}")
+    ids = list(dict.fromkeys(str(m) for m in memory_ids))
+    superseded, lacks = _superseded(con, ids, _time(before)) if ids else (set[str](), [])
+    counts = history.counts(memory_ids, superseded)
+    mean = history.mean
+    return TrackRecord(track_record(counts, mean), mean, (*history.missing, *lacks))

@@ -18,7 +18,7 @@ sessions: the same pool, context, features, query terms and signals (`signet_sco
   toward the user's mean (`signet_scorer.track_record`, the trainer's reader).
 
 What does not depend on Signet's answer (the previous session, the embeddings of the memories
-it used, the query terms, the user's mean track record: its `SessionBasis`) can be read while Signet works; the pool cannot,
+it used, the query terms, the memories' history of use: its `SessionBasis`) can be read while Signet works; the pool cannot,
 since the daemon records this session's candidates while it answers.
 
 Imports numpy and the serving modules; the scorer (onnxruntime) is given by the caller.
@@ -54,7 +54,7 @@ from signet_scorer.structure import (
     session_columns,
 )
 from signet_scorer.tokenize import project_slot
-from signet_scorer.track_record import read_track_record, read_user_total, user_mean
+from signet_scorer.track_record import TrackHistory, read_track_history, read_track_record
 
 if TYPE_CHECKING:
     from signet_scorer.scorer import Scorer
@@ -100,14 +100,14 @@ class Ranking:
 class SessionBasis:
     """What the ranking reads of a session start before Signet's answer: the previous scored
     session of the project (its start, the memories it used and their embeddings of `dim`
-    values), the session-start query terms and the user's mean track record."""
+    values), the session-start query terms and the memories' history of use."""
 
     prev_start: float | None  # epoch seconds
     used: tuple[str, ...]
     used_vectors: dict[str, np.ndarray]
     terms: list[str]
     dim: int
-    track_mean: float  # the user's mean track record at the start
+    track: TrackHistory  # the memories' history before the start (`signet_scorer.track_record`)
 
 
 def session_basis(con: sqlite3.Connection, session: HookSession, dim: int) -> SessionBasis:
@@ -121,7 +121,7 @@ def session_basis(con: sqlite3.Connection, session: HookSession, dim: int) -> Se
         used_vectors=read_embeddings(con, used, dim),
         terms=store_start_terms(con, project, session.now),
         dim=dim,
-        track_mean=user_mean(read_user_total(con, session.now, session.agent_id)),
+        track=read_track_history(con, session.now, session.agent_id),
     )
 
 
@@ -177,9 +177,7 @@ def session_query(
     if ctx.vector is None:
         raise RankError("no context: no memory of the pool or the previous session is embedded")
     graph = _graph(con, ids, recorded, session.agent_id)
-    track = read_track_record(
-        con, ids, session.now, agent_id=session.agent_id, mean=basis.track_mean
-    )
+    track = read_track_record(con, ids, session.now, agent_id=session.agent_id, history=basis.track)
     info = CandidateInfo(
         created_at=mem.created_at,
         importance=mem.importance,
