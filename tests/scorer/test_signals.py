@@ -344,7 +344,9 @@ def test_the_server_computes_the_signals_from_the_request(golden):
 
 def test_a_request_without_query_parameters_has_zero_signals(golden):
     inputs = parse_score_params(request(n=5), golden.info).inputs
-    np.testing.assert_array_equal(inputs[contract.INPUT_SIGNALS], np.zeros((5, contract.N_SIGNALS), np.float32))
+    np.testing.assert_array_equal(
+        inputs[contract.INPUT_SIGNALS], np.zeros((5, contract.N_SIGNALS), np.float32)
+    )
 
 
 def test_in_process_keywords_reach_the_signals(golden):
