@@ -103,7 +103,7 @@ FEATURE_SPEC_HASH = feature_spec_hash(FEATURE_SPEC)
 
 # Not Signet features: a graph input of their own with a weight each, so Signet's 17 features,
 # the feature-spec hash and SGPT files stay as they are.
-# New signals are appended: a graph exported with the first k of them is fed those k columns.
+# Appended only: a graph or checkpoint of fewer signals reads the first ones (the ones it knew).
 SIGNAL_NAMES: tuple[str, ...] = (
     "lexical",
     "entity_match",
@@ -113,6 +113,7 @@ SIGNAL_NAMES: tuple[str, ...] = (
     "length",
     "session_max",
     "session_best_rank",
+    "track_record",
 )
 N_SIGNALS = len(SIGNAL_NAMES)
 

@@ -8,12 +8,14 @@ sidecar names and defaults (docs/specification.md §8.1): a candidate whose embe
 the project slot to 0. The session-level features reach the query from the first candidate's row,
 exactly as the numpy model takes them.
 
-Three optional parameters are ours (Signet's daemon never sends them, and its requests score
-as before): `query_terms` (the session's keyword query), `query_entities` (the names in it) and
-`candidate_sources` (each candidate's source session, or null). From them and the candidates'
-texts and embeddings the server computes the candidates' signals (`signet_scorer.signals`: lexical,
-entity match, source neighbourhood), the same function the trainer's samples use; without them
-the signals are 0.
+Four optional parameters are ours (Signet's daemon never sends them, and its requests score
+as before): `query_terms` (the session's keyword query), `query_entities` (the names in it),
+`candidate_sources` (each candidate's source session, or null) and `candidate_track_record`
+(each candidate's track record, `signet_scorer.track_record`, or null: the mean of the given
+ones). From them and the candidates' texts and embeddings the server computes the candidates'
+signals (`signet_scorer.signals`: lexical, entity match, source neighbourhood, track record), the
+same function the trainer's samples use; without them the signals are 0. A graph exported with
+fewer signals is fed the first ones (the list only appends).
 
 A model file may be an ONNX export, the workbench's own checkpoint or Signet's SGPT `model.bin`;
 the last two are converted to ONNX at load by the library in a child process
@@ -22,6 +24,7 @@ the last two are converted to ONNX at load by the library in a child process
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -317,6 +320,28 @@ def _query_list(params: Mapping[str, Any], name: str) -> list[str] | None:
     return value
 
 
+def _track_record(params: Mapping[str, Any], n: int) -> np.ndarray | None:
+    """The request's `candidate_track_record` (`signet_scorer.track_record`): a number in [0, 1]
+    or null per candidate, padded with nulls; a null takes the mean of the given values (0.5 when
+    none is), so a candidate the caller could not judge is neither favoured nor punished. None
+    when the request has none."""
+    given = _optional_list(params, "candidate_track_record", n)
+    if given is None:
+        return None
+    out = np.full(n, np.nan)
+    for i, v in enumerate(given.tolist() if isinstance(given, np.ndarray) else given):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            continue
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 <= v <= 1.0:
+            raise ParamError(
+                f"candidate_track_record[{i}]", f"must be a number in [0, 1] or null, got {v!r:.40}"
+            )
+        out[i] = float(v)
+    known = np.isfinite(out)
+    out[~known] = float(out[known].mean()) if known.any() else 0.5
+    return out.astype(np.float32)
+
+
 def _signals(
     params: Mapping[str, Any],
     texts: list[str | None],
@@ -331,9 +356,10 @@ def _signals(
     sources = None
     if params.get("candidate_sources") is not None:
         sources = _strings_or_null(params, "candidate_sources", len(texts))
+    track = _track_record(params, len(texts))
     return candidate_signals(
         query_terms=terms, query_entities=entities, candidate_texts=texts, context=ctx,
-        embeddings=emb, has_embedding=has, sources=sources,
+        embeddings=emb, has_embedding=has, sources=sources, track_record=track,
     )  # fmt: skip
 
 
@@ -472,8 +498,10 @@ class OnnxModel:
         a graph exported before it) are left out, and a graph exported with fewer signals is
         fed their first columns (signals are only ever appended)."""
         feed = {k: v for k, v in inputs.items() if k in self._names}
-        if c.INPUT_SIGNALS in feed:
-            feed[c.INPUT_SIGNALS] = feed[c.INPUT_SIGNALS][:, : self.info.n_signals]
+        signals = feed.get(c.INPUT_SIGNALS)
+        if signals is not None and signals.shape[-1] > self.info.n_signals:
+            # a graph of fewer signals takes the first ones (`contract.SIGNAL_NAMES` appends)
+            feed[c.INPUT_SIGNALS] = np.ascontiguousarray(signals[..., : self.info.n_signals])
         logits, scores = self.session.run(list(c.GRAPH_OUTPUTS), feed)
         return np.asarray(logits), np.asarray(scores)  # dense outputs (the graph's own)
 

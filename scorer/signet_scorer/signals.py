@@ -32,6 +32,9 @@ Columns (`contract.SIGNAL_NAMES`), each in [0, 1], 0 where there is no evidence:
 The last five were chosen by ablation of the base model (`signet_bench.learn.pairs`) on
 LoCoMo's earlier questions; each needs only the pool's texts and embeddings, so they are
 computed for every request (without query terms the hybrid is the cosine).
+- **track_record**: the memory's own record in this user's sessions judged before this one,
+  shrunk toward the user's mean (`signet_scorer.track_record`), given per candidate by the caller
+  (the request's `candidate_track_record`); none given: 0 for every candidate.
 
 Free rankers on the same evidence: `hybrid_scores` is Signet's hybrid weighting
 (`HYBRID_VECTOR_WEIGHT`·cosine + (1 − it)·lexical) without its both-legs rule; a fresh scorer
@@ -409,8 +412,10 @@ def candidate_signals(
     embeddings: np.ndarray,
     has_embedding: np.ndarray,
     sources: Sequence[str | None] | None,
+    track_record: np.ndarray | None = None,
 ) -> np.ndarray:
-    """(n, N_SIGNALS) float32, columns in `SIGNAL_NAMES` order (module docstring)."""
+    """(n, N_SIGNALS) float32, columns in `SIGNAL_NAMES` order (module docstring);
+    `track_record`: the candidates' track records (`signet_scorer.track_record`), None: 0."""
     docs = _texts(candidate_texts)
     out = np.zeros((len(docs), N_SIGNALS), dtype=np.float32)
     out[:, signal_column("lexical")] = _lexical(query_terms, docs)
@@ -431,6 +436,8 @@ def candidate_signals(
     lexical = out[:, signal_column("lexical")]
     out[:, signal_column("hybrid_rank")] = rank_signal(hybrid_scores(cos, lexical))
     out[:, signal_column("length")] = _length(docs)
+    if track_record is not None:
+        out[:, signal_column("track_record")] = np.asarray(track_record, dtype=np.float32)
     return out
 
 

@@ -5,8 +5,9 @@ scores, the trainer learns from and the benchmarks evaluate, built by one functi
 (start, time zone, project, previous session of the project), its context vector and its query
 (`daemon.session_query`), and computes every per-candidate input: embeddings and the text path's
 tokens, the 17 features (`signet_scorer.features`), the signals (`signet_scorer.signals`:
-lexical, entity match and source neighbourhood, over the whole pool), the effective score at
-the session start and the project slot.
+lexical, entity match and source neighbourhood, over the whole pool; the track record the
+caller read, `signet_scorer.track_record`), the effective score at the session start and the
+project slot.
 The knowledge-graph columns (entity and aspect slot, constraint flag, structural density,
 traversal: `signet_scorer.structure.GraphColumns`) are the caller's when they carry slots (the
 trainer: the recorded rows, `signet_scorer.structure.session_columns`), else computed from the
@@ -127,6 +128,7 @@ def _signals(
     sources: Sequence[str | None],
     context: np.ndarray | None,
     query: SessionQuery,
+    track_record: np.ndarray | None,
 ) -> np.ndarray:
     """The candidates' signals over the pool `rows` (`signet_scorer.signals.candidate_signals`)."""
     return candidate_signals(
@@ -134,6 +136,7 @@ def _signals(
         context=context, embeddings=corpus.embeddings[rows],
         has_embedding=corpus.has_embedding[rows],
         sources=None if all(x is None for x in sources) else list(sources),
+        track_record=track_record,
     )  # fmt: skip
 
 
@@ -162,13 +165,15 @@ def _graph(
 class CandidateOrigin:
     """Where a session's candidates came from, as their inputs need it: the session-start pool
     they were scored in (its first `signal_pool` rows; None: every row), their knowledge-graph
-    columns (`graph`) or only their `traversal` flags, and the `store` whose graph gives the
-    slots the columns lack (`session_inputs`)."""
+    columns (`graph`) or only their `traversal` flags, the `store` whose graph gives the
+    slots the columns lack (`session_inputs`), and their `track_record` before the session
+    (`signet_scorer.track_record.read_track_record`, one per row; None: the signal is 0)."""
 
     signal_pool: int | None = None
     graph: GraphColumns | None = None
     traversal: np.ndarray | None = None
     store: sqlite3.Connection | None = None
+    track_record: np.ndarray | None = None
 
 
 def session_inputs(
@@ -207,10 +212,14 @@ def session_inputs(
     contents = tuple(corpus.contents[int(r)] for r in rows)
     sources = corpus.sources(rows)
     vector = context.vector
-    signals = _signals(corpus, rows, contents, sources, vector, query)
+    track = origin.track_record
+    if track is not None and len(track) != len(rows):
+        raise ValueError(f"track records for {len(track)} candidates, {len(rows)} rows")
+    signals = _signals(corpus, rows, contents, sources, vector, query, track)
     if signal_pool is not None and signal_pool < len(rows):
         k = signal_pool
-        signals[:k] = _signals(corpus, rows[:k], contents[:k], sources[:k], vector, query)
+        part = None if track is None else track[:k]
+        signals[:k] = _signals(corpus, rows[:k], contents[:k], sources[:k], vector, query, part)
     return SessionInputs(
         session_key=session_key,
         start=start,

@@ -73,6 +73,7 @@ from signet_scorer.structure import (
     recorded_structure,
     session_columns,
 )
+from signet_scorer.track_record import read_track_record
 from signet_scorer.workbench import HOOK_LOG_FILE, default_workbench
 
 __all__ = [
@@ -93,6 +94,8 @@ __all__ = [
     "shown_candidates",
     "signals_frame",
     "store_workbench",
+    "track_records",
+    "track_values",
 ]
 
 LABEL_SOURCES: tuple[tuple[str, str, str], ...] = (
@@ -423,7 +426,8 @@ def build_sample(
 ) -> SessionSample | None:
     """One session's sample (None when no candidate of it is left, no context can be formed,
     or the labels are not trainable). `session` holds session_key, project, start, score,
-    confidence, novel_context_count (and end: the score row's time); `cand` its
+    confidence, novel_context_count (and end: the score row's time; track_record: each
+    candidate's track record before the start by memory id, `track_records`); `cand` its
     `session_memories` rows; `query` its session-start query (`daemon.session_query.start_query`);
     `structure` the store's graph for rows that record no knowledge-graph columns
     (`session_graph`; None: they have none)."""
@@ -453,7 +457,11 @@ def build_sample(
         cfg=cfg,
         query=query,
         # fts_only rows sort last: the first rows are the start pool
-        origin=CandidateOrigin(signal_pool=len(baseline), graph=session_graph(cand, structure)),
+        origin=CandidateOrigin(
+            signal_pool=len(baseline),
+            graph=session_graph(cand, structure),
+            track_record=track_values(session.get("track_record"), cand),
+        ),
     )
     end = session.get("end") or start
     label_in = label_input(corpus, inputs, cand, session, end.timestamp())
@@ -470,6 +478,21 @@ def build_sample(
         continuity=float(session["score"]),
         rated=ratings(label_in)[keep],
     )
+
+
+def track_records(con: sqlite3.Connection, session: dict, cand: pl.DataFrame) -> dict[str, float]:
+    """Each candidate's track record before the session's start, by memory id
+    (`signet_scorer.track_record.read_track_record`: the hook's reader)."""
+    ids = cand["memory_id"].unique(maintain_order=True).to_list()
+    found = read_track_record(con, ids, session["start"])
+    return dict(zip(ids, found.values.tolist(), strict=True))
+
+
+def track_values(track: dict[str, float] | None, cand: pl.DataFrame) -> np.ndarray | None:
+    """The track records of `cand`'s rows (None without them)."""
+    if track is None:
+        return None
+    return np.array([track[m] for m in cand["memory_id"].to_list()], dtype=np.float32)
 
 
 @dataclass(frozen=True, slots=True)
@@ -525,19 +548,23 @@ def load_samples(
         sessions = scored_sessions(signals.sessions, cands)
         jobs = StartQueries.read(con)
         structure = session_structure(con, cands)
+        if sessions.height == 0:
+            return [], 0
+        by_key = {k[0]: g for k, g in cands.group_by("session_key")}
+        threshold = cfg.min_scorer_confidence if min_confidence is None else min_confidence
+        rows = sessions.rename({"created_at": "end"}).iter_rows(named=True)
+        todo = [s for s in rows if part is None or s["session_key"] in part.keys]
+        for s in todo:
+            if s["confidence"] is not None and s["confidence"] >= threshold:
+                s["track_record"] = track_records(con, s, by_key[s["session_key"]])
     finally:
         if not isinstance(store, sqlite3.Connection):
             con.close()
-    if sessions.height == 0:
-        return [], 0
-    by_key = {k[0]: g for k, g in cands.group_by("session_key")}
     previous = previous_sessions(sessions, by_key)
-    threshold = cfg.min_scorer_confidence if min_confidence is None else min_confidence
     out: list[SessionSample] = []
     skipped = 0
-    for s in sessions.rename({"created_at": "end"}).iter_rows(named=True):
-        if part is not None and s["session_key"] not in part.keys:
-            continue  # read only as the previous session of one in the window
+    for s in todo:
+        # sessions outside the window are read only as the previous session of one in it
         conf = s["confidence"]
         sample = None
         if conf is not None and conf >= threshold:

@@ -84,6 +84,7 @@ from signet_scorer.budget import Budget
 from signet_scorer.context import SessionContextVector
 from signet_scorer.features import SessionInfo
 from signet_scorer.structure import GraphColumns
+from signet_scorer.track_record import read_track_record
 
 if TYPE_CHECKING:
     from signet_bench.world.synth.plans import SessionContext
@@ -255,7 +256,11 @@ class Lifecycle:
             context,
             cfg=self.cfg,
             query=query,
-            origin=CandidateOrigin(graph=_graph_columns(flags), store=self.con),
+            origin=CandidateOrigin(
+                graph=_graph_columns(flags),
+                store=self.con,
+                track_record=read_track_record(self.con, self.corpus.ids[rows], plan.start).values,
+            ),
         )
 
     def _start(

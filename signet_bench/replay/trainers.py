@@ -31,6 +31,7 @@ from signet_bench.daemon.predictor_state import PredictorState
 from signet_bench.errors import UserError
 from signet_bench.replay.loop_store import LoopStore
 from signet_scorer.query import ScoreQuery
+from signet_scorer.signals import signal_column
 from signet_scorer.workbench import CHECKPOINT_FILE, MODEL_DIR_SUFFIX
 
 if TYPE_CHECKING:
@@ -289,6 +290,7 @@ class SidecarTrainer:
                 query_terms=list(inputs.query.terms),
                 query_entities=list(inputs.query.entities),
                 candidate_sources=inputs.sources.tolist(),
+                candidate_track_record=inputs.signals[:, signal_column("track_record")],
             )
         )
         if got is None:

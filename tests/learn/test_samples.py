@@ -25,6 +25,7 @@ from signet_bench.world.synth.build import build_persona_store
 from signet_scorer.contract import N_FEATURES, N_SIGNALS
 from signet_scorer.signals import lexical_scores, signal_column
 from signet_scorer.tokenize import project_slot, token_buckets
+from signet_scorer.track_record import read_track_record
 
 TZ = "Europe/Berlin"  # the light persona's zone
 SESSIONS = 40
@@ -203,12 +204,17 @@ def test_signals_are_the_session_starts_lexical_evidence(store, loaded):
     project's transcripts done before the session started, asked of the store itself): over
     the session-start pool for its candidates, as session start scored them, and over every
     recorded candidate for those recorded later (prompt recalls); the light store records no
-    source sessions and the session-start query has no names, so the other two query signals
-    are 0 (the pool signals, computed from texts and embeddings, are not)."""
+    source sessions and the session-start query has no names, so the entity and source signals
+    are 0 (the pool signals, computed from texts and embeddings, are not); the track record is
+    the shared reader's (`signet_scorer.track_record`)."""
     samples, _ = loaded
     con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
     try:
         queries = {s.session_key: start_query(con, s.project, s.start) for s in samples}
+        tracks = {
+            s.session_key: read_track_record(con, s.memory_ids.tolist(), s.start).values
+            for s in samples
+        }
     finally:
         con.close()
     corpus = read_corpus(store)
@@ -227,5 +233,7 @@ def test_signals_are_the_session_starts_lexical_evidence(store, loaded):
         np.testing.assert_array_equal(s.signals[:, 0], [lexical[m] for m in s.memory_ids])
         assert not s.signals[:, 1:3].any()
         assert s.signals[:, signal_column("length")].all()  # the pool signals are computed
+        track = s.signals[:, signal_column("track_record")]
+        np.testing.assert_array_equal(track, tracks[s.session_key])
         matched += int(s.signals[:, 0].any())
     assert matched > len(samples) // 2  # the transcripts name the sessions' topics

@@ -2,7 +2,8 @@
 (scorer "model"), the accepted model exported to ONNX beside the workbench, the daemon's
 candidate pool recorded for a new session and Signet's answer holding the first 40 of it.
 
-The hook's inputs for the session (pool, context, features, query terms, sources) equal those
+The hook's inputs for the session (pool, context, features, query terms, sources, track
+records) equal those
 the trainer assembles for it (`daemon.candidates.session_inputs`, as `learn.samples` builds a
 sample), its scores are the numpy model's over the pool, it injects the answer's memories the
 model ranks highest within the limit, only memories Signet's budget admitted, keeps the rest
@@ -24,7 +25,13 @@ from signet_bench.daemon.session_query import start_query
 from signet_bench.learn.export import convert_model
 from signet_bench.learn.model.checkpoint import load_checkpoint
 from signet_bench.learn.model.ranker import ModelRanker
-from signet_bench.learn.samples import scored_sessions, session_graph, session_structure
+from signet_bench.learn.samples import (
+    scored_sessions,
+    session_graph,
+    session_structure,
+    track_records,
+    track_values,
+)
 from signet_bench.replay.loop import SimOptions, simulate
 from signet_bench.replay.trainers import model_dir, model_path
 from signet_bench.store.corpus import read_corpus
@@ -39,6 +46,7 @@ from signet_scorer.hook.cli import run_hook
 from signet_scorer.hook.inject import SCORER_ORDER, find_block
 from signet_scorer.hook.opening import open_scorer
 from signet_scorer.hook.rank import HookSession, session_query
+from signet_scorer.signals import signal_column
 from tests.scorer.hook_support import (
     HARNESS_ARGS,
     PROJECT,
@@ -102,7 +110,10 @@ def _library_inputs(db, now):
         return session_inputs(
             corpus, rows, KEY, SessionInfo(now, TZ, PROJECT, prev.start), ctx,
             query=start_query(con, PROJECT, now),
-            origin=CandidateOrigin(graph=session_graph(cand, session_structure(con, cand))),
+            origin=CandidateOrigin(
+                graph=session_graph(cand, session_structure(con, cand)),
+                track_record=track_values(track_records(con, {"start": now}, cand), cand),
+            ),
         )  # fmt: skip
     finally:
         con.close()
@@ -131,6 +142,9 @@ def test_the_hooks_inputs_are_the_trainers(trained):
     assert query.project_slot == expected.project_slot
     sources = [None] * len(expected) if query.candidate_sources is None else query.candidate_sources
     assert list(sources) == expected.sources.tolist()
+    track = np.asarray(query.candidate_track_record)
+    np.testing.assert_array_equal(track, expected.signals[:, signal_column("track_record")])
+    assert np.unique(track).size > 1  # 30 sessions of history tell the memories apart
 
 
 def test_the_hook_injects_the_models_choice_within_signets_budget(trained):

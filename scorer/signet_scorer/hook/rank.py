@@ -14,9 +14,11 @@ sessions: the same pool, context, features, query terms and signals (`signet_sco
   else computed from the store's graph now (`signet_scorer.structure.session_columns`, the trainer's
   rule too).
 - **Query**: Signet 0.58's predicted-context terms of the project's last transcripts.
+- **Track record**: each candidate's record in the agent's sessions judged before now, shrunk
+  toward the user's mean (`signet_scorer.track_record`, the trainer's reader).
 
 What does not depend on Signet's answer (the previous session, the embeddings of the memories
-it used, the query terms: its `SessionBasis`) can be read while Signet works; the pool cannot,
+it used, the query terms, the memories' history of use: its `SessionBasis`) can be read while Signet works; the pool cannot,
 since the daemon records this session's candidates while it answers.
 
 Imports numpy and the serving modules; the scorer (onnxruntime) is given by the caller.
@@ -52,6 +54,7 @@ from signet_scorer.structure import (
     session_columns,
 )
 from signet_scorer.tokenize import project_slot
+from signet_scorer.track_record import TrackHistory, read_track_history, read_track_record
 
 if TYPE_CHECKING:
     from signet_scorer.scorer import Scorer
@@ -97,13 +100,14 @@ class Ranking:
 class SessionBasis:
     """What the ranking reads of a session start before Signet's answer: the previous scored
     session of the project (its start, the memories it used and their embeddings of `dim`
-    values) and the session-start query terms."""
+    values), the session-start query terms and the memories' history of use."""
 
     prev_start: float | None  # epoch seconds
     used: tuple[str, ...]
     used_vectors: dict[str, np.ndarray]
     terms: list[str]
     dim: int
+    track: TrackHistory  # the memories' history before the start (`signet_scorer.track_record`)
 
 
 def session_basis(con: sqlite3.Connection, session: HookSession, dim: int) -> SessionBasis:
@@ -117,6 +121,7 @@ def session_basis(con: sqlite3.Connection, session: HookSession, dim: int) -> Se
         used_vectors=read_embeddings(con, used, dim),
         terms=store_start_terms(con, project, session.now),
         dim=dim,
+        track=read_track_history(con, session.now, session.agent_id),
     )
 
 
@@ -172,6 +177,7 @@ def session_query(
     if ctx.vector is None:
         raise RankError("no context: no memory of the pool or the previous session is embedded")
     graph = _graph(con, ids, recorded, session.agent_id)
+    track = read_track_record(con, ids, session.now, agent_id=session.agent_id, history=basis.track)
     info = CandidateInfo(
         created_at=mem.created_at,
         importance=mem.importance,
@@ -196,6 +202,7 @@ def session_query(
         project_slot=project_slot(project, slots),
         query_terms=basis.terms,
         candidate_sources=None if all(s is None for s in mem.sources) else mem.sources,
+        candidate_track_record=track.values,
     )
     return query, ctx.rule
 

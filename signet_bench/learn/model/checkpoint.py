@@ -41,7 +41,7 @@ from signet_bench.learn.model.params import (
     shape_problems,
 )
 from signet_scorer.atomic import atomic_write
-from signet_scorer.contract import DIM_KEYS
+from signet_scorer.contract import DIM_KEYS, N_SIGNALS
 
 __all__ = [
     "FLAG_FINETUNED",
@@ -179,6 +179,15 @@ def _check_params(where: str, params: Mapping[str, np.ndarray], cfg: PredictorCo
         raise CheckpointError(f"{where}: non-finite values (NaN or inf) in parameter {names}")
 
 
+def _appended_signals(weights: np.ndarray) -> np.ndarray:
+    """The signal weights of a file written before the last signals were appended
+    (`signet_scorer.contract.SIGNAL_NAMES` only appends): its own, then 0 for the new ones."""
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 1 or w.size >= N_SIGNALS:
+        return w
+    return np.concatenate([w, np.zeros(N_SIGNALS - w.size)])
+
+
 def _neutral(cfg: PredictorConfig) -> Params:
     return neutral_extensions(cfg)
 
@@ -310,6 +319,7 @@ def load_checkpoint(path: str | Path) -> tuple[Params, CheckpointMeta]:
         raise CheckpointError(f"{p}: truncated or corrupt ({exc})") from None
     for name, value in _neutral(cfg).items():
         params.setdefault(name, value)  # older versions lack some of our terms
+    params["signal_weights"] = _appended_signals(params["signal_weights"])
     _check_params(str(p), params, cfg)
     return {n: params[n] for n in expected}, meta
 

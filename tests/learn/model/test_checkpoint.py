@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
 import struct
@@ -444,6 +445,20 @@ def test_file_without_the_signal_weights_reads_them_as_zero(tmp_path):
     loaded, _ = load_checkpoint(path)
     assert loaded["signal_weights"].tolist() == [0.0] * N_SIGNALS
     assert list(loaded) == list(param_shapes(SMALL, NATIVE))
+
+
+def test_file_of_fewer_signals_reads_the_new_ones_as_zero(tmp_path):
+    """A checkpoint written before the last signals were appended keeps its own weights for
+    the first ones and weighs the new ones 0 (its forward pass unchanged)."""
+    members = own_members()
+    old = members["signal_weights.npy"]
+    weights = np.lib.format.read_array(io.BytesIO(old))[: N_SIGNALS - 1] + 0.5
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, weights)
+    path = tmp_path / "older.sbm"
+    write_zip(path, {**members, "signal_weights.npy": buf.getvalue()})
+    loaded, _ = load_checkpoint(path)
+    assert loaded["signal_weights"].tolist() == [*weights.tolist(), 0.0]
 
 
 def test_sgpt_import_has_every_term_of_ours_neutral(tmp_path):

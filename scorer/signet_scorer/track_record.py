@@ -1,0 +1,281 @@
+"""Each memory's own track record in this user's sessions, shrunk toward the user's mean
+(docs/specification.md §4.3.1, "Track record"): the pure score (`track_record`) and its reader
+from a Signet store (`read_track_record`), the one the trainer's samples, the replayed loop and
+the session-start hook all call, so they agree bit for bit.
+
+What counts is what was known at the scored session's start: only the user's latest
+`TRACK_SESSIONS` sessions judged before it (their first `session_scores` row written before the
+start; the judge runs after a session ends, so their injections, FTS hits and agent ratings were
+all in place by then) and only rows written before it.
+A session still open at the start never counts: its counters may still grow. `access_count` is
+never read (Signet's own injection raises it).
+
+Observations, each a value y in [0, 1] with a weight, from a memory's rows in those sessions:
+
+- injected and judged (`relevance_score` not null): y = the judge's relevance, weight 1;
+- not injected but hit by a prompt's search (`fts_hit_count` > 0): y = 1, weight 1 per session;
+- rated by the agent (`agent_relevance_score` a in [-1, 1] over `agent_feedback_count` c ratings):
+  y = (a + 1) / 2, weight max(c, 1);
+- superseded or deleted before the start: y = 0, weight `PRIOR_STRENGTH`.
+
+Score = (κ·μ + Σ w·y) / (κ + Σ w), κ = `PRIOR_STRENGTH`, μ the user's mean (Σ w·y / Σ w over every
+memory's observations of those sessions, supersessions left out; `NO_HISTORY_MEAN` without any):
+a memory without history scores exactly μ, neither favoured nor punished. Standard library and
+numpy only.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+
+__all__ = [
+    "NO_HISTORY_MEAN",
+    "PRIOR_STRENGTH",
+    "TRACK_SESSIONS",
+    "TrackCounts",
+    "TrackHistory",
+    "TrackRecord",
+    "read_track_history",
+    "read_track_record",
+    "track_record",
+    "user_mean",
+]
+
+PRIOR_STRENGTH = 2.0  # κ: the user's mean weighs as two observations of the memory's own
+NO_HISTORY_MEAN = 0.5  # μ when no session was judged yet
+# The history read: the user's latest sessions judged before the start, so that a session start's
+# reading (the hook's, within its latency goal) does not grow with the store.
+TRACK_SESSIONS = 200
+DEFAULT_AGENT = "default"
+
+# Signet's two time formats (`2026-03-14T21:40:46.123Z`, `2026-03-14 21:40:46`) as one fixed-width
+# text that orders as time: 'T' and 'Z' dropped, milliseconds padded.
+_TIME = "SUBSTR(REPLACE(REPLACE({}, 'T', ' '), 'Z', '') || '.000', 1, 23)"
+_HISTORY_EVENTS = ("deleted", "superseded", "merged")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TrackCounts:
+    """Per memory (arrays aligned with the ids asked for), its history before a session's start."""
+
+    injected: np.ndarray  # (n,) times injected
+    judged: np.ndarray  # (n,) of those, times the judge rated it (`relevance_score`)
+    useful: np.ndarray  # (n,) the sum of those ratings, each in [0, 1]
+    fts_unseen: np.ndarray  # (n,) sessions a prompt's search hit it while it was not injected
+    ratings: np.ndarray  # (n,) the agent's ratings (feedback count)
+    rating_sum: np.ndarray  # (n,) their sum, each in [-1, 1]
+    superseded: np.ndarray  # (n,) bool: superseded or deleted before the start
+
+    @classmethod
+    def empty(cls, n: int) -> TrackCounts:
+        z = np.zeros(n, dtype=np.float64)
+        return cls(z, z, z, z, z, z, np.zeros(n, dtype=bool))
+
+    def observations(self) -> tuple[np.ndarray, np.ndarray]:
+        """(Σ w, Σ w·y) per memory of its own evidence (module docstring), supersession aside."""
+        weight = self.judged + self.fts_unseen + self.ratings
+        value = self.useful + self.fts_unseen + (self.rating_sum + self.ratings) / 2.0
+        return weight.astype(np.float64), value.astype(np.float64)
+
+
+def user_mean(total: TrackCounts) -> float:
+    """μ: the pooled share of useful observations over every memory's history (`total`: the
+    counts of every memory, one row or many), `NO_HISTORY_MEAN` without any."""
+    weight, value = total.observations()
+    w = float(weight.sum())
+    return NO_HISTORY_MEAN if w <= 0 else min(max(float(value.sum()) / w, 0.0), 1.0)
+
+
+def track_record(counts: TrackCounts, mean: float, prior: float = PRIOR_STRENGTH) -> np.ndarray:
+    """(n,) float32 in [0, 1]: (κ·μ + Σ w·y) / (κ + Σ w) per memory, a supersession counting as
+    κ observations of 0 (module docstring; docs/specification.md, "Signals")."""
+    if not prior > 0:
+        raise ValueError(f"prior strength {prior!r}: must be > 0")
+    mu = min(max(float(mean), 0.0), 1.0)
+    weight, value = counts.observations()
+    weight = weight + np.where(counts.superseded, prior, 0.0)
+    score = (prior * mu + value) / (prior + weight)
+    return np.clip(score, 0.0, 1.0).astype(np.float32)
+
+
+# --- the store reader ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TrackRecord:
+    """The candidates' track records (`values`, aligned with the ids), the user's mean and what
+    the store lacked to compute them (`missing`: tables or `table.column`s read as absent)."""
+
+    values: np.ndarray  # (n,) float32
+    mean: float
+    missing: tuple[str, ...]
+
+
+def _time(at: datetime) -> str:
+    """An aware time as the fixed-width UTC text `_TIME` compares with."""
+    if at.tzinfo is None:
+        raise ValueError(f"{at!r}: a naive time (give one with a time zone)")
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:23]
+
+
+def _tables(con: sqlite3.Connection) -> set[str]:
+    return {str(r[0]) for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _columns(con: sqlite3.Connection, table: str) -> set[str]:
+    return {str(r[1]) for r in con.execute(f"PRAGMA table_info({table})")}
+
+
+def _counts_sql(sm: set[str], scores: set[str], by_agent: bool) -> tuple[str, list[str]]:
+    """The per-memory aggregate over the judged sessions' rows written before the start, and the
+    `session_memories` columns it had to take as absent."""
+    wanted = ("relevance_score", "fts_hit_count", "agent_relevance_score")
+    missing = [c for c in wanted if c not in sm]
+    inj = "COALESCE(sm.was_injected, 0) != 0"
+    rel = "sm.relevance_score" if "relevance_score" in sm else "NULL"
+    fts = "COALESCE(sm.fts_hit_count, 0)" if "fts_hit_count" in sm else "0"
+    rate = "sm.agent_relevance_score" if "agent_relevance_score" in sm else "NULL"
+    cnt = "MAX(COALESCE(sm.agent_feedback_count, 1), 1)" if "agent_feedback_count" in sm else "1"
+    picked = (
+        f"SUM({inj}), SUM({inj} AND {rel} IS NOT NULL), "
+        f"SUM(CASE WHEN {inj} AND {rel} IS NOT NULL THEN MIN(MAX({rel}, 0.0), 1.0) ELSE 0 END), "
+        f"SUM(NOT ({inj}) AND {fts} > 0), "
+        f"SUM(CASE WHEN {rate} IS NOT NULL THEN {cnt} ELSE 0 END), "
+        f"SUM(CASE WHEN {rate} IS NOT NULL THEN MIN(MAX({rate}, -1.0), 1.0) * {cnt} ELSE 0 END)"
+    )
+    scored_by = " WHERE agent_id = ?" if by_agent and "agent_id" in scores else ""
+    judged = (
+        f"SELECT session_key FROM session_scores{scored_by} GROUP BY session_key "
+        f"HAVING MIN({_TIME.format('created_at')}) < ? "
+        f"ORDER BY MIN({_TIME.format('created_at')}) DESC, session_key DESC LIMIT {TRACK_SESSIONS}"
+    )
+    agent = " AND sm.agent_id = ?" if by_agent else ""
+    sql = (
+        f"SELECT sm.memory_id, {picked} FROM session_memories sm WHERE sm.session_key IN "
+        f"({judged}) AND {_TIME.format('sm.created_at')} < ?{agent} GROUP BY sm.memory_id"
+    )
+    return sql, [f"session_memories.{c}" for c in missing]
+
+
+def _superseded(
+    con: sqlite3.Connection, ids: Sequence[str], before: str
+) -> tuple[set[str], list[str]]:
+    """Of `ids`, those deleted or superseded before `before` (a soft delete with its time, a
+    `memory_history` deletion, supersession or merge, a superseded knowledge-graph attribute),
+    and the sources the store lacks."""
+    tables = _tables(con)
+    marks = ",".join("?" * len(ids))
+    found: set[str] = set()
+    missing: list[str] = []
+    mem = _columns(con, "memories")
+    if {"is_deleted", "deleted_at"} <= mem:
+        sql = (
+            f"SELECT id FROM memories WHERE id IN ({marks}) AND COALESCE(is_deleted, 0) != 0 "
+            f"AND deleted_at IS NOT NULL AND {_TIME.format('deleted_at')} < ?"
+        )
+        found.update(str(r[0]) for r in con.execute(sql, [*ids, before]))
+    else:
+        missing.append("memories.deleted_at")
+    if "memory_history" in tables:
+        events = ",".join(f"'{e}'" for e in _HISTORY_EVENTS)
+        sql = (
+            f"SELECT memory_id FROM memory_history WHERE memory_id IN ({marks}) "
+            f"AND event IN ({events}) AND {_TIME.format('created_at')} < ?"
+        )
+        found.update(str(r[0]) for r in con.execute(sql, [*ids, before]))
+    else:
+        missing.append("memory_history")
+    attrs: set[str] = _columns(con, "entity_attributes") if "entity_attributes" in tables else set()
+    if {"memory_id", "updated_at"} <= attrs and attrs & {"status", "superseded_by"}:
+        conds = [c for c, col in (("status = 'superseded'", "status"),
+                                  ("superseded_by IS NOT NULL", "superseded_by")) if col in attrs]  # fmt: skip
+        sql = (
+            f"SELECT memory_id FROM entity_attributes WHERE memory_id IN ({marks}) "
+            f"AND updated_at IS NOT NULL AND {_TIME.format('updated_at')} < ? "
+            f"AND ({' OR '.join(conds)})"
+        )
+        found.update(str(r[0]) for r in con.execute(sql, [*ids, before]))
+    else:
+        missing.append("entity_attributes")
+    return found, missing
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TrackHistory:
+    """What the user's sessions judged before `before` hold of each memory (module docstring):
+    per memory id, the six sums of `TrackCounts`; what the store lacked to count them."""
+
+    before: datetime
+    rows: dict[str, int]  # memory id -> column of `sums`
+    sums: np.ndarray  # (6, m) float64: injected, judged, useful, fts_unseen, ratings, rating_sum
+    missing: tuple[str, ...]
+
+    @property
+    def mean(self) -> float:
+        """μ: the user's mean over every memory's evidence (`user_mean`)."""
+        total = self.sums.sum(axis=1, keepdims=True)
+        return user_mean(TrackCounts(*total, superseded=np.zeros(1, dtype=bool)))
+
+    def counts(self, memory_ids: Sequence[str], superseded: set[str]) -> TrackCounts:
+        """The counts of `memory_ids` (none for a memory without history), with the ids in
+        `superseded` flagged."""
+        cols = [self.rows.get(str(m), -1) for m in memory_ids]
+        padded = np.concatenate([self.sums, np.zeros((6, 1))], axis=1)  # column -1: no history
+        picked = padded[:, cols] if cols else np.zeros((6, 0))
+        flags = np.array([str(m) in superseded for m in memory_ids], dtype=bool)
+        return TrackCounts(*picked, superseded=flags)
+
+
+def _args(
+    con: sqlite3.Connection, at: str, agent_id: str
+) -> tuple[set[str], set[str], bool, list[object]]:
+    """The columns of `session_memories` and `session_scores`, whether rows are per agent, and
+    the aggregate's parameters (the judged sessions' agent and time, the rows' time and agent)."""
+    sm, scores = _columns(con, "session_memories"), _columns(con, "session_scores")
+    by_agent = "agent_id" in sm
+    judged_agent: list[object] = [agent_id] if by_agent and "agent_id" in scores else []
+    return sm, scores, by_agent, [*judged_agent, at, at, *([agent_id] if by_agent else [])]
+
+
+def read_track_history(
+    con: sqlite3.Connection, before: datetime, agent_id: str = DEFAULT_AGENT
+) -> TrackHistory:
+    """Every memory's history in the user's sessions judged before `before` (one aggregate
+    query; the hook reads it while Signet works). Read only."""
+    tables = _tables(con)
+    lacks = tuple(t for t in ("session_memories", "session_scores") if t not in tables)
+    if lacks:
+        return TrackHistory(before, {}, np.zeros((6, 0)), lacks)
+    sm, scores, by_agent, args = _args(con, _time(before), agent_id)
+    sql, missing = _counts_sql(sm, scores, by_agent)
+    found = con.execute(sql, args).fetchall()
+    sums = np.array([r[1:] for r in found], dtype=np.float64).reshape(-1, 6).T
+    rows = {str(r[0]): j for j, r in enumerate(found)}
+    return TrackHistory(before, rows, np.nan_to_num(sums), tuple(missing))
+
+
+def read_track_record(
+    con: sqlite3.Connection,
+    memory_ids: Sequence[str],
+    before: datetime,
+    *,
+    agent_id: str = DEFAULT_AGENT,
+    history: TrackHistory | None = None,
+) -> TrackRecord:
+    """The track records of `memory_ids` for a session of `agent_id` starting at `before`
+    (module docstring): the one reader the trainer, the replayed loop and the hook share;
+    `history`: the user's history read before at the same time (None: read now). Read only."""
+    if history is None:
+        history = read_track_history(con, before, agent_id)
+    elif history.before != before:
+        raise ValueError(f"a history read at {history.before}, not at {before}")
+    ids = list(dict.fromkeys(str(m) for m in memory_ids))
+    superseded, lacks = _superseded(con, ids, _time(before)) if ids else (set[str](), [])
+    counts = history.counts(memory_ids, superseded)
+    mean = history.mean
+    return TrackRecord(track_record(counts, mean), mean, (*history.missing, *lacks))
