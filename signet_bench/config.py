@@ -175,6 +175,10 @@ class PredictorConfig:
     # the strongest free ranker on the held-out sessions (time hold-out) serves that free
     # ranker instead (`HoldoutDecision.start_instead`; false: the served model stays).
     holdout_demote: bool = True
+    # Project decision: a per-user model serves instead of the shipped base only when the
+    # lower confidence bound of its held-out NDCG@10 gain, at this one-sided level, is above 0
+    # against the base and the strongest free ranker (`learn.serving`; 0.5: the mean gain).
+    serving_confidence: float = 0.95
     # Project decision: the held-out judgement (the gate, the epoch it keeps, the free ranker
     # a fresh model starts at) scores a session against the ratings it has, the agent's where
     # given and the continuity judge's otherwise, over the rated candidates only; its labels
@@ -288,6 +292,7 @@ _PROBABILITIES = {
     "min_confidence",
     "boost_weight",
     "traversal_max_share",
+    "serving_confidence",
 }
 _LABELS = {
     "missing_context_label",
