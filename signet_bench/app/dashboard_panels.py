@@ -18,6 +18,7 @@ from signet_bench.analysis.queries.derived import label_sources_text
 from signet_bench.analysis.queries.injections import injection_summary, injection_table
 from signet_bench.analysis.queries.inspector import SessionDetail
 from signet_bench.analysis.queries.sessions import projects_of
+from signet_bench.analysis.queries.training import served_now
 from signet_bench.app.dashboard_charts import (
     alpha_gauge,
     latency_chart,
@@ -127,10 +128,12 @@ def overview(data: dash.DashboardData, view: dash.DashboardView, shown: list) ->
         if data.line == "current"
         else "Signet 0.58: comparisons as the daemon recorded them."
     )
+    served = served_now(data.runs)
     return mo.vstack(
         [
             mo.md(f"**Release line** · {line}"),
             mo.callout(mo.md(f"**{answer}**"), kind=TONES[tone]),
+            *([mo.md(f"**Served model** · {served}")] if served else []),
             mo.md(FIGURES),
             mo.hstack(
                 [

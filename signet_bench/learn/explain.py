@@ -93,6 +93,8 @@ def sessions_line(run: StoreTraining, request: TrainingRequest) -> str:
         f"sessions: {n} trainable, {run.skipped} skipped (judged less sure than "
         f"{request.min_confidence:g}, or no labelled memory)"
     )
+    if r.serving is not None and r.serving.reason == "no-sessions":
+        return f"{text}; none to train on: the shipped base is put in place"
     if d is not None and d.method == "time":
         return (
             f"{text}; trained on the {r.sample_count} older, and judged on the {d.sessions} "

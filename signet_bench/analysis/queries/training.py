@@ -21,6 +21,7 @@ import polars as pl
 
 from signet_bench.analysis.queries.source import read_workbench, store_has
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.learn.serving import ServingChoice
 from signet_bench.store.duck import ts_expr
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "latency_series",
     "loss_steps",
     "reset_markers",
+    "served_now",
     "training_runs",
 ]
 
@@ -58,6 +60,7 @@ _RUNS_SCHEMA = {
     "gate_reason": pl.String,
     "epochs": pl.Int64,
     "holdout": pl.String,
+    "serving": pl.String,
 }
 # The held-out verdict of a run (`learn.publish.holdout_record`), one column per figure.
 HOLDOUT_COLUMNS = {
@@ -113,10 +116,11 @@ def training_runs(
         pl.Series("loss_curve", curves, dtype=pl.List(pl.Float64)),
         pl.coalesce(pl.col("gate_passed"), new_version).alias("accepted"),
         *_holdout_series(frame["holdout"].to_list()),
-    ).drop("holdout")
+        *_serving_series(frame["serving"].to_list()),
+    ).drop("holdout", "serving")
 
 
-_JOINED = ("id", "loss_curve", "gate_passed", "gate_reason", "epochs", "holdout")
+_JOINED = ("id", "loss_curve", "gate_passed", "gate_reason", "epochs", "holdout", "serving")
 
 
 def _of_store(paths: pl.Series, store: str | Path | None) -> pl.Series:
@@ -174,6 +178,30 @@ def _holdout_series(texts: list[str | None]) -> list[pl.Series]:
         pl.Series(name, [d.get(key) for d in parsed], dtype=dtype)
         for name, (key, dtype) in HOLDOUT_COLUMNS.items()
     ]
+
+
+def _serving_series(texts: list[str | None]) -> list[pl.Series]:
+    """Which model each run serves ("base" or "per-user", `served_model`) and why, one
+    sentence with the figures (`served_why`); NULL for a run that recorded no choice."""
+    choices: list[ServingChoice | None] = []
+    for text in texts:
+        try:
+            choices.append(ServingChoice.from_record(json.loads(text)) if text else None)
+        except (ValueError, KeyError, TypeError):
+            choices.append(None)
+    return [
+        pl.Series("served_model", [c and c.served for c in choices], dtype=pl.String),
+        pl.Series("served_why", [c and c.sentence() for c in choices], dtype=pl.String),
+    ]
+
+
+def served_now(runs: pl.DataFrame) -> str | None:
+    """Which model serves now and why, in one sentence: the choice of the newest accepted run
+    that recorded one (`training_runs`); None when no run did."""
+    if "served_why" not in runs.columns:
+        return None
+    chosen = runs.filter(pl.col("accepted") & pl.col("served_why").is_not_null())
+    return chosen.sort("created_at", "run")["served_why"][-1] if chosen.height else None
 
 
 def _curve(text: str | None) -> list[float]:
