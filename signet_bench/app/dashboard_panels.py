@@ -128,7 +128,7 @@ def overview(data: dash.DashboardData, view: dash.DashboardView, shown: list) ->
         if data.line == "current"
         else "Signet 0.58: comparisons as the daemon recorded them."
     )
-    served = served_now(data.runs)
+    served = served_now(data.workbench)
     return mo.vstack(
         [
             mo.md(f"**Release line** · {line}"),

@@ -101,7 +101,7 @@ def training_runs(
         log = con.sql(_LOG_SQL.format(created=ts_expr("created_at"))).pl()
     else:
         log = pl.DataFrame(schema=_LOG_SCHEMA)
-    runs = _workbench_runs(workbench)
+    runs = _workbench_runs(workbench).filter(~_base_put_in_place())
     own = _own_runs(runs.join(log, on="id", how="anti"), store, log)
     frame = (
         pl.concat([log, own])
@@ -195,13 +195,21 @@ def _serving_series(texts: list[str | None]) -> list[pl.Series]:
     ]
 
 
-def served_now(runs: pl.DataFrame) -> str | None:
-    """Which model serves now and why, in one sentence: the choice of the newest accepted run
-    that recorded one (`training_runs`); None when no run did."""
-    if "served_why" not in runs.columns:
+def _base_put_in_place() -> pl.Expr:
+    """The workbench rows that put the shipped base in place before any session was trained
+    on (`learn.publish.publish_base`): a record of the served model, not a training."""
+    return (pl.col("gate_reason") == "base") & (pl.col("sample_count") == 0)
+
+
+def served_now(workbench: str | Path | None) -> str | None:
+    """Which model serves now and why, in one sentence (`ServingChoice.sentence`): the choice
+    of the newest accepted run of the workbench that recorded one; None when none did."""
+    runs = _workbench_runs(workbench)
+    chosen = runs.filter(pl.col("gate_passed").fill_null(False) & pl.col("serving").is_not_null())
+    if chosen.height == 0:
         return None
-    chosen = runs.filter(pl.col("accepted") & pl.col("served_why").is_not_null())
-    return chosen.sort("created_at", "run")["served_why"][-1] if chosen.height else None
+    newest = chosen.sort("started_at", "id")["serving"][-1:].to_list()
+    return _serving_series(newest)[1][0]
 
 
 def _curve(text: str | None) -> list[float]:
