@@ -86,7 +86,7 @@ def _runs(out: Path) -> list[dict]:
     with open_workbench(out / "workbench.duckdb") as con:
         cur = con.execute(
             "SELECT gate_passed, gate_reason, model_path, sample_count, epochs, canary_ndcg, "
-            "canary_ndcg_delta, canary_topk_overlap, holdout FROM training_runs "
+            "canary_ndcg_delta, canary_topk_overlap, holdout, serving FROM training_runs "
             "ORDER BY started_at"
         )
         cols = [d[0] for d in cur.description]
