@@ -171,10 +171,14 @@ class PredictorConfig:
     # dozen sessions' ratings is as often a loss on the sessions that follow (docs/concepts.md
     # §4.3).
     holdout_gain_evidence: float = 1.5
-    # Project decision: a run whose candidate is rejected while the model served now trails
-    # the strongest free ranker on the held-out sessions (time hold-out) serves that free
-    # ranker instead (`HoldoutDecision.start_instead`; false: the served model stays).
+    # Project decision, superseded by `serving_confidence`: a run whose model is not shown
+    # better now serves the shipped base, whatever was served before, so a learned model that
+    # trails the free rankers gives way without this rule; kept so configs that set it load.
     holdout_demote: bool = True
+    # Project decision: a per-user model serves instead of the shipped base only when the
+    # lower confidence bound of its held-out NDCG@10 gain, at this one-sided level, is above 0
+    # against the base and the strongest free ranker (`learn.serving`; 0.5: the mean gain).
+    serving_confidence: float = 0.95
     # Project decision: the held-out judgement (the gate, the epoch it keeps, the free ranker
     # a fresh model starts at) scores a session against the ratings it has, the agent's where
     # given and the continuity judge's otherwise, over the rated candidates only; its labels
@@ -288,6 +292,7 @@ _PROBABILITIES = {
     "min_confidence",
     "boost_weight",
     "traversal_max_share",
+    "serving_confidence",
 }
 _LABELS = {
     "missing_context_label",

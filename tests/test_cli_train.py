@@ -13,10 +13,12 @@ import numpy as np
 import pytest
 
 from signet_bench.cli import main
+from signet_bench.learn.base import shipped_base_params
 from signet_bench.learn.holdout import free_ranker_name
 from signet_bench.learn.model.checkpoint import (
     FLAG_PRETRAINED_BASE,
     load_any,
+    load_checkpoint,
     read_sgpt,
     write_sgpt,
 )
@@ -29,6 +31,7 @@ from signet_bench.learn.model.params import (
 from signet_bench.learn.samples import load_samples
 from signet_bench.learn.train import canary_metrics, split_canary
 from signet_bench.replay.loop import SimOptions, simulate
+from signet_bench.store.corpus import read_corpus
 from signet_bench.store.workbench import open_workbench
 from signet_bench.world.synth.build import build_persona_store
 
@@ -83,7 +86,7 @@ def _runs(out: Path) -> list[dict]:
     with open_workbench(out / "workbench.duckdb") as con:
         cur = con.execute(
             "SELECT gate_passed, gate_reason, model_path, sample_count, epochs, canary_ndcg, "
-            "canary_ndcg_delta, canary_topk_overlap, holdout FROM training_runs "
+            "canary_ndcg_delta, canary_topk_overlap, holdout, serving FROM training_runs "
             "ORDER BY started_at"
         )
         cols = [d[0] for d in cur.description]
@@ -126,12 +129,14 @@ def test_train_saves_a_gated_model_and_records_the_run(db, tmp_path, capsys):
     out = tmp_path / "out"
     # any held-out lead serves the run here: the evidence it needs is tested below
     config = tmp_path / "agent.yaml"
-    config.write_text("predictor:\n  holdoutGainEvidence: 0\n")
+    config.write_text("predictor:\n  holdoutGainEvidence: 0\n  servingConfidence: 0.5\n")
     assert _train(db, out, "--epochs", "3", "--config", str(config)) == 0
     text = capsys.readouterr().out
     served, sessions, *_ = text.splitlines()
-    assert served.startswith(f"served: the model trained now ({out / 'model.sbm'}), because it ")
-    assert "beat plain cosine similarity (" in served and "held-out sessions" in served
+    assert served.startswith(
+        f"served: the model trained now ({out / 'model.sbm'}). This user's own model serves: "
+    )
+    assert "leads the base by +" in served and "and cosine by +" in served
     params, meta = load_any(out / "model.sbm")
     assert meta.native_dim == 768 and not meta.is_finetuned
     assert all(np.isfinite(v).all() for v in params.values())
@@ -151,6 +156,8 @@ def test_train_saves_a_gated_model_and_records_the_run(db, tmp_path, capsys):
     assert run["canary_ndcg_delta"] is None  # no previous model to compare with
     holdout = json.loads(run["holdout"])
     assert holdout["accepted"] is True and holdout["comparator"] == "cosine"
+    assert json.loads(run["serving"]) == holdout["serving"]
+    assert holdout["serving"]["served"] == "per-user"
     assert holdout["candidate"] >= holdout["bar"] == holdout["heuristics"]["cosine"]
     (model,) = _models(out)
     assert model["is_finetuned"] is False
@@ -194,15 +201,31 @@ def test_nan_label_on_a_fresh_out_dir_writes_no_model(db, tmp_path, monkeypatch)
     assert _models(out) == []
 
 
-def test_too_little_data_exits_2_and_leaves_no_output_folder(tmp_path, capsys):
-    """Check a refused training writes nothing: no output folder, no workbench."""
+def test_too_little_data_puts_the_shipped_base_in_place(tmp_path, capsys):
+    """No trainable session yet: the shipped base, for the store's embedding dim, becomes the
+    served model (the hook serves from the first session), and the run says why; with a model
+    there already, too little data exits 2 and changes nothing."""
     young = tmp_path / "young.db"
     build_persona_store("light", young, seed=2, n_memories=80)
     simulate(young, 1, SimOptions(scorer="random", seed=2))
     out = tmp_path / "out"
+    assert _train(young, out) == 0
+    served = capsys.readouterr().out.splitlines()[0]
+    assert served == (
+        f"served: the shipped base ({out / 'model.sbm'}). The shipped base serves: no session "
+        "has been trained on yet."
+    )
+    params, meta = load_checkpoint(out / "model.sbm")
+    base = shipped_base_params(read_corpus(young).dim)
+    assert meta.is_pretrained_base and meta.native_dim == read_corpus(young).dim
+    assert set(params) == set(base) and all(np.array_equal(params[k], base[k]) for k in base)
+    (run,) = _runs(out)
+    assert run["gate_passed"] is True and run["gate_reason"] == "base"
+    assert json.loads(run["serving"])["reason"] == "no-sessions"
+    before = _files(out)
     assert _train(young, out) == 2
     assert "need at least 2" in capsys.readouterr().err
-    assert not out.exists()
+    assert _files(out) == before
 
 
 def test_base_weights_own_format_is_the_model_the_gates_protect(
@@ -283,18 +306,22 @@ def test_base_weights_that_are_not_a_checkpoint_exit_2(db, tmp_path, capsys):
     assert "not a model checkpoint" in capsys.readouterr().err
 
 
-def test_a_first_run_without_evidence_serves_its_start(db, tmp_path, capsys):
+def test_a_first_run_not_shown_better_serves_the_shipped_base(db, tmp_path, capsys):
     out = tmp_path / "out"
     config = tmp_path / "agent.yaml"
-    config.write_text("predictor:\n  holdoutGainEvidence: 100\n")
+    config.write_text("predictor:\n  servingConfidence: 1\n")  # no bound is above 0
     assert _train(db, out, "--epochs", "2", "--config", str(config)) == 0
     text = capsys.readouterr().out
     served = text.splitlines()[0]
-    assert served.startswith("served: the untrained start, ")
-    assert "standard errors, 100 needed" in served and "--base-weights" in served
+    assert served.startswith(
+        f"served: the shipped base ({out / 'model.sbm'}). The shipped base serves: this "
+        "user's model is not shown better (on "
+    )
+    assert "both lower bounds must be above 0" in served
     (run,) = _runs(out)
-    assert run["gate_passed"] is True and run["gate_reason"] == "start"
+    assert run["gate_passed"] is True and run["gate_reason"] == "base"
     holdout = json.loads(run["holdout"])
-    assert holdout["accepted"] is False and holdout["demoted_to"] in ("cosine", "hybrid")
-    params, _ = load_any(out / "model.sbm")
-    assert free_ranker_name(params) == holdout["demoted_to"]
+    assert holdout["accepted"] is False and holdout["serving"]["served"] == "base"
+    params, meta = load_any(out / "model.sbm")
+    # the shipped base is the fresh scorer: its start is the better free ranker
+    assert free_ranker_name(params) in ("cosine", "hybrid") and meta.is_pretrained_base

@@ -18,6 +18,7 @@ from signet_bench.analysis.queries.derived import label_sources_text
 from signet_bench.analysis.queries.injections import injection_summary, injection_table
 from signet_bench.analysis.queries.inspector import SessionDetail
 from signet_bench.analysis.queries.sessions import projects_of
+from signet_bench.analysis.queries.training import served_now
 from signet_bench.app.dashboard_charts import (
     alpha_gauge,
     latency_chart,
@@ -60,8 +61,8 @@ SESSION_COLUMNS = (
     "n", "started_at", "project", "outcome", "margin", "confidence", "counted", "session_key",
 )  # fmt: skip
 RUN_COLUMNS = (
-    "run", "model_version", "accepted", "heldout_comparator", "heldout_ndcg", "heldout_bar",
-    "heldout_lead_se", "heldout_lead_needed", "heldout_demoted_to", "heldout_served_ndcg",
+    "run", "model_version", "accepted", "served_model", "served_why", "heldout_comparator",
+    "heldout_ndcg", "heldout_bar", "heldout_served_ndcg",
     "heldout_sessions", "heldout_method", "loss", "sample_count", "canary_ndcg",
     "canary_topk_churn", "created_at",
 )  # fmt: skip
@@ -127,10 +128,12 @@ def overview(data: dash.DashboardData, view: dash.DashboardView, shown: list) ->
         if data.line == "current"
         else "Signet 0.58: comparisons as the daemon recorded them."
     )
+    served = served_now(data.workbench)
     return mo.vstack(
         [
             mo.md(f"**Release line** · {line}"),
             mo.callout(mo.md(f"**{answer}**"), kind=TONES[tone]),
+            *([mo.md(f"**Served model** · {served}")] if served else []),
             mo.md(FIGURES),
             mo.hstack(
                 [
@@ -368,8 +371,8 @@ def training(view: dash.DashboardView) -> mo.Html:
         curve = static(training_chart(view.steps, view.markers))
     elif runs.height:
         curve = mo.md(
-            "_No run trained an epoch yet: each kept its start, plain cosine, served as it is "
-            "(too few sessions to learn from, or the held-out sessions chose the start)._"
+            "_No run trained an epoch yet: the shipped base serves (too few sessions to learn "
+            "from, or the held-out sessions chose the start)._"
         )
     else:
         curve = mo.md(f"_No training run recorded yet._ {view.next_step}")
@@ -380,17 +383,16 @@ def training(view: dash.DashboardView) -> mo.Html:
             mo.md(
                 "## Training\nLoss per epoch over every run; dots end each run (blue "
                 "accepted, red rejected by the gates), labels are model versions, dashed red "
-                "lines are drift resets. A run is served only if, on sessions it never "
-                "trained on (the newest ones, or forward folds while there are few), its NDCG@10 "
-                "against the agent's and the judge's ratings of their memories "
-                "(`heldout_ndcg`) reaches the bar (`heldout_bar`): the best of the model "
-                "served now and the free rankers (cosine, and its hybrid with BM25), named in "
-                "`heldout_comparator` (`start`: too few sessions to learn from, so the "
-                "model is its start, cosine, served as it is), and leads the strongest free "
-                "ranker by at least `heldout_lead_needed` standard errors of the per-session "
-                "lead (`heldout_lead_se`). When a run is rejected and the model served "
-                "before it, a learned one, trails a free ranker on those sessions, the run's "
-                "start is served instead (`heldout_demoted_to` names it). Runs judged by "
+                "lines are drift resets. The shipped base serves until a run's own model has "
+                "shown it is better: on sessions it never trained on (the newest ones, or "
+                "forward folds while there are few), scored by NDCG@10 against the agent's "
+                "and the judge's ratings of their memories, the 95% lower bound of its gain "
+                "must be above 0 against the base and against the strongest free ranker "
+                "(cosine, or its hybrid with BM25); `served_model` says which model each run "
+                "serves and `served_why` why, with the figures. `heldout_ndcg` is the run's "
+                "own model there, `heldout_bar` the best of the model served before and the "
+                "free rankers (`heldout_comparator`; `start`: too few sessions to learn from). "
+                "Runs judged by "
                 "Signet's own canary gates show the canary figures instead."
             ),
             curve,

@@ -21,15 +21,18 @@ Method (no ranker ever sees the truth):
 
    baseline            Signet's effective-score order (`EffectiveScoreRanker`)
    cosine              cosine(context, memory) (`CosineRanker`): the strongest simple ranker
-   predictor_served    the loop's own accepted model at N (`ModelRanker`); the baseline order
-                       while it has none (what a user then gets)
+   predictor_served    the loop's own served model at N (`ModelRanker`): the shipped base
+                       (`learn.base`, in place from the first session) until a per-user
+                       model is shown better (`learn.serving`)
    predictor_live      the model the loop itself had in place at each held-out session: it
                        goes on training every few sessions through them, as in use (those
                        after N learn from the sessions between N and them), so this is what a
                        user meets over the sessions after N, not a model fixed at N
                        (`live_scores`; the baseline order where none scored)
    fused_served        what session start injects from at N: RRF of the baseline and the
-                       served model with the loop's alpha, then topic diversity (`FusedRanker`)
+                       served model with the loop's alpha (in cold start the baseline weight
+                       the shipped base earned, `learn.base.shipped_base_alpha`), then topic
+                       diversity (`FusedRanker`)
    predictor_offline   a full retrain on the first N sessions as the loop retrains: fresh
                        weights at the better free ranker (`fresh_start`), EPOCHS epochs, gated
                        (its start when the gate rejects it)
@@ -92,7 +95,8 @@ Rows (stable names; with several personas each name is prefixed `<persona>/`):
   predictor_served-cosine   ndcg@10_delta_familiar / ndcg@10_delta_unfamiliar  the paired
                             difference on the held-out sessions of a project the history up
                             to the checkpoint has at least `FAMILIAR_SESSIONS` sessions of, and
-                            on the others (likewise predictor_live-cosine; pooled, n = N)
+                            on the others (likewise predictor_live-cosine,
+                            fused_served-cosine; pooled, n = N)
   held_out                  share_unfamiliar  share  the held-out sessions of the latter
   served_familiar_only-cosine  ndcg@10_delta, _worst_seed, _share_below, seed_<s>/...: a
                             counterfactual that nothing serves (`familiar_only`): the served
@@ -266,7 +270,11 @@ WORST_TOLERANCE = 0.01
 # it saw little of (multi-project, seed 185, after 50 sessions: +0.055 NDCG@10 on the familiar
 # projects' 95 sessions, -0.087 on the 55 of a project with no session yet)
 FAMILIAR_SESSIONS = 5
-FAMILIARITY = (("predictor_served", "cosine"), ("predictor_live", "cosine"))
+FAMILIARITY = (
+    ("predictor_served", "cosine"),
+    ("predictor_live", "cosine"),
+    ("fused_served", "cosine"),
+)
 FAMILIAR_ONLY = "served_familiar_only"  # the counterfactual of `familiar_only`
 
 Params = dict[str, np.ndarray]

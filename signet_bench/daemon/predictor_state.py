@@ -109,6 +109,10 @@ class PredictorState:
     project_success: dict[str, float] = field(default_factory=dict)
     project_sessions: dict[str, int] = field(default_factory=dict)
     model_version: int = 0
+    # the baseline's weight before this user's predictor has earned its own: 1.0 (Signet's
+    # rule, an untrained predictor) or the weight the shipped base earned against the
+    # baseline on its own held-out sessions (`learn.serving.earned_alpha`)
+    start_alpha: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,9 +137,16 @@ class Step:
         return tuple(e.kind for e in self.events)
 
 
-def initial_state(cfg: PredictorConfig = DEFAULT_CONFIG) -> PredictorState:
-    """A fresh state: success rate ``initial_success_rate`` (0.5), alpha 1.0, cold start."""
-    return PredictorState(success_rate=cfg.initial_success_rate)
+def initial_state(
+    cfg: PredictorConfig = DEFAULT_CONFIG, start_alpha: float = 1.0
+) -> PredictorState:
+    """A fresh state: success rate ``initial_success_rate`` (0.5), cold start, alpha
+    `start_alpha` (1.0: the baseline alone; a shipped base serving: the weight it earned)."""
+    if not 0.0 <= start_alpha <= 1.0:
+        raise ValueError(f"start_alpha must be in [0, 1], got {start_alpha!r}")
+    return PredictorState(
+        success_rate=cfg.initial_success_rate, alpha=start_alpha, start_alpha=start_alpha
+    )
 
 
 def cold_start_blockers(
@@ -159,18 +170,20 @@ def cold_start_ready(state: PredictorState, cfg: PredictorConfig = DEFAULT_CONFI
 
 
 def effective_alpha(state: PredictorState, cfg: PredictorConfig = DEFAULT_CONFIG) -> float:
-    """The baseline's RRF weight: 1.0 in cold start, else max(ramp floor, 1 − success_rate).
+    """The baseline's RRF weight: ``start_alpha`` in cold start (1.0 without a shipped base),
+    else max(ramp floor, 1 − success_rate).
 
     The early-active ramp splits ``early_active_ramp_sessions`` (20) evenly over the floors
     ``early_active_alpha_floors`` (0.8, 0.6): sessions 1–10 after exit → 0.8, 11–20 → 0.6,
-    later → no floor.
+    later → no floor; no floor is above ``start_alpha``: a user's own model never starts with
+    less influence than the base it started from had earned (docs/specification.md §3.4).
     """
     if not state.cold_start_exited:
-        return 1.0
+        return state.start_alpha
     floors = cfg.early_active_alpha_floors
     n = state.sessions_after_cold_start
     idx = max(n - 1, 0) * len(floors) // cfg.early_active_ramp_sessions
-    floor = floors[idx] if idx < len(floors) else 0.0
+    floor = min(floors[idx] if idx < len(floors) else 0.0, state.start_alpha)
     return min(1.0, max(floor, 1.0 - state.success_rate))
 
 
@@ -294,7 +307,7 @@ def on_comparison(
     reset = dataclasses.replace(
         new,
         success_rate=cfg.initial_success_rate,
-        alpha=1.0,
+        alpha=state.start_alpha,
         cold_start_exited=False,
         trained=False,
         sessions_after_cold_start=0,

@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from signet_bench.config import PredictorConfig
-from signet_bench.learn.holdout import HoldoutDecision, free_ranker_name
+from signet_bench.learn.holdout import HoldoutDecision
 from signet_bench.learn.publish import StoreTraining
 from signet_bench.learn.train import TrainResult
 from signet_scorer.request import TrainingRequest
@@ -70,41 +70,19 @@ def _rejection(r: TrainResult, cfg: PredictorConfig) -> str:
 
 def served_line(run: StoreTraining, request: TrainingRequest, cfg: PredictorConfig) -> str:
     """`served: WHAT (where), because WHY` for the run's outcome."""
-    r, saved, d = run.result, run.published.model_path, run.result.holdout
+    r, saved = run.result, run.published.model_path
     if not r.accepted:
         assert request.out_dir is not None
         there = (request.out_dir / CHECKPOINT_FILE).is_file()
         kept = "the model already there stays served" if there else "no model is saved"
         return f"served: unchanged, {kept}: the model trained now {_rejection(r, cfg)}"
     where = f" ({saved})"
-    start = free_ranker_name(r.params, cfg) if r.params is not None else None
-    if d is None:
-        return (
-            f"served: the model trained now{where}, because it passed Signet's canary checks "
-            f"on {r.canary_count} sessions (finite, scores that vary, a stable top 5)"
-        )
-    if d.comparator == "start":
-        return (
-            f"served: the untrained start, {_ranker(start)}{where}, because {run.sessions} "
-            f"sessions are too few to learn from (at least {cfg.holdout_min_sessions})"
-        )
-    if r.gate_reason == "passed":
-        return (
-            f"served: the model trained now{where}, because it beat {_ranker(d.comparator)} "
-            f"({_verdict(d)})"
-        )
-    if r.gate_reason == "demoted":
-        best = max(d.heuristics, key=lambda k: d.heuristics[k])
-        return (
-            f"served: the untrained start, {_ranker(start)}{where}, in place of the given "
-            f"model, which trails {_ranker(best)} on the {d.sessions} newest sessions "
-            f"({d.served:.3f} vs {d.heuristics[best]:.3f} NDCG@10), while the model trained "
-            f"now did not beat {_ranker(d.comparator)} convincingly ({_verdict(d)})"
-        )
-    return (  # "start": rejected, with no model given to keep
-        f"served: the untrained start, {_ranker(start)}{where}, because the model trained now "
-        f"did not beat {_ranker(d.comparator)} convincingly ({_verdict(d)}); no model was "
-        "given to keep instead (--base-weights)"
+    if r.serving is not None:  # the held-out choice between the shipped base and this model
+        what = "the model trained now" if r.serving.per_user else "the shipped base"
+        return f"served: {what}{where}. {r.serving.sentence()}"
+    return (
+        f"served: the model trained now{where}, because it passed Signet's canary checks "
+        f"on {r.canary_count} sessions (finite, scores that vary, a stable top 5)"
     )
 
 
@@ -115,6 +93,8 @@ def sessions_line(run: StoreTraining, request: TrainingRequest) -> str:
         f"sessions: {n} trainable, {run.skipped} skipped (judged less sure than "
         f"{request.min_confidence:g}, or no labelled memory)"
     )
+    if r.serving is not None and r.serving.reason == "no-sessions":
+        return f"{text}; none to train on: the shipped base is put in place"
     if d is not None and d.method == "time":
         return (
             f"{text}; trained on the {r.sample_count} older, and judged on the {d.sessions} "

@@ -16,8 +16,10 @@ from pathlib import Path
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.errors import UserError
+from signet_bench.learn.base import shipped_base_params
 from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
 from signet_bench.learn.samples import SessionSample
+from signet_bench.learn.serving import served_base
 from signet_bench.learn.train import (
     Guard,
     Params,
@@ -38,6 +40,7 @@ __all__ = [
     "TrainingPlan",
     "holdout_record",
     "plan_training",
+    "publish_base",
     "request_config",
     "run_record",
     "scheduled_request",
@@ -71,6 +74,7 @@ def run_record(
         "gate_reason": result.gate_reason,
         "model_path": model_path if result.accepted else None,
         "holdout": None if result.holdout is None else json.dumps(holdout_record(result)),
+        "serving": None if result.serving is None else json.dumps(result.serving.record()),
     }
 
 
@@ -85,7 +89,12 @@ def holdout_record(result: TrainResult) -> dict[str, object]:
         # +-Infinity (a lead alike on every session) is kept; JSON's NaN is not
         "lead_evidence": None if math.isnan(d.lead_evidence) else d.lead_evidence,
         "evidence_needed": d.evidence_needed, "demoted_to": d.demoted_to,
+        "serving": None if result.serving is None else result.serving.record(),
     }  # fmt: skip
+
+
+def _finite_or_none(x: float) -> float | None:
+    return x if math.isfinite(x) else None
 
 
 def _hook_workbench(out_dir: Path) -> Path | None:
@@ -119,8 +128,14 @@ def _model_meta(
             "canary_ndcg": result.canary_ndcg,
             "final_loss": result.loss_curve[-1] if result.loss_curve else float("nan"),
         },
-        is_finetuned=is_finetuned,
+        is_finetuned=is_finetuned and not _serves_base(result),
+        is_pretrained_base=_serves_base(result),
     )
+
+
+def _serves_base(result: TrainResult) -> bool:
+    """Whether what `result` serves is the shipped base (`learn.serving`)."""
+    return result.serving is not None and not result.serving.per_user
 
 
 def _write_checkpoint(
@@ -179,9 +194,12 @@ def _record(
                     "path": path,
                     "created_at": datetime.now(UTC),
                     "feature_spec_hash": feature_spec_hash(FEATURE_SPEC),
-                    "is_pretrained_base": False,
-                    "is_finetuned": is_finetuned,
-                    "metrics": json.dumps({"canary_ndcg": result.canary_ndcg}),
+                    "is_pretrained_base": _serves_base(result),
+                    "is_finetuned": is_finetuned and not _serves_base(result),
+                    "metrics": json.dumps(
+                        {"canary_ndcg": _finite_or_none(result.canary_ndcg)}
+                        | ({} if result.serving is None else {"serving": result.serving.record()})
+                    ),
                 },
             )
 
@@ -252,6 +270,36 @@ def train_and_publish(
         model_path=published.model_path,
         is_finetuned=is_finetuned,
     )
+    return published
+
+
+def publish_base(
+    request: TrainingRequest, native_dim: int, cfg: PredictorConfig = DEFAULT_CONFIG, *,
+    run_id: str,
+) -> Published:  # fmt: skip
+    """The shipped base (`learn.base`) for embeddings of `native_dim` saved as the served
+    model of `request.out_dir` (and the checkpoint the request asks for, e.g. ONNX for the
+    hook), with a run recording why it serves: no session has been trained on yet."""
+    from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
+
+    assert request.out_dir is not None
+    started = datetime.now(UTC)
+    base = shipped_base_params(native_dim, cfg)
+    result = TrainResult(
+        accepted=True, gate_reason="base", params=base, loss_curve=(), sample_count=0,
+        canary_count=0, epochs_run=0, steps=0, duration_ms=0, canary_ndcg=math.nan,
+        canary_ndcg_before=None, canary_ndcg_delta=None, canary_score_variance=0.0,
+        canary_topk_overlap=None, serving=served_base("no-sessions"),
+    )  # fmt: skip
+    meta = CheckpointMeta.from_config(
+        cfg, native_dim, feature_spec_hash=feature_spec_hash(FEATURE_SPEC), is_pretrained_base=True
+    )
+    request.out_dir.mkdir(parents=True, exist_ok=True)
+    saved = request.out_dir / CHECKPOINT_FILE
+    save_checkpoint(saved, base, meta)
+    published = Published(result, saved, *_write_checkpoint(request, base, meta))
+    _record(request.out_dir, result, run_id=run_id, store_path=str(request.db_path.resolve()),
+            started_at=started, model_path=saved, is_finetuned=False)  # fmt: skip
     return published
 
 
@@ -376,11 +424,14 @@ def train_store(
     comes from the request; `cfg` gives the rest (model dims, gates, labels, learning rate).
     `db` is an open connection to the request's store and `corpus` its memories already read
     (the session loop holds both). Only the newest `training_window_sessions` scored sessions
-    are read. Too little data raises before anything is written; an incremental run with
-    nothing new raises NothingToTrain."""
+    are read. With fewer than two trainable sessions and no model in `out_dir` yet, the
+    shipped base is put in place (`publish_base`), so a user is served from the first
+    session; with a model there, too little data raises before anything is written. An
+    incremental run with nothing new raises NothingToTrain."""
     import uuid
 
     from signet_bench.learn.samples import load_samples
+    from signet_bench.store.corpus import read_corpus
     from signet_scorer.timestamps import local_tz
 
     if request.out_dir is None:
@@ -396,6 +447,11 @@ def train_store(
         workbench=_hook_workbench(request.out_dir),
         window=run_cfg.training_window_sessions,
     )
+    run_id = run_id or str(uuid.uuid4())
+    if len(samples) < 2 and not (request.out_dir / CHECKPOINT_FILE).exists():
+        dim = (corpus or read_corpus(request.db_path if db is None else db)).dim
+        published = publish_base(request, dim, run_cfg, run_id=run_id)
+        return StoreTraining(run_id, skipped, published, len(samples))
     if len(samples) < 2:
         raise TooLittleData(
             f"{request.db_path}: {len(samples)} trainable sessions (confidence >= "
@@ -406,6 +462,5 @@ def train_store(
     if request.base_weights is not None:
         base, through = _base_model(request.base_weights, int(samples[0].context.shape[0]))
     plan = plan_training(samples, through, request, run_cfg)
-    run_id = run_id or str(uuid.uuid4())
     done = train_and_publish(plan, base, request, run_id=run_id, history=samples, progress=progress)
     return StoreTraining(run_id, skipped, done, len(samples))

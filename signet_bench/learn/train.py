@@ -22,6 +22,7 @@ import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.metrics import ndcg_at_k
+from signet_bench.learn.base import shipped_base_params
 from signet_bench.learn.holdout import (
     HoldoutDecision,
     HoldoutPlan,
@@ -38,6 +39,7 @@ from signet_bench.learn.model.optim import Adam, copy_params
 from signet_bench.learn.model.params import init_params, query_held
 from signet_bench.learn.model.scorer import Batch, batch_from_sessions, forward, loss_and_grads
 from signet_bench.learn.samples import SessionSample
+from signet_bench.learn.serving import ServingChoice, choose_served, served_base
 
 __all__ = [
     "CanaryMetrics",
@@ -47,6 +49,7 @@ __all__ = [
     "canary_metrics",
     "incremental_split",
     "replay_buffer",
+    "run_start",
     "session_probs",
     "split_canary",
     "to_batch",
@@ -87,6 +90,7 @@ class TrainResult:
     gates: dict[str, bool] = field(default_factory=dict)
     holdout: HoldoutDecision | None = None  # the out-of-sample verdict (full runs)
     best_epoch: int | None = None  # the epoch the held-out sessions chose (0: the start)
+    serving: ServingChoice | None = None  # base or per-user model, and why (held-out runs)
 
 
 def to_batch(
@@ -542,20 +546,20 @@ def _finite_fit(work: Params, run: _Epochs) -> bool:
 
 def _held_out_result(
     fitted: _HeldOutFit, served: Params | None, cfg: PredictorConfig, t0: float, learned: bool,
-    start: Params | None = None,
+    base: Params,
 ) -> TrainResult:  # fmt: skip
-    """Gate the candidate (finite, score variance, and the held-out verdict against the
-    served model and the strongest free ranker) into a TrainResult. With `start` (the free
-    ranker a fresh run started at) and `holdoutDemote`, a rejected run whose served model
-    learned and trails the strongest free ranker on the held-out sessions serves its start
-    instead (`HoldoutDecision.start_instead`): accepted, gate reason "demoted"; with nothing
-    served yet, a rejected run serves its start (gate reason "start")."""
+    """Gate the candidate into a TrainResult: a run that is not finite or scores every
+    candidate alike is rejected (nothing changes); else the candidate is served only if its
+    held-out gain has a lower confidence bound above 0 against `base` (the
+    shipped base, the run's start) and against the strongest free ranker
+    (`serving.choose_served`); otherwise the base is served (gate reason "base"). The
+    held-out verdict (`decide`: against the served model and the free rankers) is recorded
+    beside the choice, its `accepted` the choice's."""
     held, work = fitted.held, fitted.params
     finite = _finite(work) and fitted.losses_finite
     probs = session_probs(work, held, cfg) if finite else []
     # forward folds judge most sessions, and the served model learned from them: measured
-    # there it would win in-sample, so only the time hold-out (the newest sessions, after the
-    # served model's training range) holds the candidate to it
+    # there it would win in-sample, so only the time hold-out records it beside the bar
     fair = served is not None and fitted.plan.method == "time"
     served_ndcgs = session_ndcgs(held, session_probs(served, held, cfg), cfg) if fair else None
     heuristics = heuristic_ndcgs(held, cfg)
@@ -563,29 +567,23 @@ def _held_out_result(
         fitted.plan.method, fitted.ndcgs, served_ndcgs, heuristics,
         evidence=cfg.holdout_gain_evidence,
     )  # fmt: skip
+    variance = float(np.var(np.concatenate(probs))) if probs else 0.0
+    base_ndcgs = session_ndcgs(held, session_probs(base, held, cfg), cfg)
     if not learned:
         decision = decision.unjudged_start()
-    variance = float(np.var(np.concatenate(probs))) if probs else 0.0
-    gates = {"finite_losses": finite, "canary_variance": variance > 0.0,
-             "holdout": finite and decision.accepted}  # fmt: skip
+        choice = served_base("too-few", fitted.trained_on, cfg.holdout_min_sessions)
+    else:
+        choice = choose_served(fitted.ndcgs, base_ndcgs, heuristics, cfg.serving_confidence)
+    decision = replace(decision, accepted=choice.per_user)
+    gates = {"finite_losses": finite, "canary_variance": variance > 0.0}
+    # a run that diverged (or scores every candidate alike) changes nothing: the safety gates
     failed = [k for k, ok in gates.items() if not ok]
-    demoted, start_name = None, None if start is None else free_ranker_name(start, cfg)
-    if failed and finite and start_name is not None and served is None:
-        # nothing served yet: the start, a free ranker, is better than the baseline order
-        demoted = replace(decision, demoted_to=start_name)
-    # only a served model that learned is demoted: a free ranker is its own start
-    learned_served = served is not None and free_ranker_name(served, cfg) is None
-    if failed and cfg.holdout_demote and start_name is not None and learned_served:
-        demoted = decision.start_instead(start_name)
-    if demoted is not None:
-        assert start is not None
-        decision, work, failed = demoted, start, []
-    # the held-out NDCG@10 of what the run serves
-    ndcg = decision.heuristics[demoted.demoted_to] if demoted else decision.candidate
+    gates["holdout"] = choice.per_user
+    ndcg = decision.candidate if choice.per_user else float(np.mean(base_ndcgs))
+    params = work if choice.per_user else base
     return TrainResult(
-        accepted=not failed,
-        gate_reason=failed[0] if failed else _served_reason(demoted, served),
-        params=None if failed else work, loss_curve=fitted.run.curve,
+        accepted=not failed, gate_reason=failed[0] if failed else "passed" if choice.per_user
+        else "base", params=None if failed else params, loss_curve=fitted.run.curve,
         sample_count=fitted.trained_on, canary_count=len(held),
         epochs_run=len(fitted.run.curve), steps=fitted.run.steps,
         duration_ms=int((time.perf_counter() - t0) * 1000), canary_ndcg=ndcg,
@@ -593,17 +591,20 @@ def _held_out_result(
         canary_ndcg_delta=None if decision.served is None else ndcg - decision.served,
         canary_score_variance=variance, canary_topk_overlap=None,
         stopped_early=fitted.run.stopped, gates=gates, holdout=decision,
-        best_epoch=fitted.best_epoch,
+        best_epoch=fitted.best_epoch, serving=None if failed else choice,
     )  # fmt: skip
 
 
-def _served_reason(demoted: HoldoutDecision | None, served: Params | None) -> str:
-    """The gate reason of an accepted run: "passed" (its candidate), "demoted" (its start in
-    place of a learned model that trailed the free rankers) or "start" (its start, nothing
-    being served yet)."""
-    if demoted is None:
-        return "passed"
-    return "start" if served is None else "demoted"
+def run_start(
+    samples: Sequence[SessionSample], base: Params | None, dim: int, cfg: PredictorConfig
+) -> Params:
+    """The weights a run with no model given starts at, and what it serves unless its model
+    is shown better: `base` (default the shipped base, `learn.base`); a base that is the fresh
+    scorer starts at the better free ranker on `samples` (`start_at_best_free_ranker`)."""
+    start = shipped_base_params(dim, cfg) if base is None else base
+    if free_ranker_name(start, cfg) is None:
+        return start
+    return start_at_best_free_ranker(start, samples, cfg)
 
 
 @dataclass(frozen=True, slots=True)
@@ -613,12 +614,14 @@ class Guard:
     model here), whether it is an accepted model whose canary behaviour must be preserved
     (`previous_is_trained`; default: whether there is one), and the canary and replay buffer
     (default: taken from the samples, a full retrain; an incremental run trains on the new
-    sessions with both taken from the whole history)."""
+    sessions with both taken from the whole history); `base`: the shipped base a held-out run
+    starts from and serves unless its model is shown better (default `learn.base`)."""
 
     reference: Params | None = None
     previous_is_trained: bool | None = None
     canary: Sequence[SessionSample] | None = None
     replay: Sequence[SessionSample] | None = None
+    base: Params | None = None  # the shipped base (default `learn.base`): start and fallback
 
 
 @dataclass(frozen=True, slots=True)
@@ -668,11 +671,10 @@ def train_model(
         held = {} if query_learnable(len(samples), cfg) else query_held(base)
         how = _Fit(cfg, epochs if learned else 0, batch_size, rng, lambda: time.perf_counter() - t0 > cap,
                    progress, {**held, **(frozen or {})})  # fmt: skip
-        if current is None:  # fresh weights start at the better free ranker
-            base = start_at_best_free_ranker(base, samples, cfg)
-        fitted = _held_out_fit(samples, base, how)
+        shipped = run_start(samples, guard.base, dim, cfg)
+        fitted = _held_out_fit(samples, shipped if current is None else base, how)
         served = served if had_model else None
-        return _held_out_result(fitted, served, cfg, t0, learned, base if current is None else None)
+        return _held_out_result(fitted, served, cfg, t0, learned, shipped)
     work = copy_params(base)
     train, canary = _train_and_canary(samples, canary, cfg)
     replay = list(replay_buffer(train, cfg) if replay is None else replay)

@@ -201,7 +201,9 @@ class Lifecycle:
         self.line = release_line(self.con)  # the shape the loop's rows take
         sim_tables.ensure_sim_tables(self.con)
         raw = sim_tables.load_sim_state(self.con)
-        self.state = initial_state(cfg) if raw is None else state_from_json(raw)
+        self.state = (
+            initial_state(cfg, trainer.start_alpha) if raw is None else state_from_json(raw)
+        )
         self.previous = self._replay_previous()
         self.records: dict[int, SessionRecord] = {}
         self.keep: Container[int] = ()

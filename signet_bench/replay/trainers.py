@@ -29,6 +29,7 @@ from signet_bench.config import PredictorConfig
 from signet_bench.daemon.candidates import SessionInputs
 from signet_bench.daemon.predictor_state import PredictorState
 from signet_bench.errors import UserError
+from signet_bench.learn.base import shipped_base_alpha
 from signet_bench.replay.loop_store import LoopStore
 from signet_scorer.query import ScoreQuery
 from signet_scorer.signals import signal_column
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from signet_scorer.request import TrainingRequest
 
 __all__ = [
+    "BASE_RUN_ID",
     "SCORERS",
     "SIDECAR_TIMEOUTS_MS",
     "InProcessTrainer",
@@ -61,6 +63,7 @@ SCORERS = ("none", "random", "model", "sidecar")
 SIDECAR_TIMEOUTS_MS = {"score": 30_000.0, "train_from_db": 600_000.0, "status": 30_000.0}
 
 Params = dict[str, np.ndarray]
+BASE_RUN_ID = "shipped-base"  # the workbench run that put the shipped base in place
 ScoreFn = Callable[[SessionInputs], np.ndarray | None]
 """Scores of a session's candidates as session start asks for them (None: it failed open)."""
 
@@ -131,7 +134,8 @@ class Trainer(Protocol):
     """The scorer a session start fuses and the training a due session triggers."""
 
     name: str  # the `--scorer` it answers to (recorded in `sim_sessions.scorer`)
-    model: Params | None  # the accepted weights it serves (None before the first accepted one)
+    model: Params | None  # the weights it serves (None: nothing scores)
+    start_alpha: float  # the baseline's weight in cold start (`PredictorState.start_alpha`)
 
     def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         """The scorer this session start calls (None: offline, or not trained yet)."""
@@ -153,6 +157,7 @@ class NoScorer:
 
     name = "none"
     model: Params | None = None
+    start_alpha = 1.0  # the baseline alone
 
     def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         return None
@@ -192,6 +197,20 @@ def _saved_model(store: Path) -> Params | None:
     return load_checkpoint(path)[0]
 
 
+def _served_model(store: LoopStore, cfg: PredictorConfig) -> Params:
+    """The model a learning loop serves from its first session: the saved one, else the
+    shipped base, put in place now (`publish.publish_base`) as the daemon's first start does."""
+    saved = _saved_model(store.path)
+    if saved is not None:
+        return saved
+    from signet_bench.learn.publish import publish_base, scheduled_request
+
+    request = scheduled_request(store.path, model_dir(store.path), cfg)
+    params = publish_base(request, store.corpus.dim, cfg, run_id=BASE_RUN_ID).result.params
+    assert params is not None  # publishing the base always serves it
+    return params
+
+
 def _finite_loss(loss: object) -> float:
     """SQLite turns NaN into NULL in the `loss REAL NOT NULL` column: a diverged (or unknown)
     loss is logged as +inf (the workbench keeps the full curve)."""
@@ -207,7 +226,8 @@ class InProcessTrainer:
 
     def __init__(self, store: LoopStore, cfg: PredictorConfig) -> None:
         self.store, self.cfg = store, cfg
-        self.model = _saved_model(store.path)
+        self.model: Params | None = _served_model(store, cfg)
+        self.start_alpha = shipped_base_alpha()
 
     def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         if self.model is None:
@@ -262,8 +282,8 @@ class SidecarTrainer:
         from signet_scorer.client import SidecarClient
 
         self.path = store.path
-        self.model = _saved_model(store.path)
-        model_dir(self.path).mkdir(parents=True, exist_ok=True)
+        self.model: Params | None = _served_model(store, cfg)
+        self.start_alpha = shipped_base_alpha()
         self.client = SidecarClient.for_model(
             model_path(self.path),
             store.corpus.dim,

@@ -61,7 +61,8 @@ WORKBENCH_DDL: dict[str, str] = {
             gate_passed BOOLEAN,
             gate_reason TEXT,
             model_path TEXT,
-            holdout TEXT
+            holdout TEXT,
+            serving TEXT
         )""",
     "models": """
         CREATE TABLE IF NOT EXISTS models (
@@ -98,9 +99,13 @@ _TRAINING_FIELDS = (
     "gate_reason",
     "model_path",
     "holdout",  # the held-out verdict as JSON (learn.publish.holdout_record); NULL before it
+    "serving",  # which model serves and why, as JSON (learn.serving.ServingChoice.record)
 )
 # Columns added after a table was first written: a workbench made before gets them on open.
-_ADDED_COLUMNS = ("ALTER TABLE training_runs ADD COLUMN IF NOT EXISTS holdout TEXT",)
+_ADDED_COLUMNS = (
+    "ALTER TABLE training_runs ADD COLUMN IF NOT EXISTS holdout TEXT",
+    "ALTER TABLE training_runs ADD COLUMN IF NOT EXISTS serving TEXT",
+)
 # Columns renamed since a table was first written, (table, old name, new name): a workbench made
 # before has its column renamed on open, with every row kept.
 _RENAMED_COLUMNS = (("predictor_calibration", "scorer_label", "judge_relevance"),)

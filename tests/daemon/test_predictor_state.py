@@ -122,6 +122,24 @@ def test_alpha_unfloored_after_ramp():
     assert effective_alpha(active(0.1, 5)) == pytest.approx(0.9)  # floor is a floor only
 
 
+def test_a_shipped_base_starts_with_the_weight_it_earned():
+    """With a base serving, cold start fuses with the baseline weight the base earned (not the
+    baseline alone); after exit no ramp floor is above it, and a drift reset returns to it."""
+    start = initial_state(DEFAULT_CONFIG, start_alpha=0.2)
+    assert start.alpha == 0.2 and effective_alpha(start) == 0.2
+    assert on_session_start(start).state.alpha == 0.2
+    exited = dataclasses.replace(active(0.9, 5), start_alpha=0.2)
+    assert effective_alpha(exited) == pytest.approx(0.2)  # the 0.8 floor is capped at 0.2
+    assert effective_alpha(dataclasses.replace(exited, success_rate=0.3)) == pytest.approx(0.7)
+    low = dataclasses.replace(active(0.1), start_alpha=0.2, drift_low_sessions=9)
+    reset = on_comparison(low, LOSS).state
+    assert not reset.cold_start_exited and reset.alpha == 0.2 == effective_alpha(reset)
+    assert state_from_json(state_to_json(reset)).start_alpha == 0.2
+    assert initial_state().start_alpha == 1.0  # no base: Signet's cold start
+    with pytest.raises(ValueError, match="start_alpha"):
+        initial_state(DEFAULT_CONFIG, start_alpha=1.5)
+
+
 def test_comparison_updates_alpha():
     """Check the EMA update also refreshes alpha = max(floor, 1 - success)."""
     s = on_comparison(active(0.5, 30), WIN).state

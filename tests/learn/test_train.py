@@ -13,7 +13,9 @@ import pytest
 
 from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.learn.base import shipped_base_params
 from signet_bench.learn.holdout import free_ranker_name, holdout_plan, start_at_best_free_ranker
+from signet_bench.learn.model.checkpoint import load_checkpoint
 from signet_bench.learn.model.optim import densify
 from signet_bench.learn.model.params import init_params
 from signet_bench.learn.model.scorer import forward, loss_and_grads
@@ -124,9 +126,10 @@ def test_accepted_training_returns_a_new_copy(samples, trained):
     _assert_identical(trained, before)
 
 
-def test_loop_logs_a_rejected_training_and_keeps_no_model(tmp_path, monkeypatch):
-    """Through the daemon loop: every training sees a NaN label, every one is rejected, no
-    model is saved or used, and each run is still logged."""
+def test_loop_logs_a_rejected_training_and_keeps_the_base(tmp_path, monkeypatch):
+    """Through the daemon loop: every training sees a NaN label, every one is rejected, the
+    shipped base put in place before the first session stays the model served, and each run
+    is still logged."""
     import signet_bench.learn.samples as samples_mod
 
     real = samples_mod.load_samples
@@ -144,7 +147,9 @@ def test_loop_logs_a_rejected_training_and_keeps_no_model(tmp_path, monkeypatch)
     assert report.trainings >= 2
     assert report.trainings_accepted == 0
     assert report.final_state.model_version == 0
-    assert not model_path(path).exists()
+    saved, meta = load_checkpoint(model_path(path))
+    base = shipped_base_params(meta.native_dim)
+    assert meta.is_pretrained_base and all(np.array_equal(saved[k], base[k]) for k in base)
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         logged = con.execute("SELECT COUNT(*) FROM predictor_training_log").fetchone()[0]
@@ -154,7 +159,7 @@ def test_loop_logs_a_rejected_training_and_keeps_no_model(tmp_path, monkeypatch)
     finally:
         con.close()
     assert logged == report.trainings
-    assert scored_by_model == 0
+    assert scored_by_model > 0  # the base scored from the first session
 
 
 # --- canary and replay buffer -------------------------------------------------------------------
@@ -437,8 +442,9 @@ def test_a_full_retrain_through_train_model_is_judged_out_of_sample(samples, tra
     # the oldest block is never judged
     assert d.sessions == len(holdout_plan(samples).held) < len(samples)
     assert d.served is None and res.canary_topk_overlap is None
-    convincing = d.lead_evidence >= DEFAULT_CONFIG.holdout_gain_evidence
-    assert res.accepted == (d.candidate >= max(d.heuristics.values()) and convincing)
+    # served: the candidate when shown better than the base and the free rankers, else the base
+    assert res.accepted and d.accepted == res.serving.per_user
+    assert res.gate_reason == ("passed" if d.accepted else "base")
     many = _fake(60, dim=16)
     served = train_model(many, None, epochs=1, seed=0, guard=Guard(canary=many)).params
     timed = train_model(
@@ -455,33 +461,26 @@ def _against_cosine(params):
     return out
 
 
-def test_a_learned_model_below_the_free_rankers_gives_way_to_the_start():
-    """A rejected run whose served model learned and trails the strongest free ranker on the
-    time hold-out serves the run's start instead; a served free ranker, or the rule switched
-    off, leaves the served model in place."""
+def test_a_learned_model_below_the_free_rankers_gives_way_to_the_base():
+    """A run whose candidate is not shown better serves the base (the run's start: for the
+    fresh scorer, the better free ranker), whatever was served before: a learned model that
+    trails the free rankers, nothing, or the base itself."""
     many = _fake(60, dim=16)
-    strict = DEFAULT_CONFIG.replace(holdout_gain_evidence=1e9)  # every candidate rejected
+    strict = DEFAULT_CONFIG.replace(serving_confidence=1.0)  # no bound is above 0
     bad = _against_cosine(init_params(strict, 16))
     res = train_model(many, None, cfg=strict, epochs=1, seed=3, guard=Guard(reference=bad))
     d = res.holdout
     assert d is not None and d.method == "time" and not d.accepted
     assert d.served < max(d.heuristics.values())
-    assert res.accepted and res.gate_reason == "demoted" and not res.gates["holdout"]
-    assert d.demoted_to == free_ranker_name(res.params) in ("cosine", "hybrid")
-    assert res.canary_ndcg == pytest.approx(d.heuristics[d.demoted_to])
+    assert res.accepted and res.gate_reason == "base" and not res.gates["holdout"]
+    assert res.serving.served == "base" and res.serving.reason == "not-shown"
     start = start_at_best_free_ranker(init_params(strict, 16), many, strict)
     _assert_identical(res.params, start)
+    assert free_ranker_name(res.params) in ("cosine", "hybrid")
     record = holdout_record(res)
-    assert record["demoted_to"] == d.demoted_to and record["accepted"] is False
-    kept = train_model(many, None, cfg=strict.replace(holdout_demote=False), epochs=1, seed=3,
-                       guard=Guard(reference=bad))  # fmt: skip
-    assert not kept.accepted and kept.params is None and kept.holdout.demoted_to is None
-    # nothing served yet: a rejected run serves its start rather than leave the baseline order
-    first = train_model(
-        many, None, cfg=strict, epochs=1, seed=3, guard=Guard(previous_is_trained=False)
-    )
-    assert first.accepted and first.gate_reason == "start" and not first.holdout.accepted
-    _assert_identical(first.params, start)
-    # a served free ranker is the start itself: nothing to give way
-    free = train_model(many, None, cfg=strict, epochs=1, seed=3, guard=Guard(reference=start))
-    assert not free.accepted and free.gate_reason == "holdout"
+    assert record["accepted"] is False and record["serving"]["served"] == "base"
+    for reference in (None, start):
+        again = train_model(many, None, cfg=strict, epochs=1, seed=3,
+                            guard=Guard(reference=reference, previous_is_trained=False))  # fmt: skip
+        assert again.accepted and again.gate_reason == "base"
+        _assert_identical(again.params, start)

@@ -154,6 +154,8 @@ def test_young_store_dashboard_in_a_browser(browser, young):
         page.get_by_text("Cold start: collecting training data").first.wait_for(timeout=60_000)
         _wait_for_charts(page, 1)
         assert page.get_by_text("predictor: collecting").count() > 0
+        served = page.get_by_text("The shipped base serves: no session has been trained on yet.")
+        assert served.count() > 0  # the base is in place from the first session, and says why
         assert page.get_by_text(INTERNAL_ERROR).count() == 0
         assert not _chart_problems(page)
         _screenshot(page, "dashboard-cold-start")

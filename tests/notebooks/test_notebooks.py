@@ -14,6 +14,7 @@ import pytest
 
 from signet_bench.analysis.queries.calibration import read_labels
 from signet_bench.app.launch import NOTEBOOK_DIR, NOTEBOOKS, notebook_path
+from signet_scorer.workbench import default_workbench
 
 
 def _load(name: str):
@@ -73,6 +74,12 @@ def test_dashboard_on_the_demo(demo):
 def test_dashboard_on_a_young_store(young):
     _, d = _run("dashboard", db_path=young, workbench_path=None, bench_dir=None)
     assert d["view"].status.mode == "collecting"
+    # the loop put the shipped base in place before its first session, and the page says so
+    outputs, _ = _run("dashboard", db_path=young, workbench_path=default_workbench(young),
+                      bench_dir=None)  # fmt: skip
+    shown = " ".join(getattr(o, "text", "") for o in outputs)
+    served = "<strong>Served model</strong> · The shipped base serves: no session has been trained"
+    assert served in shown
     assert "timeline" not in d and "detail" not in d  # cold start shows its own panels
 
 

@@ -240,3 +240,32 @@ def test_a_second_run_changes_nothing(run):
     assert not again.views and not trainer.jobs
     assert _rows(db, "SELECT COUNT(*), MAX(created_at) FROM session_scores") == before
     assert before[0][1] == format_iso(world.now + (SESSIONS - 1) * SIX + timedelta(minutes=30))
+
+
+def test_a_learning_loop_serves_the_shipped_base_from_the_first_session(tmp_path):
+    """Before any training the loop puts the shipped base in place and fuses it from the
+    first session with the baseline weight the base earned; nothing scores with no scorer."""
+    from signet_bench.learn.base import shipped_base_alpha, shipped_base_params
+    from signet_bench.learn.model.checkpoint import load_checkpoint
+    from signet_bench.replay.loop import SimOptions, simulate
+    from signet_bench.replay.trainers import model_path
+
+    path = tmp_path / "memories.db"
+    build_persona_store("light", path, seed=4, n_memories=80)
+    report = simulate(path, 2, SimOptions(scorer="model", seed=4))
+    assert report.trainings == 0 and report.final_state.alpha == shipped_base_alpha() < 1.0
+    saved, meta = load_checkpoint(model_path(path))
+    base = shipped_base_params(meta.native_dim)
+    assert meta.is_pretrained_base and all(np.array_equal(saved[k], base[k]) for k in base)
+    con = open_readonly(path)
+    try:
+        scored = con.execute(
+            "SELECT COUNT(*) FROM session_memories WHERE predictor_score IS NOT NULL"
+        ).fetchone()[0]
+    finally:
+        con.close()
+    assert scored > 0
+    offline = tmp_path / "offline.db"
+    build_persona_store("light", offline, seed=4, n_memories=80)
+    assert simulate(offline, 1, SimOptions(scorer="none", seed=4)).final_state.alpha == 1.0
+    assert not model_path(offline).exists()

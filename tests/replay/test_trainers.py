@@ -15,6 +15,7 @@ import pytest
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.predictor_state import initial_state
 from signet_bench.errors import UserError
+from signet_bench.learn.base import shipped_base_params
 from signet_bench.replay.loop import SimOptions, Simulator
 from signet_bench.replay.loop_store import LoopStore
 from signet_bench.replay.trainers import (
@@ -104,7 +105,10 @@ def test_an_unknown_scorer_names_the_choices(store):
 def test_the_in_process_trainer_trains_serves_and_resumes(filled, store):
     db, inputs, tz = filled
     trainer = InProcessTrainer(store, CFG)
-    assert trainer.model is None and trainer.scorer(np.random.default_rng(0)) is None
+    # before any training the shipped base is in place and scores
+    assert model_path(db).exists() and trainer.scorer(np.random.default_rng(0)) is not None
+    base = shipped_base_params(store.corpus.dim, CFG)
+    assert all(np.array_equal(trainer.model[k], base[k]) for k in base)
     outcome = trainer.train(_job(db, tz))
     assert outcome is not None and outcome.accepted and trainer.model is not None
     log = dict(outcome.log or {})

@@ -21,6 +21,7 @@ import polars as pl
 
 from signet_bench.analysis.queries.source import read_workbench, store_has
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.learn.serving import ServingChoice
 from signet_bench.store.duck import ts_expr
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "latency_series",
     "loss_steps",
     "reset_markers",
+    "served_now",
     "training_runs",
 ]
 
@@ -58,6 +60,7 @@ _RUNS_SCHEMA = {
     "gate_reason": pl.String,
     "epochs": pl.Int64,
     "holdout": pl.String,
+    "serving": pl.String,
 }
 # The held-out verdict of a run (`learn.publish.holdout_record`), one column per figure.
 HOLDOUT_COLUMNS = {
@@ -98,7 +101,7 @@ def training_runs(
         log = con.sql(_LOG_SQL.format(created=ts_expr("created_at"))).pl()
     else:
         log = pl.DataFrame(schema=_LOG_SCHEMA)
-    runs = _workbench_runs(workbench)
+    runs = _workbench_runs(workbench).filter(~_base_put_in_place())
     own = _own_runs(runs.join(log, on="id", how="anti"), store, log)
     frame = (
         pl.concat([log, own])
@@ -113,10 +116,11 @@ def training_runs(
         pl.Series("loss_curve", curves, dtype=pl.List(pl.Float64)),
         pl.coalesce(pl.col("gate_passed"), new_version).alias("accepted"),
         *_holdout_series(frame["holdout"].to_list()),
-    ).drop("holdout")
+        *_serving_series(frame["serving"].to_list()),
+    ).drop("holdout", "serving")
 
 
-_JOINED = ("id", "loss_curve", "gate_passed", "gate_reason", "epochs", "holdout")
+_JOINED = ("id", "loss_curve", "gate_passed", "gate_reason", "epochs", "holdout", "serving")
 
 
 def _of_store(paths: pl.Series, store: str | Path | None) -> pl.Series:
@@ -174,6 +178,38 @@ def _holdout_series(texts: list[str | None]) -> list[pl.Series]:
         pl.Series(name, [d.get(key) for d in parsed], dtype=dtype)
         for name, (key, dtype) in HOLDOUT_COLUMNS.items()
     ]
+
+
+def _serving_series(texts: list[str | None]) -> list[pl.Series]:
+    """Which model each run serves ("base" or "per-user", `served_model`) and why, one
+    sentence with the figures (`served_why`); NULL for a run that recorded no choice."""
+    choices: list[ServingChoice | None] = []
+    for text in texts:
+        try:
+            choices.append(ServingChoice.from_record(json.loads(text)) if text else None)
+        except (ValueError, KeyError, TypeError):
+            choices.append(None)
+    return [
+        pl.Series("served_model", [c and c.served for c in choices], dtype=pl.String),
+        pl.Series("served_why", [c and c.sentence() for c in choices], dtype=pl.String),
+    ]
+
+
+def _base_put_in_place() -> pl.Expr:
+    """The workbench rows that put the shipped base in place before any session was trained
+    on (`learn.publish.publish_base`): a record of the served model, not a training."""
+    return (pl.col("gate_reason") == "base") & (pl.col("sample_count") == 0)
+
+
+def served_now(workbench: str | Path | None) -> str | None:
+    """Which model serves now and why, in one sentence (`ServingChoice.sentence`): the choice
+    of the newest accepted run of the workbench that recorded one; None when none did."""
+    runs = _workbench_runs(workbench)
+    chosen = runs.filter(pl.col("gate_passed").fill_null(False) & pl.col("serving").is_not_null())
+    if chosen.height == 0:
+        return None
+    newest = chosen.sort("started_at", "id")["serving"][-1:].to_list()
+    return _serving_series(newest)[1][0]
 
 
 def _curve(text: str | None) -> list[float]:

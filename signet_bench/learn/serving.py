@@ -1,0 +1,187 @@
+"""Which model serves a user: the shipped base (`learn.base`) or the user's own, and why.
+
+Personal ranking with a user's sparse data is won by pooling across users, not by per-user
+models, so the base serves by default and the per-user model (trained from the base's weights)
+replaces it only when it has shown it is better: on the sessions it did not train on (the
+held-out sessions of `learn.holdout`), the lower confidence bound of its paired per-session
+NDCG@10 gain must be above zero against the base AND against the strongest free ranker
+(cosine, or its hybrid with the lexical signal). The bound is the one-sided `LEVEL` percentile
+bootstrap bound of the mean gain (`daemon.metrics.bootstrap_interval`, a fixed seed: the same
+sessions give the same verdict). A per-user model equal to the base gains exactly 0 on every
+session, so its bound is 0 and it never serves.
+
+The choice and its reason travel as one `ServingChoice`, recorded with the run in the workbench
+(`training_runs.serving`) and read back by the dashboard, which says it in one sentence.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from signet_bench.daemon.metrics import bootstrap_interval
+
+__all__ = [
+    "LEVEL",
+    "Gain",
+    "ServingChoice",
+    "choose_served",
+    "earned_alpha",
+    "gain_over",
+    "served_base",
+]
+
+LEVEL = 0.95  # one-sided: the gain's 5th bootstrap percentile
+BOOTSTRAP_SEED = 0
+Served = Literal["base", "per-user"]
+# why: "no-sessions" (nothing to train on yet), "too-few" (too few sessions to learn from),
+# "shown-better" / "not-shown" (the held-out bounds decided)
+Reason = Literal["no-sessions", "too-few", "shown-better", "not-shown"]
+
+
+@dataclass(frozen=True, slots=True)
+class Gain:
+    """The per-user model's paired held-out NDCG@10 gain over one `rival`: the mean over the
+    sessions and its lower confidence bound (`LEVEL`)."""
+
+    rival: str
+    mean: float
+    lower: float
+
+    @property
+    def shown(self) -> bool:
+        return math.isfinite(self.lower) and self.lower > 0.0
+
+
+def gain_over(candidate: np.ndarray, rival: np.ndarray, name: str, level: float = LEVEL) -> Gain:
+    """The paired gain of `candidate` over `rival` (per-session NDCG@10, same sessions) and
+    its one-sided lower bound at `level`."""
+    diff = np.asarray(candidate, dtype=np.float64) - np.asarray(rival, dtype=np.float64)
+    diff = diff[np.isfinite(diff)]
+    if diff.size == 0:
+        return Gain(name, math.nan, math.nan)
+    mean = float(diff.mean())
+    if level >= 1.0:  # certainty bounds nothing from below
+        return Gain(name, mean, -math.inf)
+    if not np.any(diff - diff[0]):  # alike on every session: the bound is the value itself
+        return Gain(name, mean, float(diff[0]))
+    lower = bootstrap_interval(diff, BOOTSTRAP_SEED, level=2.0 * level - 1.0).low
+    return Gain(name, mean, float(lower))
+
+
+@dataclass(frozen=True, slots=True)
+class ServingChoice:
+    """Which model serves (`served`), why (`reason`), on how many held-out sessions, and the
+    per-user model's gain over the base and over the strongest free ranker (None when not
+    judged). `needed`: the sessions a run needs to learn (with reason "too-few")."""
+
+    served: Served
+    reason: Reason
+    sessions: int = 0
+    over_base: Gain | None = None
+    over_free: Gain | None = None
+    needed: int = 0
+    level: float = LEVEL
+
+    @property
+    def per_user(self) -> bool:
+        return self.served == "per-user"
+
+    def sentence(self) -> str:
+        """The choice and its reason in one sentence, with the figures."""
+        if self.reason == "no-sessions":
+            return "The shipped base serves: no session has been trained on yet."
+        if self.reason == "too-few":
+            return (
+                f"The shipped base serves: {self.sessions} trainable sessions are too few to "
+                f"learn from (at least {self.needed})."
+            )
+        assert self.over_base is not None and self.over_free is not None
+        pct = f"{self.level:.0%}"  # one-sided
+        figures = (
+            f"on {self.sessions} held-out sessions it leads the base by "
+            f"{self.over_base.mean:+.3f} NDCG@10 ({pct} lower bound {self.over_base.lower:+.3f}) "
+            f"and {self.over_free.rival} by {self.over_free.mean:+.3f} "
+            f"(lower bound {self.over_free.lower:+.3f})"
+        )
+        if self.per_user:
+            return f"This user's own model serves: {figures}."
+        return (
+            f"The shipped base serves: this user's model is not shown better ({figures}; both "
+            "lower bounds must be above 0)."
+        )
+
+    def record(self) -> dict[str, Any]:
+        """The choice as plain data (the workbench keeps it as JSON; NaN as null)."""
+        out = asdict(self)
+        for key in ("over_base", "over_free"):
+            if out[key] is not None:
+                out[key] = {k: _finite_or_none(v) for k, v in out[key].items()}
+        out["sentence"] = self.sentence()
+        return out
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> ServingChoice:
+        """The choice `record` wrote."""
+
+        def gain(d: dict[str, Any] | None) -> Gain | None:
+            if d is None:
+                return None
+            return Gain(d["rival"], _nan_if_none(d["mean"]), _nan_if_none(d["lower"]))
+
+        return cls(
+            served=data["served"], reason=data["reason"], sessions=int(data["sessions"]),
+            over_base=gain(data.get("over_base")), over_free=gain(data.get("over_free")),
+            needed=int(data.get("needed", 0)), level=float(data.get("level", LEVEL)),
+        )  # fmt: skip
+
+
+def _finite_or_none(v: Any) -> Any:
+    return None if isinstance(v, float) and math.isnan(v) else v
+
+
+def _nan_if_none(v: Any) -> float:
+    return math.nan if v is None else float(v)
+
+
+def served_base(reason: Reason, sessions: int = 0, needed: int = 0) -> ServingChoice:
+    """The base serves without a held-out judgement (`reason`: no sessions, or too few)."""
+    return ServingChoice("base", reason, sessions, needed=needed)
+
+
+def choose_served(
+    candidate: np.ndarray,
+    base: np.ndarray,
+    heuristics: dict[str, np.ndarray],
+    level: float = LEVEL,
+) -> ServingChoice:
+    """The per-user model serves only when its gain's lower bound (one-sided, `level`) is
+    above 0 against the base and against the strongest free ranker (the best mean of
+    `heuristics`); all arrays are per held-out session NDCG@10 (module doc)."""
+    strongest = max(heuristics, key=lambda k: (float(np.mean(heuristics[k])), k))
+    over_base = gain_over(candidate, base, "base", level)
+    over_free = gain_over(candidate, heuristics[strongest], strongest, level)
+    shown = over_base.shown and over_free.shown
+    return ServingChoice(
+        "per-user" if shown else "base",
+        "shown-better" if shown else "not-shown",
+        int(np.asarray(candidate).size),
+        over_base,
+        over_free,
+        level=level,
+    )
+
+
+def earned_alpha(model: np.ndarray, baseline: np.ndarray) -> float:
+    """The baseline's RRF weight a model has earned against the baseline order on held-out
+    sessions (per-session NDCG@10 of each): the share of the sessions the baseline wins, ties
+    counting half. It is the daemon's own `1 - success_rate` (docs/specification.md §3.4),
+    measured where the model was judged, so a base that beats the baseline on most of its
+    held-out sessions gives the baseline little weight from the user's first session on."""
+    m, b = np.asarray(model, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
+    if m.size == 0:
+        return 1.0
+    return float(np.mean((b > m) + 0.5 * (b == m)))
