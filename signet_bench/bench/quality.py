@@ -156,6 +156,7 @@ from signet_scorer.features import feature_index, feature_indices
 __all__ = [
     "ABLATIONS",
     "HeldOut",
+    "Judging",
     "PoolRecall",
     "ablate_inputs",
     "ablate_samples",
@@ -456,11 +457,19 @@ def _train(
     return res.params if res.accepted else start
 
 
+@dataclass(frozen=True, slots=True)
+class Judging:
+    """When a run is judged: after each of its first `checkpoints` sessions, on the `held_out`
+    sessions that follow."""
+
+    checkpoints: Sequence[int]
+    held_out: int
+
+
 def simulate_run(
     persona: str | Persona,
     seed: int,
-    checkpoints: Sequence[int],
-    held_out: int,
+    judging: Judging,
     tmp: Path,
     cfg: PredictorConfig = DEFAULT_CONFIG,
     embedder: str = "topic",
@@ -470,6 +479,7 @@ def simulate_run(
     """Build the store (`n_memories`: the persona resized), run the loop to each checkpoint,
     then on through the held-out sessions of the last; each checkpoint's pool is the
     `held_out` sessions after it."""
+    checkpoints, held_out = judging.checkpoints, judging.held_out
     label = label or (persona if isinstance(persona, str) else persona.name)
     path = tmp / f"{label}-{seed}.db"
     t0 = time.perf_counter()
@@ -944,7 +954,7 @@ def quality_rows(
         try:
             for persona in personas:
                 runs[persona] = [
-                    simulate_run(persona, s, checkpoints, held_out, tmp, cfg, embedder,
+                    simulate_run(persona, s, Judging(checkpoints, held_out), tmp, cfg, embedder,
                                  n_memories=n_memories)
                     for s in seeds
                 ]  # fmt: skip

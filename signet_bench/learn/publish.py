@@ -380,7 +380,7 @@ def train_store(
     nothing new raises NothingToTrain."""
     import uuid
 
-    from signet_bench.learn.samples import load_samples
+    from signet_bench.learn.samples import Selection, load_samples
     from signet_scorer.timestamps import local_tz
 
     if request.out_dir is None:
@@ -390,11 +390,10 @@ def train_store(
         request.db_path if db is None else db,
         tz=request.tz or local_tz(),
         cfg=run_cfg,
-        limit=request.limit,
         seed=request.negatives_seed,
         corpus=corpus,
         workbench=_hook_workbench(request.out_dir),
-        window=run_cfg.training_window_sessions,
+        select=Selection(limit=request.limit, window=run_cfg.training_window_sessions),
     )
     if len(samples) < 2:
         raise TooLittleData(

@@ -36,7 +36,13 @@ from signet_bench.learn.holdout import (
 )
 from signet_bench.learn.model.optim import Adam, copy_params
 from signet_bench.learn.model.params import init_params, query_held
-from signet_bench.learn.model.scorer import Batch, batch_from_sessions, forward, loss_and_grads
+from signet_bench.learn.model.scorer import (
+    Batch,
+    SessionArrays,
+    batch_from_sessions,
+    forward,
+    loss_and_grads,
+)
 from signet_bench.learn.samples import SessionSample
 
 __all__ = [
@@ -94,18 +100,20 @@ def to_batch(
 ) -> Batch:
     """Sessions as one packed scorer batch (candidate mask marks the real ones, embeddings
     unpadded); float32 is the fast training path, float64 the exact one."""
-    return batch_from_sessions(
-        [s.context for s in samples],
-        [s.cand_emb for s in samples],
-        [s.has_emb for s in samples],
-        [s.tokens for s in samples],
-        [s.features for s in samples],
-        [s.project_slot for s in samples],
-        labels=[s.labels for s in samples] if with_labels else None,
-        dtype=dtype,
-        packed=True,
-        signals=[s.signals for s in samples],
-    )
+    sessions = [
+        SessionArrays(
+            s.context,
+            s.cand_emb,
+            s.has_emb,
+            s.tokens,
+            s.features,
+            s.project_slot,
+            s.signals,
+            s.labels if with_labels else None,
+        )
+        for s in samples
+    ]
+    return batch_from_sessions(sessions, dtype=dtype, packed=True)
 
 
 def split_canary(

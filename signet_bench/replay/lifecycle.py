@@ -70,7 +70,7 @@ from signet_bench.daemon.ranking.session_start import (
 from signet_bench.daemon.ranking.traversal import Traversal, TraversalFlags
 from signet_bench.daemon.session_query import SessionQuery, start_query
 from signet_bench.errors import UserError
-from signet_bench.learn.samples import SessionSample, build_sample, scored_sessions
+from signet_bench.learn.samples import SampleRules, SessionSample, build_sample, scored_sessions
 from signet_bench.replay.loop_store import LoopStore
 from signet_bench.replay.trainers import Trainer, TrainingJob
 from signet_bench.store import sim as sim_tables
@@ -476,8 +476,8 @@ class Lifecycle:
         # the session-start query again: the transcripts done before the start are unchanged
         query = start_query(self.con, plan.project, plan.start)
         return build_sample(
-            self.corpus, session, cand, prev, tz=self.world.tz, cfg=self.cfg,
-            seed=self.opts.seed, query=query,
+            self.corpus, session, cand, prev, SampleRules(self.world.tz, self.cfg, self.opts.seed),
+            query=query,
         )  # fmt: skip
 
     def _compare(

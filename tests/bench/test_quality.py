@@ -4,6 +4,7 @@ import pytest
 from signet_bench.bench.quality import (
     ABLATIONS,
     EFFECT_MIN_SHARE,
+    Judging,
     ablate_samples,
     ablation_frozen,
     familiar_masks,
@@ -238,7 +239,7 @@ def test_quality_rows_judge_at_the_checkpoints_asked_for():
 def test_each_checkpoint_is_judged_on_the_sessions_that_follow_it(tmp_path):
     from signet_bench.bench.quality import simulate_run
 
-    run = simulate_run("light", 3, (5, 20), 10, tmp_path, DEFAULT_CONFIG, "topic")
+    run = simulate_run("light", 3, Judging((5, 20), 10), tmp_path, DEFAULT_CONFIG, "topic")
     try:
         order = [c.session_key for c in run.sim.plan(30)]
         for n in (5, 20):
@@ -265,7 +266,7 @@ def test_the_offline_retrain_starts_and_falls_back_as_the_loop_does():
 def test_live_scores_are_what_the_loops_model_scored_at_each_session(tmp_path):
     """Each held-out session's live scores order its candidates as the model the loop had in
     place then ranked them (`predictor_rank`), and are the baseline's where none scored."""
-    run = simulate_run("light", 3, (10,), 30, tmp_path, embedder="topic")
+    run = simulate_run("light", 3, Judging((10,), 30), tmp_path, embedder="topic")
     keys = {h.plan.session_key for h in run.pools[10]}
     records = [r for r in run.sim.records.values() if r.plan.session_key in keys]
     assert len(records) == len(run.pools[10])

@@ -15,6 +15,7 @@ from signet_bench.bench.docs_page import benchmarks_markdown
 from signet_bench.bench.quality import (
     ABLATIONS,
     GRAPH_ABLATION_RETRAINS,
+    Judging,
     Run,
     ablate_samples,
     ablation_frozen,
@@ -160,7 +161,8 @@ def test_the_truly_relevant_are_the_top_k_live_ones_ties_by_id():
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     run = simulate_run(
-        "architect", 5, CHECKPOINTS, 8, tmp_path_factory.mktemp("architect"), DEFAULT_CONFIG,
+        "architect", 5, Judging(CHECKPOINTS, 8), tmp_path_factory.mktemp("architect"),
+        DEFAULT_CONFIG,
         "topic", n_memories=300,
     )  # fmt: skip
     yield run

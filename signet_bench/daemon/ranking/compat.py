@@ -32,7 +32,11 @@ from signet_bench.daemon.ranking.select import (
     select_with_budget,
     with_constraints,
 )
-from signet_bench.daemon.ranking.session_start import SessionStartResult, ranked_result
+from signet_bench.daemon.ranking.session_start import (
+    RankingSteps,
+    SessionStartResult,
+    ranked_result,
+)
 from signet_bench.daemon.ranking.traversal import (
     Traversal,
     TraversalFlags,
@@ -245,9 +249,9 @@ def signet058_session_start(
     mask = _budget_injection(final_order, cand, c.contents, cfg, cons)
     flags = _flags(walked, pool, at, cand, len(id_arr))
     source = np.where(pool.joined[at], "ka_traversal", "effective").astype(object)
+    steps = RankingSteps(cand, c_ids, eff, pred, prank, fused, final, overlaps, mask, final_order)
     return ranked_result(
-        cand, c_ids, eff, pred, prank, fused, final, overlaps, mask, final_order,
-        is_constraint=cons, source=source,
+        steps, is_constraint=cons, source=source,
         predictor_used=bool(np.isfinite(pred).any()), alpha=float(alpha),
         context_vector=SessionContextVector(None, "none"), corpus_size=len(rows),
         window_size=int(min(len(rows), limit)), kept_size=len(window), traversal=walked,

@@ -36,6 +36,7 @@ from signet_bench.daemon.ranking.exploration import (
 )
 from signet_bench.daemon.ranking.fusion import fuse
 from signet_bench.daemon.ranking.prefilter import (
+    MemoryStates,
     cosine_to,
     eligible_mask,
     prefilter,
@@ -60,6 +61,7 @@ __all__ = [
     "InjectionLimits",
     "Learned",
     "Predictor",
+    "RankingSteps",
     "SessionStartResult",
     "ranked_result",
     "session_start",
@@ -182,8 +184,8 @@ def _candidate_pool(
         sims = np.full(len(ids), np.nan)
         sims[pool] = cosine_to(context.vector, np.asarray(corpus.embeddings[pool]))
     cand = prefilter(
-        eff, sims, ids, is_constraint=cons, importance_decayed=dec, pinned=pin,
-        excluded=absent, joined=None if join is None else join.joined, cfg=cfg,
+        eff, sims, ids, MemoryStates(cons, dec, pin, absent),
+        joined=None if join is None else join.joined, cfg=cfg,
     )  # fmt: skip
     if walked is None or join is None:
         return _Pool(cand, context, eff)
@@ -362,44 +364,52 @@ def session_start(
         unexplored,
     )  # fmt: skip
     ex, source = _explore(ranked, fz.used, rng, cold_start_exited, cfg)
-    return ranked_result(
+    steps = RankingSteps(
         cand, c_ids, pool.eff[cand], pred, fz.prank, fz.fused, final, overlaps, ex.injected,
-        final_order, is_constraint=cons, source=_sources(source, flags),
+        final_order,
+    )  # fmt: skip
+    return ranked_result(
+        steps, is_constraint=cons, source=_sources(source, flags),
         predictor_used=fz.used, alpha=fz.alpha, context_vector=pool.context,
         corpus_size=int((~absent).sum()), explored_id=ex.explored_id,
         displaced_id=ex.displaced_id, traversal=walked, flags=flags,
     )  # fmt: skip
 
 
-def ranked_result(
-    cand: np.ndarray,
-    ids: np.ndarray,
-    effective: np.ndarray,
-    predictor: np.ndarray,
-    predictor_rank: np.ndarray,
-    fused: np.ndarray,
-    final: np.ndarray,
-    overlaps: np.ndarray,
-    injected: np.ndarray,
-    final_order: np.ndarray,
-    **session: object,
-) -> SessionStartResult:
-    """A session start's result from its ranking steps, in the order they run (candidates in
-    baseline order, their effective and predictor scores, RRF, topic diversity, the injected
-    mask, the final order); `session` holds the remaining fields. Both session starts (ours
-    and Signet 0.58's, `compat.py`) build their result here."""
+@dataclass(frozen=True, slots=True)
+class RankingSteps:
+    """A session start's ranking steps, in the order they run: the candidates in baseline
+    order (`cand`, their rows; `ids`), their effective and predictor scores and predictor
+    ranks, RRF, topic diversity (`final`, `overlaps`), the injected mask, the final order."""
+
+    cand: np.ndarray
+    ids: np.ndarray
+    effective: np.ndarray
+    predictor: np.ndarray
+    predictor_rank: np.ndarray
+    fused: np.ndarray
+    final: np.ndarray
+    overlaps: np.ndarray
+    injected: np.ndarray
+    final_order: np.ndarray
+
+
+def ranked_result(steps: RankingSteps, **session: object) -> SessionStartResult:
+    """A session start's result from its ranking steps; `session` holds the remaining fields.
+    Both session starts (ours and Signet 0.58's, `compat.py`) build their result here."""
+    s = steps
     return SessionStartResult(
-        index=cand,
-        memory_id=ids,
-        rank=np.arange(len(cand), dtype=np.int64),
-        effective_score=effective,
-        predictor_score=predictor,
-        predictor_rank=predictor_rank,
-        fused_score=fused,
-        final_score=final,
-        overlap_count=overlaps,
-        was_injected=injected,
-        final_order=final_order,
-        injected_order=final_order[injected[final_order]],
+        index=s.cand,
+        memory_id=s.ids,
+        rank=np.arange(len(s.cand), dtype=np.int64),
+        effective_score=s.effective,
+        predictor_score=s.predictor,
+        predictor_rank=s.predictor_rank,
+        fused_score=s.fused,
+        final_score=s.final,
+        overlap_count=s.overlaps,
+        was_injected=s.injected,
+        final_order=s.final_order,
+        injected_order=s.final_order[s.injected[s.final_order]],
         **session,
     )
