@@ -15,6 +15,9 @@ from signet_scorer.request import FORMATS, MODES, RequestError, TrainingRequest
 from signet_scorer.timestamps import local_tz
 from signet_scorer.version import version_line
 
+# Each command imports the layers it runs inside its own function: `--help` and every command
+# start without the others' modules (numpy, polars, DuckDB, marimo load only where needed).
+
 __all__ = ["main"]
 
 BENCH_HELP = """benchmarks (each prints a table; --json PATH also writes it as JSON):

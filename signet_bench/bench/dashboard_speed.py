@@ -35,9 +35,20 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import marimo as mo
 import numpy as np
 
+from signet_bench.analysis.queries import dashboard as dash
+from signet_bench.analysis.queries import drift, inspector, status, training
+from signet_bench.analysis.queries.dashboard import DRIFT_RECENT_SESSIONS
+from signet_bench.analysis.queries.sessions import projects_of, session_frame
+from signet_bench.analysis.queries.source import open_store
 from signet_bench.analysis.report import Row, percentiles
+from signet_bench.app import dashboard_panels as panels
+from signet_bench.app.dashboard_charts import project_chart
+from signet_bench.app.launch import notebook_path
+from signet_bench.app.ui import static, table
+from signet_bench.bench.dashboard_browser import browser_rows
 from signet_bench.store.scale import write_session_memories_scale
 from signet_bench.store.schema import connect_writer
 
@@ -100,8 +111,6 @@ def add_comparisons(path: Path, seed: int = 0) -> int:
 
 def _notebook(name: str) -> ModuleType:
     """A notebook file imported as a module (its `app` and `@app.function`s)."""
-    from signet_bench.app.launch import notebook_path
-
     spec = importlib.util.spec_from_file_location(f"signet_notebook_{name}", notebook_path(name))
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import notebook {name}")
@@ -112,8 +121,6 @@ def _notebook(name: str) -> ModuleType:
 
 def _html(value: Any) -> int:
     """Render an output as the browser receives it (HTML, chart specs inlined); its size."""
-    import marimo as mo
-
     return len(mo.as_html(value).text) if value is not None else 0
 
 
@@ -125,11 +132,6 @@ def _timed_ms(fn: Callable[[], object]) -> float:
 
 def _query_rows(db: Path) -> list[Row]:
     """Each load query once, on a new connection (the first render's order)."""
-    from signet_bench.analysis.queries import drift, status, training
-    from signet_bench.analysis.queries.dashboard import DRIFT_RECENT_SESSIONS
-    from signet_bench.analysis.queries.sessions import session_frame
-    from signet_bench.analysis.queries.source import open_store
-
     timings = {}
     t0 = time.perf_counter()
     con = open_store(db)
@@ -161,11 +163,6 @@ def _first_render(nb: ModuleType, db: Path) -> float:
 def _filter_change(data, projects: list[str], days) -> float:
     """What re-runs when a filter changes: the view and the panels drawn from it (the
     notebook's `dashboard_panels`), with the project slices' chart and table."""
-    from signet_bench.analysis.queries import dashboard as dash
-    from signet_bench.app import dashboard_panels as panels
-    from signet_bench.app.dashboard_charts import project_chart
-    from signet_bench.app.ui import static, table
-
     t0 = time.perf_counter()
     view = dash.dashboard_view(data, projects, *days)
     _html(panels.overview(data, view, []))
@@ -179,7 +176,6 @@ def _filter_change(data, projects: list[str], days) -> float:
 
 
 def _inspector_ms(con, data) -> list[float]:
-    from signet_bench.analysis.queries import inspector
 
     rng = np.random.default_rng(0)
     out = []
@@ -194,10 +190,6 @@ def _inspector_ms(con, data) -> list[float]:
 
 def dashboard_timings(db: Path) -> list[Row]:
     """The query, first-render, filter-change and inspector rows on the store `db`."""
-    from signet_bench.analysis.queries import dashboard as dash
-    from signet_bench.analysis.queries.sessions import projects_of
-    from signet_bench.analysis.queries.source import open_store
-
     nb = _notebook("dashboard")
     rows = _query_rows(db)
     renders = [_first_render(nb, db) for _ in range(RENDER_REPEATS)]
@@ -243,7 +235,5 @@ def dashboard_rows(*, quick: bool = False, seed: int = 0, browser: bool = False)
         rows = [Row("store_sessions", "count", summary.sessions, "sessions", n=1)]
         rows += dashboard_timings(db)
         if browser:
-            from signet_bench.bench.dashboard_browser import browser_rows
-
             rows += browser_rows(db)
         return rows

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from signet_bench.errors import UserError
+
 __all__ = [
     "COMMANDS",
     "RANKER_KINDS",
@@ -150,6 +152,7 @@ RANKER_KINDS = ("heuristic", "learned", "experiment")
 def ranker_kind(name: str) -> str:
     """A LoCoMo row's kind: a heuristic peer, a learned variant, or an experiment (not a
     result: `bench.locomo.DIAGNOSTIC`), whatever the embedder suffix."""
+    # here: `bench report` starts without the benchmarks' modules
     from signet_bench.bench.quality_locomo import DIAGNOSTIC
 
     stem = name.removesuffix("_minilm")
@@ -160,6 +163,7 @@ def ranker_kind(name: str) -> str:
 
 def recall_chart(rows: Sequence[Mapping[str, Any]], metric: str = "recall@10"):
     """An Altair bar chart of `metric` per ranker with its interval as an error bar."""
+    # here: `bench report` starts without altair and polars until it draws
     import altair as alt
     import polars as pl
 
@@ -216,6 +220,7 @@ def _by_n_markdown(
 def quality_chart(rows: Sequence[Mapping[str, Any]]):
     """An Altair line chart of NDCG@10 against the sessions learned from, per ranker and
     persona, with 95% intervals as bands."""
+    # here: `bench report` starts without altair and polars until it draws
     import altair as alt
     import polars as pl
 
@@ -293,6 +298,7 @@ def _worst_case_markdown(rows: Sequence[Mapping[str, Any]], prefix: str) -> list
 def worst_case_chart(rows: Sequence[Mapping[str, Any]]):
     """An Altair line chart, per persona, of each seed's served − cosine NDCG@10 against the
     sessions learned from, with the −0.01 tolerance as a rule: the worst case at a glance."""
+    # here: `bench report` starts without altair and polars until it draws
     import altair as alt
     import polars as pl
 
@@ -331,6 +337,7 @@ def history_chart(rows: Sequence[Mapping[str, Any]]):
     """Altair charts of one scheduled training per history size: NDCG@10 of the model it
     serves, of the model served at the smallest size and of cosine on the sessions that follow
     (95% intervals), and its wall time and peak memory, each against its goal (dashed)."""
+    # here: `bench report` starts without altair and polars until it draws
     import altair as alt
     import polars as pl
 
@@ -578,8 +585,6 @@ def write_benchmarks_doc(results_dir: str | Path, out: str | Path) -> Path:
     """Write `out` (Markdown) and its charts (PNG, in `<out stem>/` beside it)."""
     docs = load_results(results_dir)
     if not docs:
-        from signet_bench.errors import UserError
-
         raise UserError(f"{results_dir}: no benchmark JSON (run `signet-bench bench ... --json`)")
     page = Path(out)
     img_dir = page.parent / page.stem

@@ -37,6 +37,7 @@ more). Python's start alone takes some 20 ms of the 50 ms goal.
 
 from __future__ import annotations
 
+import compileall
 import json
 import logging
 import os
@@ -52,11 +53,19 @@ from typing import Any
 
 import numpy as np
 
+import signet_scorer
 from signet_bench.analysis.report import Row, percentiles
 from signet_bench.bench.signet_standin import signet_answer, write_standin
 from signet_bench.daemon.ranking.baseline import age_days, effective_score
+from signet_bench.learn.export import convert_model
+from signet_bench.replay.loop import SimOptions, simulate
+from signet_bench.replay.trainers import model_dir, model_path
 from signet_bench.store.read import open_readonly
 from signet_bench.store.timestamps import parse_ts
+from signet_bench.world.synth.build import build_persona_store
+from signet_scorer.hook.cli import serve_argv
+from signet_scorer.hook.config import parse_command
+from signet_scorer.hook.resident_link import resident_status, start_detached, stop_resident
 from signet_scorer.workbench import SERVED_MODEL_FILE
 
 __all__ = ["hook_rows", "memory_date", "store_answer", "store_memories"]
@@ -117,11 +126,6 @@ def _trained_store(tmp: Path, sessions: int, seed: int) -> tuple[Path, Path, dat
     """(store, exported model, the next session's start): the heavy persona (4,000
     memories) after `sessions` sessions of the simulated daemon scoring and training with the
     model, its accepted model exported to ONNX beside its workbench."""
-    from signet_bench.learn.export import convert_model
-    from signet_bench.replay.loop import SimOptions, simulate
-    from signet_bench.replay.trainers import model_dir, model_path
-    from signet_bench.world.synth.build import build_persona_store
-
     db = tmp / "memories.db"
     build_persona_store("heavy", db, seed=seed)
     report = simulate(db, sessions, SimOptions(scorer="model", seed=seed))
@@ -177,9 +181,6 @@ def _rows(name: str, values: np.ndarray, goal: str | None = None) -> list[Row]:
 
 def _compile_hook() -> None:
     """Byte-compile the hook's package (`signet_scorer`), as an installation leaves it."""
-    import compileall
-
-    import signet_scorer
 
     compileall.compile_dir(Path(signet_scorer.__file__).parent, quiet=1)
 
@@ -197,10 +198,6 @@ _SCENARIOS = (
 
 def hook_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
     """The hook's overhead over Signet's command (module docstring)."""
-    from signet_scorer.hook.cli import serve_argv
-    from signet_scorer.hook.config import parse_command
-    from signet_scorer.hook.resident_link import start_detached, stop_resident
-
     sizes = QUICK if quick else FULL
     with tempfile.TemporaryDirectory(prefix="bench-hook-") as name:
         tmp = Path(name)
@@ -241,8 +238,6 @@ def hook_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
 def _check_served(files: Any, requests: int) -> None:
     """Raise unless the resident scorer answered every session start of a scenario (a
     prepare and a ranking each): numbers of the in-process path under its name would mislead."""
-    from signet_scorer.hook.resident_link import resident_status
-
     got = resident_status(files).get("requests", 0) - 1  # this status request counts itself
     if got != requests:
         raise RuntimeError(f"the resident scorer answered {got} requests, not {requests}")

@@ -94,6 +94,9 @@ from signet_bench.daemon.ranking.baseline import (
     rank_order,
 )
 from signet_bench.daemon.ranking.fusion import ranks_from_scores, rrf_fuse
+from signet_bench.daemon.ranking.peers import peer_rankers
+from signet_bench.daemon.ranking.peers.query import for_query
+from signet_bench.daemon.ranking.peers.store_fields import read_last_accessed, read_tags
 from signet_bench.daemon.ranking.prefilter import TraversalJoin, eligible_mask, traversal_join
 from signet_bench.daemon.ranking.ranker import EffectiveScoreRanker, HybridRanker, LexicalRanker
 from signet_bench.daemon.ranking.traversal import (
@@ -108,6 +111,7 @@ from signet_bench.daemon.ranking.traversal import (
 from signet_bench.daemon.session_query import prompt_query
 from signet_bench.errors import UserError
 from signet_bench.learn.holdout import fresh_start
+from signet_bench.learn.model.params import init_params
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.pairs import base_params, pair_frame, train_base, write_pairs
 from signet_bench.learn.samples import SessionSample
@@ -115,8 +119,17 @@ from signet_bench.learn.train import Guard, train_model
 from signet_bench.store.corpus import Corpus, read_corpus
 from signet_bench.store.graph import EntityGraph, read_graph
 from signet_bench.store.read import open_readonly, read_session_memories
-from signet_bench.world.locomo import CATEGORIES, Query, read_queries, relevance
+from signet_bench.world.embed import get_embedder
+from signet_bench.world.locomo import (
+    CATEGORIES,
+    Query,
+    convert_locomo,
+    load_locomo,
+    read_queries,
+    relevance,
+)
 from signet_bench.world.locomo_graph import MENTION_CONFIDENCE
+from signet_bench.world.minilm import minilm_available
 from signet_scorer.context import SessionContextVector, mean_unit
 from signet_scorer.contract import SIGNAL_NAMES
 from signet_scorer.features import SessionInfo
@@ -463,10 +476,6 @@ def evaluate_queries(
 
 def _heuristic_scores(data: ConversationData) -> dict[str, list[np.ndarray]]:
     """Every peer ranker's scores of every question of the conversation."""
-    from signet_bench.daemon.ranking.peers import peer_rankers
-    from signet_bench.daemon.ranking.peers.query import for_query
-    from signet_bench.daemon.ranking.peers.store_fields import read_last_accessed, read_tags
-
     # A store without tags or access times gives the peers none (not empty maps): Cognitive
     # Memory v9's FSRS retention applies only where access data exists.
     tags, accessed = read_tags(data.store), read_last_accessed(data.store)
@@ -534,8 +543,6 @@ def _learned_scores(
 ) -> dict[str, list[np.ndarray | None]]:
     """The learned variants' scores of the held-out questions (None for training ones);
     `others`: every question-session of the other conversations."""
-    from signet_bench.learn.model.params import init_params
-
     epochs, seed, cfg = opts
     train, held = split
     own = _trainable(data, train)
@@ -787,9 +794,6 @@ def _stores(
 ) -> dict[str, list[Path]]:
     """Row-name suffix -> the stores to evaluate: the folder's stores as they are, or the JSON
     converted once per embedder ("" for wordllama, "_minilm" for MiniLM)."""
-    from signet_bench.world.embed import get_embedder
-    from signet_bench.world.locomo import convert_locomo
-
     if data.is_dir():
         stores = sorted(data.glob("*.db"))
         if not stores:
@@ -799,8 +803,6 @@ def _stores(
     for name in embedders:
         picked = None
         if samples is not None:
-            from signet_bench.world.locomo import load_locomo
-
             picked = [d["sample_id"] for d in load_locomo(data)[:samples]]
         res = convert_locomo(data, tmp / name, get_embedder(name), audit=audit, samples=picked)
         for p in res.problems:
@@ -829,8 +831,6 @@ def locomo_rows(
     """The LoCoMo quality table (see the module docstring); `quick`: two conversations, the
     offline embedder, a few epochs; `graph`: with the knowledge graph's route where every
     store has a graph (without: its rows left out, every other row the same)."""
-    from signet_bench.world.minilm import minilm_available
-
     path = Path(data)
     if not path.exists():
         raise UserError(f"{path}: no such LoCoMo file or folder of stores")

@@ -59,12 +59,16 @@ import numpy as np
 
 from signet_bench.analysis.report import Row
 from signet_bench.bench.quality import HeldOut, held_out_session, ndcgs
-from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig, load_config
 from signet_bench.daemon.metrics import bootstrap_interval
 from signet_bench.daemon.ranking.ranker import CosineRanker, EffectiveScoreRanker, Ranker
+from signet_bench.learn.model.checkpoint import load_checkpoint
+from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.replay.loop import SimOptions, Simulator
 from signet_bench.replay.trainers import TrainingJob, model_dir, model_path
+from signet_bench.store.workbench import open_workbench
 from signet_bench.world.synth.build import build_persona_store
+from signet_scorer.library import TrainerOptions
 from signet_scorer.workbench import WORKBENCH_FILE
 
 __all__ = ["HISTORY", "QUICK_HISTORY", "ChildRun", "history_rows", "run_child"]
@@ -125,9 +129,6 @@ def _scheduled_training(
     """The training the scheduler makes due after `n` sessions, run as the sidecar runs it:
     (the child run, its `training_runs` row: epochs, duration_ms, sample_count, gate_passed,
     holdout)."""
-    from signet_bench.store.workbench import open_workbench
-    from signet_scorer.library import TrainerOptions
-
     served = model_path(sim.path).exists()
     job = TrainingJob(sim.path, f"scheduled-{n}", sim.state, cfg, sim.opts.seed,
                       cfg.full_training_epochs, sim.tz)  # fmt: skip
@@ -154,9 +155,6 @@ def _scheduled_training(
 
 def _served(sim: Simulator, cfg: PredictorConfig) -> Ranker:
     """What session start would rank with now: the saved model, else the baseline order."""
-    from signet_bench.learn.model.checkpoint import load_checkpoint
-    from signet_bench.learn.model.ranker import ModelRanker
-
     path = model_path(sim.path)
     return ModelRanker(load_checkpoint(path)[0], cfg) if path.exists() else EffectiveScoreRanker()
 
@@ -216,8 +214,6 @@ def history_rows(
 ) -> list[Row]:
     """One scheduled training at each history size, measured and judged (module doc).
     `config`: an agent.yaml whose `predictor:` block both the training and the judge use."""
-    from signet_bench.config import load_config
-
     cfg = load_config(config) if config else DEFAULT_CONFIG
     sizes = sorted(set(sizes or (QUICK_HISTORY if quick else HISTORY)))
     held_out = held_out or (QUICK_HELD_OUT if quick else HELD_OUT)

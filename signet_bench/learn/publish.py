@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,7 +18,7 @@ from pathlib import Path
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.errors import UserError
 from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
-from signet_bench.learn.samples import SessionSample
+from signet_bench.learn.samples import Selection, SessionSample, load_samples
 from signet_bench.learn.train import (
     Guard,
     Params,
@@ -27,7 +28,12 @@ from signet_bench.learn.train import (
     train_model,
 )
 from signet_bench.store.corpus import Corpus
+from signet_bench.store.hook_log import hook_log_path
+from signet_bench.store.timestamps import format_iso
+from signet_bench.store.workbench import open_workbench, record_model, record_training_run
+from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
 from signet_scorer.request import RequestError, TrainingRequest
+from signet_scorer.timestamps import local_tz
 from signet_scorer.workbench import CHECKPOINT_FILE, WORKBENCH_FILE
 
 __all__ = [
@@ -92,8 +98,6 @@ def _hook_workbench(out_dir: Path) -> Path | None:
     """The workbench whose session-start wrapper record labels a training: the one it
     publishes to when the wrapper recorded there (a hook run with `--workbench` set to it),
     else None: the store's default workbench, where the wrapper records by default."""
-    from signet_bench.store.hook_log import hook_log_path
-
     workbench = out_dir / WORKBENCH_FILE
     return workbench if hook_log_path(workbench).exists() else None
 
@@ -106,9 +110,6 @@ def _model_meta(
     is_finetuned: bool,
 ) -> CheckpointMeta:
     """An accepted model's meta: dims, feature spec, training range and metrics."""
-    from signet_bench.store.timestamps import format_iso
-    from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
-
     return CheckpointMeta.from_config(
         cfg,
         int(samples[0].context.shape[0]),
@@ -128,6 +129,7 @@ def _write_checkpoint(
 ) -> tuple[Path | None, str | None]:
     """The accepted model also written where the request asks, in its format: (path, None),
     or (None, why not) when that fails (the training stands; SGPT cannot hold every model)."""
+    # here: onnx loads only where a model file is written or read (start-up time)
     from signet_bench.learn.export import write_model_file
 
     if request.checkpoint_path is None:
@@ -156,9 +158,6 @@ def _record(
     is_finetuned: bool,
 ) -> None:
     """The run (and an accepted model) in `out_dir/workbench.duckdb`, one transaction each."""
-    from signet_bench.store.workbench import open_workbench, record_model, record_training_run
-    from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
-
     path = str(out_dir / CHECKPOINT_FILE)
     with open_workbench(out_dir / WORKBENCH_FILE) as wb:
         record_training_run(
@@ -337,8 +336,6 @@ def plan_training(
     newer sessions, mixed ~20% with the replay buffer and judged on the canary of the whole history;
     any other run trains on every sample. Either runs the request's epochs at its scale of the
     learning rate."""
-    from signet_bench.store.timestamps import format_iso
-
     run_cfg = cfg.replace(learning_rate=cfg.learning_rate * request.lr_scale)
     if request.mode != "incremental" or trained_through is None:
         return TrainingPlan(list(samples), run_cfg, request.epochs)
@@ -352,6 +349,7 @@ def plan_training(
 def _base_model(path: str | Path, dim: int) -> tuple[Params, str | None]:
     """A base model's weights (any format: own checkpoint, SGPT or ONNX) and the newest
     session it learned from."""
+    # here: onnx loads only where a model file is written or read (start-up time)
     from signet_bench.learn.export import load_model_file
 
     base, meta, _ = load_model_file(path)
@@ -378,10 +376,6 @@ def train_store(
     (the session loop holds both). Only the newest `training_window_sessions` scored sessions
     are read. Too little data raises before anything is written; an incremental run with
     nothing new raises NothingToTrain."""
-    import uuid
-
-    from signet_bench.learn.samples import Selection, load_samples
-    from signet_scorer.timestamps import local_tz
 
     if request.out_dir is None:
         raise RequestError("out_dir", "is required to train (the model and workbench go there)")

@@ -351,6 +351,7 @@ def _run_epochs(
     steps, stopped = 0, None
     bar = None
     if how.progress:
+        # here: tqdm loads only when a bar is drawn (start-up time)
         from tqdm import tqdm
 
         bar = tqdm(total=epochs, desc="training", unit="epoch", leave=False)

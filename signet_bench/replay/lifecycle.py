@@ -601,6 +601,7 @@ class Lifecycle:
             self._train(report, self.world.now)
         bar = None
         if self.opts.progress and todo:
+            # here: tqdm loads only when a bar is drawn (start-up time)
             from tqdm import tqdm
 
             bar = tqdm(total=len(todo), desc="sessions", unit="session", leave=False)

@@ -59,7 +59,7 @@ from signet_bench.errors import UserError
 from signet_bench.store.content import content_hash, storage_content
 from signet_bench.store.graph_write import write_graph
 from signet_bench.store.schema import new_store
-from signet_bench.store.timestamps import format_iso
+from signet_bench.store.timestamps import format_iso, parse_ts
 from signet_bench.store.write import (
     CandidateRow,
     insert_embeddings,
@@ -604,8 +604,6 @@ def convert_locomo(
 
 def read_queries(con: sqlite3.Connection) -> list[tuple[Query, datetime, np.ndarray]]:
     """The store's queries with their time and question embedding, in QA order."""
-    from signet_bench.store.timestamps import parse_ts
-
     rows = con.execute(
         "SELECT session_key, sample_id, qa_index, question, answer, category, evidence,"
         " audited, asked_at, embedding FROM locomo_queries ORDER BY qa_index"

@@ -105,8 +105,9 @@ from signet_scorer.hook.signet import (
     start_signet,
 )
 
-# `datetime`, `signet_scorer.hook.resident_link` and the log's `sqlite3` are imported where they are
-# used, once Signet runs: every millisecond before Signet starts adds to the session start.
+# Everything else (`datetime`, the resident's link, the ranking, the block, the log and its
+# `sqlite3`, the other commands' modules) is imported where it is used, once Signet runs: every
+# millisecond before Signet starts adds to the session start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import sqlite3

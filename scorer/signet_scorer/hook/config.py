@@ -150,6 +150,7 @@ class HookConfig(_HookConfig):
         and a zone given by the user is checked before Signet runs, as every option is."""
         if self.tz is not None:
             return self.tz
+        # here: zoneinfo loads once a zone is asked for, after Signet starts (start-up time)
         from signet_scorer.timestamps import local_tz
 
         return local_tz()
@@ -161,6 +162,7 @@ class HookConfig(_HookConfig):
     @property
     def files(self) -> ResidentFiles:
         """The resident scorer's socket, lock and log, beside the workbench."""
+        # here: the resident's link loads once Signet runs (start-up time)
         from signet_scorer.hook.resident_link import resident_files
 
         return resident_files(self.workbench.parent)
@@ -250,6 +252,7 @@ def _number(text: str, kind: type[N], low: float, *, above: bool = False) -> N:
 
 
 def _zone(tz: str) -> str:
+    # here: zoneinfo loads once a zone is asked for, after Signet starts (start-up time)
     from zoneinfo import ZoneInfo
 
     try:

@@ -17,6 +17,7 @@ functions: `opening.open_scorer` and `opening.open_store_for` on `prepare`, `ran
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import selectors
@@ -251,8 +252,6 @@ class Resident:
 def _lock(files: ResidentFiles) -> int | None:
     """The lock's descriptor, held: the one inherited from the process that started this
     resident, else taken now; None when another resident holds it."""
-    import fcntl
-
     inherited = os.environ.pop(LOCK_FD_ENV, None)
     if inherited is not None:
         fd = int(inherited)
@@ -336,6 +335,8 @@ def serve(cfg: Any, ready: TextIO | None = None) -> int:
     """Run the resident for the hook configured by `cfg` (`config.HookConfig`: its folder, idle
     time, model and store to warm up) until it stops; prints "listening on PATH (pid N)" on
     `ready` (stdout) once it answers. Exit code 0, or 1 when another resident is running."""
+    # here and in the methods: the ranking's modules load after `serve` fingerprints the code
+    # and after a second resident has exited on the lock (start-up time)
     from signet_scorer.rpc import JsonLog
 
     log = JsonLog(level="info")

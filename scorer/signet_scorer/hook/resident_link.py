@@ -32,7 +32,11 @@ import _socket  # `socket` would build its enums at import: some 2 ms of every s
 import fcntl
 import json
 import os
+import selectors
+import signal
+import subprocess
 import sys
+import threading
 import time
 from collections import namedtuple
 from pathlib import Path
@@ -41,7 +45,6 @@ from signet_scorer.hook.js import js_list, js_object
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import subprocess
     from collections.abc import Sequence
     from typing import Any, NamedTuple
 
@@ -265,8 +268,6 @@ def start_detached(files: ResidentFiles, argv: Sequence[str], *, wait_s: float =
     resident holds it: its own session, no terminal, stdin and stdout closed (with `wait_s`
     > 0, stdout is read until its ready line, at most that long), stderr appended to the log.
     Returns its pid, or None when one is already there or it could not start."""
-    import subprocess
-
     if len(os.fsencode(files.socket)) > MAX_SOCKET_PATH:
         return None
     fd = _claim(files.lock)
@@ -296,8 +297,6 @@ def start_detached(files: ResidentFiles, argv: Sequence[str], *, wait_s: float =
 
 def read_line(proc: subprocess.Popen[bytes], timeout_s: float) -> bytes:
     """The first line of the process's stdout, or b"" when none comes within `timeout_s`."""
-    import selectors
-
     out = proc.stdout
     assert out is not None  # started with stdout=PIPE
     with selectors.DefaultSelector() as sel:
@@ -324,8 +323,6 @@ def _holder(lock: Path) -> int | None:
 
 def _wait_released(lock: Path, timeout_s: float) -> bool:
     """Whether the lock is free within `timeout_s` (a thread blocks on it, then lets go)."""
-    import threading
-
     fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
 
     def take() -> None:
@@ -347,8 +344,6 @@ def stop_resident(files: ResidentFiles, timeout_s: float = STOP_TIMEOUT_S) -> in
         if pid == 0:
             _wait_released(files.lock, timeout_s)
         return pid
-    import signal
-
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.kill(pid, sig)

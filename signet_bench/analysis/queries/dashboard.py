@@ -157,6 +157,7 @@ def model_parameters(workbench: Path | None) -> int | None:
     path = None if workbench is None else workbench.parent / CHECKPOINT_FILE
     if path is None or not path.exists():
         return None
+    # here: the dashboard's first render does without the model's modules (start-up time)
     from signet_bench.learn.model.checkpoint import load_checkpoint
     from signet_bench.learn.model.params import param_count
 

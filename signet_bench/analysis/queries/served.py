@@ -63,6 +63,7 @@ def served_frame(
     """One row per judged session of the store (the newest `SERVED_WINDOW`), in `SERVED_SCHEMA`:
     the four orders' NDCG@10 (module docstring); empty without a served model or a judged
     session."""
+    # here: the dashboard's first render does without the trainer's modules (start-up time)
     from signet_bench.learn.holdout import free_ranker_name, heuristic_ndcgs, session_ndcgs
     from signet_bench.learn.model.checkpoint import load_checkpoint
     from signet_bench.learn.samples import Selection, load_samples
