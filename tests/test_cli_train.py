@@ -213,9 +213,15 @@ def test_base_weights_own_format_is_the_model_the_gates_protect(
     base, _ = load_any(trained_model)
     out = tmp_path / "out"
     code = _train(
-        db, out, "--epochs", "1", "--base-weights", str(trained_model),
-        "--config", str(canary_judge),
-    )  # fmt: skip
+        db,
+        out,
+        "--epochs",
+        "1",
+        "--base-weights",
+        str(trained_model),
+        "--config",
+        str(canary_judge),
+    )
     (run,) = _runs(out)
     assert code == (0 if run["gate_passed"] else 1)
     assert run["canary_ndcg_delta"] is not None and run["canary_topk_overlap"] is not None

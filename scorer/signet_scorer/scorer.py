@@ -334,9 +334,14 @@ def _signals(
     if terms is None and entities is None and sources is None:
         return None
     return candidate_signals(
-        query_terms=terms, query_entities=entities, candidate_texts=texts, context=ctx,
-        embeddings=emb, has_embedding=has, sources=sources,
-    )  # fmt: skip
+        query_terms=terms,
+        query_entities=entities,
+        candidate_texts=texts,
+        context=ctx,
+        embeddings=emb,
+        has_embedding=has,
+        sources=sources,
+    )
 
 
 def _tokens(

@@ -191,9 +191,13 @@ class DemoProgress:
             from tqdm import tqdm
 
             self._bar = tqdm(
-                total=total, initial=done, desc="demo: sessions", unit="session",
-                file=self.stream, leave=False,
-            )  # fmt: skip
+                total=total,
+                initial=done,
+                desc="demo: sessions",
+                unit="session",
+                file=self.stream,
+                leave=False,
+            )
         else:
             self._bar.set_postfix_str("", refresh=False)
             self._bar.update(done - self._bar.n)
@@ -368,11 +372,17 @@ def _scoring_latencies(onnx: Path, sim: Simulator) -> list[float]:
     scores are not counted."""
     scorer = Scorer.open(onnx)
     pools = [
-        ScoreQuery(x.context, [str(m) for m in x.memory_ids], x.embeddings, list(x.contents),
-                   x.features, x.project_slot)
+        ScoreQuery(
+            x.context,
+            [str(m) for m in x.memory_ids],
+            x.embeddings,
+            list(x.contents),
+            x.features,
+            x.project_slot,
+        )
         for x in (sim.records[i].inputs for i in sorted(sim.records))
         if x.context is not None
-    ]  # fmt: skip
+    ]
     if not scorer.ready or not pools:
         return []
     scorer.score(pools[0])

@@ -142,9 +142,17 @@ def first_chart_rows(dashboard: Sequence[FirstChart], floor: Sequence[FirstChart
 def _floor_command(notebook: Path, port: int) -> list[str]:
     """The one-chart notebook served as the app serves the dashboard."""
     return [
-        sys.executable, "-m", "signet_bench.app.serve", "run", str(notebook), "--headless",
-        "--host", "127.0.0.1", "--port", str(port),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "signet_bench.app.serve",
+        "run",
+        str(notebook),
+        "--headless",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
 
 
 def _measure(browser, db: Path, runs: int, logs: Path) -> list[Row]:

@@ -79,13 +79,22 @@ def add_comparisons(path: Path, seed: int = 0) -> int:
         rate = 0.3 + 0.6 / (1 + np.exp(-(walk - walk.mean())))
         cmp_rows = [
             (
-                f"cmp-{i:07d}", key, float(pred[i]), float(base[i]), int(pred[i] > base[i]),
-                float(pred[i] - base[i]), float(min(1.0, max(0.1, 1 - rate[i]))),
-                int(conf is not None and conf >= 0.6), project, 77, at, float(conf or 0),
+                f"cmp-{i:07d}",
+                key,
+                float(pred[i]),
+                float(base[i]),
+                int(pred[i] > base[i]),
+                float(pred[i] - base[i]),
+                float(min(1.0, max(0.1, 1 - rate[i]))),
+                int(conf is not None and conf >= 0.6),
+                project,
+                77,
+                at,
+                float(conf or 0),
                 float(rate[i]),
             )
             for i, (key, project, at, conf) in enumerate(rows)
-        ]  # fmt: skip
+        ]
         con.execute("BEGIN")
         con.executemany(
             "INSERT INTO predictor_comparisons (id, session_key, predictor_ndcg, baseline_ndcg,"
@@ -94,10 +103,17 @@ def add_comparisons(path: Path, seed: int = 0) -> int:
             cmp_rows,
         )
         runs = [
-            (f"run-{j:05d}", j + 1, float(0.3 * math.exp(-j / 400) + rng.uniform(0, 0.05)),
-             TRAIN_EVERY * (j + 1), 900, float(rng.uniform(0.6, 0.8)), rows[i][2])
+            (
+                f"run-{j:05d}",
+                j + 1,
+                float(0.3 * math.exp(-j / 400) + rng.uniform(0, 0.05)),
+                TRAIN_EVERY * (j + 1),
+                900,
+                float(rng.uniform(0.6, 0.8)),
+                rows[i][2],
+            )
             for j, i in enumerate(range(TRAIN_EVERY - 1, n, TRAIN_EVERY))
-        ]  # fmt: skip
+        ]
         con.executemany(
             "INSERT INTO predictor_training_log (id, model_version, loss, sample_count,"
             " duration_ms, canary_ndcg, created_at) VALUES (?,?,?,?,?,?,?)",
@@ -194,9 +210,16 @@ def dashboard_timings(db: Path) -> list[Row]:
     rows = _query_rows(db)
     renders = [_first_render(nb, db) for _ in range(RENDER_REPEATS)]
     rows += [
-        Row("first_render", "p50", float(np.median(renders)), "ms", n=RENDER_REPEATS, goal="<= 5000 ms"),
+        Row(
+            "first_render",
+            "p50",
+            float(np.median(renders)),
+            "ms",
+            n=RENDER_REPEATS,
+            goal="<= 5000 ms",
+        ),
         Row("first_render", "max", max(renders), "ms", n=RENDER_REPEATS, goal="<= 5000 ms"),
-    ]  # fmt: skip
+    ]
     con = open_store(db)
     try:
         data = dash.load_dashboard(con, db, None)

@@ -260,8 +260,11 @@ WORST_CASE_NOTES = {
 
 def _worst_seed(seeds: Sequence[Mapping[str, Any]], worst: Mapping[str, Any]) -> str:
     """`seed <s>: ` for the per-seed row that is the worst one, "" if none matches."""
-    hits = [_seed_of(r["name"]) for r in seeds
-            if r.get("n") == worst.get("n") and r["value"] == worst["value"]]  # fmt: skip
+    hits = [
+        _seed_of(r["name"])
+        for r in seeds
+        if r.get("n") == worst.get("n") and r["value"] == worst["value"]
+    ]
     return f"seed {hits[0]}: " if hits else ""
 
 
@@ -271,8 +274,13 @@ def _worst_case_markdown(rows: Sequence[Mapping[str, Any]], prefix: str) -> list
     out = []
     for name in dict.fromkeys(r["name"] for r in rows if r["metric"] == WORST_METRIC):
         short = name.removeprefix(prefix)
-        seeds = [r for r in rows if r["metric"] == "ndcg@10_delta" and _seed_of(r["name"])
-                 and r["name"].endswith("/" + short)]  # fmt: skip
+        seeds = [
+            r
+            for r in rows
+            if r["metric"] == "ndcg@10_delta"
+            and _seed_of(r["name"])
+            and r["name"].endswith("/" + short)
+        ]
         mine = {(r["metric"], int(r["n"])): r for r in rows if r["name"] == name and r.get("n")}
         ns = sorted(n for m, n in mine if m == WORST_METRIC)
         mean = [mine.get(("ndcg@10_delta", n)) for n in ns]
@@ -302,8 +310,13 @@ def worst_case_chart(rows: Sequence[Mapping[str, Any]]):
     import altair as alt
     import polars as pl
 
-    picked = [r for r in rows if r["metric"] == "ndcg@10_delta" and _seed_of(r["name"])
-              and r["name"].endswith("/predictor_served-cosine")]  # fmt: skip
+    picked = [
+        r
+        for r in rows
+        if r["metric"] == "ndcg@10_delta"
+        and _seed_of(r["name"])
+        and r["name"].endswith("/predictor_served-cosine")
+    ]
     frame = pl.DataFrame(
         {
             "persona": [_persona_of(r["name"]) or "persona" for r in picked],

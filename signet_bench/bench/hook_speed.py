@@ -111,10 +111,14 @@ def store_memories(
     live.sort(key=lambda i: (bool(project) and rows[i][6] != project, -eff[i], rows[i][0]))
     keys = ("id", "content", "type", "importance", "created_at")
     return [
-        {**dict(zip(keys, rows[i][:5], strict=True)), "date": memory_date(rows[i][4]),
-         "tags": rows[i][7], "effective_score": float(eff[i])}
+        {
+            **dict(zip(keys, rows[i][:5], strict=True)),
+            "date": memory_date(rows[i][4]),
+            "tags": rows[i][7],
+            "effective_score": float(eff[i]),
+        }
         for i in live[:limit]
-    ]  # fmt: skip
+    ]
 
 
 def store_answer(db: str | Path, project: str | None, now: datetime, limit: int) -> dict[str, Any]:
@@ -154,8 +158,14 @@ def _timed_run(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[floa
     return (time.perf_counter() - t0) * 1000.0, _children_cpu_ms() - cpu, done.stdout
 
 
-def _pairs(signet: list[str], hook: list[str], env: dict[str, str], n: int, tag: str,
-           after: Callable[[], object] | None = None):  # fmt: skip
+def _pairs(
+    signet: list[str],
+    hook: list[str],
+    env: dict[str, str],
+    n: int,
+    tag: str,
+    after: Callable[[], object] | None = None,
+):
     """n alternating runs of Signet's command and the hook (after WARMUP of each; `after`
     runs, untimed, after each of the hook's): their wall times, the hook's CPU time beyond
     the stand-in's, and how many of the hook's outputs differ from Signet's."""
@@ -191,9 +201,13 @@ _SCENARIOS = (
     ("rerank", True, {}, "up"),
     ("cold", True, {}, "cold"),
     ("failopen", False, {}, None),
-    ("slow", True, {"SIGNET_STANDIN_MODE": "slow", "SIGNET_STANDIN_SLEEP_S": str(SLOW_SIGNET_S)},
-     "up"),
-)  # fmt: skip
+    (
+        "slow",
+        True,
+        {"SIGNET_STANDIN_MODE": "slow", "SIGNET_STANDIN_SLEEP_S": str(SLOW_SIGNET_S)},
+        "up",
+    ),
+)
 
 
 def hook_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
@@ -222,10 +236,13 @@ def hook_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
                 _log.info(f"bench hook: {sizes['runs']} runs, {tag} ...")
                 path = model if has_model else tmp / "absent.onnx"
                 own, wrapped, cpu, differ = _pairs(
-                    [*signet, *args], [*hook, str(path), "session-start", *args],
-                    {**env, **extra}, sizes["runs"], tag,
+                    [*signet, *args],
+                    [*hook, str(path), "session-start", *args],
+                    {**env, **extra},
+                    sizes["runs"],
+                    tag,
                     after=(lambda: stop_resident(files)) if resident == "cold" else None,
-                )  # fmt: skip
+                )
                 if resident == "up":
                     _check_served(files, 2 * (sizes["runs"] + WARMUP))
                     stop_resident(files)

@@ -111,9 +111,12 @@ def session_start_latencies(path: str | Path, n: int, seed: int = 0) -> list[flo
         used = rng.choice(prev, size=min(len(prev), int(rng.integers(3, 11))), replace=False)
         t0 = time.perf_counter()
         res = session_start(
-            corpus, ctx.start.timestamp(), project=ctx.project, previous_used=used.tolist(),
+            corpus,
+            ctx.start.timestamp(),
+            project=ctx.project,
+            previous_used=used.tolist(),
             walk=GraphWalk(graph, terms[k]),
-        )  # fmt: skip
+        )
         ms = (time.perf_counter() - t0) * 1000.0
         if k >= WARMUP:
             out.append(ms)

@@ -188,12 +188,21 @@ BOOTSTRAP = 2000
 TIME_FEATURES = SESSION_FEATURES  # time of day, weekday, month, session gap
 SUPERSEDED_FEATURE = feature_index("superseded")
 MEMORY_FEATURES = feature_indices(
-    "recency", "importance", "usage", "entity_slot", "aspect_slot", "is_constraint",
+    "recency",
+    "importance",
+    "usage",
+    "entity_slot",
+    "aspect_slot",
+    "is_constraint",
     "structural_density",
-)  # fmt: skip
+)
 STRUCTURE_FEATURES = feature_indices(
-    "entity_slot", "aspect_slot", "is_constraint", "structural_density", "is_traversal",
-)  # fmt: skip
+    "entity_slot",
+    "aspect_slot",
+    "is_constraint",
+    "structural_density",
+    "is_traversal",
+)
 ABLATED_FEATURES = {
     "time": TIME_FEATURES,
     "superseded": (SUPERSEDED_FEATURE,),
@@ -262,20 +271,28 @@ class Ablation:
 # the embedding: "query" (the learned match with the context) and "prior" (a memory's own
 # worth: the gate's value weights, with the memory features that can stand in for them).
 ABLATIONS: dict[str, Ablation] = {
-    "query": Ablation("the learned query held at 0 (q_proj): only cosine matches the context",
-                      ("topic", "project")),
-    "prior": Ablation("the memory's own worth, apart from its match to the session: the gate's "
-                      "value weights held at 0 and the memory features zeroed",
-                      ("global", "recency", "importance")),
-    "context": Ablation("the context embedding zeroed: no cosine, no context in the query",
-                        ("topic", "project")),
+    "query": Ablation(
+        "the learned query held at 0 (q_proj): only cosine matches the context",
+        ("topic", "project"),
+    ),
+    "prior": Ablation(
+        "the memory's own worth, apart from its match to the session: the gate's "
+        "value weights held at 0 and the memory features zeroed",
+        ("global", "recency", "importance"),
+    ),
+    "context": Ablation(
+        "the context embedding zeroed: no cosine, no context in the query", ("topic", "project")
+    ),
     "project": Ablation("the session's project slot set to 0", ("project",)),
     "time": Ablation("the session features zeroed (time of day, weekday, month, gap)", ("time",)),
     "superseded": Ablation("the superseded feature zeroed", ("stale",)),
-    "structure": Ablation("the knowledge-graph features zeroed (entity slot, aspect slot, is "
-                          "constraint, structural density, is traversal) and their gate weights "
-                          "held at 0", ("graph",)),
-}  # fmt: skip
+    "structure": Ablation(
+        "the knowledge-graph features zeroed (entity slot, aspect slot, is "
+        "constraint, structural density, is traversal) and their gate weights "
+        "held at 0",
+        ("graph",),
+    ),
+}
 
 
 def ablation_frozen(group: str | None, params: Params) -> dict[str, np.ndarray]:
@@ -449,9 +466,15 @@ def _train(
     if len(samples) < 2:
         return None
     start = fresh_start(samples, cfg)
-    res = train_model(samples, None, cfg=cfg, epochs=EPOCHS, seed=seed,
-                      guard=Guard(previous_is_trained=False),
-                      options=TrainOptions(frozen=ablation_frozen(group, start)))  # fmt: skip
+    res = train_model(
+        samples,
+        None,
+        cfg=cfg,
+        epochs=EPOCHS,
+        seed=seed,
+        guard=Guard(previous_is_trained=False),
+        options=TrainOptions(frozen=ablation_frozen(group, start)),
+    )
     if not res.accepted:
         _log.info(f"    training (seed {seed}) rejected by gate {res.gate_reason}; its start")
     return res.params if res.accepted else start
@@ -592,8 +615,10 @@ def worst_seed_rows(
     `ndcg@10_delta_share_below` (the share of seeds below -WORST_TOLERANCE)."""
     rows: list[Row] = []
     for a, b in WORST_CASE:
-        per_seed = [_row(f"{prefix}seed_{r.seed}/{a}-{b}", "ndcg@10_delta", p[a] - p[b], n, r.seed)
-                    for r, p in zip(runs, per_run, strict=True)]  # fmt: skip
+        per_seed = [
+            _row(f"{prefix}seed_{r.seed}/{a}-{b}", "ndcg@10_delta", p[a] - p[b], n, r.seed)
+            for r, p in zip(runs, per_run, strict=True)
+        ]
         worst = min(per_seed, key=lambda row: row.value)
         below = sum(row.value < -WORST_TOLERANCE for row in per_seed) / len(per_seed)
         rows += per_seed + [
@@ -665,9 +690,15 @@ def truth_share_rows(runs: list[Run], prefix: str) -> list[Row]:
     for effect in EFFECTS:
         vals = [s[effect] for s in per_run]
         rows.append(
-            Row(f"{prefix}truth_share_{effect}", "variance_share", float(np.mean(vals)), "share",
-                float(min(vals)), float(max(vals)))
-        )  # fmt: skip
+            Row(
+                f"{prefix}truth_share_{effect}",
+                "variance_share",
+                float(np.mean(vals)),
+                "share",
+                float(min(vals)),
+                float(max(vals)),
+            )
+        )
     _log.info(
         "  truth variance shares: "
         + ", ".join(f"{r.name.split('_')[-1]} {r.value:.3f}" for r in rows)
@@ -741,9 +772,12 @@ def _seeded_drop_rows(
     """`_drop_rows` of the sessions of every seed pooled, then of each seed's."""
     first = next(iter(full))
     rows = _drop_rows(
-        f"{prefix}{name}", np.concatenate(list(full.values())),
-        np.concatenate(list(ablated.values())), last, first,
-    )  # fmt: skip
+        f"{prefix}{name}",
+        np.concatenate(list(full.values())),
+        np.concatenate(list(ablated.values())),
+        last,
+        first,
+    )
     for s, values in full.items():
         rows += _drop_rows(f"{prefix}seed_{s}/{name}", values, ablated[s], last, s)
     return rows
@@ -810,8 +844,14 @@ def start_pool(
 ) -> np.ndarray:
     """The pre-filter pool (corpus rows, baseline order) of our session start at `start_s`,
     with the graph's traversal candidates or (`graph` None) without them."""
-    res = session_start(corpus, start_s, project=project, previous_used=previous_used,
-                        cfg=cfg, walk=GraphWalk(graph, query_terms))  # fmt: skip
+    res = session_start(
+        corpus,
+        start_s,
+        project=project,
+        previous_used=previous_used,
+        cfg=cfg,
+        walk=GraphWalk(graph, query_terms),
+    )
     return res.index
 
 
@@ -838,13 +878,20 @@ def run_pool_recalls(run: Run) -> dict[str, PoolRecall]:
         rel = true_relevance(sim.truth, h.plan)[sim.truth_rows]
         relevant = truly_relevant(rel, sim.corpus.ids, ~sim.corpus.absent_at(start_s))
         plain = start_pool(
-            sim.corpus, start_s, project=h.plan.project, previous_used=used.get(key, ()),
-            query_terms=h.inputs.query.terms, graph=None, cfg=sim.cfg,
-        )  # fmt: skip
+            sim.corpus,
+            start_s,
+            project=h.plan.project,
+            previous_used=used.get(key, ()),
+            query_terms=h.inputs.query.terms,
+            graph=None,
+            cfg=sim.cfg,
+        )
         run.recalls[key] = PoolRecall(
-            pool_recall(relevant, h.inputs.rows), pool_recall(relevant, plain),
-            len(h.inputs.rows), len(plain),
-        )  # fmt: skip
+            pool_recall(relevant, h.inputs.rows),
+            pool_recall(relevant, plain),
+            len(h.inputs.rows),
+            len(plain),
+        )
     return run.recalls
 
 
@@ -855,9 +902,15 @@ def _recall_rows(name: str, recalls: list[PoolRecall], n: int, seed: int) -> lis
     return [
         _row(f"{name}pool_recall_graph", "recall_top10", graph, n, seed, "share"),
         _row(f"{name}pool_recall_nograph", "recall_top10", plain, n, seed, "share"),
-        _row(f"{name}pool_recall_graph-pool_recall_nograph", "recall_top10_delta",
-             graph - plain, n, seed, "share"),
-    ]  # fmt: skip
+        _row(
+            f"{name}pool_recall_graph-pool_recall_nograph",
+            "recall_top10_delta",
+            graph - plain,
+            n,
+            seed,
+            "share",
+        ),
+    ]
 
 
 def pool_recall_rows(runs: list[Run], checkpoints: Sequence[int], prefix: str) -> list[Row]:
@@ -870,8 +923,9 @@ def pool_recall_rows(runs: list[Run], checkpoints: Sequence[int], prefix: str) -
         return []
     rows: list[Row] = []
     for n in checkpoints:
-        per_run = {r.seed: [run_pool_recalls(r)[h.plan.session_key] for h in r.pools[n]]
-                   for r in graphed}  # fmt: skip
+        per_run = {
+            r.seed: [run_pool_recalls(r)[h.plan.session_key] for h in r.pools[n]] for r in graphed
+        }
         pooled = [x for got in per_run.values() for x in got]
         if not pooled:
             continue
@@ -954,10 +1008,17 @@ def quality_rows(
         try:
             for persona in personas:
                 runs[persona] = [
-                    simulate_run(persona, s, Judging(checkpoints, held_out), tmp, cfg, embedder,
-                                 n_memories=n_memories)
+                    simulate_run(
+                        persona,
+                        s,
+                        Judging(checkpoints, held_out),
+                        tmp,
+                        cfg,
+                        embedder,
+                        n_memories=n_memories,
+                    )
                     for s in seeds
-                ]  # fmt: skip
+                ]
                 prefix = f"{persona}/" if len(personas) > 1 else ""
                 rows += persona_rows(runs[persona], checkpoints, prefix, cfg, selected, quick)
         finally:

@@ -171,8 +171,15 @@ ORACLE_EPOCH_FACTOR = 4
 BASE_EPOCHS = 3
 RRF_ALPHA = 0.5
 HEURISTICS = (
-    "bm25", "cosine", "signet_hybrid", "effective", "cogmem_v9", "cascade", "hybrid", "lexical",
-)  # fmt: skip
+    "bm25",
+    "cosine",
+    "signet_hybrid",
+    "effective",
+    "cogmem_v9",
+    "cascade",
+    "hybrid",
+    "lexical",
+)
 LEARNED = ("learned", "learned_base", "learned_finetuned")
 # ablations: `learned` trained and evaluated with these signals at 0
 _ABLATED = {f"learned_without_{name}": (name,) for name in SIGNAL_NAMES}
@@ -235,9 +242,14 @@ def question_inputs(
     ctx = question_context(vector)
     context = SessionContextVector(ctx, "question" if ctx is not None else "none")
     return session_inputs(
-        corpus, rows, query.key, SessionInfo(at, "UTC", None, None), context,
-        query=prompt_query(query.question), origin=CandidateOrigin(graph=graph),
-    )  # fmt: skip
+        corpus,
+        rows,
+        query.key,
+        SessionInfo(at, "UTC", None, None),
+        context,
+        query=prompt_query(query.question),
+        origin=CandidateOrigin(graph=graph),
+    )
 
 
 def question_sample(inputs: SessionInputs, cand) -> SessionSample | None:
@@ -303,9 +315,15 @@ def traversal_pool(
     )
     eff = effective_score(corpus.importance, age, corpus.pinned, cfg)
     return traversal_join(
-        eff, eligible, corpus.ids, walked.rows, walked.score, is_constraint=cons,
-        quota=pool_quota(cfg), cfg=cfg,
-    )  # fmt: skip
+        eff,
+        eligible,
+        corpus.ids,
+        walked.rows,
+        walked.score,
+        is_constraint=cons,
+        quota=pool_quota(cfg),
+        cfg=cfg,
+    )
 
 
 @dataclass(frozen=True, eq=False)

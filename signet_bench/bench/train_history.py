@@ -114,8 +114,9 @@ def run_child(cmd: Sequence[str], env: dict[str, str], workdir: Path) -> ChildRu
     out, err, report = (workdir / f"child.{x}" for x in ("out", "err", "json"))
     launcher = [sys.executable, "-c", LAUNCHER, str(report), *cmd]
     with out.open("w") as fo, err.open("w") as fe:
-        done = subprocess.run(launcher, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
-                              env=env, check=False)  # fmt: skip
+        done = subprocess.run(
+            launcher, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, env=env, check=False
+        )
     if done.returncode != 0 or not report.exists():
         raise RuntimeError(f"the launcher of {cmd[:3]} failed:\n{err.read_text()[-2000:]}")
     m = json.loads(report.read_text())
@@ -130,8 +131,9 @@ def _scheduled_training(
     (the child run, its `training_runs` row: epochs, duration_ms, sample_count, gate_passed,
     holdout)."""
     served = model_path(sim.path).exists()
-    job = TrainingJob(sim.path, f"scheduled-{n}", sim.state, cfg, sim.opts.seed,
-                      cfg.full_training_epochs, sim.tz)  # fmt: skip
+    job = TrainingJob(
+        sim.path, f"scheduled-{n}", sim.state, cfg, sim.opts.seed, cfg.full_training_epochs, sim.tz
+    )
     # the run this child records is the workbench's newest (the runs here are sequential)
     request = job.request(served).replace(protect=served)
     out = model_dir(sim.path)
@@ -220,8 +222,10 @@ def history_rows(
     if sizes[0] < 1 or held_out < 1:
         raise ValueError(f"sizes and held-out sessions must be positive: {sizes}, {held_out}")
     if any(b - a < held_out for a, b in itertools.pairwise(sizes)):
-        raise ValueError(f"sizes {sizes}: each must exceed the one before by the {held_out} "
-                         "sessions judged after it")  # fmt: skip
+        raise ValueError(
+            f"sizes {sizes}: each must exceed the one before by the {held_out} "
+            "sessions judged after it"
+        )
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="signet-bench-train-history-") as tmp:
         path = Path(tmp) / f"{persona}-{seed}.db"

@@ -85,13 +85,20 @@ def holdout_record(result: TrainResult) -> dict[str, object]:
     d = result.holdout
     assert d is not None
     return {
-        "method": d.method, "sessions": d.sessions, "candidate": d.candidate,
-        "served": d.served, "heuristics": d.heuristics, "comparator": d.comparator,
-        "bar": d.bar, "accepted": d.accepted, "best_epoch": result.best_epoch,
+        "method": d.method,
+        "sessions": d.sessions,
+        "candidate": d.candidate,
+        "served": d.served,
+        "heuristics": d.heuristics,
+        "comparator": d.comparator,
+        "bar": d.bar,
+        "accepted": d.accepted,
+        "best_epoch": result.best_epoch,
         # +-Infinity (a lead alike on every session) is kept; JSON's NaN is not
         "lead_evidence": None if math.isnan(d.lead_evidence) else d.lead_evidence,
-        "evidence_needed": d.evidence_needed, "demoted_to": d.demoted_to,
-    }  # fmt: skip
+        "evidence_needed": d.evidence_needed,
+        "demoted_to": d.demoted_to,
+    }
 
 
 def _hook_workbench(out_dir: Path) -> Path | None:

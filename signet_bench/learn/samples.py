@@ -159,12 +159,23 @@ class SessionSample:
         if inputs.context is None:
             raise ValueError(f"session {inputs.session_key}: a sample needs a context")
         return cls(
-            inputs.session_key, inputs.start, inputs.project, confidence, continuity,
-            inputs.memory_ids.astype(object), inputs.context, inputs.embeddings,
-            inputs.has_embedding, inputs.tokens, inputs.features, inputs.project_slot,
-            np.asarray(labels, dtype=np.float64), np.asarray(baseline_rank, dtype=np.int64),
-            inputs.signals, None if rated is None else np.asarray(rated, dtype=np.float64),
-        )  # fmt: skip
+            inputs.session_key,
+            inputs.start,
+            inputs.project,
+            confidence,
+            continuity,
+            inputs.memory_ids.astype(object),
+            inputs.context,
+            inputs.embeddings,
+            inputs.has_embedding,
+            inputs.tokens,
+            inputs.features,
+            inputs.project_slot,
+            np.asarray(labels, dtype=np.float64),
+            np.asarray(baseline_rank, dtype=np.int64),
+            inputs.signals,
+            None if rated is None else np.asarray(rated, dtype=np.float64),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,9 +264,13 @@ def label_sources(signals: LabelSignals) -> pl.DataFrame:
         for (name, where, what), (n_sessions, n_rows) in zip(LABEL_SOURCES, counts, strict=True)
     ]
     schema = {
-        "source": pl.String, "where": pl.String, "what": pl.String, "present": pl.Boolean,
-        "sessions": pl.Int64, "rows": pl.Int64,
-    }  # fmt: skip
+        "source": pl.String,
+        "where": pl.String,
+        "what": pl.String,
+        "present": pl.Boolean,
+        "sessions": pl.Int64,
+        "rows": pl.Int64,
+    }
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
@@ -564,9 +579,14 @@ def load_samples(
         if conf is not None and conf >= threshold:
             prev = previous[s["session_key"]]
             sample = build_sample(
-                corpus, s, by_key[s["session_key"]], prev, SampleRules(tz, cfg, seed),
-                query=jobs.query(s.get("project"), s["start"]), structure=structure,
-            )  # fmt: skip
+                corpus,
+                s,
+                by_key[s["session_key"]],
+                prev,
+                SampleRules(tz, cfg, seed),
+                query=jobs.query(s.get("project"), s["start"]),
+                structure=structure,
+            )
         if sample is None:
             skipped += 1
         else:

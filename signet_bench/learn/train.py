@@ -216,8 +216,13 @@ class _Gates:
 # cosine weight itself): at their start the model ranks as its free ranker, so pulling them
 # back towards it is a prior centred on that ranker.
 PRIOR_PARAMS = (
-    "q_proj", "gate_proj", "query_project", "query_time", "cosine_weight", "signal_weights",
-)  # fmt: skip
+    "q_proj",
+    "gate_proj",
+    "query_project",
+    "query_time",
+    "cosine_weight",
+    "signal_weights",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -479,9 +484,13 @@ class _Fit:
 
 
 def _fit(
-    start: Params, train: Sequence[SessionSample], held: Sequence[SessionSample], how: _Fit,
-    epochs: int, patience: int | None,
-) -> tuple[Params, _Epochs, _Watch | None]:  # fmt: skip
+    start: Params,
+    train: Sequence[SessionSample],
+    held: Sequence[SessionSample],
+    how: _Fit,
+    epochs: int,
+    patience: int | None,
+) -> tuple[Params, _Epochs, _Watch | None]:
     """A copy of `start` trained on `train` under the prior (each epoch within the session
     budget), watched on `held` (if any)."""
     work = copy_params(start)
@@ -489,10 +498,14 @@ def _fit(
     if watch is not None:
         watch(0, work)
     run = _run_epochs(
-        work, train, replay_buffer(train, how.cfg), replace(how, epochs=epochs),
-        prior=_Prior.for_run(start, len(train), how.cfg), watch=watch,
+        work,
+        train,
+        replay_buffer(train, how.cfg),
+        replace(how, epochs=epochs),
+        prior=_Prior.for_run(start, len(train), how.cfg),
+        watch=watch,
         budget=how.cfg.epoch_session_budget,
-    )  # fmt: skip
+    )
     return work, run, watch
 
 
@@ -523,8 +536,16 @@ def _held_out_fit(samples: Sequence[SessionSample], start: Params, how: _Fit) ->
         work, run, watch = _fit(start, train, held, how, how.epochs, cfg.holdout_patience)
         assert watch is not None and watch.best_params is not None
         best = watch.best_epoch
-        return _HeldOutFit(watch.best_params, run, plan, held, watch.per_epoch[best], best,
-                           len(train), _finite_fit(work, run))  # fmt: skip
+        return _HeldOutFit(
+            watch.best_params,
+            run,
+            plan,
+            held,
+            watch.per_epoch[best],
+            best,
+            len(train),
+            _finite_fit(work, run),
+        )
     watches, finite = [], True
     for fold in plan.folds:
         train, held = [samples[i] for i in fold.train], [samples[i] for i in fold.held]
@@ -538,8 +559,9 @@ def _held_out_fit(samples: Sequence[SessionSample], start: Params, how: _Fit) ->
     best = int(np.nanargmax(means)) if np.isfinite(means).any() else 0
     work, run, _ = _fit(start, samples, (), how, best, None)
     held = [samples[i] for i in plan.held]
-    return _HeldOutFit(work, run, plan, held, pooled[best], best, len(samples),
-                       finite and _finite_fit(work, run))  # fmt: skip
+    return _HeldOutFit(
+        work, run, plan, held, pooled[best], best, len(samples), finite and _finite_fit(work, run)
+    )
 
 
 def _finite_fit(work: Params, run: _Epochs) -> bool:
@@ -550,9 +572,13 @@ def _finite_fit(work: Params, run: _Epochs) -> bool:
 
 
 def _held_out_result(
-    fitted: _HeldOutFit, served: Params | None, cfg: PredictorConfig, t0: float, learned: bool,
+    fitted: _HeldOutFit,
+    served: Params | None,
+    cfg: PredictorConfig,
+    t0: float,
+    learned: bool,
     start: Params | None = None,
-) -> TrainResult:  # fmt: skip
+) -> TrainResult:
     """Gate the candidate (finite, score variance, and the held-out verdict against the
     served model and the strongest free ranker) into a TrainResult. With `start` (the free
     ranker a fresh run started at) and `holdoutDemote`, a rejected run whose served model
@@ -569,14 +595,20 @@ def _held_out_result(
     served_ndcgs = session_ndcgs(held, session_probs(served, held, cfg), cfg) if fair else None
     heuristics = heuristic_ndcgs(held, cfg)
     decision = decide(
-        fitted.plan.method, fitted.ndcgs, served_ndcgs, heuristics,
+        fitted.plan.method,
+        fitted.ndcgs,
+        served_ndcgs,
+        heuristics,
         evidence=cfg.holdout_gain_evidence,
-    )  # fmt: skip
+    )
     if not learned:
         decision = decision.unjudged_start()
     variance = float(np.var(np.concatenate(probs))) if probs else 0.0
-    gates = {"finite_losses": finite, "canary_variance": variance > 0.0,
-             "holdout": finite and decision.accepted}  # fmt: skip
+    gates = {
+        "finite_losses": finite,
+        "canary_variance": variance > 0.0,
+        "holdout": finite and decision.accepted,
+    }
     failed = [k for k, ok in gates.items() if not ok]
     demoted, start_name = None, None if start is None else free_ranker_name(start, cfg)
     if failed and finite and start_name is not None and served is None:
@@ -594,16 +626,23 @@ def _held_out_result(
     return TrainResult(
         accepted=not failed,
         gate_reason=failed[0] if failed else _served_reason(demoted, served),
-        params=None if failed else work, loss_curve=fitted.run.curve,
-        sample_count=fitted.trained_on, canary_count=len(held),
-        epochs_run=len(fitted.run.curve), steps=fitted.run.steps,
-        duration_ms=int((time.perf_counter() - t0) * 1000), canary_ndcg=ndcg,
+        params=None if failed else work,
+        loss_curve=fitted.run.curve,
+        sample_count=fitted.trained_on,
+        canary_count=len(held),
+        epochs_run=len(fitted.run.curve),
+        steps=fitted.run.steps,
+        duration_ms=int((time.perf_counter() - t0) * 1000),
+        canary_ndcg=ndcg,
         canary_ndcg_before=decision.served,
         canary_ndcg_delta=None if decision.served is None else ndcg - decision.served,
-        canary_score_variance=variance, canary_topk_overlap=None,
-        stopped_early=fitted.run.stopped, gates=gates, holdout=decision,
+        canary_score_variance=variance,
+        canary_topk_overlap=None,
+        stopped_early=fitted.run.stopped,
+        gates=gates,
+        holdout=decision,
         best_epoch=fitted.best_epoch,
-    )  # fmt: skip
+    )
 
 
 def _served_reason(demoted: HoldoutDecision | None, served: Params | None) -> str:
@@ -675,8 +714,15 @@ def train_model(
         # too few sessions to learn from: the start is judged and served unchanged
         learned = enough_to_learn(len(samples), cfg)
         held = {} if query_learnable(len(samples), cfg) else query_held(base)
-        how = _Fit(cfg, epochs if learned else 0, batch_size, rng, lambda: time.perf_counter() - t0 > cap,
-                   progress, {**held, **(frozen or {})})  # fmt: skip
+        how = _Fit(
+            cfg,
+            epochs if learned else 0,
+            batch_size,
+            rng,
+            lambda: time.perf_counter() - t0 > cap,
+            progress,
+            {**held, **(frozen or {})},
+        )
         if current is None:  # fresh weights start at the better free ranker
             base = start_at_best_free_ranker(base, samples, cfg)
         fitted = _held_out_fit(samples, base, how)
@@ -686,8 +732,9 @@ def train_model(
     train, canary = _train_and_canary(samples, canary, cfg)
     replay = list(replay_buffer(train, cfg) if replay is None else replay)
     before = canary_metrics(served, canary, cfg)
-    how = _Fit(cfg, epochs, batch_size, rng, lambda: time.perf_counter() - t0 > cap, progress,
-               frozen or {})  # fmt: skip
+    how = _Fit(
+        cfg, epochs, batch_size, rng, lambda: time.perf_counter() - t0 > cap, progress, frozen or {}
+    )
     run = _run_epochs(work, train, replay, how)
     fresh = current is None and reference is not None
     gate = _gate(work, canary, before, run.curve, had_model, cfg, fresh)

@@ -440,9 +440,13 @@ class Lifecycle:
         )
         if judged.conversation:
             w.insert_session_transcript(
-                self.con, plan.session_key, judged.conversation,
-                harness=HARNESS, project=plan.project, created_at=end_at,
-            )  # fmt: skip
+                self.con,
+                plan.session_key,
+                judged.conversation,
+                harness=HARNESS,
+                project=plan.project,
+                created_at=end_at,
+            )
         required = (
             {"harness": HARNESS, "digest": judged.reasoning, "prompt_count": n_prompts}
             if self.line == "current"
@@ -476,9 +480,13 @@ class Lifecycle:
         # the session-start query again: the transcripts done before the start are unchanged
         query = start_query(self.con, plan.project, plan.start)
         return build_sample(
-            self.corpus, session, cand, prev, SampleRules(self.world.tz, self.cfg, self.opts.seed),
+            self.corpus,
+            session,
+            cand,
+            prev,
+            SampleRules(self.world.tz, self.cfg, self.opts.seed),
             query=query,
-        )  # fmt: skip
+        )
 
     def _compare(
         self,

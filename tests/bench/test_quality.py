@@ -25,8 +25,14 @@ from signet_bench.world.synth.truth import EFFECTS
 
 def test_every_ablation_names_planted_effects():
     assert set(ABLATIONS) == {
-        "query", "prior", "context", "project", "time", "superseded", "structure",
-    }  # fmt: skip
+        "query",
+        "prior",
+        "context",
+        "project",
+        "time",
+        "superseded",
+        "structure",
+    }
     for ablation in ABLATIONS.values():
         assert ablation.effects and set(ablation.effects) <= set(EFFECTS)
     carried = {e for a in ABLATIONS.values() for e in a.effects}
@@ -104,8 +110,10 @@ def test_quality_rows_report_shares_curves_and_ablations_consistently():
         assert abs(delta.value - (served.value - cosine.value)) < 1e-9
         assert delta.ci_low <= delta.value <= delta.ci_high
         unfamiliar = by["held_out", "share_unfamiliar", n].value
-        split = [by.get(("predictor_served-cosine", f"ndcg@10_delta_{w}", n))
-                 for w in ("familiar", "unfamiliar")]  # fmt: skip
+        split = [
+            by.get(("predictor_served-cosine", f"ndcg@10_delta_{w}", n))
+            for w in ("familiar", "unfamiliar")
+        ]
         assert (split[0] is not None) == (unfamiliar < 1) and (split[1] is not None) == (
             unfamiliar > 0
         )
@@ -226,9 +234,13 @@ def test_familiarity_rows_split_the_paired_difference_by_the_sessions_project():
 
 def test_quality_rows_judge_at_the_checkpoints_asked_for():
     rows = quality_rows(
-        ("light",), seeds=(3,), quick=True, embedder="topic", ablations=False,
+        ("light",),
+        seeds=(3,),
+        quick=True,
+        embedder="topic",
+        ablations=False,
         checkpoints=(20, 5, 20),
-    )  # fmt: skip
+    )
     served = {r.n for r in rows if r.name == "predictor_served" and r.metric == "ndcg@10"}
     assert served == {5, 20}
     assert not any(r.name.startswith("ablation_") for r in rows)

@@ -473,8 +473,14 @@ def test_a_learned_model_below_the_free_rankers_gives_way_to_the_start():
     _assert_identical(res.params, start)
     record = holdout_record(res)
     assert record["demoted_to"] == d.demoted_to and record["accepted"] is False
-    kept = train_model(many, None, cfg=strict.replace(holdout_demote=False), epochs=1, seed=3,
-                       guard=Guard(reference=bad))  # fmt: skip
+    kept = train_model(
+        many,
+        None,
+        cfg=strict.replace(holdout_demote=False),
+        epochs=1,
+        seed=3,
+        guard=Guard(reference=bad),
+    )
     assert not kept.accepted and kept.params is None and kept.holdout.demoted_to is None
     # nothing served yet: a rejected run serves its start rather than leave the baseline order
     first = train_model(

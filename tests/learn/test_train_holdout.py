@@ -92,8 +92,9 @@ def test_a_worse_candidate_keeps_the_served_model():
     sessions show, so it stays below the served model there and is rejected."""
     data = _samples(60, seed=3)
     train = set(holdout_plan(data).folds[0].train.tolist())
-    taught = [dataclasses.replace(s, labels=-s.labels) if i in train else s
-              for i, s in enumerate(data)]  # fmt: skip
+    taught = [
+        dataclasses.replace(s, labels=-s.labels) if i in train else s for i, s in enumerate(data)
+    ]
     served = train_model(data, None, epochs=5, seed=0, guard=Guard(canary=data)).params
     res = train_model(taught, None, epochs=5, seed=0, guard=Guard(reference=served))
     d = res.holdout

@@ -118,8 +118,9 @@ def test_over_budget_a_worse_candidate_keeps_the_served_model():
     fold = holdout_plan(data, cfg).folds[0]
     assert (len(fold.train), len(fold.held)) == (170, 30)
     train = set(fold.train.tolist())
-    taught = [dataclasses.replace(s, labels=-s.labels) if i in train else s
-              for i, s in enumerate(data)]  # fmt: skip
+    taught = [
+        dataclasses.replace(s, labels=-s.labels) if i in train else s for i, s in enumerate(data)
+    ]
     served = train_model(data, None, cfg=cfg, epochs=5, seed=0, guard=Guard(canary=data)).params
     res = train_model(taught, None, cfg=cfg, epochs=5, seed=0, guard=Guard(reference=served))
     d = res.holdout

@@ -87,8 +87,9 @@ def test_a_non_object_answer_from_signet_prints_what_signet_prints(world, tmp_pa
         path = tmp_path / f"answer{i}.json"
         path.write_text(json.dumps(answer))
         for fmt in FORMATS:
-            hook, signet = _same(world, fmt, stdin_for(f"odd{i}{fmt}"), world.env(
-                SIGNET_STANDIN_ANSWER=str(path)))  # fmt: skip
+            hook, signet = _same(
+                world, fmt, stdin_for(f"odd{i}{fmt}"), world.env(SIGNET_STANDIN_ANSWER=str(path))
+            )
             assert hook == signet, (answer, fmt)
 
 
@@ -208,8 +209,14 @@ def test_a_failure_is_recorded_with_its_reason_and_signets_order(world, tmp_path
     """No model where the workbench's folder has it (the default): Signet's output, and its
     order recorded as injected."""
     workbench = tmp_path / "workbench.duckdb"
-    hook_prints(world, HARNESS_ARGS["codex"], stdin_for("no-model-run"), world.env(),
-                workbench=str(workbench), model=None)  # fmt: skip
+    hook_prints(
+        world,
+        HARNESS_ARGS["codex"],
+        stdin_for("no-model-run"),
+        world.env(),
+        workbench=str(workbench),
+        model=None,
+    )
     run = read_hook_invocations(workbench).filter(session_key="no-model-run")
     assert run["outcome"].to_list() == ["signet"]
     assert run["reason"].to_list() == [f"no model at {tmp_path / 'model.onnx'}"]
@@ -220,8 +227,13 @@ def test_a_failure_is_recorded_with_its_reason_and_signets_order(world, tmp_path
 
 
 def test_a_model_option_that_is_not_there_is_recorded_as_the_setting(world):
-    hook_prints(world, HARNESS_ARGS["codex"], stdin_for("no-model-given"), world.env(),
-                model="/nonexistent/model.onnx")  # fmt: skip
+    hook_prints(
+        world,
+        HARNESS_ARGS["codex"],
+        stdin_for("no-model-given"),
+        world.env(),
+        model="/nonexistent/model.onnx",
+    )
     run = read_hook_invocations(world.workbench).filter(session_key="no-model-given")
     assert run.select(["outcome", "reason", "injected"]).rows() == [
         ("signet", "--model '/nonexistent/model.onnx' (command line): no such file", None)

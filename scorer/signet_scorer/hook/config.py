@@ -205,8 +205,9 @@ class _Bad(ValueError):
     """A setting's value cannot be used; the message says why."""
 
 
-def scan_argv(argv: Sequence[str]) -> tuple[dict[str, tuple[str, str, str]], str | None, list[str],
-                                        list[Problem]]:  # fmt: skip
+def scan_argv(
+    argv: Sequence[str],
+) -> tuple[dict[str, tuple[str, str, str]], str | None, list[str], list[Problem]]:
     """The options given before the command (field -> (option, source, text)), the command,
     the arguments after it and the problems met. The first `session-start` is the command
     wherever it stands (what is before it is the wrapper's, right or wrong); another command
@@ -223,8 +224,9 @@ def scan_argv(argv: Sequence[str]) -> tuple[dict[str, tuple[str, str, str]], str
         i += 1
         if name not in OPTIONS:
             why = "unknown option" if token.startswith("-") else "not a wrapper option"
-            setting, value = (name, text if eq else None) if token.startswith("-") else (
-                "argument", token)  # fmt: skip
+            setting, value = (
+                (name, text if eq else None) if token.startswith("-") else ("argument", token)
+            )
             problems.append(Problem(setting, _COMMAND_LINE, value, why))
             continue
         if not eq:
@@ -307,8 +309,12 @@ class _Reader:
     """The settings of one invocation: each from its option, else its variable, else its
     default; a value that cannot be used is a problem and gives the default."""
 
-    def __init__(self, given: dict[str, tuple[str, str, str]], env: Mapping[str, str],
-                 problems: list[Problem]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        given: dict[str, tuple[str, str, str]],
+        env: Mapping[str, str],
+        problems: list[Problem],
+    ) -> None:
         self.given, self.env, self.problems = given, env, problems
 
     def get(self, field: str, parse: Callable[[str], T], default: T) -> T:
@@ -360,8 +366,11 @@ def read_command(argv: Sequence[str], env: Mapping[str, str]) -> Command:
     given, name, args, problems = scan_argv(argv)
     config = _config(_Reader(given, env, problems), check_paths=name == SESSION_START)
     if name is not None and name != SESSION_START and args:
-        problems.append(Problem(name, _COMMAND_LINE, " ".join(args),
-                                "takes no arguments (options go before it)"))  # fmt: skip
+        problems.append(
+            Problem(
+                name, _COMMAND_LINE, " ".join(args), "takes no arguments (options go before it)"
+            )
+        )
     return Command(config, name, args, problems)
 
 

@@ -56,9 +56,17 @@ __all__ = [
 
 LAST_INVOCATIONS = 5  # the hook log's rows shown
 PATHS = ("db", "workbench", "model", "signet")
-_NAMES = {"db": "store", "workbench": "workbench", "model": "model", "signet": "signet",
-          "limit": "limit", "budget_ms": "budget", "tz": "time zone", "resident": "resident",
-          "idle_s": "idle"}  # fmt: skip
+_NAMES = {
+    "db": "store",
+    "workbench": "workbench",
+    "model": "model",
+    "signet": "signet",
+    "limit": "limit",
+    "budget_ms": "budget",
+    "tz": "time zone",
+    "resident": "resident",
+    "idle_s": "idle",
+}
 _TIME = "REPLACE(REPLACE({}, 'T', ' '), 'Z', '')"  # both of Signet's time formats, as text
 
 
@@ -97,8 +105,10 @@ def _settings(
             problems.setdefault(field, str(problem))
     given = {field: text for field, (_, _, text) in scan_argv(options)[0].items()}
     sources = setting_sources(given, env)
-    rows: list[dict[str, Any]] = [{"field": f, "text": text, "source": source, "problem": problems.get(f)}
-            for f, (text, source) in sources.items()]  # fmt: skip
+    rows: list[dict[str, Any]] = [
+        {"field": f, "text": text, "source": source, "problem": problems.get(f)}
+        for f, (text, source) in sources.items()
+    ]
     return command.config, rows, unknown
 
 
@@ -174,13 +184,22 @@ def latest_session(con: sqlite3.Connection) -> dict[str, Any] | None:
     key, agent_id, start = row
     where = f"session_key = ? AND {agent} = ? AND memory_id IN (SELECT id FROM memories)"
     order = "ORDER BY rank, memory_id"
-    ids = [r[0] for r in con.execute(
-        f"SELECT memory_id FROM session_memories WHERE {where} AND was_injected = 1 {order}",
-        [key, agent_id])]  # fmt: skip
+    ids = [
+        r[0]
+        for r in con.execute(
+            f"SELECT memory_id FROM session_memories WHERE {where} AND was_injected = 1 {order}",
+            [key, agent_id],
+        )
+    ]
     if not ids:
-        ids = [r[0] for r in con.execute(
-            f"SELECT memory_id FROM session_memories WHERE {where} AND source != 'fts_only' "
-            f"{order}", [key, agent_id])]  # fmt: skip
+        ids = [
+            r[0]
+            for r in con.execute(
+                f"SELECT memory_id FROM session_memories WHERE {where} AND source != 'fts_only' "
+                f"{order}",
+                [key, agent_id],
+            )
+        ]
     try:
         project = con.execute(
             "SELECT project FROM session_scores WHERE session_key = ? AND project IS NOT NULL "
@@ -189,8 +208,13 @@ def latest_session(con: sqlite3.Connection) -> dict[str, Any] | None:
         ).fetchone()
     except sqlite3.Error:
         project = None
-    return {"session_key": key, "agent_id": agent_id, "start": start, "ids": ids,
-            "project": project[0] if project else None}  # fmt: skip
+    return {
+        "session_key": key,
+        "agent_id": agent_id,
+        "start": start,
+        "ids": ids,
+        "project": project[0] if project else None,
+    }
 
 
 def _check_model(path: Path) -> tuple[dict[str, Any], Any]:

@@ -74,8 +74,10 @@ class _Models:
 
     def loaded(self) -> list[dict[str, Any]]:
         with self._lock:
-            return [{"path": p, "model_version": s.info.model_version if s else None,
-                     "reason": why} for p, (_, s, why) in self._cache.items()]  # fmt: skip
+            return [
+                {"path": p, "model_version": s.info.model_version if s else None, "reason": why}
+                for p, (_, s, why) in self._cache.items()
+            ]
 
 
 class _Connection:
@@ -159,21 +161,32 @@ class Resident:
         try:
             if conn.scorer is None:
                 raise RuntimeError("rerank before a successful prepare")
-            r = rerank(conn.con, conn.scorer, conn.session, msg["ids"], int(msg["limit"]),
-                       conn.basis)  # fmt: skip
+            r = rerank(
+                conn.con, conn.scorer, conn.session, msg["ids"], int(msg["limit"]), conn.basis
+            )
         except Exception as exc:  # noqa: BLE001 - the hook keeps Signet's output and says why
             return {"ok": False, "error": failure_text(exc)}
-        return {"ok": True, "order": list(r.order), "scores": [float(s) for s in r.scores],
-                "pool": int(r.pool), "context_rule": r.context_rule}  # fmt: skip
+        return {
+            "ok": True,
+            "order": list(r.order),
+            "scores": [float(s) for s in r.scores],
+            "pool": int(r.pool),
+            "context_rule": r.context_rule,
+        }
 
     def status(self) -> dict[str, Any]:
         with self._state:
             requests, active = self.requests, self._active
         return {
-            "ok": True, "pid": os.getpid(), "socket": str(self.files.socket),
-            "uptime_s": round(time.monotonic() - self.started, 3), "idle_s": self.idle_s,
-            "requests": requests, "connections": active, "models": self.models.loaded(),
-        }  # fmt: skip
+            "ok": True,
+            "pid": os.getpid(),
+            "socket": str(self.files.socket),
+            "uptime_s": round(time.monotonic() - self.started, 3),
+            "idle_s": self.idle_s,
+            "requests": requests,
+            "connections": active,
+            "models": self.models.loaded(),
+        }
 
     # --- connections ----------------------------------------------------------------------------
 

@@ -186,16 +186,29 @@ class ResidentLink:
             raise Unavailable("the resident's reply is not a JSON object")
         return obj
 
-    def prepare(self, db: Path, model: Path, session: dict[str, Any], store_timeout_s: float,
-                timeout_s: float) -> tuple[str | None, str | None]:  # fmt: skip
+    def prepare(
+        self,
+        db: Path,
+        model: Path,
+        session: dict[str, Any],
+        store_timeout_s: float,
+        timeout_s: float,
+    ) -> tuple[str | None, str | None]:
         """(the model's version, None) when the resident has the model and the store open for
         the `session` starting (`rank.HookSession`'s fields, `now` in ISO 8601), or (None, why)
         when it cannot have them; Unavailable when it is stale or not answering."""
         reply = self.ask(
-            {"op": "prepare", "protocol": PROTOCOL, "code": code_fingerprint(), "db": str(db),
-             "model": str(model), "timeout_s": store_timeout_s, "session": session},
+            {
+                "op": "prepare",
+                "protocol": PROTOCOL,
+                "code": code_fingerprint(),
+                "db": str(db),
+                "model": str(model),
+                "timeout_s": store_timeout_s,
+                "session": session,
+            },
             timeout_s,
-        )  # fmt: skip
+        )
         if reply.get("stale") is True:
             raise Unavailable("the resident runs other code than this hook; it stops")
         if reply.get("ok") is True and _text_or_none(reply.get("model_version")):
@@ -276,11 +289,15 @@ def start_detached(files: ResidentFiles, argv: Sequence[str], *, wait_s: float =
     try:
         with open(files.log, "ab") as log:
             proc = subprocess.Popen(
-                list(argv), stdin=subprocess.DEVNULL, stderr=log,
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stderr=log,
                 stdout=subprocess.PIPE if wait_s > 0 else subprocess.DEVNULL,
-                env={**os.environ, LOCK_FD_ENV: str(fd)}, pass_fds=(fd,),
-                start_new_session=True, cwd="/",
-            )  # fmt: skip
+                env={**os.environ, LOCK_FD_ENV: str(fd)},
+                pass_fds=(fd,),
+                start_new_session=True,
+                cwd="/",
+            )
         write_pid(fd, proc.pid)
     except OSError:
         return None

@@ -241,11 +241,21 @@ def _injections_in(injections: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataF
         .sort("n")
         .with_columns(_project_of_hook())
         .select(
-            "n", "project", "signet_injected", "scorer_picks", "both_chose",
-            "signet_relevance", "scorer_relevance", "signet_judged", "scorer_judged",
-            "signet_relevance_sum", "scorer_relevance_sum", *HOOK_COLUMNS, "session_key",
+            "n",
+            "project",
+            "signet_injected",
+            "scorer_picks",
+            "both_chose",
+            "signet_relevance",
+            "scorer_relevance",
+            "signet_judged",
+            "scorer_judged",
+            "signet_relevance_sum",
+            "scorer_relevance_sum",
+            *HOOK_COLUMNS,
+            "session_key",
         )
-    )  # fmt: skip
+    )
 
 
 def _project_of_hook() -> pl.Expr:

@@ -89,10 +89,16 @@ def feature_frames(
 
 # Typed even where every value is missing (one session: no earlier window to compare with).
 _DRIFT_SCHEMA = {
-    "feature": pl.String, "test": pl.String, "statistic": pl.Float64, "threshold": pl.Float64,
-    "drifted": pl.Boolean, "reference_mean": pl.Float64, "current_mean": pl.Float64,
-    "reference_rows": pl.Int64, "current_rows": pl.Int64,
-}  # fmt: skip
+    "feature": pl.String,
+    "test": pl.String,
+    "statistic": pl.Float64,
+    "threshold": pl.Float64,
+    "drifted": pl.Boolean,
+    "reference_mean": pl.Float64,
+    "current_mean": pl.Float64,
+    "reference_rows": pl.Int64,
+    "current_rows": pl.Int64,
+}
 
 
 def feature_drift(
@@ -139,9 +145,13 @@ def feature_histogram(
     finite = values[np.isfinite(values)]
     if finite.size == 0:
         return pl.DataFrame(
-            schema={"window": pl.String, "bin_start": pl.Float64, "bin_end": pl.Float64,
-                    "share": pl.Float64}
-        )  # fmt: skip
+            schema={
+                "window": pl.String,
+                "bin_start": pl.Float64,
+                "bin_end": pl.Float64,
+                "share": pl.Float64,
+            }
+        )
     edges = np.histogram_bin_edges(finite, bins=bins)
     current = samples.select(_windows(samples, current_sessions))[:, 0].to_numpy()
     rows = []

@@ -228,14 +228,24 @@ def signet058_session_start(
     window = _recency_window(id_arr, rows, c.created_at, created_at_text, limit)
     window, eff = _keep_effective(window, c.importance, c.pinned, c.created_at, now_epoch, cfg)
     walked = session_traversal(
-        graph, c.ids, np.asarray(c.importance, float), session_project, query_terms, now_epoch,
-        live, cfg,
-    )  # fmt: skip
+        graph,
+        c.ids,
+        np.asarray(c.importance, float),
+        session_project,
+        query_terms,
+        now_epoch,
+        live,
+        cfg,
+    )
     pool = _join_traversal(window, eff, walked)
     at = _project_first(
-        pool.rows, pool.eff, c.project, session_project, cfg.candidate_pool_size,
+        pool.rows,
+        pool.eff,
+        c.project,
+        session_project,
+        cfg.candidate_pool_size,
         keep=None if walked is None else pool.forced,
-    )  # fmt: skip
+    )
     cand, eff, cons = pool.rows[at], pool.eff[at], pool.forced[at]
     n = len(cand)
     c_ids = id_arr[cand]
@@ -251,12 +261,18 @@ def signet058_session_start(
     source = np.where(pool.joined[at], "ka_traversal", "effective").astype(object)
     steps = RankingSteps(cand, c_ids, eff, pred, prank, fused, final, overlaps, mask, final_order)
     return ranked_result(
-        steps, is_constraint=cons, source=source,
-        predictor_used=bool(np.isfinite(pred).any()), alpha=float(alpha),
-        context_vector=SessionContextVector(None, "none"), corpus_size=len(rows),
-        window_size=int(min(len(rows), limit)), kept_size=len(window), traversal=walked,
+        steps,
+        is_constraint=cons,
+        source=source,
+        predictor_used=bool(np.isfinite(pred).any()),
+        alpha=float(alpha),
+        context_vector=SessionContextVector(None, "none"),
+        corpus_size=len(rows),
+        window_size=int(min(len(rows), limit)),
+        kept_size=len(window),
+        traversal=walked,
         flags=flags,
-    )  # fmt: skip
+    )
 
 
 def _flags(

@@ -170,9 +170,15 @@ def _candidate_pool(
     join = None
     if walked is not None:
         join = traversal_join(
-            eff, eligible, ids, walked.rows, walked.score, is_constraint=cons,
-            quota=pool_quota(cfg), cfg=cfg,
-        )  # fmt: skip
+            eff,
+            eligible,
+            ids,
+            walked.rows,
+            walked.score,
+            is_constraint=cons,
+            quota=pool_quota(cfg),
+            cfg=cfg,
+        )
         eff, eligible = join.eff, join.eligible
     idx = np.flatnonzero(eligible)
     top = idx[top_k_indices(eff[idx], ids[idx], cfg.context_fallback_top)]
@@ -184,9 +190,13 @@ def _candidate_pool(
         sims = np.full(len(ids), np.nan)
         sims[pool] = cosine_to(context.vector, np.asarray(corpus.embeddings[pool]))
     cand = prefilter(
-        eff, sims, ids, MemoryStates(cons, dec, pin, absent),
-        joined=None if join is None else join.joined, cfg=cfg,
-    )  # fmt: skip
+        eff,
+        sims,
+        ids,
+        MemoryStates(cons, dec, pin, absent),
+        joined=None if join is None else join.joined,
+        cfg=cfg,
+    )
     if walked is None or join is None:
         return _Pool(cand, context, eff)
     flags = candidate_flags(walked, cand, join.joined, join.carried, cons[cand])
@@ -355,25 +365,49 @@ def session_start(
     )
     held = _held_back(flags, final_order, lengths, budget, top_k, cfg)
     selected = select_injected(
-        final_order, lengths, cons, is_superseded=stale if held is None else stale | held,
-        budget_chars=budget, top_k=top_k,
-    )  # fmt: skip
+        final_order,
+        lengths,
+        cons,
+        is_superseded=stale if held is None else stale | held,
+        budget_chars=budget,
+        top_k=top_k,
+    )
     unexplored = stale if flags is None else stale | flags.is_traversal
     ranked = RankedCandidates(
-        np.isin(np.arange(n), selected), final, np.arange(1, n + 1), fz.prank, c_ids, cons,
+        np.isin(np.arange(n), selected),
+        final,
+        np.arange(1, n + 1),
+        fz.prank,
+        c_ids,
+        cons,
         unexplored,
-    )  # fmt: skip
+    )
     ex, source = _explore(ranked, fz.used, rng, cold_start_exited, cfg)
     steps = RankingSteps(
-        cand, c_ids, pool.eff[cand], pred, fz.prank, fz.fused, final, overlaps, ex.injected,
+        cand,
+        c_ids,
+        pool.eff[cand],
+        pred,
+        fz.prank,
+        fz.fused,
+        final,
+        overlaps,
+        ex.injected,
         final_order,
-    )  # fmt: skip
+    )
     return ranked_result(
-        steps, is_constraint=cons, source=_sources(source, flags),
-        predictor_used=fz.used, alpha=fz.alpha, context_vector=pool.context,
-        corpus_size=int((~absent).sum()), explored_id=ex.explored_id,
-        displaced_id=ex.displaced_id, traversal=walked, flags=flags,
-    )  # fmt: skip
+        steps,
+        is_constraint=cons,
+        source=_sources(source, flags),
+        predictor_used=fz.used,
+        alpha=fz.alpha,
+        context_vector=pool.context,
+        corpus_size=int((~absent).sum()),
+        explored_id=ex.explored_id,
+        displaced_id=ex.displaced_id,
+        traversal=walked,
+        flags=flags,
+    )
 
 
 @dataclass(frozen=True, slots=True)

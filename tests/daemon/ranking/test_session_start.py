@@ -40,8 +40,14 @@ def _run(c, *, context=None, is_constraint=None, is_deleted=None, is_superseded=
     ids, created, importance, pinned, contents, emb, has = c
     stale = None if is_superseded is None else np.where(is_superseded, NOW - 1.0, np.nan)
     corpus = Corpus.from_arrays(
-        ids, created, importance, emb, contents=contents, has_embedding=has, pinned=pinned,
-    ).with_states(is_constraint=is_constraint, is_deleted=is_deleted, superseded_at=stale)  # fmt: skip
+        ids,
+        created,
+        importance,
+        emb,
+        contents=contents,
+        has_embedding=has,
+        pinned=pinned,
+    ).with_states(is_constraint=is_constraint, is_deleted=is_deleted, superseded_at=stale)
     used = () if context is None else (str(ids[context]),)
     return session_start(corpus, NOW, previous_used=used, **_grouped(kw))
 

@@ -293,9 +293,17 @@ def test_text_candidate_without_tokens_encodes_as_text_beta():
     """LN of the zero mean vector is beta_text, so only beta_text·(...) reaches its logit."""
     params = small_params()
     one = batch_from_sessions(
-        [SessionArrays(np.ones(NATIVE), np.zeros((2, NATIVE)), np.array([False, False]),
-                       [[], [4, 4]], np.zeros((2, F)), 0)]
-    )  # fmt: skip
+        [
+            SessionArrays(
+                np.ones(NATIVE),
+                np.zeros((2, NATIVE)),
+                np.array([False, False]),
+                [[], [4, 4]],
+                np.zeros((2, F)),
+                0,
+            )
+        ]
+    )
     fwd = forward(params, one, CFG)
     np.testing.assert_allclose(fwd.cache.enc[0], params["ln_text_beta"], atol=1e-12)
 
@@ -324,16 +332,25 @@ def test_production_shapes_run():
     batch = batch_from_sessions(
         [
             SessionArrays(
-                contexts[0], embs[0], np.array([True, True, False, True]),
-                [None, None, [1, 16383], None], features[0], 0,
+                contexts[0],
+                embs[0],
+                np.array([True, True, False, True]),
+                [None, None, [1, 16383], None],
+                features[0],
+                0,
                 labels=np.array([1.0, 0.0, 0.5, 0.2]),
             ),
             SessionArrays(
-                contexts[1], embs[1], np.zeros(3, dtype=bool), [[5, 6], [7], []], features[1],
-                31, labels=np.array([0.7, 0.0, -0.3]),
+                contexts[1],
+                embs[1],
+                np.zeros(3, dtype=bool),
+                [[5, 6], [7], []],
+                features[1],
+                31,
+                labels=np.array([0.7, 0.0, -0.3]),
             ),
         ]
-    )  # fmt: skip
+    )
     loss, grads = loss_and_grads(params, batch)
     assert np.isfinite(loss)
     for name, g in grads.items():
@@ -509,14 +526,30 @@ def test_cosine_of_a_zero_vector_is_zero():
     emb = np.zeros((3, NATIVE))
     emb[1, 0] = 2.0
     one = batch_from_sessions(
-        [SessionArrays(np.eye(NATIVE)[0], emb, np.array([True, True, False]), [None, None, [1]],
-                       np.zeros((3, F)), 0)]
-    )  # fmt: skip
+        [
+            SessionArrays(
+                np.eye(NATIVE)[0],
+                emb,
+                np.array([True, True, False]),
+                [None, None, [1]],
+                np.zeros((3, F)),
+                0,
+            )
+        ]
+    )
     np.testing.assert_allclose(forward(params, one, CFG).logits[0], [0.0, 0.8, 0.0], atol=1e-15)
     zero_ctx = batch_from_sessions(
-        [SessionArrays(np.zeros(NATIVE), emb, np.array([True, True, False]), [None, None, [1]],
-                       np.zeros((3, F)), 0)]
-    )  # fmt: skip
+        [
+            SessionArrays(
+                np.zeros(NATIVE),
+                emb,
+                np.array([True, True, False]),
+                [None, None, [1]],
+                np.zeros((3, F)),
+                0,
+            )
+        ]
+    )
     np.testing.assert_array_equal(forward(params, zero_ctx, CFG).logits[0], np.zeros(3))
 
 
