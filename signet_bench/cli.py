@@ -273,6 +273,11 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, help="report: the page (default docs/benchmarks.md)")
     p.add_argument("--persona", default="heavy")
     p.add_argument("--seed", type=int, default=0)
+    _add_bench_runs(p)
+
+
+def _add_bench_runs(p: argparse.ArgumentParser) -> None:
+    """The options of `bench quality`, `bench train` and `bench store`."""
     p.add_argument(
         "--personas", type=_names, default=None, help="quality: several, e.g. heavy,drifting"
     )

@@ -335,7 +335,6 @@ def session_start(
     scorer saw."""
     predictor, alpha = learned.predictor, learned.alpha
     cold_start_exited, rng = learned.cold_start_exited, learned.rng
-    budget_chars, use_budget, top_k = limits.budget_chars, limits.use_budget, limits.top_k
     graph, query_terms = walk.graph, walk.query_terms
     ids, has = corpus.id_text, corpus.has_embedding
     age = age_days(corpus.created_at, now_epoch)
@@ -358,42 +357,14 @@ def session_start(
     final_order = rank_order(final, c_ids)
 
     lengths = content_lengths([corpus.contents[i] for i in cand]) if n else np.zeros(0, np.int64)
-    budget = (
-        (cfg.injection_budget_chars if budget_chars is None else budget_chars)
-        if use_budget
-        else None
-    )
-    held = _held_back(flags, final_order, lengths, budget, top_k, cfg)
-    selected = select_injected(
-        final_order,
-        lengths,
-        cons,
-        is_superseded=stale if held is None else stale | held,
-        budget_chars=budget,
-        top_k=top_k,
-    )
+    selected = _selected(final_order, lengths, cons, stale, flags, limits, cfg)
     unexplored = stale if flags is None else stale | flags.is_traversal
-    ranked = RankedCandidates(
-        np.isin(np.arange(n), selected),
-        final,
-        np.arange(1, n + 1),
-        fz.prank,
-        c_ids,
-        cons,
-        unexplored,
-    )
+    injected, order = np.isin(np.arange(n), selected), np.arange(1, n + 1)
+    ranked = RankedCandidates(injected, final, order, fz.prank, c_ids, cons, unexplored)
     ex, source = _explore(ranked, fz.used, rng, cold_start_exited, cfg)
+    eff_cand = pool.eff[cand]
     steps = RankingSteps(
-        cand,
-        c_ids,
-        pool.eff[cand],
-        pred,
-        fz.prank,
-        fz.fused,
-        final,
-        overlaps,
-        ex.injected,
-        final_order,
+        cand, c_ids, eff_cand, pred, fz.prank, fz.fused, final, overlaps, ex.injected, final_order
     )
     return ranked_result(
         steps,
@@ -407,6 +378,32 @@ def session_start(
         displaced_id=ex.displaced_id,
         traversal=walked,
         flags=flags,
+    )
+
+
+def _selected(
+    final_order: np.ndarray,
+    lengths: np.ndarray,
+    cons: np.ndarray,
+    stale: np.ndarray,
+    flags: TraversalFlags | None,
+    limits: InjectionLimits,
+    cfg: PredictorConfig,
+) -> np.ndarray:
+    """The injected candidates (select.py): the greedy budget (`limits`, default the config's),
+    then the first `top_k` if given, then every constraint; never a `stale` (superseded) one
+    nor one the graph holds back."""
+    budget = None
+    if limits.use_budget:
+        budget = cfg.injection_budget_chars if limits.budget_chars is None else limits.budget_chars
+    held = _held_back(flags, final_order, lengths, budget, limits.top_k, cfg)
+    return select_injected(
+        final_order,
+        lengths,
+        cons,
+        is_superseded=stale if held is None else stale | held,
+        budget_chars=budget,
+        top_k=limits.top_k,
     )
 
 
