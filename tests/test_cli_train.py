@@ -106,11 +106,11 @@ def _files(directory: Path) -> dict[str, str]:
 
 
 def _poison(monkeypatch) -> None:
-    """Make every training set carry one NaN label (the command imports load_samples when it
-    runs, so patching the module attribute reaches it)."""
-    import signet_bench.learn.samples as samples_mod
+    """Make every training set carry one NaN label (training reads its samples through
+    `publish.load_samples`, so patching that name reaches it)."""
+    import signet_bench.learn.publish as publish_mod
 
-    real = samples_mod.load_samples
+    real = publish_mod.load_samples
 
     def poisoned(*args, **kwargs):
         got, skipped = real(*args, **kwargs)
@@ -118,7 +118,7 @@ def _poison(monkeypatch) -> None:
         labels[0] = np.nan
         return [dataclasses.replace(got[0], labels=labels), *got[1:]], skipped
 
-    monkeypatch.setattr(samples_mod, "load_samples", poisoned)
+    monkeypatch.setattr(publish_mod, "load_samples", poisoned)
 
 
 def test_train_saves_a_gated_model_and_records_the_run(db, tmp_path, capsys):

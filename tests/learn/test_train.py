@@ -127,15 +127,15 @@ def test_accepted_training_returns_a_new_copy(samples, trained):
 def test_loop_logs_a_rejected_training_and_keeps_no_model(tmp_path, monkeypatch):
     """Through the daemon loop: every training sees a NaN label, every one is rejected, no
     model is saved or used, and each run is still logged."""
-    import signet_bench.learn.samples as samples_mod
+    import signet_bench.learn.publish as publish_mod
 
-    real = samples_mod.load_samples
+    real = publish_mod.load_samples
 
     def poisoned(*args, **kwargs):
         got, skipped = real(*args, **kwargs)
         return (_with_nan_label(got) if got else got), skipped
 
-    monkeypatch.setattr(samples_mod, "load_samples", poisoned)
+    monkeypatch.setattr(publish_mod, "load_samples", poisoned)
     path = tmp_path / "memories.db"
     build_persona_store("light", path, seed=1, n_memories=120)
     # every training learns (none is held at its start for want of sessions)
