@@ -17,6 +17,9 @@ from signet_scorer.request import FORMATS, MODES, RequestError, TrainingRequest
 from signet_scorer.timestamps import local_tz
 from signet_scorer.version import version_line
 
+# Each command imports the layers it runs inside its own function: `--help` and every command
+# start without the others' modules (numpy, polars, DuckDB, marimo load only where needed).
+
 __all__ = ["main"]
 
 BENCH_HELP = """benchmarks (each prints a table; --json PATH also writes it as JSON):
@@ -73,8 +76,14 @@ _STORE = {"--db": _STORE_HELP}  # a subcommand's required store
 _TZ_HELP = "the user's IANA time zone (default: local)"
 _CONFIG_HELP = "Signet agent.yaml with a predictor: block"
 _SIM_OPTIONS = (
-    "scorer", "mode", "seed", "feedback_share", "judge_noise", "judge_recency_bias", "schema",
-)  # fmt: skip
+    "scorer",
+    "mode",
+    "seed",
+    "feedback_share",
+    "judge_noise",
+    "judge_recency_bias",
+    "schema",
+)
 _SCHEMA_HELP = (
     "the store's release line: 0.58 (Signet 0.58's tables, with the predictor's) or current "
     "(Signet 0.145.7's: agent-scoped sessions, no predictor tables)"
@@ -264,9 +273,13 @@ def _add_bench_locomo(p: argparse.ArgumentParser) -> None:
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:
     p = _command(
-        sub, "bench", _cmd_bench, "run a benchmark",
-        epilog=BENCH_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )  # fmt: skip
+        sub,
+        "bench",
+        _cmd_bench,
+        "run a benchmark",
+        epilog=BENCH_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument(
         "name",
         choices=[
@@ -291,6 +304,11 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, help="report: the page (default docs/benchmarks.md)")
     p.add_argument("--persona", default="heavy")
     p.add_argument("--seed", type=int, default=0)
+    _add_bench_runs(p)
+
+
+def _add_bench_runs(p: argparse.ArgumentParser) -> None:
+    """The options of `bench quality`, `bench train` and `bench store`."""
     p.add_argument(
         "--personas", type=_names, default=None, help="quality: several, e.g. heavy,drifting"
     )
@@ -309,14 +327,21 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
         "memory's topic away)",
     )
     p.add_argument(
-        "--ablations", nargs="?", const="all", default="all", metavar="NAMES",
+        "--ablations",
+        nargs="?",
+        const="all",
+        default="all",
+        metavar="NAMES",
         help="quality: the ablations to run (default all; or a comma-separated list, e.g. "
         "structure,effect_graph)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--no-ablations", dest="ablations", action="store_const", const="none",
+        "--no-ablations",
+        dest="ablations",
+        action="store_const",
+        const="none",
         help="quality: no ablations",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--memories", type=int, default=None, help="quality: resize the personas' stores"
     )
@@ -324,13 +349,17 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
         "--config", default=None, help="quality, train: agent.yaml with a predictor: block"
     )
     p.add_argument(
-        "--history", action=argparse.BooleanOptionalAction, default=True,
+        "--history",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="train: also one scheduled training per history size",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--sizes", type=_ints, default=None,
+        "--sizes",
+        type=_ints,
+        default=None,
         help="train: sessions of history to train at (default 250,1000,3000,5000)",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--schema", default="0.58", choices=RELEASE_LINES, help="store: the stores' release line"
     )
@@ -342,8 +371,9 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     chosen = {name: getattr(args, name) for name in _SIM_OPTIONS}
     given = (args.inject_k, args.inject_tokens) != (None, None)
     choice = Budget(args.inject_k, args.inject_tokens) if given else None
-    opts = SimOptions(**chosen, train_epochs=args.epochs, progress=sys.stderr.isatty(),
-                      choice=choice)  # fmt: skip
+    opts = SimOptions(
+        **chosen, train_epochs=args.epochs, progress=sys.stderr.isatty(), choice=choice
+    )
     report = simulate(args.db, args.sessions, opts, load_config(args.config))
     print(report.summary())
     print(_slices(args.db))
@@ -388,14 +418,20 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
         "rows in the store's own shape, and no predictor tables on a current store)",
     )
     p.add_argument(
-        "--inject-k", type=_count, default=None, metavar="K",
+        "--inject-k",
+        type=_count,
+        default=None,
+        metavar="K",
         help="inject the best K of the pool (with --inject-tokens: within that many tokens) in "
         "place of the 2,000-character budget (default: the character budget)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--inject-tokens", type=_count, default=None, metavar="N",
+        "--inject-tokens",
+        type=_count,
+        default=None,
+        metavar="N",
         help="inject the best memories within N tokens (a quarter of their length)",
-    )  # fmt: skip
+    )
     p.add_argument("--config", default=None, help=_CONFIG_HELP)
 
 
@@ -451,33 +487,56 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 # `train`'s flags that set a request field (their dest is the field's name).
 _REQUEST_FLAGS = (
-    "db_path", "out_dir", "mode", "base_weights", "protect", "epochs", "lr_scale",
-    "temperature", "min_confidence", "limit", "seed", "sample_seed", "time_cap_s", "tz",
-    "checkpoint_path", "checkpoint_format",
-)  # fmt: skip
+    "db_path",
+    "out_dir",
+    "mode",
+    "base_weights",
+    "protect",
+    "epochs",
+    "lr_scale",
+    "temperature",
+    "min_confidence",
+    "limit",
+    "seed",
+    "sample_seed",
+    "time_cap_s",
+    "tz",
+    "checkpoint_path",
+    "checkpoint_format",
+)
 
 
 def _add_train_policy(p: argparse.ArgumentParser) -> None:
     """`train`'s flags of the training policy (unset: the request file's or the schedule's)."""
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(
-        "--mode", choices=MODES, default=None,
+        "--mode",
+        choices=MODES,
+        default=None,
         help="finetune: the base (if any) on every session (default); incremental, fresh: below",
-    )  # fmt: skip
+    )
     mode.add_argument(
-        "--incremental", dest="mode", action="store_const", const="incremental",
+        "--incremental",
+        dest="mode",
+        action="store_const",
+        const="incremental",
         help="fine-tune the base on the sessions newer than it, plus a replay sample of older "
         "ones, at a tenth of the learning rate",
-    )  # fmt: skip
+    )
     mode.add_argument(
-        "--fresh", dest="mode", action="store_const", const="fresh",
+        "--fresh",
+        dest="mode",
+        action="store_const",
+        const="fresh",
         help="retrain from fresh weights on every session; the base is only what the gates "
         "compare with (the loop's default schedule)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--protect", action=argparse.BooleanOptionalAction, default=None,
+        "--protect",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="apply the stability gates to the base (default: when a base is given)",
-    )  # fmt: skip
+    )
     p.add_argument("--epochs", type=int, default=None, help="default: the mode's schedule")
     p.add_argument("--lr-scale", type=float, default=None, help="times the learning rate")
     p.add_argument("--temperature", type=float, default=None, help="the loss temperature")
@@ -498,30 +557,41 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p = _command(sub, "train", _cmd_train, help_text)
     p.add_argument("--db", dest="db_path", metavar="PATH", type=Path, help=_STORE_HELP)
     p.add_argument(
-        "--out", dest="out_dir", metavar="DIR", type=Path,
+        "--out",
+        dest="out_dir",
+        metavar="DIR",
+        type=Path,
         help="directory for the model and workbench.duckdb",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--request", metavar="FILE",
+        "--request",
+        metavar="FILE",
         help="a training request as JSON (what the sidecar passes); flags override its fields",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--base-weights", metavar="FILE", type=Path, help="start from this model (any format)"
     )
     _add_train_policy(p)
     p.add_argument(
-        "--checkpoint", dest="checkpoint_path", metavar="PATH", type=Path,
+        "--checkpoint",
+        dest="checkpoint_path",
+        metavar="PATH",
+        type=Path,
         help="also write an accepted model here",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--checkpoint-format", choices=FORMATS, default=None,
+        "--checkpoint-format",
+        choices=FORMATS,
+        default=None,
         help="its format (default: from the suffix: .onnx, .bin SGPT, else own)",
-    )  # fmt: skip
+    )
     p.add_argument("--config", default=None, help=_CONFIG_HELP)
     p.add_argument(
-        "--summary", metavar="FILE", default=None,
+        "--summary",
+        metavar="FILE",
+        default=None,
         help="also write the run's figures as JSON (Signet's train_from_db result fields)",
-    )  # fmt: skip
+    )
 
 
 def _cmd_train_step(args: argparse.Namespace) -> int:
@@ -771,10 +841,15 @@ def _cmd_app(args: argparse.Namespace) -> int:
         bench_dir = Path(args.bench_dir) if args.bench_dir else None
     check_store(db, workbench)
     cmd = run_command(
-        args.notebook, db, workbench=workbench, bench_dir=bench_dir,
-        host=args.host, port=port, headless=args.headless,
+        args.notebook,
+        db,
+        workbench=workbench,
+        bench_dir=bench_dir,
+        host=args.host,
+        port=port,
+        headless=args.headless,
         token_password_file=Path(args.token_password_file) if args.token_password_file else None,
-    )  # fmt: skip
+    )
     url = f"http://{args.host}:{port}"
 
     def announce() -> None:
@@ -787,9 +862,11 @@ def _add_app(sub: argparse._SubParsersAction) -> None:
     help_text = "serve the dashboard (or another notebook) as an app; default: on the demo"
     p = _command(sub, "app", _cmd_app, help_text)
     p.add_argument(
-        "notebook", nargs="?", default="dashboard",
+        "notebook",
+        nargs="?",
+        default="dashboard",
         choices=["dashboard", "calibration", "drift", "bench", "all"],
-    )  # fmt: skip
+    )
     p.add_argument("--db", default=None, help="a Signet memories.db (default: the demo's)")
     p.add_argument("--workbench", default=None, help="workbench.duckdb (default: the store's)")
     p.add_argument("--bench-dir", default=None, help="folder of bench JSON files")

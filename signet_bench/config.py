@@ -402,6 +402,7 @@ def from_mapping(values: dict[str, Any], *, source: str = "config") -> Predictor
 
 def from_agent_yaml(path: str | Path) -> PredictorConfig:
     """Read the `predictor:` block of Signet's `agent.yaml` (missing block -> defaults)."""
+    # here: `signet-bench --help` imports this module and starts without yaml
     import yaml
 
     p = Path(path)

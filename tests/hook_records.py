@@ -42,21 +42,36 @@ def record_start(
     id."""
     served = reason is None
     invocation = {
-        "at": AT, "session_key": key, "agent_id": agent, "harness": "claude-code",
-        "project": project, "output": "plain", "outcome": "scorer" if served else "signet",
-        "reason": reason, "model_path": "/models/model.onnx", "model_version": "v1",
-        "pool": len(memory_ids) + 10 if served else None, "injected": len(memory_ids),
-        "context_rule": "previous-session" if served else None, "signet_exit": 0,
+        "at": AT,
+        "session_key": key,
+        "agent_id": agent,
+        "harness": "claude-code",
+        "project": project,
+        "output": "plain",
+        "outcome": "scorer" if served else "signet",
+        "reason": reason,
+        "model_path": "/models/model.onnx",
+        "model_version": "v1",
+        "pool": len(memory_ids) + 10 if served else None,
+        "injected": len(memory_ids),
+        "context_rule": "previous-session" if served else None,
+        "signet_exit": 0,
         "duration_ms": 80.0,
-    }  # fmt: skip
+    }
     rows = [
-        {"session_key": key, "agent_id": agent, "memory_id": m, "rank": rank,
-         "signet_rank": len(memory_ids) + 1 - rank if served else rank,
-         "score": 1.0 / (rank + 1) if served else None,
-         "chosen_by": "scorer" if served else "signet", "model_version": "v1",
-         "injected_at": AT}
+        {
+            "session_key": key,
+            "agent_id": agent,
+            "memory_id": m,
+            "rank": rank,
+            "signet_rank": len(memory_ids) + 1 - rank if served else rank,
+            "score": 1.0 / (rank + 1) if served else None,
+            "chosen_by": "scorer" if served else "signet",
+            "model_version": "v1",
+            "injected_at": AT,
+        }
         for rank, m in enumerate(memory_ids, 1)
-    ]  # fmt: skip
+    ]
     return record_invocation(hook_log_path(default_workbench(store)), invocation, rows)
 
 

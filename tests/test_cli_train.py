@@ -109,11 +109,11 @@ def _files(directory: Path) -> dict[str, str]:
 
 
 def _poison(monkeypatch) -> None:
-    """Make every training set carry one NaN label (the command imports load_samples when it
-    runs, so patching the module attribute reaches it)."""
-    import signet_bench.learn.samples as samples_mod
+    """Make every training set carry one NaN label (training reads its samples through
+    `publish.load_samples`, so patching that name reaches it)."""
+    import signet_bench.learn.publish as publish_mod
 
-    real = samples_mod.load_samples
+    real = publish_mod.load_samples
 
     def poisoned(*args, **kwargs):
         got, skipped = real(*args, **kwargs)
@@ -121,7 +121,7 @@ def _poison(monkeypatch) -> None:
         labels[0] = np.nan
         return [dataclasses.replace(got[0], labels=labels), *got[1:]], skipped
 
-    monkeypatch.setattr(samples_mod, "load_samples", poisoned)
+    monkeypatch.setattr(publish_mod, "load_samples", poisoned)
 
 
 def test_train_saves_a_gated_model_and_records_the_run(db, tmp_path, capsys):
@@ -236,9 +236,15 @@ def test_base_weights_own_format_is_the_model_the_gates_protect(
     base, _ = load_any(trained_model)
     out = tmp_path / "out"
     code = _train(
-        db, out, "--epochs", "1", "--base-weights", str(trained_model),
-        "--config", str(canary_judge),
-    )  # fmt: skip
+        db,
+        out,
+        "--epochs",
+        "1",
+        "--base-weights",
+        str(trained_model),
+        "--config",
+        str(canary_judge),
+    )
     (run,) = _runs(out)
     assert code == (0 if run["gate_passed"] else 1)
     assert run["canary_ndcg_delta"] is not None and run["canary_topk_overlap"] is not None

@@ -34,21 +34,6 @@ def test_no_function_is_longer_than_80_lines(package: str) -> None:
 
 MAX_PARAMETERS = 8
 
-# Functions still over the limit, each waiting for the typed object its arguments make (the
-# list only shrinks: a name here that no longer needs the exemption fails the test).
-OVER_THE_LIMIT = {
-    "signet_bench/bench/quality.py:simulate_run",
-    "signet_bench/daemon/ranking/prefilter.py:prefilter",
-    "signet_bench/daemon/ranking/session_start.py:ranked_result",
-    "signet_bench/learn/model/scorer.py:batch_from_sessions",
-    "signet_bench/learn/model/scorer.py:score_session",
-    "signet_bench/learn/samples.py:build_sample",
-    "signet_bench/learn/samples.py:load_samples",
-    "signet_bench/store/write.py:_history",
-    "signet_bench/world/synth/persona.py:_builtin",
-    "scorer/signet_scorer/client.py:__init__",
-}
-
 
 def _parameter_counts(package: str) -> dict[str, int]:
     """Every function's named parameters (positional and keyword-only; not self, cls, *args or
@@ -68,12 +53,9 @@ def _parameter_counts(package: str) -> dict[str, int]:
 
 def test_no_function_takes_more_than_8_parameters() -> None:
     counts = {**_parameter_counts("signet_bench"), **_parameter_counts("scorer/signet_scorer")}
-    over = {k for k, n in counts.items() if n > MAX_PARAMETERS}
-    assert not over - OVER_THE_LIMIT, "functions over 8 parameters (pass a typed object): " + (
-        ", ".join(f"{k} ({counts[k]})" for k in sorted(over - OVER_THE_LIMIT))
-    )
-    assert not OVER_THE_LIMIT - over, "within the limit now, drop from OVER_THE_LIMIT: " + (
-        ", ".join(sorted(OVER_THE_LIMIT - over))
+    over = sorted(k for k, n in counts.items() if n > MAX_PARAMETERS)
+    assert not over, "functions over 8 parameters (pass a typed object): " + (
+        ", ".join(f"{k} ({counts[k]})" for k in over)
     )
 
 

@@ -28,8 +28,11 @@ def test_every_console_script_answers_version_with_its_distributions(script, dis
 def test_each_script_is_installed_by_its_own_distribution():
     """The hook and the sidecar come with the scorer, so settings that name them keep working
     whether the workbench is installed or not."""
-    owners = {ep.name: ep.dist.name for ep in entry_points(group="console_scripts")
-              if ep.name in SCRIPTS and ep.dist is not None}  # fmt: skip
+    owners = {
+        ep.name: ep.dist.name
+        for ep in entry_points(group="console_scripts")
+        if ep.name in SCRIPTS and ep.dist is not None
+    }
     assert owners == SCRIPTS
 
 

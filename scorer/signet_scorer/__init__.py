@@ -23,6 +23,7 @@ _HOMES = {"ScoreQuery": "query", "ScoreResult": "scorer", "Scorer": "scorer"}
 
 def __getattr__(name: str) -> object:  # `typing` stays unloaded: the hook imports this package
     if name in _HOMES:
+        # here: a name's module loads when the name is first used (start-up time)
         import importlib
 
         return getattr(importlib.import_module(f"signet_scorer.{_HOMES[name]}"), name)

@@ -28,7 +28,7 @@ from signet_scorer import jsonio
 from signet_scorer.query import ScoreQuery
 from signet_scorer.request import TrainingRequest
 
-__all__ = ["SidecarClient", "sidecar_command", "stop_process"]
+__all__ = ["SidecarClient", "Supervision", "sidecar_command", "stop_process"]
 
 STDERR_TAIL = 50
 
@@ -52,6 +52,19 @@ def stop_process(proc: subprocess.Popen[Any], grace_s: float) -> None:
         proc.wait()
 
 
+@dataclass(frozen=True, slots=True)
+class Supervision:
+    """How the client restarts a crashed sidecar: `restart_attempts` tries `restart_delay_s`
+    apart; `crash_threshold` crashes within `crash_window_s` disable it until it has been quiet
+    for `reenable_after_s`."""
+
+    restart_delay_s: float = c.RESTART_DELAY_S
+    restart_attempts: int = c.RESTART_ATTEMPTS
+    crash_threshold: int = c.CRASH_DISABLE_THRESHOLD
+    crash_window_s: float = c.CRASH_WINDOW_S
+    reenable_after_s: float = c.REENABLE_AFTER_S
+
+
 @dataclass(slots=True)
 class _Pending:
     done: threading.Event = field(default_factory=threading.Event)
@@ -67,21 +80,13 @@ class SidecarClient:
         command: Sequence[str],
         *,
         timeouts_ms: dict[str, float] | None = None,
-        restart_delay_s: float = c.RESTART_DELAY_S,
-        restart_attempts: int = c.RESTART_ATTEMPTS,
-        crash_threshold: int = c.CRASH_DISABLE_THRESHOLD,
-        crash_window_s: float = c.CRASH_WINDOW_S,
-        reenable_after_s: float = c.REENABLE_AFTER_S,
+        supervision: Supervision = Supervision(),
         clock: Callable[[], float] = time.monotonic,
         start: bool = True,
     ) -> None:
         self.command = list(command)
         self.timeouts_ms = {**c.CLIENT_TIMEOUTS_MS, **(timeouts_ms or {})}
-        self.restart_delay_s = restart_delay_s
-        self.restart_attempts = restart_attempts
-        self.crash_threshold = crash_threshold
-        self.crash_window_s = crash_window_s
-        self.reenable_after_s = reenable_after_s
+        self.supervision = supervision
         self.clock = clock
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
@@ -212,18 +217,18 @@ class SidecarClient:
             now = self.clock()
             self.counters["crashes"] += 1
             self.crash_times.append(now)
-            while self.crash_times and now - self.crash_times[0] > self.crash_window_s:
+            while self.crash_times and now - self.crash_times[0] > self.supervision.crash_window_s:
                 self.crash_times.popleft()
             self.last_error = f"the sidecar exited with code {proc.returncode}"
-            if len(self.crash_times) >= self.crash_threshold:
+            if len(self.crash_times) >= self.supervision.crash_threshold:
                 self.status_name = "disabled"
                 return
             self.status_name = "restarting"
         threading.Thread(target=self._restart, daemon=True).start()
 
     def _restart(self) -> None:
-        for _ in range(self.restart_attempts):
-            if self._closing.wait(self.restart_delay_s):
+        for _ in range(self.supervision.restart_attempts):
+            if self._closing.wait(self.supervision.restart_delay_s):
                 return
             with self._lock:
                 if self._stopping or self.status_name != "restarting":
@@ -241,7 +246,11 @@ class SidecarClient:
         """Whether calls go out now; re-enables a disabled client after the quiet period."""
         with self._lock:
             quiet = self.clock() - self.crash_times[-1] if self.crash_times else 0.0
-            if self.status_name == "disabled" and quiet and quiet >= self.reenable_after_s:
+            if (
+                self.status_name == "disabled"
+                and quiet
+                and quiet >= self.supervision.reenable_after_s
+            ):
                 self.crash_times.clear()
                 self.status_name = "stopped"
             reenable = self.status_name == "stopped" and not self._stopping
@@ -361,7 +370,9 @@ class SidecarClient:
             last_crash = self.crash_times[-1] if self.crash_times else None
             disabled_for = None
             if self.status_name == "disabled" and last_crash is not None:
-                disabled_for = max(0.0, self.reenable_after_s - (self.clock() - last_crash))
+                disabled_for = max(
+                    0.0, self.supervision.reenable_after_s - (self.clock() - last_crash)
+                )
             return {
                 "state": self.status_name,
                 "pid": proc.pid if proc is not None else None,

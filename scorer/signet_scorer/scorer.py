@@ -358,9 +358,15 @@ def _signals(
         sources = _strings_or_null(params, "candidate_sources", len(texts))
     track = _track_record(params, len(texts))
     return candidate_signals(
-        query_terms=terms, query_entities=entities, candidate_texts=texts, context=ctx,
-        embeddings=emb, has_embedding=has, sources=sources, track_record=track,
-    )  # fmt: skip
+        query_terms=terms,
+        query_entities=entities,
+        candidate_texts=texts,
+        context=ctx,
+        embeddings=emb,
+        has_embedding=has,
+        sources=sources,
+        track_record=track,
+    )
 
 
 def _tokens(

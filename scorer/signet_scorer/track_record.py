@@ -192,8 +192,14 @@ def _superseded(
         missing.append("memory_history")
     attrs: set[str] = _columns(con, "entity_attributes") if "entity_attributes" in tables else set()
     if {"memory_id", "updated_at"} <= attrs and attrs & {"status", "superseded_by"}:
-        conds = [c for c, col in (("status = 'superseded'", "status"),
-                                  ("superseded_by IS NOT NULL", "superseded_by")) if col in attrs]  # fmt: skip
+        conds = [
+            c
+            for c, col in (
+                ("status = 'superseded'", "status"),
+                ("superseded_by IS NOT NULL", "superseded_by"),
+            )
+            if col in attrs
+        ]
         sql = (
             f"SELECT memory_id FROM entity_attributes WHERE memory_id IN ({marks}) "
             f"AND updated_at IS NOT NULL AND {_TIME.format('updated_at')} < ? "

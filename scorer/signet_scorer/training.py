@@ -167,9 +167,15 @@ class TrainerOutcome:
 
 SUMMARY_FILE = "summary.json"  # the trainer's figures (`signet-bench train --summary`)
 _SUMMARY_FIELDS = (
-    "loss", "step", "samples_used", "samples_skipped", "duration_ms",
-    "canary_score_variance", "canary_topk_stability", "gate_reason",
-)  # fmt: skip
+    "loss",
+    "step",
+    "samples_used",
+    "samples_skipped",
+    "duration_ms",
+    "canary_score_variance",
+    "canary_topk_stability",
+    "gate_reason",
+)
 
 
 def read_summary(path: Path) -> dict[str, Any]:

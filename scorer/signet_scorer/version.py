@@ -11,6 +11,7 @@ DISTRIBUTION = "signet-scorer"  # scorer/pyproject.toml: the hook and the sideca
 def version_line(prog: str, distribution: str = DISTRIBUTION) -> str:
     """`PROG VERSION`, with `(DISTRIBUTION)` when the script is not named after it, or `not
     installed` in place of the version when the distribution is not (a bare checkout)."""
+    # here: importlib.metadata costs every command's start-up; only --version needs it
     from importlib.metadata import PackageNotFoundError, version
 
     try:

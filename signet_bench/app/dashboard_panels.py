@@ -58,18 +58,41 @@ TABLE_SESSIONS = 200
 # The columns of the timeline's session table, the training runs' table and the inspector's
 # injected memories.
 SESSION_COLUMNS = (
-    "n", "started_at", "project", "outcome", "margin", "confidence", "counted", "session_key",
-)  # fmt: skip
+    "n",
+    "started_at",
+    "project",
+    "outcome",
+    "margin",
+    "confidence",
+    "counted",
+    "session_key",
+)
 RUN_COLUMNS = (
-    "run", "model_version", "accepted", "served_model", "served_why", "heldout_comparator",
-    "heldout_ndcg", "heldout_bar", "heldout_served_ndcg",
-    "heldout_sessions", "heldout_method", "loss", "sample_count", "canary_ndcg",
-    "canary_topk_churn", "created_at",
-)  # fmt: skip
+    "run",
+    "model_version",
+    "accepted",
+    "served_model",
+    "served_why",
+    "heldout_comparator",
+    "heldout_ndcg",
+    "heldout_bar",
+    "heldout_served_ndcg",
+    "heldout_sessions",
+    "heldout_method",
+    "loss",
+    "sample_count",
+    "canary_ndcg",
+    "canary_topk_churn",
+    "created_at",
+)
 INJECTED_COLUMNS = (
-    "baseline_rank", "predictor_rank", "preview", "relevance_score", "fts_hit_count",
+    "baseline_rank",
+    "predictor_rank",
+    "preview",
+    "relevance_score",
+    "fts_hit_count",
     "is_constraint",
-)  # fmt: skip
+)
 
 
 FIGURES = (

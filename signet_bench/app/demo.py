@@ -37,6 +37,7 @@ import polars as pl
 
 from signet_bench.analysis.report import Row, machine_info, percentiles
 from signet_bench.config import PredictorConfig
+from signet_bench.learn.model.checkpoint import load_checkpoint, save_checkpoint
 from signet_bench.replay.lifecycle import SimReport
 from signet_bench.replay.loop import SimOptions, Simulator
 from signet_bench.replay.loop_store import LoopStore
@@ -50,8 +51,10 @@ from signet_bench.replay.trainers import (
 from signet_bench.store import sim as sim_tables
 from signet_bench.store.read import read_comparisons
 from signet_bench.store.timestamps import format_iso, parse_ts
+from signet_bench.store.workbench import open_workbench, record_bench, record_calibration
 from signet_bench.world.synth.build import build_persona_store
 from signet_bench.world.synth.truth import true_relevance
+from signet_scorer import ScoreQuery, Scorer
 from signet_scorer.workbench import SERVED_MODEL_FILE, WORKBENCH_FILE
 
 __all__ = [
@@ -184,12 +187,17 @@ class DemoProgress:
 
     def _draw_bar(self, done: int, total: int) -> None:
         if self._bar is None:
+            # here: tqdm loads only when a bar is drawn (start-up time)
             from tqdm import tqdm
 
             self._bar = tqdm(
-                total=total, initial=done, desc="demo: sessions", unit="session",
-                file=self.stream, leave=False,
-            )  # fmt: skip
+                total=total,
+                initial=done,
+                desc="demo: sessions",
+                unit="session",
+                file=self.stream,
+                leave=False,
+            )
         else:
             self._bar.set_postfix_str("", refresh=False)
             self._bar.update(done - self._bar.n)
@@ -303,8 +311,6 @@ def _break_model(store: Path, at: int) -> None:
     cosine weight change sign, so every logit does and the most relevant memory ranks last) and
     pause training; the mark in the store's bookkeeping records when and how many drift resets
     had happened before."""
-    from signet_bench.learn.model.checkpoint import load_checkpoint, save_checkpoint
-
     sim = _simulator(store)
     try:
         if sim_tables.get_sim_meta(sim.con, _BREAK_MARK) is not None:
@@ -364,15 +370,19 @@ def _scoring_latencies(onnx: Path, sim: Simulator) -> list[float]:
     """Milliseconds per `signet_scorer.Scorer.score` call of the exported model on the candidate
     pools of the sessions this stage ran and kept (after one warm-up call); calls that gave no
     scores are not counted."""
-    from signet_scorer import ScoreQuery, Scorer
-
     scorer = Scorer.open(onnx)
     pools = [
-        ScoreQuery(x.context, [str(m) for m in x.memory_ids], x.embeddings, list(x.contents),
-                   x.features, x.project_slot)
+        ScoreQuery(
+            x.context,
+            [str(m) for m in x.memory_ids],
+            x.embeddings,
+            list(x.contents),
+            x.features,
+            x.project_slot,
+        )
         for x in (sim.records[i].inputs for i in sorted(sim.records))
         if x.context is not None
-    ]  # fmt: skip
+    ]
     if not scorer.ready or not pools:
         return []
     scorer.score(pools[0])
@@ -388,8 +398,6 @@ def _scoring_latencies(onnx: Path, sim: Simulator) -> list[float]:
 
 def _record_stage(paths: DemoPaths, n: int, rows: list[Row]) -> Path:
     """A stage's report as a JSON file (docs/specification.md §12) and a workbench bench run."""
-    from signet_bench.store.workbench import open_workbench, record_bench
-
     doc = {
         "bench": DEMO_BENCH,
         "machine": machine_info(),
@@ -409,6 +417,7 @@ def _run_stage(
 ) -> tuple[SimReport, Path | None]:
     """Run (or resume) the plan up to session `n` of `horizon`; a stage that ran exports the
     model and records its benchmark report."""
+    # here: onnx loads only where a model file is written or read (start-up time)
     from signet_bench.learn.export import export_model
 
     done_before = 0
@@ -468,8 +477,6 @@ def _label_rows(sim: Simulator, horizon: int) -> list[dict]:
 
 def _write_labels(paths: DemoPaths, horizon: int) -> int:
     """The demo's calibration labels (keyed rows: writing them again changes nothing)."""
-    from signet_bench.store.workbench import open_workbench, record_calibration
-
     sim = _simulator(paths.store)
     try:
         rows = _label_rows(sim, horizon)
@@ -508,6 +515,7 @@ def run_demo(
                 written.append(doc)
                 say(f"{n} of {horizon} sessions: model exported, report {doc.name}")
         if paths.model.exists() and not paths.onnx.exists():
+            # here: onnx loads only where a model file is written or read (start-up time)
             from signet_bench.learn.export import export_model
 
             export_model(paths.model, paths.onnx)

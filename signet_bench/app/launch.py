@@ -36,6 +36,7 @@ from pathlib import Path
 
 from signet_bench.errors import UserError
 from signet_scorer.client import stop_process
+from signet_scorer.workbench import default_workbench
 
 __all__ = [
     "NOTEBOOKS",
@@ -80,8 +81,8 @@ def notebook_path(name: str) -> Path:
 def notebook_args(args: Mapping[str, object]) -> NotebookArgs:
     """The notebook's arguments from `mo.cli_args()` (keys without dashes), with the demo's
     files as defaults; a missing store is a clear error naming what to run."""
+    # here: `app` on a store of one's own starts without the demo's modules
     from signet_bench.app.demo import DEFAULT_DEMO_DIR, demo_paths
-    from signet_scorer.workbench import default_workbench
 
     raw_db = args.get("db")
     demo = demo_paths(os.environ.get("SIGNET_BENCH_DEMO_DIR", DEFAULT_DEMO_DIR))
@@ -176,6 +177,7 @@ def check_store(db: Path, workbench: Path | None) -> None:
     Signet's tables, a recorded version) and `workbench`, if given, a DuckDB file or absent;
     else the reader's UserError naming the file. The store is opened read-only and closed: the
     caller is the command, never the server, which reads it through DuckDB (docs/concepts.md §1.5)."""
+    # here: the app's server process imports this module and reads no store (start-up time)
     from signet_bench.store.read import open_readonly
     from signet_bench.store.workbench import check_workbench_file
 

@@ -101,6 +101,7 @@ def warm() -> str:
     chart of a Polars frame, a table): marimo's Markdown renderer, Altair's compiled regexes and
     schema checks and the frame conversions are built once per process, on first use, so every
     later session finds them ready. Returns the HTML rendered."""
+    # here: the server process starts before these load (start-up time)
     import datetime
 
     import altair as alt
@@ -135,6 +136,7 @@ def follow_parent() -> bool:
     """When `launch.PARENT_ENV` names this process's parent: have Linux send it a SIGTERM
     when the parent exits (prctl PR_SET_PDEATHSIG), and exit now if the parent is already
     gone. Whether the signal was set up (False elsewhere than Linux, or when not asked)."""
+    # here: the server process starts without launch's imports (start-up time)
     from signet_bench.app.launch import PARENT_ENV
 
     parent = os.environ.pop(PARENT_ENV, None)

@@ -148,6 +148,7 @@ def writer_main(
     put {'writes', 'commits': [(t, comparisons)], 'seconds', 'errors', 'counts'} on `out`."""
     result: dict[str, Any] = {"writes": 0, "commits": [], "seconds": 0.0, "errors": []}
     try:
+        # here: each role's process imports only what it runs (start-up time)
         from signet_bench.replay.lifecycle import SimReport
         from signet_bench.replay.loop import SimOptions, Simulator
 
@@ -236,6 +237,7 @@ def _reader_loop(name: str, read_once, ready: Any, done: Any, out: Any, deadline
 
 def sqlite_reader_main(path: str, ready: Any, done: Any, out: Any, deadline_s: float) -> None:
     """The library's read path: one read-only connection, each poll one read transaction."""
+    # here: each role's process imports only what it runs (start-up time)
     from signet_bench.store.read import (
         open_readonly,
         read_comparisons,
@@ -282,6 +284,7 @@ def sqlite_reader_main(path: str, ready: Any, done: Any, out: Any, deadline_s: f
 
 def duckdb_reader_main(path: str, ready: Any, done: Any, out: Any, deadline_s: float) -> None:
     """The notebooks' read path: DuckDB reading the store through its read-only views."""
+    # here: each role's process imports only what it runs (start-up time)
     from signet_bench.store.duck import connect_duckdb
 
     con = _open_reader("duckdb", connect_duckdb, path, ready, out)
@@ -465,6 +468,7 @@ def _record_readers(
 def _check_final(result: ConcurrencyResult, path: str) -> None:
     """Count the store after the run: rows lost against what the writer committed, and
     readers whose last read did not see the final counts."""
+    # here: each role's process imports only what it runs (start-up time)
     from signet_bench.store.read import open_readonly
 
     con = open_readonly(path)

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from signet_bench.analysis.report import Row
+from signet_bench.app.launch import free_port, run_command, serve
 from signet_bench.errors import UserError
 
 __all__ = [
@@ -141,15 +142,21 @@ def first_chart_rows(dashboard: Sequence[FirstChart], floor: Sequence[FirstChart
 def _floor_command(notebook: Path, port: int) -> list[str]:
     """The one-chart notebook served as the app serves the dashboard."""
     return [
-        sys.executable, "-m", "signet_bench.app.serve", "run", str(notebook), "--headless",
-        "--host", "127.0.0.1", "--port", str(port),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "signet_bench.app.serve",
+        "run",
+        str(notebook),
+        "--headless",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
 
 
 def _measure(browser, db: Path, runs: int, logs: Path) -> list[Row]:
     """The runs of `browser_rows` in the Playwright `browser`, servers' output in `logs`."""
-    from signet_bench.app.launch import free_port, run_command, serve
-
     floor = logs / "one_chart.py"
     floor.write_text(FLOOR_NOTEBOOK)
     commands = {
@@ -176,6 +183,7 @@ def browser_rows(
         logs = log_dir or Path(tmp)
         if browser is not None:
             return _measure(browser, db, runs, logs)
+        # here: Playwright is a dev extra, needed by --browser alone
         from playwright.sync_api import sync_playwright
 
         chromium = chromium_path()

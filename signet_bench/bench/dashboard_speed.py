@@ -35,9 +35,20 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import marimo as mo
 import numpy as np
 
+from signet_bench.analysis.queries import dashboard as dash
+from signet_bench.analysis.queries import drift, inspector, status, training
+from signet_bench.analysis.queries.dashboard import DRIFT_RECENT_SESSIONS
+from signet_bench.analysis.queries.sessions import projects_of, session_frame
+from signet_bench.analysis.queries.source import open_store
 from signet_bench.analysis.report import Row, percentiles
+from signet_bench.app import dashboard_panels as panels
+from signet_bench.app.dashboard_charts import project_chart
+from signet_bench.app.launch import notebook_path
+from signet_bench.app.ui import static, table
+from signet_bench.bench.dashboard_browser import browser_rows
 from signet_bench.store.scale import write_session_memories_scale
 from signet_bench.store.schema import connect_writer
 
@@ -68,13 +79,22 @@ def add_comparisons(path: Path, seed: int = 0) -> int:
         rate = 0.3 + 0.6 / (1 + np.exp(-(walk - walk.mean())))
         cmp_rows = [
             (
-                f"cmp-{i:07d}", key, float(pred[i]), float(base[i]), int(pred[i] > base[i]),
-                float(pred[i] - base[i]), float(min(1.0, max(0.1, 1 - rate[i]))),
-                int(conf is not None and conf >= 0.6), project, 77, at, float(conf or 0),
+                f"cmp-{i:07d}",
+                key,
+                float(pred[i]),
+                float(base[i]),
+                int(pred[i] > base[i]),
+                float(pred[i] - base[i]),
+                float(min(1.0, max(0.1, 1 - rate[i]))),
+                int(conf is not None and conf >= 0.6),
+                project,
+                77,
+                at,
+                float(conf or 0),
                 float(rate[i]),
             )
             for i, (key, project, at, conf) in enumerate(rows)
-        ]  # fmt: skip
+        ]
         con.execute("BEGIN")
         con.executemany(
             "INSERT INTO predictor_comparisons (id, session_key, predictor_ndcg, baseline_ndcg,"
@@ -83,10 +103,17 @@ def add_comparisons(path: Path, seed: int = 0) -> int:
             cmp_rows,
         )
         runs = [
-            (f"run-{j:05d}", j + 1, float(0.3 * math.exp(-j / 400) + rng.uniform(0, 0.05)),
-             TRAIN_EVERY * (j + 1), 900, float(rng.uniform(0.6, 0.8)), rows[i][2])
+            (
+                f"run-{j:05d}",
+                j + 1,
+                float(0.3 * math.exp(-j / 400) + rng.uniform(0, 0.05)),
+                TRAIN_EVERY * (j + 1),
+                900,
+                float(rng.uniform(0.6, 0.8)),
+                rows[i][2],
+            )
             for j, i in enumerate(range(TRAIN_EVERY - 1, n, TRAIN_EVERY))
-        ]  # fmt: skip
+        ]
         con.executemany(
             "INSERT INTO predictor_training_log (id, model_version, loss, sample_count,"
             " duration_ms, canary_ndcg, created_at) VALUES (?,?,?,?,?,?,?)",
@@ -100,8 +127,6 @@ def add_comparisons(path: Path, seed: int = 0) -> int:
 
 def _notebook(name: str) -> ModuleType:
     """A notebook file imported as a module (its `app` and `@app.function`s)."""
-    from signet_bench.app.launch import notebook_path
-
     spec = importlib.util.spec_from_file_location(f"signet_notebook_{name}", notebook_path(name))
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import notebook {name}")
@@ -112,8 +137,6 @@ def _notebook(name: str) -> ModuleType:
 
 def _html(value: Any) -> int:
     """Render an output as the browser receives it (HTML, chart specs inlined); its size."""
-    import marimo as mo
-
     return len(mo.as_html(value).text) if value is not None else 0
 
 
@@ -125,11 +148,6 @@ def _timed_ms(fn: Callable[[], object]) -> float:
 
 def _query_rows(db: Path) -> list[Row]:
     """Each load query once, on a new connection (the first render's order)."""
-    from signet_bench.analysis.queries import drift, status, training
-    from signet_bench.analysis.queries.dashboard import DRIFT_RECENT_SESSIONS
-    from signet_bench.analysis.queries.sessions import session_frame
-    from signet_bench.analysis.queries.source import open_store
-
     timings = {}
     t0 = time.perf_counter()
     con = open_store(db)
@@ -161,11 +179,6 @@ def _first_render(nb: ModuleType, db: Path) -> float:
 def _filter_change(data, projects: list[str], days) -> float:
     """What re-runs when a filter changes: the view and the panels drawn from it (the
     notebook's `dashboard_panels`), with the project slices' chart and table."""
-    from signet_bench.analysis.queries import dashboard as dash
-    from signet_bench.app import dashboard_panels as panels
-    from signet_bench.app.dashboard_charts import project_chart
-    from signet_bench.app.ui import static, table
-
     t0 = time.perf_counter()
     view = dash.dashboard_view(data, projects, *days)
     _html(panels.overview(data, view, []))
@@ -179,7 +192,6 @@ def _filter_change(data, projects: list[str], days) -> float:
 
 
 def _inspector_ms(con, data) -> list[float]:
-    from signet_bench.analysis.queries import inspector
 
     rng = np.random.default_rng(0)
     out = []
@@ -194,17 +206,20 @@ def _inspector_ms(con, data) -> list[float]:
 
 def dashboard_timings(db: Path) -> list[Row]:
     """The query, first-render, filter-change and inspector rows on the store `db`."""
-    from signet_bench.analysis.queries import dashboard as dash
-    from signet_bench.analysis.queries.sessions import projects_of
-    from signet_bench.analysis.queries.source import open_store
-
     nb = _notebook("dashboard")
     rows = _query_rows(db)
     renders = [_first_render(nb, db) for _ in range(RENDER_REPEATS)]
     rows += [
-        Row("first_render", "p50", float(np.median(renders)), "ms", n=RENDER_REPEATS, goal="<= 5000 ms"),
+        Row(
+            "first_render",
+            "p50",
+            float(np.median(renders)),
+            "ms",
+            n=RENDER_REPEATS,
+            goal="<= 5000 ms",
+        ),
         Row("first_render", "max", max(renders), "ms", n=RENDER_REPEATS, goal="<= 5000 ms"),
-    ]  # fmt: skip
+    ]
     con = open_store(db)
     try:
         data = dash.load_dashboard(con, db, None)
@@ -243,7 +258,5 @@ def dashboard_rows(*, quick: bool = False, seed: int = 0, browser: bool = False)
         rows = [Row("store_sessions", "count", summary.sessions, "sessions", n=1)]
         rows += dashboard_timings(db)
         if browser:
-            from signet_bench.bench.dashboard_browser import browser_rows
-
             rows += browser_rows(db)
         return rows

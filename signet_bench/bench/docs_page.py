@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from signet_bench.bench.quality import BUDGET_KS, SERVED_CHOICE, SIGNET_CHOICE
+from signet_bench.errors import UserError
 
 __all__ = [
     "COMMANDS",
@@ -154,6 +155,7 @@ RANKER_KINDS = ("heuristic", "learned", "experiment")
 def ranker_kind(name: str) -> str:
     """A LoCoMo row's kind: a heuristic peer, a learned variant, or an experiment (not a
     result: `bench.locomo.DIAGNOSTIC`), whatever the embedder suffix."""
+    # here: `bench report` starts without the benchmarks' modules
     from signet_bench.bench.quality_locomo import DIAGNOSTIC
 
     stem = name.removesuffix("_minilm")
@@ -164,6 +166,7 @@ def ranker_kind(name: str) -> str:
 
 def recall_chart(rows: Sequence[Mapping[str, Any]], metric: str = "recall@10"):
     """An Altair bar chart of `metric` per ranker with its interval as an error bar."""
+    # here: `bench report` starts without altair and polars until it draws
     import altair as alt
     import polars as pl
 
@@ -220,6 +223,7 @@ def _by_n_markdown(
 def quality_chart(rows: Sequence[Mapping[str, Any]]):
     """An Altair line chart of NDCG@10 against the sessions learned from, per ranker and
     persona, with 95% intervals as bands."""
+    # here: `bench report` starts without altair and polars until it draws
     import altair as alt
     import polars as pl
 
@@ -259,8 +263,11 @@ WORST_CASE_NOTES = {
 
 def _worst_seed(seeds: Sequence[Mapping[str, Any]], worst: Mapping[str, Any]) -> str:
     """`seed <s>: ` for the per-seed row that is the worst one, "" if none matches."""
-    hits = [_seed_of(r["name"]) for r in seeds
-            if r.get("n") == worst.get("n") and r["value"] == worst["value"]]  # fmt: skip
+    hits = [
+        _seed_of(r["name"])
+        for r in seeds
+        if r.get("n") == worst.get("n") and r["value"] == worst["value"]
+    ]
     return f"seed {hits[0]}: " if hits else ""
 
 
@@ -270,8 +277,13 @@ def _worst_case_markdown(rows: Sequence[Mapping[str, Any]], prefix: str) -> list
     out = []
     for name in dict.fromkeys(r["name"] for r in rows if r["metric"] == WORST_METRIC):
         short = name.removeprefix(prefix)
-        seeds = [r for r in rows if r["metric"] == "ndcg@10_delta" and _seed_of(r["name"])
-                 and r["name"].endswith("/" + short)]  # fmt: skip
+        seeds = [
+            r
+            for r in rows
+            if r["metric"] == "ndcg@10_delta"
+            and _seed_of(r["name"])
+            and r["name"].endswith("/" + short)
+        ]
         mine = {(r["metric"], int(r["n"])): r for r in rows if r["name"] == name and r.get("n")}
         ns = sorted(n for m, n in mine if m == WORST_METRIC)
         mean = [mine.get(("ndcg@10_delta", n)) for n in ns]
@@ -297,11 +309,17 @@ def _worst_case_markdown(rows: Sequence[Mapping[str, Any]], prefix: str) -> list
 def worst_case_chart(rows: Sequence[Mapping[str, Any]]):
     """An Altair line chart, per persona, of each seed's served − cosine NDCG@10 against the
     sessions learned from, with the −0.01 tolerance as a rule: the worst case at a glance."""
+    # here: `bench report` starts without altair and polars until it draws
     import altair as alt
     import polars as pl
 
-    picked = [r for r in rows if r["metric"] == "ndcg@10_delta" and _seed_of(r["name"])
-              and r["name"].endswith("/predictor_served-cosine")]  # fmt: skip
+    picked = [
+        r
+        for r in rows
+        if r["metric"] == "ndcg@10_delta"
+        and _seed_of(r["name"])
+        and r["name"].endswith("/predictor_served-cosine")
+    ]
     frame = pl.DataFrame(
         {
             "persona": [_persona_of(r["name"]) or "persona" for r in picked],
@@ -335,6 +353,7 @@ def history_chart(rows: Sequence[Mapping[str, Any]]):
     """Altair charts of one scheduled training per history size: NDCG@10 of the model it
     serves, of the model served at the smallest size and of cosine on the sessions that follow
     (95% intervals), and its wall time and peak memory, each against its goal (dashed)."""
+    # here: `bench report` starts without altair and polars until it draws
     import altair as alt
     import polars as pl
 
@@ -484,8 +503,7 @@ def _graph_route_markdown(rows: Sequence[Mapping[str, Any]], prefix: str) -> lis
     return _metric_tables(rows, prefix, intro, GRAPH_METRICS)
 
 
-BUDGET_METRICS = (*(f"relevant_recall@{k}" for k in BUDGET_KS),
-                  *(f"tokens@{k}" for k in BUDGET_KS))  # fmt: skip
+BUDGET_METRICS = (*(f"relevant_recall@{k}" for k in BUDGET_KS), *(f"tokens@{k}" for k in BUDGET_KS))
 BUDGET_GOAL = {  # metric -> the heading of its table (`bench.quality.budget_rows`)
     "relevant_count": "truly relevant memories in the choice",
     "relevant_count_delta": f"served {SERVED_CHOICE} − Signet's {SIGNET_CHOICE}",
@@ -499,8 +517,9 @@ def _budget_markdown(rows: Sequence[Mapping[str, Any]], prefix: str) -> list[str
     share of the truly relevant memories in its first K and the tokens they take; then the
     served choice of 15 against Signet's own 50 in effective-score order. Nothing for a run
     that did not measure them."""
-    picked = [{**r, "name": r["name"].removeprefix(prefix)} for r in rows
-              if r["metric"] in BUDGET_METRICS]  # fmt: skip
+    picked = [
+        {**r, "name": r["name"].removeprefix(prefix)} for r in rows if r["metric"] in BUDGET_METRICS
+    ]
     if not picked:
         return []
     out = [
@@ -512,8 +531,10 @@ def _budget_markdown(rows: Sequence[Mapping[str, Any]], prefix: str) -> list[str
         )
     ]
     for n in sorted({int(r["n"]) for r in picked if r.get("n") is not None}):
-        out += [f"After {n} sessions:", pivot_markdown([r for r in picked if r.get("n") == n],
-                                                       BUDGET_METRICS)]  # fmt: skip
+        out += [
+            f"After {n} sessions:",
+            pivot_markdown([r for r in picked if r.get("n") == n], BUDGET_METRICS),
+        ]
     intro = (
         f"The budget's goal: the truly relevant memories in the served choice of "
         f"{SERVED_CHOICE} from the pool against Signet's own {SIGNET_CHOICE} in effective-score "
@@ -621,8 +642,6 @@ def write_benchmarks_doc(results_dir: str | Path, out: str | Path) -> Path:
     """Write `out` (Markdown) and its charts (PNG, in `<out stem>/` beside it)."""
     docs = load_results(results_dir)
     if not docs:
-        from signet_bench.errors import UserError
-
         raise UserError(f"{results_dir}: no benchmark JSON (run `signet-bench bench ... --json`)")
     page = Path(out)
     img_dir = page.parent / page.stem

@@ -37,6 +37,7 @@ more). Python's start alone takes some 20 ms of the 50 ms goal.
 
 from __future__ import annotations
 
+import compileall
 import json
 import logging
 import os
@@ -52,11 +53,19 @@ from typing import Any
 
 import numpy as np
 
+import signet_scorer
 from signet_bench.analysis.report import Row, percentiles
 from signet_bench.bench.signet_standin import signet_answer, write_standin
 from signet_bench.daemon.ranking.baseline import age_days, effective_score
+from signet_bench.learn.export import convert_model
+from signet_bench.replay.loop import SimOptions, simulate
+from signet_bench.replay.trainers import model_dir, model_path
 from signet_bench.store.read import open_readonly
 from signet_bench.store.timestamps import parse_ts
+from signet_bench.world.synth.build import build_persona_store
+from signet_scorer.hook.cli import serve_argv
+from signet_scorer.hook.config import parse_command
+from signet_scorer.hook.resident_link import resident_status, start_detached, stop_resident
 from signet_scorer.workbench import SERVED_MODEL_FILE
 
 __all__ = ["hook_rows", "memory_date", "store_answer", "store_memories"]
@@ -102,10 +111,14 @@ def store_memories(
     live.sort(key=lambda i: (bool(project) and rows[i][6] != project, -eff[i], rows[i][0]))
     keys = ("id", "content", "type", "importance", "created_at")
     return [
-        {**dict(zip(keys, rows[i][:5], strict=True)), "date": memory_date(rows[i][4]),
-         "tags": rows[i][7], "effective_score": float(eff[i])}
+        {
+            **dict(zip(keys, rows[i][:5], strict=True)),
+            "date": memory_date(rows[i][4]),
+            "tags": rows[i][7],
+            "effective_score": float(eff[i]),
+        }
         for i in live[:limit]
-    ]  # fmt: skip
+    ]
 
 
 def store_answer(db: str | Path, project: str | None, now: datetime, limit: int) -> dict[str, Any]:
@@ -117,11 +130,6 @@ def _trained_store(tmp: Path, sessions: int, seed: int) -> tuple[Path, Path, dat
     """(store, exported model, the next session's start): the heavy persona (4,000
     memories) after `sessions` sessions of the simulated daemon scoring and training with the
     model, its accepted model exported to ONNX beside its workbench."""
-    from signet_bench.learn.export import convert_model
-    from signet_bench.replay.loop import SimOptions, simulate
-    from signet_bench.replay.trainers import model_dir, model_path
-    from signet_bench.world.synth.build import build_persona_store
-
     db = tmp / "memories.db"
     build_persona_store("heavy", db, seed=seed)
     report = simulate(db, sessions, SimOptions(scorer="model", seed=seed))
@@ -150,8 +158,14 @@ def _timed_run(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[floa
     return (time.perf_counter() - t0) * 1000.0, _children_cpu_ms() - cpu, done.stdout
 
 
-def _pairs(signet: list[str], hook: list[str], env: dict[str, str], n: int, tag: str,
-           after: Callable[[], object] | None = None):  # fmt: skip
+def _pairs(
+    signet: list[str],
+    hook: list[str],
+    env: dict[str, str],
+    n: int,
+    tag: str,
+    after: Callable[[], object] | None = None,
+):
     """n alternating runs of Signet's command and the hook (after WARMUP of each; `after`
     runs, untimed, after each of the hook's): their wall times, the hook's CPU time beyond
     the stand-in's, and how many of the hook's outputs differ from Signet's."""
@@ -177,9 +191,6 @@ def _rows(name: str, values: np.ndarray, goal: str | None = None) -> list[Row]:
 
 def _compile_hook() -> None:
     """Byte-compile the hook's package (`signet_scorer`), as an installation leaves it."""
-    import compileall
-
-    import signet_scorer
 
     compileall.compile_dir(Path(signet_scorer.__file__).parent, quiet=1)
 
@@ -190,17 +201,17 @@ _SCENARIOS = (
     ("rerank", True, {}, "up"),
     ("cold", True, {}, "cold"),
     ("failopen", False, {}, None),
-    ("slow", True, {"SIGNET_STANDIN_MODE": "slow", "SIGNET_STANDIN_SLEEP_S": str(SLOW_SIGNET_S)},
-     "up"),
-)  # fmt: skip
+    (
+        "slow",
+        True,
+        {"SIGNET_STANDIN_MODE": "slow", "SIGNET_STANDIN_SLEEP_S": str(SLOW_SIGNET_S)},
+        "up",
+    ),
+)
 
 
 def hook_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
     """The hook's overhead over Signet's command (module docstring)."""
-    from signet_scorer.hook.cli import serve_argv
-    from signet_scorer.hook.config import parse_command
-    from signet_scorer.hook.resident_link import start_detached, stop_resident
-
     sizes = QUICK if quick else FULL
     with tempfile.TemporaryDirectory(prefix="bench-hook-") as name:
         tmp = Path(name)
@@ -225,10 +236,13 @@ def hook_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
                 _log.info(f"bench hook: {sizes['runs']} runs, {tag} ...")
                 path = model if has_model else tmp / "absent.onnx"
                 own, wrapped, cpu, differ = _pairs(
-                    [*signet, *args], [*hook, str(path), "session-start", *args],
-                    {**env, **extra}, sizes["runs"], tag,
+                    [*signet, *args],
+                    [*hook, str(path), "session-start", *args],
+                    {**env, **extra},
+                    sizes["runs"],
+                    tag,
                     after=(lambda: stop_resident(files)) if resident == "cold" else None,
-                )  # fmt: skip
+                )
                 if resident == "up":
                     _check_served(files, 2 * (sizes["runs"] + WARMUP))
                     stop_resident(files)
@@ -241,8 +255,6 @@ def hook_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
 def _check_served(files: Any, requests: int) -> None:
     """Raise unless the resident scorer answered every session start of a scenario (a
     prepare and a ranking each): numbers of the in-process path under its name would mislead."""
-    from signet_scorer.hook.resident_link import resident_status
-
     got = resident_status(files).get("requests", 0) - 1  # this status request counts itself
     if got != requests:
         raise RuntimeError(f"the resident scorer answered {got} requests, not {requests}")

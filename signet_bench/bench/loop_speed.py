@@ -49,7 +49,20 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from signet_bench.analysis.report import Row, percentiles
+from signet_bench.bench.concurrency import run_concurrency
+from signet_bench.daemon.ranking.session_start import GraphWalk, session_start
+from signet_bench.daemon.session_query import start_query
+from signet_bench.replay.loop import SimOptions, simulate
+from signet_bench.store.corpus import read_corpus
+from signet_bench.store.graph import read_graph
+from signet_bench.store.read import open_readonly
+from signet_bench.world.synth.build import build_persona_store
+from signet_bench.world.synth.persona import get_persona
+from signet_bench.world.synth.plans import plan_sessions
+from signet_bench.world.synth.truth import load_truth
 
 _log = logging.getLogger(__name__)
 
@@ -64,6 +77,7 @@ PLAN_HORIZON = 5000  # sessions in the concurrency writer's plan (it stops at th
 def blas_threads() -> int | None:
     """BLAS threads numpy uses in this process (threadpoolctl when installed, else the env)."""
     try:
+        # optional: threadpoolctl comes with the dev extras
         from threadpoolctl import threadpool_info
 
         counts = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
@@ -80,15 +94,6 @@ def session_start_latencies(path: str | Path, n: int, seed: int = 0) -> list[flo
     store's persona, after `WARMUP` untimed calls: the loop's own call, with the store's
     knowledge graph (traversal when it has one) and each start's query terms. Only the call
     is timed; the graph is read once, as the loop reads it."""
-    import numpy as np
-
-    from signet_bench.daemon.ranking.session_start import GraphWalk, session_start
-    from signet_bench.daemon.session_query import start_query
-    from signet_bench.store.corpus import read_corpus
-    from signet_bench.store.graph import read_graph
-    from signet_bench.store.read import open_readonly
-    from signet_bench.world.synth.plans import plan_sessions
-    from signet_bench.world.synth.truth import load_truth
 
     con = open_readonly(path)
     try:
@@ -106,9 +111,12 @@ def session_start_latencies(path: str | Path, n: int, seed: int = 0) -> list[flo
         used = rng.choice(prev, size=min(len(prev), int(rng.integers(3, 11))), replace=False)
         t0 = time.perf_counter()
         res = session_start(
-            corpus, ctx.start.timestamp(), project=ctx.project, previous_used=used.tolist(),
+            corpus,
+            ctx.start.timestamp(),
+            project=ctx.project,
+            previous_used=used.tolist(),
             walk=GraphWalk(graph, terms[k]),
-        )  # fmt: skip
+        )
         ms = (time.perf_counter() - t0) * 1000.0
         if k >= WARMUP:
             out.append(ms)
@@ -173,11 +181,6 @@ def loop_rows(
     seed: int = 0,
 ) -> list[Row]:
     """Build the store, run the three measurements and return their rows."""
-    from signet_bench.bench.concurrency import run_concurrency
-    from signet_bench.replay.loop import SimOptions, simulate
-    from signet_bench.world.synth.build import build_persona_store
-    from signet_bench.world.synth.persona import get_persona
-
     sizes = QUICK if quick else FULL
     persona = get_persona(persona_name)  # UserError if unknown
     rows: list[Row] = []

@@ -176,6 +176,7 @@ from signet_scorer.features import feature_index, feature_indices
 __all__ = [
     "ABLATIONS",
     "HeldOut",
+    "Judging",
     "PoolRecall",
     "TopK",
     "ablate_inputs",
@@ -212,12 +213,21 @@ BOOTSTRAP = 2000
 TIME_FEATURES = SESSION_FEATURES  # time of day, weekday, month, session gap
 SUPERSEDED_FEATURE = feature_index("superseded")
 MEMORY_FEATURES = feature_indices(
-    "recency", "importance", "usage", "entity_slot", "aspect_slot", "is_constraint",
+    "recency",
+    "importance",
+    "usage",
+    "entity_slot",
+    "aspect_slot",
+    "is_constraint",
     "structural_density",
-)  # fmt: skip
+)
 STRUCTURE_FEATURES = feature_indices(
-    "entity_slot", "aspect_slot", "is_constraint", "structural_density", "is_traversal",
-)  # fmt: skip
+    "entity_slot",
+    "aspect_slot",
+    "is_constraint",
+    "structural_density",
+    "is_traversal",
+)
 ABLATED_FEATURES = {
     "time": TIME_FEATURES,
     "superseded": (SUPERSEDED_FEATURE,),
@@ -295,20 +305,28 @@ class Ablation:
 # the embedding: "query" (the learned match with the context) and "prior" (a memory's own
 # worth: the gate's value weights, with the memory features that can stand in for them).
 ABLATIONS: dict[str, Ablation] = {
-    "query": Ablation("the learned query held at 0 (q_proj): only cosine matches the context",
-                      ("topic", "project")),
-    "prior": Ablation("the memory's own worth, apart from its match to the session: the gate's "
-                      "value weights held at 0 and the memory features zeroed",
-                      ("global", "recency", "importance")),
-    "context": Ablation("the context embedding zeroed: no cosine, no context in the query",
-                        ("topic", "project")),
+    "query": Ablation(
+        "the learned query held at 0 (q_proj): only cosine matches the context",
+        ("topic", "project"),
+    ),
+    "prior": Ablation(
+        "the memory's own worth, apart from its match to the session: the gate's "
+        "value weights held at 0 and the memory features zeroed",
+        ("global", "recency", "importance"),
+    ),
+    "context": Ablation(
+        "the context embedding zeroed: no cosine, no context in the query", ("topic", "project")
+    ),
     "project": Ablation("the session's project slot set to 0", ("project",)),
     "time": Ablation("the session features zeroed (time of day, weekday, month, gap)", ("time",)),
     "superseded": Ablation("the superseded feature zeroed", ("stale",)),
-    "structure": Ablation("the knowledge-graph features zeroed (entity slot, aspect slot, is "
-                          "constraint, structural density, is traversal) and their gate weights "
-                          "held at 0", ("graph",)),
-}  # fmt: skip
+    "structure": Ablation(
+        "the knowledge-graph features zeroed (entity slot, aspect slot, is "
+        "constraint, structural density, is traversal) and their gate weights "
+        "held at 0",
+        ("graph",),
+    ),
+}
 
 
 def ablation_frozen(group: str | None, params: Params) -> dict[str, np.ndarray]:
@@ -500,19 +518,33 @@ def _train(
     if len(samples) < 2:
         return None
     start = fresh_start(samples, cfg)
-    res = train_model(samples, None, cfg=cfg, epochs=EPOCHS, seed=seed,
-                      guard=Guard(previous_is_trained=False),
-                      options=TrainOptions(frozen=ablation_frozen(group, start)))  # fmt: skip
+    res = train_model(
+        samples,
+        None,
+        cfg=cfg,
+        epochs=EPOCHS,
+        seed=seed,
+        guard=Guard(previous_is_trained=False),
+        options=TrainOptions(frozen=ablation_frozen(group, start)),
+    )
     if not res.accepted:
         _log.info(f"    training (seed {seed}) rejected by gate {res.gate_reason}; its start")
     return res.params if res.accepted else start
 
 
+@dataclass(frozen=True, slots=True)
+class Judging:
+    """When a run is judged: after each of its first `checkpoints` sessions, on the `held_out`
+    sessions that follow."""
+
+    checkpoints: Sequence[int]
+    held_out: int
+
+
 def simulate_run(
     persona: str | Persona,
     seed: int,
-    checkpoints: Sequence[int],
-    held_out: int,
+    judging: Judging,
     tmp: Path,
     cfg: PredictorConfig = DEFAULT_CONFIG,
     embedder: str = "topic",
@@ -522,6 +554,7 @@ def simulate_run(
     """Build the store (`n_memories`: the persona resized), run the loop to each checkpoint,
     then on through the held-out sessions of the last; each checkpoint's pool is the
     `held_out` sessions after it."""
+    checkpoints, held_out = judging.checkpoints, judging.held_out
     label = label or (persona if isinstance(persona, str) else persona.name)
     path = tmp / f"{label}-{seed}.db"
     t0 = time.perf_counter()
@@ -656,8 +689,10 @@ def worst_seed_rows(
     `ndcg@10_delta_share_below` (the share of seeds below -WORST_TOLERANCE)."""
     rows: list[Row] = []
     for a, b in WORST_CASE:
-        per_seed = [_row(f"{prefix}seed_{r.seed}/{a}-{b}", "ndcg@10_delta", p[a] - p[b], n, r.seed)
-                    for r, p in zip(runs, per_run, strict=True)]  # fmt: skip
+        per_seed = [
+            _row(f"{prefix}seed_{r.seed}/{a}-{b}", "ndcg@10_delta", p[a] - p[b], n, r.seed)
+            for r, p in zip(runs, per_run, strict=True)
+        ]
         worst = min(per_seed, key=lambda row: row.value)
         below = sum(row.value < -WORST_TOLERANCE for row in per_seed) / len(per_seed)
         rows += per_seed + [
@@ -729,9 +764,15 @@ def truth_share_rows(runs: list[Run], prefix: str) -> list[Row]:
     for effect in EFFECTS:
         vals = [s[effect] for s in per_run]
         rows.append(
-            Row(f"{prefix}truth_share_{effect}", "variance_share", float(np.mean(vals)), "share",
-                float(min(vals)), float(max(vals)))
-        )  # fmt: skip
+            Row(
+                f"{prefix}truth_share_{effect}",
+                "variance_share",
+                float(np.mean(vals)),
+                "share",
+                float(min(vals)),
+                float(max(vals)),
+            )
+        )
     _log.info(
         "  truth variance shares: "
         + ", ".join(f"{r.name.split('_')[-1]} {r.value:.3f}" for r in rows)
@@ -805,9 +846,12 @@ def _seeded_drop_rows(
     """`_drop_rows` of the sessions of every seed pooled, then of each seed's."""
     first = next(iter(full))
     rows = _drop_rows(
-        f"{prefix}{name}", np.concatenate(list(full.values())),
-        np.concatenate(list(ablated.values())), last, first,
-    )  # fmt: skip
+        f"{prefix}{name}",
+        np.concatenate(list(full.values())),
+        np.concatenate(list(ablated.values())),
+        last,
+        first,
+    )
     for s, values in full.items():
         rows += _drop_rows(f"{prefix}seed_{s}/{name}", values, ablated[s], last, s)
     return rows
@@ -874,8 +918,14 @@ def start_pool(
 ) -> np.ndarray:
     """The pre-filter pool (corpus rows, baseline order) of our session start at `start_s`,
     with the graph's traversal candidates or (`graph` None) without them."""
-    res = session_start(corpus, start_s, project=project, previous_used=previous_used,
-                        cfg=cfg, walk=GraphWalk(graph, query_terms))  # fmt: skip
+    res = session_start(
+        corpus,
+        start_s,
+        project=project,
+        previous_used=previous_used,
+        cfg=cfg,
+        walk=GraphWalk(graph, query_terms),
+    )
     return res.index
 
 
@@ -913,13 +963,20 @@ def run_pool_recalls(run: Run) -> dict[str, PoolRecall]:
         start_s = h.plan.start.timestamp()
         relevant = session_relevant(run, h)
         plain = start_pool(
-            sim.corpus, start_s, project=h.plan.project, previous_used=used.get(key, ()),
-            query_terms=h.inputs.query.terms, graph=None, cfg=sim.cfg,
-        )  # fmt: skip
+            sim.corpus,
+            start_s,
+            project=h.plan.project,
+            previous_used=used.get(key, ()),
+            query_terms=h.inputs.query.terms,
+            graph=None,
+            cfg=sim.cfg,
+        )
         run.recalls[key] = PoolRecall(
-            pool_recall(relevant, h.inputs.rows), pool_recall(relevant, plain),
-            len(h.inputs.rows), len(plain),
-        )  # fmt: skip
+            pool_recall(relevant, h.inputs.rows),
+            pool_recall(relevant, plain),
+            len(h.inputs.rows),
+            len(plain),
+        )
     return run.recalls
 
 
@@ -930,9 +987,15 @@ def _recall_rows(name: str, recalls: list[PoolRecall], n: int, seed: int) -> lis
     return [
         _row(f"{name}pool_recall_graph", "recall_top10", graph, n, seed, "share"),
         _row(f"{name}pool_recall_nograph", "recall_top10", plain, n, seed, "share"),
-        _row(f"{name}pool_recall_graph-pool_recall_nograph", "recall_top10_delta",
-             graph - plain, n, seed, "share"),
-    ]  # fmt: skip
+        _row(
+            f"{name}pool_recall_graph-pool_recall_nograph",
+            "recall_top10_delta",
+            graph - plain,
+            n,
+            seed,
+            "share",
+        ),
+    ]
 
 
 def pool_recall_rows(runs: list[Run], checkpoints: Sequence[int], prefix: str) -> list[Row]:
@@ -945,8 +1008,9 @@ def pool_recall_rows(runs: list[Run], checkpoints: Sequence[int], prefix: str) -
         return []
     rows: list[Row] = []
     for n in checkpoints:
-        per_run = {r.seed: [run_pool_recalls(r)[h.plan.session_key] for h in r.pools[n]]
-                   for r in graphed}  # fmt: skip
+        per_run = {
+            r.seed: [run_pool_recalls(r)[h.plan.session_key] for h in r.pools[n]] for r in graphed
+        }
         pooled = [x for got in per_run.values() for x in got]
         if not pooled:
             continue
@@ -976,8 +1040,9 @@ class TopK:
     tokens: np.ndarray
 
 
-def top_k(scores: Sequence[np.ndarray], held: Sequence[HeldOut], relevant: Sequence[np.ndarray],
-          k: int) -> TopK:  # fmt: skip
+def top_k(
+    scores: Sequence[np.ndarray], held: Sequence[HeldOut], relevant: Sequence[np.ndarray], k: int
+) -> TopK:
     """`TopK` of a ranker's `scores` of the `held` sessions (`relevant`: their truly relevant
     corpus rows), its first `k` by score (ties: memory id, as every ranking here)."""
     count, recall, tokens = [], [], []
@@ -1005,11 +1070,19 @@ def budget_rows(
         rel = [[session_relevant(r, h) for h in hs] for r, hs in zip(runs, held, strict=True)]
         scores = [checkpoint_scores(r, n, cfg) for r in runs]
         ks = {*BUDGET_KS, SERVED_CHOICE, SIGNET_CHOICE}
-        per_run = [{(name, k): top_k(sc[name], hs, rs, k) for name in RANKERS for k in ks}
-                   for sc, hs, rs in zip(scores, held, rel, strict=True)]  # fmt: skip
-        pooled = {key: TopK(*(np.concatenate([getattr(p[key], f) for p in per_run])
-                              for f in ("count", "recall", "tokens")))
-                  for key in per_run[0]}  # fmt: skip
+        per_run = [
+            {(name, k): top_k(sc[name], hs, rs, k) for name in RANKERS for k in ks}
+            for sc, hs, rs in zip(scores, held, rel, strict=True)
+        ]
+        pooled = {
+            key: TopK(
+                *(
+                    np.concatenate([getattr(p[key], f) for p in per_run])
+                    for f in ("count", "recall", "tokens")
+                )
+            )
+            for key in per_run[0]
+        }
         size = np.concatenate([[len(h.inputs) for h in hs] for hs in held]).astype(float)
         rows.append(Row(f"{prefix}held_out", "pool_size", float(size.mean()), "memories", n=n))
         for name in RANKERS:
@@ -1017,35 +1090,70 @@ def budget_rows(
                 got = pooled[(name, k)]
                 known = np.isfinite(got.recall)
                 if known.any():
-                    rows.append(_row(prefix + name, f"relevant_recall@{k}", got.recall[known],
-                                     n, seed, "share"))  # fmt: skip
-                rows.append(Row(prefix + name, f"tokens@{k}", float(got.tokens.mean()), "tokens",
-                                n=n))  # fmt: skip
+                    rows.append(
+                        _row(
+                            prefix + name,
+                            f"relevant_recall@{k}",
+                            got.recall[known],
+                            n,
+                            seed,
+                            "share",
+                        )
+                    )
+                rows.append(
+                    Row(prefix + name, f"tokens@{k}", float(got.tokens.mean()), "tokens", n=n)
+                )
         rows += _choice_rows(runs, per_run, pooled, n, prefix)
     return rows
 
 
-def _choice_rows(runs: list[Run], per_run: list[dict[tuple[str, int], TopK]],
-                 pooled: dict[tuple[str, int], TopK], n: int, prefix: str) -> list[Row]:  # fmt: skip
+def _choice_rows(
+    runs: list[Run],
+    per_run: list[dict[tuple[str, int], TopK]],
+    pooled: dict[tuple[str, int], TopK],
+    n: int,
+    prefix: str,
+) -> list[Row]:
     """The budget goal's rows at checkpoint `n` (`budget_rows`)."""
     signet = ("baseline", SIGNET_CHOICE)
     name_b = f"baseline@{SIGNET_CHOICE}"
-    rows = [_row(prefix + name_b, "relevant_count", pooled[signet].count, n, runs[0].seed,
-                 "memories")]  # fmt: skip
+    rows = [
+        _row(prefix + name_b, "relevant_count", pooled[signet].count, n, runs[0].seed, "memories")
+    ]
     for a in SERVED_RANKERS:
         served = (a, SERVED_CHOICE)
         name = f"{prefix}{a}@{SERVED_CHOICE}-{name_b}"
         delta = pooled[served].count - pooled[signet].count
         rows += [
-            _row(f"{prefix}{a}@{SERVED_CHOICE}", "relevant_count", pooled[served].count, n,
-                 runs[0].seed, "memories"),
+            _row(
+                f"{prefix}{a}@{SERVED_CHOICE}",
+                "relevant_count",
+                pooled[served].count,
+                n,
+                runs[0].seed,
+                "memories",
+            ),
             _row(name, "relevant_count_delta", delta, n, runs[0].seed, "memories"),
-            _row(name, "tokens_delta", pooled[served].tokens - pooled[signet].tokens, n,
-                 runs[0].seed, "tokens"),
-        ]  # fmt: skip
-        per_seed = [_row(f"{prefix}seed_{r.seed}/{a}@{SERVED_CHOICE}-{name_b}",
-                         "relevant_count_delta", p[served].count - p[signet].count, n, r.seed,
-                         "memories") for r, p in zip(runs, per_run, strict=True)]  # fmt: skip
+            _row(
+                name,
+                "tokens_delta",
+                pooled[served].tokens - pooled[signet].tokens,
+                n,
+                runs[0].seed,
+                "tokens",
+            ),
+        ]
+        per_seed = [
+            _row(
+                f"{prefix}seed_{r.seed}/{a}@{SERVED_CHOICE}-{name_b}",
+                "relevant_count_delta",
+                p[served].count - p[signet].count,
+                n,
+                r.seed,
+                "memories",
+            )
+            for r, p in zip(runs, per_run, strict=True)
+        ]
         worst = min(per_seed, key=lambda row: row.value)
         rows += [
             *per_seed,
@@ -1126,10 +1234,17 @@ def quality_rows(
         try:
             for persona in personas:
                 runs[persona] = [
-                    simulate_run(persona, s, checkpoints, held_out, tmp, cfg, embedder,
-                                 n_memories=n_memories)
+                    simulate_run(
+                        persona,
+                        s,
+                        Judging(checkpoints, held_out),
+                        tmp,
+                        cfg,
+                        embedder,
+                        n_memories=n_memories,
+                    )
                     for s in seeds
-                ]  # fmt: skip
+                ]
                 prefix = f"{persona}/" if len(personas) > 1 else ""
                 rows += persona_rows(runs[persona], checkpoints, prefix, cfg, selected, quick)
         finally:

@@ -97,6 +97,9 @@ from signet_bench.daemon.ranking.baseline import (
     rank_order,
 )
 from signet_bench.daemon.ranking.fusion import ranks_from_scores, rrf_fuse
+from signet_bench.daemon.ranking.peers import peer_rankers
+from signet_bench.daemon.ranking.peers.query import for_query
+from signet_bench.daemon.ranking.peers.store_fields import read_last_accessed, read_tags
 from signet_bench.daemon.ranking.prefilter import TraversalJoin, eligible_mask, traversal_join
 from signet_bench.daemon.ranking.ranker import EffectiveScoreRanker, HybridRanker, LexicalRanker
 from signet_bench.daemon.ranking.traversal import (
@@ -112,6 +115,7 @@ from signet_bench.daemon.session_query import prompt_query
 from signet_bench.errors import UserError
 from signet_bench.learn.base import read_base, shipped_base
 from signet_bench.learn.holdout import fresh_start
+from signet_bench.learn.model.params import init_params
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.pairs import BaseModel, base_params, pair_frame, train_base, write_pairs
 from signet_bench.learn.samples import SessionSample
@@ -119,8 +123,17 @@ from signet_bench.learn.train import Guard, train_model
 from signet_bench.store.corpus import Corpus, read_corpus
 from signet_bench.store.graph import EntityGraph, read_graph
 from signet_bench.store.read import open_readonly, read_session_memories
-from signet_bench.world.locomo import CATEGORIES, Query, read_queries, relevance
+from signet_bench.world.embed import get_embedder
+from signet_bench.world.locomo import (
+    CATEGORIES,
+    Query,
+    convert_locomo,
+    load_locomo,
+    read_queries,
+    relevance,
+)
 from signet_bench.world.locomo_graph import MENTION_CONFIDENCE
+from signet_bench.world.minilm import minilm_available
 from signet_scorer.context import SessionContextVector, mean_unit
 from signet_scorer.contract import SIGNAL_NAMES
 from signet_scorer.features import SessionInfo
@@ -167,8 +180,15 @@ QUICK_EPOCHS = 3
 ORACLE_EPOCH_FACTOR = 4
 RRF_ALPHA = 0.5
 HEURISTICS = (
-    "bm25", "cosine", "signet_hybrid", "effective", "cogmem_v9", "cascade", "hybrid", "lexical",
-)  # fmt: skip
+    "bm25",
+    "cosine",
+    "signet_hybrid",
+    "effective",
+    "cogmem_v9",
+    "cascade",
+    "hybrid",
+    "lexical",
+)
 # The base model two ways: trained on the other conversations' pair exports (leave one
 # conversation out) and a given base file (`--base`; default the shipped one, which was trained on
 # the shared conversations: on those it is judged in sample).
@@ -237,9 +257,14 @@ def question_inputs(
     ctx = question_context(vector)
     context = SessionContextVector(ctx, "question" if ctx is not None else "none")
     return session_inputs(
-        corpus, rows, query.key, SessionInfo(at, "UTC", None, None), context,
-        query=prompt_query(query.question), origin=CandidateOrigin(graph=graph),
-    )  # fmt: skip
+        corpus,
+        rows,
+        query.key,
+        SessionInfo(at, "UTC", None, None),
+        context,
+        query=prompt_query(query.question),
+        origin=CandidateOrigin(graph=graph),
+    )
 
 
 def question_sample(inputs: SessionInputs, cand) -> SessionSample | None:
@@ -305,9 +330,15 @@ def traversal_pool(
     )
     eff = effective_score(corpus.importance, age, corpus.pinned, cfg)
     return traversal_join(
-        eff, eligible, corpus.ids, walked.rows, walked.score, is_constraint=cons,
-        quota=pool_quota(cfg), cfg=cfg,
-    )  # fmt: skip
+        eff,
+        eligible,
+        corpus.ids,
+        walked.rows,
+        walked.score,
+        is_constraint=cons,
+        quota=pool_quota(cfg),
+        cfg=cfg,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -478,10 +509,6 @@ def evaluate_queries(
 
 def _heuristic_scores(data: ConversationData) -> dict[str, list[np.ndarray]]:
     """Every peer ranker's scores of every question of the conversation."""
-    from signet_bench.daemon.ranking.peers import peer_rankers
-    from signet_bench.daemon.ranking.peers.query import for_query
-    from signet_bench.daemon.ranking.peers.store_fields import read_last_accessed, read_tags
-
     # A store without tags or access times gives the peers none (not empty maps): Cognitive
     # Memory v9's FSRS retention applies only where access data exists.
     tags, accessed = read_tags(data.store), read_last_accessed(data.store)
@@ -550,8 +577,6 @@ def _learned_scores(
     """The learned variants' scores of the held-out questions (None for training ones);
     `bases`: the base models' weights by row name (`BASE_LOCO` first, the fine-tuning start);
     `others`: every question-session of the other conversations."""
-    from signet_bench.learn.model.params import init_params
-
     epochs, seed, cfg = opts
     train, held = split
     own = _trainable(data, train)
@@ -810,9 +835,6 @@ def _stores(
 ) -> dict[str, list[Path]]:
     """Row-name suffix -> the stores to evaluate: the folder's stores as they are, or the JSON
     converted once per embedder ("" for wordllama, "_minilm" for MiniLM)."""
-    from signet_bench.world.embed import get_embedder
-    from signet_bench.world.locomo import convert_locomo
-
     if data.is_dir():
         stores = sorted(data.glob("*.db"))
         if not stores:
@@ -822,8 +844,6 @@ def _stores(
     for name in embedders:
         picked = None
         if samples is not None:
-            from signet_bench.world.locomo import load_locomo
-
             picked = [d["sample_id"] for d in load_locomo(data)[:samples]]
         res = convert_locomo(data, tmp / name, get_embedder(name), audit=audit, samples=picked)
         for p in res.problems:
@@ -863,7 +883,6 @@ def locomo_rows(
     """The LoCoMo quality table (see the module docstring) made as `run` says; `base`: a base
     file to judge (`learn.base.write_base`; rows `BASE_FILE`), default the shipped one (rows
     `BASE_SHIPPED`)."""
-    from signet_bench.world.minilm import minilm_available
 
     path = Path(data)
     if not path.exists():

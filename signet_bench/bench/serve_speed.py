@@ -170,9 +170,15 @@ def _inprocess_query(with_signals: bool) -> ScoreQuery:
     words = [f"term{i}" for i in range(300)] + ["Caroline", "Melanie", "deploy", "staging"]
     texts = [" ".join(rng.choice(words, size=24)) for _ in ids]
     return ScoreQuery(
-        ctx, ids, emb, texts, feats, query_terms=["deploy", "staging", "term7"],
-        query_entities=["Caroline"], candidate_sources=[f"s{i // 10}" for i in range(100)],
-    )  # fmt: skip
+        ctx,
+        ids,
+        emb,
+        texts,
+        feats,
+        query_terms=["deploy", "staging", "term7"],
+        query_entities=["Caroline"],
+        candidate_sources=[f"s{i // 10}" for i in range(100)],
+    )
 
 
 def _inprocess_rows(model: Path, n: int) -> list[Row]:
@@ -203,10 +209,14 @@ def _part_rows(scorer: Scorer, n: int) -> list[Row]:
 
     def signals() -> np.ndarray:
         return candidate_signals(
-            query_terms=query.query_terms, query_entities=query.query_entities,
-            candidate_texts=query.candidate_texts, context=query.context_embedding,
-            embeddings=emb, has_embedding=has, sources=query.candidate_sources,
-        )  # fmt: skip
+            query_terms=query.query_terms,
+            query_entities=query.query_entities,
+            candidate_texts=query.candidate_texts,
+            context=query.context_embedding,
+            embeddings=emb,
+            has_embedding=has,
+            sources=query.candidate_sources,
+        )
 
     model = scorer.model
     parts = (("signals_100x768", signals), ("graph_100x768", lambda: model.run(inputs)))

@@ -24,6 +24,7 @@ from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.store.duck import connect_duckdb, session_memory_summary
 from signet_bench.store.read import read_memories, release_line
 from signet_bench.store.scale import write_memories_scale, write_session_memories_scale
+from signet_bench.world.synth.build import build_persona_store
 
 __all__ = ["store_rows"]
 _log = logging.getLogger(__name__)
@@ -38,8 +39,6 @@ def _size_label(n: int) -> str:
 
 def _synth_heavy(out: Path, seed: int, schema: str) -> tuple[Row, Path]:
     """Time generating the heavy persona's store."""
-    from signet_bench.world.synth.build import build_persona_store
-
     t0 = time.perf_counter()
     build_persona_store("heavy", out, seed=seed, schema=schema)
     wall = time.perf_counter() - t0

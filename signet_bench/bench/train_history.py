@@ -59,12 +59,16 @@ import numpy as np
 
 from signet_bench.analysis.report import Row
 from signet_bench.bench.quality import HeldOut, held_out_session, ndcgs
-from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.config import DEFAULT_CONFIG, PredictorConfig, load_config
 from signet_bench.daemon.metrics import bootstrap_interval
 from signet_bench.daemon.ranking.ranker import CosineRanker, EffectiveScoreRanker, Ranker
+from signet_bench.learn.model.checkpoint import load_checkpoint
+from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.replay.loop import SimOptions, Simulator
 from signet_bench.replay.trainers import TrainingJob, model_dir, model_path
+from signet_bench.store.workbench import open_workbench
 from signet_bench.world.synth.build import build_persona_store
+from signet_scorer.library import TrainerOptions
 from signet_scorer.workbench import WORKBENCH_FILE
 
 __all__ = ["HISTORY", "QUICK_HISTORY", "ChildRun", "history_rows", "run_child"]
@@ -110,8 +114,9 @@ def run_child(cmd: Sequence[str], env: dict[str, str], workdir: Path) -> ChildRu
     out, err, report = (workdir / f"child.{x}" for x in ("out", "err", "json"))
     launcher = [sys.executable, "-c", LAUNCHER, str(report), *cmd]
     with out.open("w") as fo, err.open("w") as fe:
-        done = subprocess.run(launcher, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
-                              env=env, check=False)  # fmt: skip
+        done = subprocess.run(
+            launcher, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, env=env, check=False
+        )
     if done.returncode != 0 or not report.exists():
         raise RuntimeError(f"the launcher of {cmd[:3]} failed:\n{err.read_text()[-2000:]}")
     m = json.loads(report.read_text())
@@ -125,12 +130,10 @@ def _scheduled_training(
     """The training the scheduler makes due after `n` sessions, run as the sidecar runs it:
     (the child run, its `training_runs` row: epochs, duration_ms, sample_count, gate_passed,
     holdout)."""
-    from signet_bench.store.workbench import open_workbench
-    from signet_scorer.library import TrainerOptions
-
     served = model_path(sim.path).exists()
-    job = TrainingJob(sim.path, f"scheduled-{n}", sim.state, cfg, sim.opts.seed,
-                      cfg.full_training_epochs, sim.tz)  # fmt: skip
+    job = TrainingJob(
+        sim.path, f"scheduled-{n}", sim.state, cfg, sim.opts.seed, cfg.full_training_epochs, sim.tz
+    )
     # the run this child records is the workbench's newest (the runs here are sequential)
     request = job.request(served).replace(protect=served)
     out = model_dir(sim.path)
@@ -154,9 +157,6 @@ def _scheduled_training(
 
 def _served(sim: Simulator, cfg: PredictorConfig) -> Ranker:
     """What session start would rank with now: the saved model, else the baseline order."""
-    from signet_bench.learn.model.checkpoint import load_checkpoint
-    from signet_bench.learn.model.ranker import ModelRanker
-
     path = model_path(sim.path)
     return ModelRanker(load_checkpoint(path)[0], cfg) if path.exists() else EffectiveScoreRanker()
 
@@ -216,16 +216,16 @@ def history_rows(
 ) -> list[Row]:
     """One scheduled training at each history size, measured and judged (module doc).
     `config`: an agent.yaml whose `predictor:` block both the training and the judge use."""
-    from signet_bench.config import load_config
-
     cfg = load_config(config) if config else DEFAULT_CONFIG
     sizes = sorted(set(sizes or (QUICK_HISTORY if quick else HISTORY)))
     held_out = held_out or (QUICK_HELD_OUT if quick else HELD_OUT)
     if sizes[0] < 1 or held_out < 1:
         raise ValueError(f"sizes and held-out sessions must be positive: {sizes}, {held_out}")
     if any(b - a < held_out for a, b in itertools.pairwise(sizes)):
-        raise ValueError(f"sizes {sizes}: each must exceed the one before by the {held_out} "
-                         "sessions judged after it")  # fmt: skip
+        raise ValueError(
+            f"sizes {sizes}: each must exceed the one before by the {held_out} "
+            "sessions judged after it"
+        )
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="signet-bench-train-history-") as tmp:
         path = Path(tmp) / f"{persona}-{seed}.db"

@@ -187,6 +187,7 @@ def _rss_mib() -> float:
 
 def _child(n_sessions: int, epochs: int, seed: int) -> dict:
     """The measured run (in a fresh process): build, warm up, train once, time single steps."""
+    # here: the measured process's peak memory counts only what it runs
     from signet_bench.learn.model.optim import Adam
     from signet_bench.learn.model.params import init_params
     from signet_bench.learn.model.scorer import loss_and_grads
@@ -292,6 +293,7 @@ def train_rows(
     training per history size (`bench.train_history`); the rows (progress goes to `log`)."""
     rows = _synthetic_rows(quick=quick, seed=seed)
     if history:
+        # here: the measured process imports this module; its peak memory counts only what it runs
         from signet_bench.bench.train_history import history_rows
 
         _log.info("bench train over history: heavy persona, one scheduled training per size ...")

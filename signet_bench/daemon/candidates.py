@@ -132,12 +132,15 @@ def _signals(
 ) -> np.ndarray:
     """The candidates' signals over the pool `rows` (`signet_scorer.signals.candidate_signals`)."""
     return candidate_signals(
-        query_terms=query.terms, query_entities=query.entities, candidate_texts=contents,
-        context=context, embeddings=corpus.embeddings[rows],
+        query_terms=query.terms,
+        query_entities=query.entities,
+        candidate_texts=contents,
+        context=context,
+        embeddings=corpus.embeddings[rows],
         has_embedding=corpus.has_embedding[rows],
         sources=None if all(x is None for x in sources) else list(sources),
         track_record=track_record,
-    )  # fmt: skip
+    )
 
 
 def _graph(

@@ -42,11 +42,12 @@ import polars as pl
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.errors import UserError
+from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
 from signet_bench.learn.model.loss import listwise_loss, temperatures
 from signet_bench.learn.model.optim import Adam
 from signet_bench.learn.model.params import COSINE_WEIGHT_INIT, init_params
-from signet_bench.learn.samples import SessionSample
-from signet_scorer.contract import FEATURE_NAMES, SIGNAL_NAMES
+from signet_bench.learn.samples import SessionSample, load_samples
+from signet_scorer.contract import FEATURE_NAMES, FEATURE_SPEC, SIGNAL_NAMES, feature_spec_hash
 from signet_scorer.workbench import CHECKPOINT_FILE
 
 __all__ = [
@@ -121,8 +122,6 @@ def export_pairs(
     db: str | Path, out: str | Path, *, tz: str = "UTC", cfg: PredictorConfig = DEFAULT_CONFIG
 ) -> int:
     """Write a store's training pairs (its trainable sessions) to `out`; the number of rows."""
-    from signet_bench.learn.samples import load_samples
-
     samples, _ = load_samples(db, tz=tz, cfg=cfg)
     frame = pair_frame(samples)
     write_pairs(frame, out)
@@ -283,9 +282,6 @@ def save_base(
     base: BaseModel, out_dir: str | Path, native_dim: int, cfg: PredictorConfig = DEFAULT_CONFIG
 ) -> Path:
     """The base as `out_dir/model.sbm`, flagged a pretrained base (docs/specification.md §6.3)."""
-    from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
-    from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
-
     meta = CheckpointMeta.from_config(
         cfg,
         native_dim,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,7 +19,7 @@ from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.errors import UserError
 from signet_bench.learn.base import shipped_base_params
 from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
-from signet_bench.learn.samples import SessionSample
+from signet_bench.learn.samples import Selection, SessionSample, load_samples
 from signet_bench.learn.serving import served_base
 from signet_bench.learn.train import (
     Guard,
@@ -28,8 +29,13 @@ from signet_bench.learn.train import (
     incremental_split,
     train_model,
 )
-from signet_bench.store.corpus import Corpus
+from signet_bench.store.corpus import Corpus, read_corpus
+from signet_bench.store.hook_log import hook_log_path
+from signet_bench.store.timestamps import format_iso
+from signet_bench.store.workbench import open_workbench, record_model, record_training_run
+from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
 from signet_scorer.request import RequestError, TrainingRequest
+from signet_scorer.timestamps import local_tz
 from signet_scorer.workbench import CHECKPOINT_FILE, WORKBENCH_FILE
 
 __all__ = [
@@ -83,14 +89,21 @@ def holdout_record(result: TrainResult) -> dict[str, object]:
     d = result.holdout
     assert d is not None
     return {
-        "method": d.method, "sessions": d.sessions, "candidate": d.candidate,
-        "served": d.served, "heuristics": d.heuristics, "comparator": d.comparator,
-        "bar": d.bar, "accepted": d.accepted, "best_epoch": result.best_epoch,
+        "method": d.method,
+        "sessions": d.sessions,
+        "candidate": d.candidate,
+        "served": d.served,
+        "heuristics": d.heuristics,
+        "comparator": d.comparator,
+        "bar": d.bar,
+        "accepted": d.accepted,
+        "best_epoch": result.best_epoch,
         # +-Infinity (a lead alike on every session) is kept; JSON's NaN is not
         "lead_evidence": None if math.isnan(d.lead_evidence) else d.lead_evidence,
-        "evidence_needed": d.evidence_needed, "demoted_to": d.demoted_to,
+        "evidence_needed": d.evidence_needed,
+        "demoted_to": d.demoted_to,
         "serving": None if result.serving is None else result.serving.record(),
-    }  # fmt: skip
+    }
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -101,8 +114,6 @@ def _hook_workbench(out_dir: Path) -> Path | None:
     """The workbench whose session-start wrapper record labels a training: the one it
     publishes to when the wrapper recorded there (a hook run with `--workbench` set to it),
     else None: the store's default workbench, where the wrapper records by default."""
-    from signet_bench.store.hook_log import hook_log_path
-
     workbench = out_dir / WORKBENCH_FILE
     return workbench if hook_log_path(workbench).exists() else None
 
@@ -115,9 +126,6 @@ def _model_meta(
     is_finetuned: bool,
 ) -> CheckpointMeta:
     """An accepted model's meta: dims, feature spec, training range and metrics."""
-    from signet_bench.store.timestamps import format_iso
-    from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
-
     return CheckpointMeta.from_config(
         cfg,
         int(samples[0].context.shape[0]),
@@ -143,6 +151,7 @@ def _write_checkpoint(
 ) -> tuple[Path | None, str | None]:
     """The accepted model also written where the request asks, in its format: (path, None),
     or (None, why not) when that fails (the training stands; SGPT cannot hold every model)."""
+    # here: onnx loads only where a model file is written or read (start-up time)
     from signet_bench.learn.export import write_model_file
 
     if request.checkpoint_path is None:
@@ -171,9 +180,6 @@ def _record(
     is_finetuned: bool,
 ) -> None:
     """The run (and an accepted model) in `out_dir/workbench.duckdb`, one transaction each."""
-    from signet_bench.store.workbench import open_workbench, record_model, record_training_run
-    from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
-
     path = str(out_dir / CHECKPOINT_FILE)
     with open_workbench(out_dir / WORKBENCH_FILE) as wb:
         record_training_run(
@@ -274,9 +280,12 @@ def train_and_publish(
 
 
 def publish_base(
-    request: TrainingRequest, native_dim: int, cfg: PredictorConfig = DEFAULT_CONFIG, *,
+    request: TrainingRequest,
+    native_dim: int,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
+    *,
     run_id: str,
-) -> Published:  # fmt: skip
+) -> Published:
     """The shipped base (`learn.base`) for embeddings of `native_dim` saved as the served
     model of `request.out_dir` (and the checkpoint the request asks for, e.g. ONNX for the
     hook), with a run recording why it serves: no session has been trained on yet."""
@@ -286,11 +295,22 @@ def publish_base(
     started = datetime.now(UTC)
     base = shipped_base_params(native_dim, cfg)
     result = TrainResult(
-        accepted=True, gate_reason="base", params=base, loss_curve=(), sample_count=0,
-        canary_count=0, epochs_run=0, steps=0, duration_ms=0, canary_ndcg=math.nan,
-        canary_ndcg_before=None, canary_ndcg_delta=None, canary_score_variance=0.0,
-        canary_topk_overlap=None, serving=served_base("no-sessions"),
-    )  # fmt: skip
+        accepted=True,
+        gate_reason="base",
+        params=base,
+        loss_curve=(),
+        sample_count=0,
+        canary_count=0,
+        epochs_run=0,
+        steps=0,
+        duration_ms=0,
+        canary_ndcg=math.nan,
+        canary_ndcg_before=None,
+        canary_ndcg_delta=None,
+        canary_score_variance=0.0,
+        canary_topk_overlap=None,
+        serving=served_base("no-sessions"),
+    )
     meta = CheckpointMeta.from_config(
         cfg, native_dim, feature_spec_hash=feature_spec_hash(FEATURE_SPEC), is_pretrained_base=True
     )
@@ -298,8 +318,15 @@ def publish_base(
     saved = request.out_dir / CHECKPOINT_FILE
     save_checkpoint(saved, base, meta)
     published = Published(result, saved, *_write_checkpoint(request, base, meta))
-    _record(request.out_dir, result, run_id=run_id, store_path=str(request.db_path.resolve()),
-            started_at=started, model_path=saved, is_finetuned=False)  # fmt: skip
+    _record(
+        request.out_dir,
+        result,
+        run_id=run_id,
+        store_path=str(request.db_path.resolve()),
+        started_at=started,
+        model_path=saved,
+        is_finetuned=False,
+    )
     return published
 
 
@@ -385,8 +412,6 @@ def plan_training(
     newer sessions, mixed ~20% with the replay buffer and judged on the canary of the whole history;
     any other run trains on every sample. Either runs the request's epochs at its scale of the
     learning rate."""
-    from signet_bench.store.timestamps import format_iso
-
     run_cfg = cfg.replace(learning_rate=cfg.learning_rate * request.lr_scale)
     if request.mode != "incremental" or trained_through is None:
         return TrainingPlan(list(samples), run_cfg, request.epochs)
@@ -400,6 +425,7 @@ def plan_training(
 def _base_model(path: str | Path, dim: int) -> tuple[Params, str | None]:
     """A base model's weights (any format: own checkpoint, SGPT or ONNX) and the newest
     session it learned from."""
+    # here: onnx loads only where a model file is written or read (start-up time)
     from signet_bench.learn.export import load_model_file
 
     base, meta, _ = load_model_file(path)
@@ -428,11 +454,6 @@ def train_store(
     shipped base is put in place (`publish_base`), so a user is served from the first
     session; with a model there, too little data raises before anything is written. An
     incremental run with nothing new raises NothingToTrain."""
-    import uuid
-
-    from signet_bench.learn.samples import load_samples
-    from signet_bench.store.corpus import read_corpus
-    from signet_scorer.timestamps import local_tz
 
     if request.out_dir is None:
         raise RequestError("out_dir", "is required to train (the model and workbench go there)")
@@ -441,11 +462,10 @@ def train_store(
         request.db_path if db is None else db,
         tz=request.tz or local_tz(),
         cfg=run_cfg,
-        limit=request.limit,
         seed=request.negatives_seed,
         corpus=corpus,
         workbench=_hook_workbench(request.out_dir),
-        window=run_cfg.training_window_sessions,
+        select=Selection(limit=request.limit, window=run_cfg.training_window_sessions),
     )
     run_id = run_id or str(uuid.uuid4())
     if len(samples) < 2 and not (request.out_dir / CHECKPOINT_FILE).exists():

@@ -81,6 +81,8 @@ __all__ = [
     "LABEL_SOURCES",
     "SESSION_START_SURFACE",
     "LabelSignals",
+    "SampleRules",
+    "Selection",
     "SessionSample",
     "build_sample",
     "label_input",
@@ -160,12 +162,23 @@ class SessionSample:
         if inputs.context is None:
             raise ValueError(f"session {inputs.session_key}: a sample needs a context")
         return cls(
-            inputs.session_key, inputs.start, inputs.project, confidence, continuity,
-            inputs.memory_ids.astype(object), inputs.context, inputs.embeddings,
-            inputs.has_embedding, inputs.tokens, inputs.features, inputs.project_slot,
-            np.asarray(labels, dtype=np.float64), np.asarray(baseline_rank, dtype=np.int64),
-            inputs.signals, None if rated is None else np.asarray(rated, dtype=np.float64),
-        )  # fmt: skip
+            inputs.session_key,
+            inputs.start,
+            inputs.project,
+            confidence,
+            continuity,
+            inputs.memory_ids.astype(object),
+            inputs.context,
+            inputs.embeddings,
+            inputs.has_embedding,
+            inputs.tokens,
+            inputs.features,
+            inputs.project_slot,
+            np.asarray(labels, dtype=np.float64),
+            np.asarray(baseline_rank, dtype=np.int64),
+            inputs.signals,
+            None if rated is None else np.asarray(rated, dtype=np.float64),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,9 +267,13 @@ def label_sources(signals: LabelSignals) -> pl.DataFrame:
         for (name, where, what), (n_sessions, n_rows) in zip(LABEL_SOURCES, counts, strict=True)
     ]
     schema = {
-        "source": pl.String, "where": pl.String, "what": pl.String, "present": pl.Boolean,
-        "sessions": pl.Int64, "rows": pl.Int64,
-    }  # fmt: skip
+        "source": pl.String,
+        "where": pl.String,
+        "what": pl.String,
+        "present": pl.Boolean,
+        "sessions": pl.Int64,
+        "rows": pl.Int64,
+    }
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
@@ -412,15 +429,34 @@ def label_input(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class SampleRules:
+    """How a session becomes a sample: the store's time zone, the predictor's configuration
+    and the seed of the label sampler (`sample_rng`)."""
+
+    tz: str = "UTC"
+    cfg: PredictorConfig = DEFAULT_CONFIG
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which sessions a load keeps: the newest `limit` trainable ones, of confidence at least
+    `min_confidence` (None: the config's), reading only the newest `window` scored sessions
+    (0: all)."""
+
+    limit: int = 5000
+    min_confidence: float | None = None
+    window: int = 0
+
+
 def build_sample(
     corpus: Corpus,
     session: dict,
     cand: pl.DataFrame,
     previous: PreviousSession | None,
+    rules: SampleRules,
     *,
-    tz: str,
-    cfg: PredictorConfig = DEFAULT_CONFIG,
-    seed: int = 0,
     query: SessionQuery = NO_QUERY,
     structure: MemoryStructure | None = None,
 ) -> SessionSample | None:
@@ -431,6 +467,7 @@ def build_sample(
     `session_memories` rows; `query` its session-start query (`daemon.session_query.start_query`);
     `structure` the store's graph for rows that record no knowledge-graph columns
     (`session_graph`; None: they have none)."""
+    tz, cfg, seed = rules.tz, rules.cfg, rules.seed
     cand = cand.filter(pl.col("memory_id").is_in(list(corpus.row_of)))
     if cand.height == 0:
         return None
@@ -522,12 +559,10 @@ def load_samples(
     *,
     tz: str = "UTC",
     cfg: PredictorConfig = DEFAULT_CONFIG,
-    limit: int = 5000,
-    min_confidence: float | None = None,
     seed: int = 0,
     corpus: Corpus | None = None,
     workbench: str | Path | None = None,
-    window: int = 0,
+    select: Selection = Selection(),
 ) -> tuple[list[SessionSample], int]:
     """All trainable sessions of a store, oldest first (the newest `limit`), and how many
     scored sessions were skipped, labelled from every signal the store keeps (`LabelSignals`)
@@ -536,6 +571,7 @@ def load_samples(
     memories do not change while it runs). `window` > 0: only the newest `window` scored
     sessions are read and assembled (and counted as skipped), so a training's time and memory
     do not grow with the store; each sample is the one a full load gives."""
+    limit, min_confidence, window = select.limit, select.min_confidence, select.window
     con = store if isinstance(store, sqlite3.Connection) else open_readonly(store)
     if workbench is None and not isinstance(store, sqlite3.Connection):
         workbench = default_workbench(store)
@@ -570,9 +606,14 @@ def load_samples(
         if conf is not None and conf >= threshold:
             prev = previous[s["session_key"]]
             sample = build_sample(
-                corpus, s, by_key[s["session_key"]], prev, tz=tz, cfg=cfg, seed=seed,
-                query=jobs.query(s.get("project"), s["start"]), structure=structure,
-            )  # fmt: skip
+                corpus,
+                s,
+                by_key[s["session_key"]],
+                prev,
+                SampleRules(tz, cfg, seed),
+                query=jobs.query(s.get("project"), s["start"]),
+                structure=structure,
+            )
         if sample is None:
             skipped += 1
         else:

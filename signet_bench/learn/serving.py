@@ -133,10 +133,14 @@ class ServingChoice:
             return Gain(d["rival"], _nan_if_none(d["mean"]), _nan_if_none(d["lower"]))
 
         return cls(
-            served=data["served"], reason=data["reason"], sessions=int(data["sessions"]),
-            over_base=gain(data.get("over_base")), over_free=gain(data.get("over_free")),
-            needed=int(data.get("needed", 0)), level=float(data.get("level", LEVEL)),
-        )  # fmt: skip
+            served=data["served"],
+            reason=data["reason"],
+            sessions=int(data["sessions"]),
+            over_base=gain(data.get("over_base")),
+            over_free=gain(data.get("over_free")),
+            needed=int(data.get("needed", 0)),
+            level=float(data.get("level", LEVEL)),
+        )
 
 
 def _finite_or_none(v: Any) -> Any:

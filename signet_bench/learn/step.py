@@ -22,7 +22,12 @@ from signet_bench.errors import UserError
 from signet_bench.learn.export import load_model_file, write_model_file
 from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
 from signet_bench.learn.model.optim import Adam
-from signet_bench.learn.model.scorer import Batch, batch_from_sessions, loss_and_grads
+from signet_bench.learn.model.scorer import (
+    Batch,
+    SessionArrays,
+    batch_from_sessions,
+    loss_and_grads,
+)
 from signet_scorer import contract as c
 from signet_scorer.atomic import atomic_write
 from signet_scorer.workbench import CHECKPOINT_FILE, SERVED_MODEL_FILE
@@ -56,16 +61,16 @@ def _read_inputs(path: Path) -> dict[str, np.ndarray]:
 def step_batch(x: Mapping[str, np.ndarray]) -> Batch:
     """The one-session batch of a step's arrays (graph inputs, labels, temperature)."""
     tokens = [row[m > 0] for row, m in zip(x["token_buckets"], x["token_mask"], strict=True)]
-    return batch_from_sessions(
-        [x["context_embedding"]],
-        [x["candidate_embeddings"]],
-        [x["has_embedding"]],
-        [tokens],
-        [x["candidate_features"]],
-        [int(x["project_slot"][0])],
-        labels=[x["labels"]],
-        temperature=x["temperature"],
+    session = SessionArrays(
+        x["context_embedding"],
+        x["candidate_embeddings"],
+        x["has_embedding"],
+        tokens,
+        x["candidate_features"],
+        int(x["project_slot"][0]),
+        labels=x["labels"],
     )
+    return batch_from_sessions([session], temperature=x["temperature"])
 
 
 def _load_state(opt: Adam, state_dir: Path, meta: CheckpointMeta) -> CheckpointMeta:

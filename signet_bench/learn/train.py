@@ -37,7 +37,13 @@ from signet_bench.learn.holdout import (
 )
 from signet_bench.learn.model.optim import Adam, copy_params
 from signet_bench.learn.model.params import init_params, query_held
-from signet_bench.learn.model.scorer import Batch, batch_from_sessions, forward, loss_and_grads
+from signet_bench.learn.model.scorer import (
+    Batch,
+    SessionArrays,
+    batch_from_sessions,
+    forward,
+    loss_and_grads,
+)
 from signet_bench.learn.samples import SessionSample
 from signet_bench.learn.serving import ServingChoice, choose_served, served_base
 
@@ -98,18 +104,20 @@ def to_batch(
 ) -> Batch:
     """Sessions as one packed scorer batch (candidate mask marks the real ones, embeddings
     unpadded); float32 is the fast training path, float64 the exact one."""
-    return batch_from_sessions(
-        [s.context for s in samples],
-        [s.cand_emb for s in samples],
-        [s.has_emb for s in samples],
-        [s.tokens for s in samples],
-        [s.features for s in samples],
-        [s.project_slot for s in samples],
-        labels=[s.labels for s in samples] if with_labels else None,
-        dtype=dtype,
-        packed=True,
-        signals=[s.signals for s in samples],
-    )
+    sessions = [
+        SessionArrays(
+            s.context,
+            s.cand_emb,
+            s.has_emb,
+            s.tokens,
+            s.features,
+            s.project_slot,
+            s.signals,
+            s.labels if with_labels else None,
+        )
+        for s in samples
+    ]
+    return batch_from_sessions(sessions, dtype=dtype, packed=True)
 
 
 def split_canary(
@@ -212,8 +220,13 @@ class _Gates:
 # cosine weight itself): at their start the model ranks as its free ranker, so pulling them
 # back towards it is a prior centred on that ranker.
 PRIOR_PARAMS = (
-    "q_proj", "gate_proj", "query_project", "query_time", "cosine_weight", "signal_weights",
-)  # fmt: skip
+    "q_proj",
+    "gate_proj",
+    "query_project",
+    "query_time",
+    "cosine_weight",
+    "signal_weights",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +360,7 @@ def _run_epochs(
     steps, stopped = 0, None
     bar = None
     if how.progress:
+        # here: tqdm loads only when a bar is drawn (start-up time)
         from tqdm import tqdm
 
         bar = tqdm(total=epochs, desc="training", unit="epoch", leave=False)
@@ -474,9 +488,13 @@ class _Fit:
 
 
 def _fit(
-    start: Params, train: Sequence[SessionSample], held: Sequence[SessionSample], how: _Fit,
-    epochs: int, patience: int | None,
-) -> tuple[Params, _Epochs, _Watch | None]:  # fmt: skip
+    start: Params,
+    train: Sequence[SessionSample],
+    held: Sequence[SessionSample],
+    how: _Fit,
+    epochs: int,
+    patience: int | None,
+) -> tuple[Params, _Epochs, _Watch | None]:
     """A copy of `start` trained on `train` under the prior (each epoch within the session
     budget), watched on `held` (if any)."""
     work = copy_params(start)
@@ -484,10 +502,14 @@ def _fit(
     if watch is not None:
         watch(0, work)
     run = _run_epochs(
-        work, train, replay_buffer(train, how.cfg), replace(how, epochs=epochs),
-        prior=_Prior.for_run(start, len(train), how.cfg), watch=watch,
+        work,
+        train,
+        replay_buffer(train, how.cfg),
+        replace(how, epochs=epochs),
+        prior=_Prior.for_run(start, len(train), how.cfg),
+        watch=watch,
         budget=how.cfg.epoch_session_budget,
-    )  # fmt: skip
+    )
     return work, run, watch
 
 
@@ -518,8 +540,16 @@ def _held_out_fit(samples: Sequence[SessionSample], start: Params, how: _Fit) ->
         work, run, watch = _fit(start, train, held, how, how.epochs, cfg.holdout_patience)
         assert watch is not None and watch.best_params is not None
         best = watch.best_epoch
-        return _HeldOutFit(watch.best_params, run, plan, held, watch.per_epoch[best], best,
-                           len(train), _finite_fit(work, run))  # fmt: skip
+        return _HeldOutFit(
+            watch.best_params,
+            run,
+            plan,
+            held,
+            watch.per_epoch[best],
+            best,
+            len(train),
+            _finite_fit(work, run),
+        )
     watches, finite = [], True
     for fold in plan.folds:
         train, held = [samples[i] for i in fold.train], [samples[i] for i in fold.held]
@@ -533,8 +563,9 @@ def _held_out_fit(samples: Sequence[SessionSample], start: Params, how: _Fit) ->
     best = int(np.nanargmax(means)) if np.isfinite(means).any() else 0
     work, run, _ = _fit(start, samples, (), how, best, None)
     held = [samples[i] for i in plan.held]
-    return _HeldOutFit(work, run, plan, held, pooled[best], best, len(samples),
-                       finite and _finite_fit(work, run))  # fmt: skip
+    return _HeldOutFit(
+        work, run, plan, held, pooled[best], best, len(samples), finite and _finite_fit(work, run)
+    )
 
 
 def _finite_fit(work: Params, run: _Epochs) -> bool:
@@ -545,9 +576,13 @@ def _finite_fit(work: Params, run: _Epochs) -> bool:
 
 
 def _held_out_result(
-    fitted: _HeldOutFit, served: Params | None, cfg: PredictorConfig, t0: float, learned: bool,
+    fitted: _HeldOutFit,
+    served: Params | None,
+    cfg: PredictorConfig,
+    t0: float,
+    learned: bool,
     base: Params,
-) -> TrainResult:  # fmt: skip
+) -> TrainResult:
     """Gate the candidate into a TrainResult: a run that is not finite or scores every
     candidate alike is rejected (nothing changes); else the candidate is served only if its
     held-out gain has a lower confidence bound above 0 against `base` (the
@@ -564,9 +599,12 @@ def _held_out_result(
     served_ndcgs = session_ndcgs(held, session_probs(served, held, cfg), cfg) if fair else None
     heuristics = heuristic_ndcgs(held, cfg)
     decision = decide(
-        fitted.plan.method, fitted.ndcgs, served_ndcgs, heuristics,
+        fitted.plan.method,
+        fitted.ndcgs,
+        served_ndcgs,
+        heuristics,
         evidence=cfg.holdout_gain_evidence,
-    )  # fmt: skip
+    )
     variance = float(np.var(np.concatenate(probs))) if probs else 0.0
     base_ndcgs = session_ndcgs(held, session_probs(base, held, cfg), cfg)
     if not learned:
@@ -582,17 +620,26 @@ def _held_out_result(
     ndcg = decision.candidate if choice.per_user else float(np.mean(base_ndcgs))
     params = work if choice.per_user else base
     return TrainResult(
-        accepted=not failed, gate_reason=failed[0] if failed else "passed" if choice.per_user
-        else "base", params=None if failed else params, loss_curve=fitted.run.curve,
-        sample_count=fitted.trained_on, canary_count=len(held),
-        epochs_run=len(fitted.run.curve), steps=fitted.run.steps,
-        duration_ms=int((time.perf_counter() - t0) * 1000), canary_ndcg=ndcg,
+        accepted=not failed,
+        gate_reason=failed[0] if failed else "passed" if choice.per_user else "base",
+        params=None if failed else params,
+        loss_curve=fitted.run.curve,
+        sample_count=fitted.trained_on,
+        canary_count=len(held),
+        epochs_run=len(fitted.run.curve),
+        steps=fitted.run.steps,
+        duration_ms=int((time.perf_counter() - t0) * 1000),
+        canary_ndcg=ndcg,
         canary_ndcg_before=decision.served,
         canary_ndcg_delta=None if decision.served is None else ndcg - decision.served,
-        canary_score_variance=variance, canary_topk_overlap=None,
-        stopped_early=fitted.run.stopped, gates=gates, holdout=decision,
-        best_epoch=fitted.best_epoch, serving=None if failed else choice,
-    )  # fmt: skip
+        canary_score_variance=variance,
+        canary_topk_overlap=None,
+        stopped_early=fitted.run.stopped,
+        gates=gates,
+        holdout=decision,
+        best_epoch=fitted.best_epoch,
+        serving=None if failed else choice,
+    )
 
 
 def run_start(
@@ -669,8 +716,15 @@ def train_model(
         # too few sessions to learn from: the start is judged and served unchanged
         learned = enough_to_learn(len(samples), cfg)
         held = {} if query_learnable(len(samples), cfg) else query_held(base)
-        how = _Fit(cfg, epochs if learned else 0, batch_size, rng, lambda: time.perf_counter() - t0 > cap,
-                   progress, {**held, **(frozen or {})})  # fmt: skip
+        how = _Fit(
+            cfg,
+            epochs if learned else 0,
+            batch_size,
+            rng,
+            lambda: time.perf_counter() - t0 > cap,
+            progress,
+            {**held, **(frozen or {})},
+        )
         shipped = run_start(samples, guard.base, dim, cfg)
         fitted = _held_out_fit(samples, shipped if current is None else base, how)
         served = served if had_model else None
@@ -679,8 +733,9 @@ def train_model(
     train, canary = _train_and_canary(samples, canary, cfg)
     replay = list(replay_buffer(train, cfg) if replay is None else replay)
     before = canary_metrics(served, canary, cfg)
-    how = _Fit(cfg, epochs, batch_size, rng, lambda: time.perf_counter() - t0 > cap, progress,
-               frozen or {})  # fmt: skip
+    how = _Fit(
+        cfg, epochs, batch_size, rng, lambda: time.perf_counter() - t0 > cap, progress, frozen or {}
+    )
     run = _run_epochs(work, train, replay, how)
     fresh = current is None and reference is not None
     gate = _gate(work, canary, before, run.curve, had_model, cfg, fresh)

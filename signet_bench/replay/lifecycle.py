@@ -71,7 +71,7 @@ from signet_bench.daemon.ranking.session_start import (
 from signet_bench.daemon.ranking.traversal import Traversal, TraversalFlags
 from signet_bench.daemon.session_query import SessionQuery, start_query
 from signet_bench.errors import UserError
-from signet_bench.learn.samples import SessionSample, build_sample, scored_sessions
+from signet_bench.learn.samples import SampleRules, SessionSample, build_sample, scored_sessions
 from signet_bench.replay.loop_store import LoopStore
 from signet_bench.replay.trainers import Trainer, TrainingJob
 from signet_bench.store import sim as sim_tables
@@ -453,9 +453,13 @@ class Lifecycle:
         )
         if judged.conversation:
             w.insert_session_transcript(
-                self.con, plan.session_key, judged.conversation,
-                harness=HARNESS, project=plan.project, created_at=end_at,
-            )  # fmt: skip
+                self.con,
+                plan.session_key,
+                judged.conversation,
+                harness=HARNESS,
+                project=plan.project,
+                created_at=end_at,
+            )
         required = (
             {"harness": HARNESS, "digest": judged.reasoning, "prompt_count": n_prompts}
             if self.line == "current"
@@ -489,9 +493,13 @@ class Lifecycle:
         # the session-start query again: the transcripts done before the start are unchanged
         query = start_query(self.con, plan.project, plan.start)
         return build_sample(
-            self.corpus, session, cand, prev, tz=self.world.tz, cfg=self.cfg,
-            seed=self.opts.seed, query=query,
-        )  # fmt: skip
+            self.corpus,
+            session,
+            cand,
+            prev,
+            SampleRules(self.world.tz, self.cfg, self.opts.seed),
+            query=query,
+        )
 
     def _compare(
         self,
@@ -614,6 +622,7 @@ class Lifecycle:
             self._train(report, self.world.now)
         bar = None
         if self.opts.progress and todo:
+            # here: tqdm loads only when a bar is drawn (start-up time)
             from tqdm import tqdm
 
             bar = tqdm(total=len(todo), desc="sessions", unit="session", leave=False)

@@ -61,9 +61,12 @@ class SimOptions:
     def loop(self) -> LoopOptions:
         """The daemon's own options."""
         return LoopOptions(
-            mode=self.mode, seed=self.seed, train_epochs=self.train_epochs,
-            progress=self.progress, choice=self.choice,
-        )  # fmt: skip
+            mode=self.mode,
+            seed=self.seed,
+            train_epochs=self.train_epochs,
+            progress=self.progress,
+            choice=self.choice,
+        )
 
     def world(self, cfg: PredictorConfig) -> WorldOptions:
         """The user's, agent's and judge's options (young: inside the drift's recent window)."""

@@ -30,7 +30,11 @@ from signet_bench.daemon.candidates import SessionInputs
 from signet_bench.daemon.predictor_state import PredictorState
 from signet_bench.errors import UserError
 from signet_bench.learn.base import shipped_base_alpha
+from signet_bench.learn.model.checkpoint import load_checkpoint
+from signet_bench.learn.model.ranker import ModelRanker
+from signet_bench.learn.publish import NothingToTrain, TooLittleData, scheduled_request, train_store
 from signet_bench.replay.loop_store import LoopStore
+from signet_scorer.client import SidecarClient
 from signet_scorer.query import ScoreQuery
 from signet_scorer.signals import signal_column
 from signet_scorer.workbench import CHECKPOINT_FILE, MODEL_DIR_SUFFIX
@@ -104,8 +108,6 @@ class TrainingJob:
         last drift reset, else on every session), and protect its canary behaviour once cold
         start has exited (before, the predictor changes no injection, so there is nothing to
         protect yet)."""
-        from signet_bench.learn.publish import scheduled_request
-
         st, every = self.state, self.cfg.full_retrain_every
         fresh = every > 0 and (st.model_version + 1) % every == 0
         mode = "fresh" if fresh else "incremental" if st.trained else "finetune"
@@ -192,7 +194,6 @@ def _saved_model(store: Path) -> Params | None:
     path = model_path(store)
     if not path.exists():
         return None
-    from signet_bench.learn.model.checkpoint import load_checkpoint
 
     return load_checkpoint(path)[0]
 
@@ -232,12 +233,10 @@ class InProcessTrainer:
     def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         if self.model is None:
             return None
-        from signet_bench.learn.model.ranker import ModelRanker
 
         return ModelRanker(self.model, self.cfg).score
 
     def train(self, job: TrainingJob) -> TrainOutcome | None:
-        from signet_bench.learn.publish import NothingToTrain, TooLittleData, train_store
 
         request = job.request(served=self.model is not None)
         store = self.store
@@ -279,7 +278,6 @@ class SidecarTrainer:
     name = "sidecar"
 
     def __init__(self, store: LoopStore, cfg: PredictorConfig, tz: str) -> None:
-        from signet_scorer.client import SidecarClient
 
         self.path = store.path
         self.model: Params | None = _served_model(store, cfg)

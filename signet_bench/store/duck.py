@@ -40,6 +40,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import duckdb
+import duckdb_extension_sqlite_scanner as ext
 import polars as pl
 
 from signet_bench.store.errors import (
@@ -103,8 +104,6 @@ TIMESTAMP_COLUMNS: dict[str, tuple[str, ...]] = {
 
 def sqlite_extension_path() -> Path:
     """The sqlite_scanner extension file that the `duckdb-extension-sqlite-scanner` wheel ships."""
-    import duckdb_extension_sqlite_scanner as ext
-
     root = Path(ext.__file__).parent
     found = sorted(root.glob("extensions/v*/sqlite_scanner.duckdb_extension"))
     if not found:

@@ -141,57 +141,87 @@ def dependency_table(con: sqlite3.Connection) -> str:
 
 def _entity(e: Entity) -> dict[str, Any]:
     return {
-        "id": e.id, "name": e.name, "entity_type": e.entity_type, "description": e.description,
-        "created_at": format_iso(e.created_at), "updated_at": format_iso(e.updated_at),
-        "canonical_name": e.canonical_name, "mentions": e.mentions, "pinned": int(e.pinned),
+        "id": e.id,
+        "name": e.name,
+        "entity_type": e.entity_type,
+        "description": e.description,
+        "created_at": format_iso(e.created_at),
+        "updated_at": format_iso(e.updated_at),
+        "canonical_name": e.canonical_name,
+        "mentions": e.mentions,
+        "pinned": int(e.pinned),
         "pinned_at": format_iso(e.created_at) if e.pinned else None,
-    }  # fmt: skip
+    }
 
 
 def _aspect(a: Aspect) -> dict[str, Any]:
     return {
-        "id": a.id, "entity_id": a.entity_id, "name": a.name, "canonical_name": a.canonical_name,
-        "weight": a.weight, "created_at": format_iso(a.created_at),
+        "id": a.id,
+        "entity_id": a.entity_id,
+        "name": a.name,
+        "canonical_name": a.canonical_name,
+        "weight": a.weight,
+        "created_at": format_iso(a.created_at),
         "updated_at": format_iso(a.updated_at),
-    }  # fmt: skip
+    }
 
 
 def _attribute(a: Attribute) -> dict[str, Any]:
     return {
-        "id": a.id, "aspect_id": a.aspect_id, "memory_id": a.memory_id, "kind": a.kind,
-        "content": a.content, "normalized_content": normalized_content(a.content),
-        "confidence": a.confidence, "importance": a.importance, "status": a.status,
-        "superseded_by": a.superseded_by, "created_at": format_iso(a.created_at),
+        "id": a.id,
+        "aspect_id": a.aspect_id,
+        "memory_id": a.memory_id,
+        "kind": a.kind,
+        "content": a.content,
+        "normalized_content": normalized_content(a.content),
+        "confidence": a.confidence,
+        "importance": a.importance,
+        "status": a.status,
+        "superseded_by": a.superseded_by,
+        "created_at": format_iso(a.created_at),
         "updated_at": format_iso(a.updated_at),
-    }  # fmt: skip
+    }
 
 
 def _mention(m: Mention) -> dict[str, Any]:
     return {
-        "memory_id": m.memory_id, "entity_id": m.entity_id, "mention_text": m.mention_text,
-        "confidence": m.confidence, "created_at": format_iso(m.created_at),
-    }  # fmt: skip
+        "memory_id": m.memory_id,
+        "entity_id": m.entity_id,
+        "mention_text": m.mention_text,
+        "confidence": m.confidence,
+        "created_at": format_iso(m.created_at),
+    }
 
 
 def _dependency(d: Dependency) -> dict[str, Any]:
     """An `entity_dependencies` row."""
     return {
-        "id": d.id, "source_entity_id": d.source_entity_id,
-        "target_entity_id": d.target_entity_id, "dependency_type": d.dependency_type,
-        "strength": d.strength, "confidence": d.confidence, "reason": d.reason,
-        "created_at": format_iso(d.created_at), "updated_at": format_iso(d.updated_at),
-    }  # fmt: skip
+        "id": d.id,
+        "source_entity_id": d.source_entity_id,
+        "target_entity_id": d.target_entity_id,
+        "dependency_type": d.dependency_type,
+        "strength": d.strength,
+        "confidence": d.confidence,
+        "reason": d.reason,
+        "created_at": format_iso(d.created_at),
+        "updated_at": format_iso(d.updated_at),
+    }
 
 
 def _relation(d: Dependency) -> dict[str, Any]:
     """A 0.58 `relations` row: the type is `relation_type`, the reason sits in `metadata`."""
     return {
-        "id": d.id, "source_entity_id": d.source_entity_id,
-        "target_entity_id": d.target_entity_id, "relation_type": d.dependency_type,
-        "strength": d.strength, "confidence": d.confidence,
-        "metadata": json.dumps({"reason": d.reason}), "mentions": d.co_occurrences,
-        "created_at": format_iso(d.created_at), "updated_at": format_iso(d.updated_at),
-    }  # fmt: skip
+        "id": d.id,
+        "source_entity_id": d.source_entity_id,
+        "target_entity_id": d.target_entity_id,
+        "relation_type": d.dependency_type,
+        "strength": d.strength,
+        "confidence": d.confidence,
+        "metadata": json.dumps({"reason": d.reason}),
+        "mentions": d.co_occurrences,
+        "created_at": format_iso(d.created_at),
+        "updated_at": format_iso(d.updated_at),
+    }
 
 
 def _insert(
@@ -217,5 +247,9 @@ def write_graph(con: sqlite3.Connection, graph: GraphRows) -> None:
         _insert(con, "entity_aspects", graph.aspects, _aspect)
         _insert(con, "entity_attributes", graph.attributes, _attribute)
         _insert(con, "memory_entity_mentions", graph.mentions, _mention)
-        _insert(con, table, graph.dependencies,
-                _dependency if table == "entity_dependencies" else _relation)  # fmt: skip
+        _insert(
+            con,
+            table,
+            graph.dependencies,
+            _dependency if table == "entity_dependencies" else _relation,
+        )

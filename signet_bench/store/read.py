@@ -931,9 +931,12 @@ def read_path_feedback(store: StoreLike, *, agent_id: str = DEFAULT_AGENT) -> pl
     created_at, id. Current Signet writes one when the agent rates a memory that has a graph
     path (MCP `memory_feedback`); a store without the table reads as an empty frame."""
     return _read_table(
-        store, "path_feedback_events", _PATH_FEEDBACK_SPEC, ["created_at", "id"],
+        store,
+        "path_feedback_events",
+        _PATH_FEEDBACK_SPEC,
+        ["created_at", "id"],
         agent_id=agent_id,
-    )  # fmt: skip
+    )
 
 
 def read_recall_events(store: StoreLike, *, agent_id: str = DEFAULT_AGENT) -> pl.DataFrame:
@@ -942,9 +945,13 @@ def read_recall_events(store: StoreLike, *, agent_id: str = DEFAULT_AGENT) -> pl
     once per context epoch, ordered by session, time and memory. A store without the table
     reads as an empty frame."""
     frame = _read_table(
-        store, "session_recall_events", _RECALL_EVENT_SPEC,
-        ["session_key", "created_at", "item_id"], agent_id=agent_id, id_col="item_id",
-    )  # fmt: skip
+        store,
+        "session_recall_events",
+        _RECALL_EVENT_SPEC,
+        ["session_key", "created_at", "item_id"],
+        agent_id=agent_id,
+        id_col="item_id",
+    )
     return frame.filter(pl.col("item_kind") == "memory")
 
 

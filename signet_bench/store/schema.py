@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from signet_bench.errors import UserError
 from signet_bench.store import schema_current
 from signet_bench.store.timestamps import format_iso
 
@@ -497,8 +498,6 @@ def new_store(
     fills it; on success the WAL is checkpointed into the file, on any failure the half-written
     store is removed, so a failed build leaves nothing behind. An existing file is refused,
     never overwritten."""
-    from signet_bench.errors import UserError
-
     p = Path(path)
     try:
         create_store(p, now=now, schema=schema)

@@ -144,32 +144,36 @@ def transaction(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         con.execute("COMMIT")
 
 
-def _history(
-    con: sqlite3.Connection,
-    memory_id: str,
-    event: str,
-    at: str,
-    *,
-    old: str | None = None,
-    new: str | None = None,
-    changed_by: str,
-    reason: str | None = None,
-    metadata: Mapping[str, Any] | None = None,
-) -> None:
+@dataclass(frozen=True, slots=True)
+class _Event:
+    """One memory_history row: `event` of `memory_id` at `at` by `changed_by`, the content
+    before (`old`) and after (`new`), why, and its metadata."""
+
+    memory_id: str
+    event: str
+    at: str
+    changed_by: str
+    old: str | None = None
+    new: str | None = None
+    reason: str | None = None
+    metadata: Mapping[str, Any] | None = None
+
+
+def _history(con: sqlite3.Connection, e: _Event) -> None:
     con.execute(
         "INSERT OR IGNORE INTO memory_history (id, memory_id, event, old_content, new_content,"
         " changed_by, reason, metadata, created_at, actor_type) VALUES (?,?,?,?,?,?,?,?,?,?)",
         (
-            _uid("history", memory_id, event, at),
-            memory_id,
-            event,
-            old,
-            new,
-            changed_by,
-            reason,
-            json.dumps(dict(metadata)) if metadata else None,
-            at,
-            "user" if changed_by == "user" else "system",
+            _uid("history", e.memory_id, e.event, e.at),
+            e.memory_id,
+            e.event,
+            e.old,
+            e.new,
+            e.changed_by,
+            e.reason,
+            json.dumps(dict(e.metadata)) if e.metadata else None,
+            e.at,
+            "user" if e.changed_by == "user" else "system",
         ),
     )
 
@@ -216,11 +220,13 @@ def insert_memories(
                 if history:
                     _history(
                         con,
-                        v[at["id"]],
-                        "created",
-                        v[at["created_at"]],
-                        new=v[at["content"]],
-                        changed_by=v[at["who"]] or "pipeline-v2",
+                        _Event(
+                            v[at["id"]],
+                            "created",
+                            v[at["created_at"]],
+                            new=v[at["content"]],
+                            changed_by=v[at["who"]] or "pipeline-v2",
+                        ),
                     )
     return added
 
@@ -380,14 +386,16 @@ def supersede_memory(
         _rewrite_content(con, memory_id, text, new_type or old["type"], stamp, changed_by)
         _history(
             con,
-            memory_id,
-            "updated",
-            stamp,
-            old=old["content"],
-            new=text,
-            changed_by=changed_by,
-            reason=reason,
-            metadata={"archive_id": archive_id, "archived_reason": "superseded"},
+            _Event(
+                memory_id,
+                "updated",
+                stamp,
+                old=old["content"],
+                new=text,
+                changed_by=changed_by,
+                reason=reason,
+                metadata={"archive_id": archive_id, "archived_reason": "superseded"},
+            ),
         )
     return True
 
@@ -417,12 +425,14 @@ def soft_delete(
         )
         _history(
             con,
-            memory_id,
-            "deleted",
-            stamp,
-            old=old["content"],
-            changed_by=changed_by,
-            reason=reason,
+            _Event(
+                memory_id,
+                "deleted",
+                stamp,
+                old=old["content"],
+                changed_by=changed_by,
+                reason=reason,
+            ),
         )
     return True
 

@@ -74,6 +74,7 @@ def _is_empty(text: str | None) -> bool:
 def _wordllama_model(dim: int) -> Any:
     """The WordLlama L2 model from the installed package's own weights (loaded once)."""
     os.environ["HF_HUB_OFFLINE"] = "1"
+    # here: only the wordllama embedder loads it (start-up time)
     import wordllama
 
     package_dir = Path(wordllama.__file__).parent

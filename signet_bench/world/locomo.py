@@ -59,7 +59,7 @@ from signet_bench.errors import UserError
 from signet_bench.store.content import content_hash, storage_content
 from signet_bench.store.graph_write import write_graph
 from signet_bench.store.schema import new_store
-from signet_bench.store.timestamps import format_iso
+from signet_bench.store.timestamps import format_iso, parse_ts
 from signet_bench.store.write import (
     CandidateRow,
     insert_embeddings,
@@ -346,9 +346,16 @@ def conversation_memories(
         mtype, imp = memory_type_importance(kind, content)
         mid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"locomo:{conv.sample_id}:{h}"))
         merged[h] = {
-            "id": mid, "kind": kind, "content": content, "session": session, "created_at": at,
-            "sources": tuple(src), "speaker": speaker, "type": mtype, "importance": imp,
-        }  # fmt: skip
+            "id": mid,
+            "kind": kind,
+            "content": content,
+            "session": session,
+            "created_at": at,
+            "sources": tuple(src),
+            "speaker": speaker,
+            "type": mtype,
+            "importance": imp,
+        }
     return [LocomoMemory(**m) for m in merged.values()]
 
 
@@ -429,9 +436,17 @@ def conversation_queries(
         answer = qa.get("answer", qa.get("adversarial_answer", ""))
         key = f"locomo:{conv.sample_id}:qa{i}"
         out.append(
-            Query(key, conv.sample_id, i, str(qa.get("question", "")), str(answer), cat,
-                  evidence, audited)
-        )  # fmt: skip
+            Query(
+                key,
+                conv.sample_id,
+                i,
+                str(qa.get("question", "")),
+                str(answer),
+                cat,
+                evidence,
+                audited,
+            )
+        )
     return out
 
 
@@ -492,16 +507,29 @@ def _record_query(
     grade = relevance([memories[i].sources for i in order], q.evidence, graded=True) / 2.0
     stamp = format_iso(at)
     rows = [
-        CandidateRow(memories[i].id, "effective", float(eff[i]), None, float(eff[i]), r,
-                     bool(grade[r] == 1.0))
+        CandidateRow(
+            memories[i].id,
+            "effective",
+            float(eff[i]),
+            None,
+            float(eff[i]),
+            r,
+            bool(grade[r] == 1.0),
+        )
         for r, i in enumerate(order.tolist())
-    ]  # fmt: skip
+    ]
     record_session_candidates(con, q.key, rows, stamp)
     write_relevance_scores(con, q.key, {memories[i].id: grade[r] for r, i in enumerate(order)})
     insert_session_score(
-        con, q.key, score=1.0, confidence=1.0, novel_context_count=0, created_at=stamp,
-        memories_recalled=len(rows), memories_used=int((grade == 1.0).sum()),
-    )  # fmt: skip
+        con,
+        q.key,
+        score=1.0,
+        confidence=1.0,
+        novel_context_count=0,
+        created_at=stamp,
+        memories_recalled=len(rows),
+        memories_used=int((grade == 1.0).sum()),
+    )
 
 
 def _write_queries(con, conv, queries, question_vectors, memories) -> None:
@@ -515,10 +543,19 @@ def _write_queries(con, conv, queries, question_vectors, memories) -> None:
         eff = effective_score(imp, age_days(created, at.timestamp()), np.zeros(len(imp), bool))
         con.execute(
             "INSERT INTO locomo_queries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (q.key, q.sample_id, q.qa_index, q.question, q.answer, q.category,
-             json.dumps(list(q.evidence)), int(q.audited), format_iso(at),
-             np.asarray(vec, dtype="<f4").tobytes()),
-        )  # fmt: skip
+            (
+                q.key,
+                q.sample_id,
+                q.qa_index,
+                q.question,
+                q.answer,
+                q.category,
+                json.dumps(list(q.evidence)),
+                int(q.audited),
+                format_iso(at),
+                np.asarray(vec, dtype="<f4").tobytes(),
+            ),
+        )
         _record_query(con, q, at, memories, rank_order(eff, ids), eff)
 
 
@@ -543,8 +580,12 @@ def write_conversation_store(
     with new_store(p, now=conv.asked_at, schema=schema) as con, transaction(con):
         for ddl in _LOCOMO_DDL:
             con.execute(ddl)
-        meta = {"sample_id": conv.sample_id, "embedder": embedder.name,
-                "embedding_dim": str(embedder.dim), "asked_at": format_iso(conv.asked_at)}  # fmt: skip
+        meta = {
+            "sample_id": conv.sample_id,
+            "embedder": embedder.name,
+            "embedding_dim": str(embedder.dim),
+            "asked_at": format_iso(conv.asked_at),
+        }
         con.executemany("INSERT OR REPLACE INTO locomo_meta VALUES (?, ?)", meta.items())
         insert_memories(con, _memory_rows(memories))
         insert_embeddings(con, [m.id for m in memories], vectors, embedder.name)
@@ -604,8 +645,6 @@ def convert_locomo(
 
 def read_queries(con: sqlite3.Connection) -> list[tuple[Query, datetime, np.ndarray]]:
     """The store's queries with their time and question embedding, in QA order."""
-    from signet_bench.store.timestamps import parse_ts
-
     rows = con.execute(
         "SELECT session_key, sample_id, qa_index, question, answer, category, evidence,"
         " audited, asked_at, embedding FROM locomo_queries ORDER BY qa_index"

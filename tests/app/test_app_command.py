@@ -66,8 +66,12 @@ def test_a_bad_store_is_one_line_and_exit_2(tmp_path):
     port = str(free_port())
     for kind, path in _bad_stores(tmp_path).items():
         line = _one_line_exit_2(_app("--db", str(path), "--port", port), str(path))
-        assert {"missing": "no such file", "text": "not an SQLite", "empty": "empty file",
-                "not Signet": "not a Signet store"}[kind] in line  # fmt: skip
+        assert {
+            "missing": "no such file",
+            "text": "not an SQLite",
+            "empty": "empty file",
+            "not Signet": "not a Signet store",
+        }[kind] in line
 
 
 def test_a_bad_workbench_is_one_line_and_exit_2(store, tmp_path):
@@ -126,8 +130,10 @@ def _serving(store: Path, log: Path) -> Iterator[Served]:
     with log.open("w") as err:
         app = subprocess.Popen(
             [*APP, "--db", str(store), "--port", str(port), "--headless"],
-            stdout=subprocess.PIPE, stderr=err, text=True,
-        )  # fmt: skip
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
     try:
         assert app.stdout is not None
         for line in app.stdout:  # marimo's banner first, then the command's line

@@ -35,9 +35,13 @@ def test_setup_imports_are_the_setup_blocks_only():
     """Names of the setup block (functions in it included), in order, relative imports left
     out; a cell's own imports are not the setup's."""
     assert setup_imports(NOTEBOOK) == [
-        "json", "os.path", "collections.abc", "collections.Counter",
-        "signet_bench.no_such_module", "textwrap",
-    ]  # fmt: skip
+        "json",
+        "os.path",
+        "collections.abc",
+        "collections.Counter",
+        "signet_bench.no_such_module",
+        "textwrap",
+    ]
     assert setup_imports("import marimo\napp = marimo.App()\n") == []
 
 

@@ -70,11 +70,25 @@ def test_synthetic_quality_gets_checkpoint_columns_per_persona_and_a_curve(tmp_p
         for n, served in ((10, 0.60), (300, 0.72)):
             rows += [
                 Row(f"{persona}/cosine", "ndcg@10", 0.62, "ndcg", 0.6, 0.64, n=n),
-                Row(f"{persona}/predictor_served", "ndcg@10", served, "ndcg", served - 0.02,
-                    served + 0.02, n=n),
-                Row(f"{persona}/predictor_served-cosine", "ndcg@10_delta", served - 0.62,
-                    "ndcg", served - 0.63, served - 0.61, n=n),
-            ]  # fmt: skip
+                Row(
+                    f"{persona}/predictor_served",
+                    "ndcg@10",
+                    served,
+                    "ndcg",
+                    served - 0.02,
+                    served + 0.02,
+                    n=n,
+                ),
+                Row(
+                    f"{persona}/predictor_served-cosine",
+                    "ndcg@10_delta",
+                    served - 0.62,
+                    "ndcg",
+                    served - 0.63,
+                    served - 0.61,
+                    n=n,
+                ),
+            ]
         rows += [
             Row(f"{persona}/truth_share_global", "variance_share", 0.2, "share", 0.15, 0.25),
             Row(f"{persona}/effect_global", "ndcg@10_drop", 0.03, "ndcg", 0.01, 0.05, n=300),
@@ -126,12 +140,28 @@ def test_the_worst_seed_is_named_per_checkpoint_and_drawn_per_seed(tmp_path):
         (50, {101: 0.05, 102: 0.04, 103: 0.03}),
     ):
         runs = [SimpleNamespace(seed=s) for s in shifts]
-        per_run = [{"cosine": base, "predictor_served": base + d, "predictor_live": base + d,
-                    "fused_served": base, "served_familiar_only": base + d / 2}
-                   for d in shifts.values()]  # fmt: skip
+        per_run = [
+            {
+                "cosine": base,
+                "predictor_served": base + d,
+                "predictor_live": base + d,
+                "fused_served": base,
+                "served_familiar_only": base + d / 2,
+            }
+            for d in shifts.values()
+        ]
         mean = float(np.mean(list(shifts.values())))
-        rows.append(Row("predictor_served-cosine", "ndcg@10_delta", mean, "ndcg", mean - 0.01,
-                        mean + 0.01, n=n))  # fmt: skip
+        rows.append(
+            Row(
+                "predictor_served-cosine",
+                "ndcg@10_delta",
+                mean,
+                "ndcg",
+                mean - 0.01,
+                mean + 0.01,
+                n=n,
+            )
+        )
         rows += worst_seed_rows(runs, per_run, n, "")  # type: ignore[arg-type]
     write_report(results / "quality-unseen.json", "quality", rows)
     text = write_benchmarks_doc(results, tmp_path / "b.md").read_text()
@@ -152,10 +182,11 @@ def test_the_familiar_and_unfamiliar_projects_get_their_own_tables(tmp_path):
     rows = [
         Row("predictor_served-cosine", "ndcg@10_delta", 0.01, "ndcg", 0.0, 0.02, n=50),
         Row("predictor_served-cosine", "ndcg@10_delta_familiar", 0.05, "ndcg", 0.04, 0.06, n=50),
-        Row("predictor_served-cosine", "ndcg@10_delta_unfamiliar", -0.08, "ndcg", -0.1, -0.06,
-            n=50),
+        Row(
+            "predictor_served-cosine", "ndcg@10_delta_unfamiliar", -0.08, "ndcg", -0.1, -0.06, n=50
+        ),
         Row("held_out", "share_unfamiliar", 0.3, "share", n=50),
-    ]  # fmt: skip
+    ]
     write_report(results / "quality-unseen.json", "quality", rows)
     text = write_benchmarks_doc(results, tmp_path / "b.md").read_text()
     assert "on the others (unfamiliar)" in text
@@ -185,10 +216,17 @@ def test_training_over_history_gets_a_table_per_size_and_a_chart(tmp_path):
             Row("scheduled_training", "wall_s", wall, "s", n=n),
             Row("scheduled_training", "peak_mb", 300.0, "MB", n=n),
             Row("scheduled_training", "epochs", 50.0, "epochs", n=n),
-            Row("scheduled_training", "heldout_ndcg@10", served, "ndcg", served - 0.02,
-                served + 0.02, n=n),
+            Row(
+                "scheduled_training",
+                "heldout_ndcg@10",
+                served,
+                "ndcg",
+                served - 0.02,
+                served + 0.02,
+                n=n,
+            ),
             Row("scheduled_training", "cosine_ndcg@10", 0.65, "ndcg", 0.63, 0.67, n=n),
-        ]  # fmt: skip
+        ]
     write_report(results / "train.json", "train", rows)
     text = write_benchmarks_doc(results, tmp_path / "docs" / "benchmarks.md").read_text()
     assert "| metric | 250 sessions | 5,000 sessions |" in text
@@ -208,16 +246,37 @@ def test_the_budgets_tables_per_checkpoint_and_its_goal(tmp_path):
         for name, recall in (("cosine", 0.3), ("predictor_served", 0.4)):
             rows += [
                 Row(f"heavy/{name}", "ndcg@10", 0.6, "ndcg", 0.5, 0.7, n=n),
-                Row(f"heavy/{name}", "relevant_recall@15", recall, "share", recall - 0.1,
-                    recall + 0.1, n=n),
+                Row(
+                    f"heavy/{name}",
+                    "relevant_recall@15",
+                    recall,
+                    "share",
+                    recall - 0.1,
+                    recall + 0.1,
+                    n=n,
+                ),
                 Row(f"heavy/{name}", "tokens@15", 300.0 + n, "tokens", n=n),
-            ]  # fmt: skip
+            ]
         rows += [
-            Row("heavy/predictor_served@15-baseline@50", "relevant_count_delta", 0.8,
-                "memories", 0.5, 1.1, n=n),
-            Row("heavy/seed_900/predictor_served@15-baseline@50", "relevant_count_delta",
-                0.6, "memories", 0.2, 1.0, n=n),
-        ]  # fmt: skip
+            Row(
+                "heavy/predictor_served@15-baseline@50",
+                "relevant_count_delta",
+                0.8,
+                "memories",
+                0.5,
+                1.1,
+                n=n,
+            ),
+            Row(
+                "heavy/seed_900/predictor_served@15-baseline@50",
+                "relevant_count_delta",
+                0.6,
+                "memories",
+                0.2,
+                1.0,
+                n=n,
+            ),
+        ]
     write_report(results / "quality-unseen-heavy.json", "quality", rows)
     text = write_benchmarks_doc(results, tmp_path / "b.md").read_text()
     assert "A choice, not only an order" in text

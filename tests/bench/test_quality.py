@@ -4,6 +4,7 @@ import pytest
 from signet_bench.bench.quality import (
     ABLATIONS,
     EFFECT_MIN_SHARE,
+    Judging,
     ablate_samples,
     ablation_frozen,
     familiar_masks,
@@ -24,8 +25,14 @@ from signet_bench.world.synth.truth import EFFECTS
 
 def test_every_ablation_names_planted_effects():
     assert set(ABLATIONS) == {
-        "query", "prior", "context", "project", "time", "superseded", "structure",
-    }  # fmt: skip
+        "query",
+        "prior",
+        "context",
+        "project",
+        "time",
+        "superseded",
+        "structure",
+    }
     for ablation in ABLATIONS.values():
         assert ablation.effects and set(ablation.effects) <= set(EFFECTS)
     carried = {e for a in ABLATIONS.values() for e in a.effects}
@@ -104,8 +111,10 @@ def test_quality_rows_report_shares_curves_and_ablations_consistently():
         assert abs(delta.value - (served.value - cosine.value)) < 1e-9
         assert delta.ci_low <= delta.value <= delta.ci_high
         unfamiliar = by["held_out", "share_unfamiliar", n].value
-        split = [by.get(("predictor_served-cosine", f"ndcg@10_delta_{w}", n))
-                 for w in ("familiar", "unfamiliar")]  # fmt: skip
+        split = [
+            by.get(("predictor_served-cosine", f"ndcg@10_delta_{w}", n))
+            for w in ("familiar", "unfamiliar")
+        ]
         assert (split[0] is not None) == (unfamiliar < 1) and (split[1] is not None) == (
             unfamiliar > 0
         )
@@ -226,9 +235,13 @@ def test_familiarity_rows_split_the_paired_difference_by_the_sessions_project():
 
 def test_quality_rows_judge_at_the_checkpoints_asked_for():
     rows = quality_rows(
-        ("light",), seeds=(3,), quick=True, embedder="topic", ablations=False,
+        ("light",),
+        seeds=(3,),
+        quick=True,
+        embedder="topic",
+        ablations=False,
         checkpoints=(20, 5, 20),
-    )  # fmt: skip
+    )
     served = {r.n for r in rows if r.name == "predictor_served" and r.metric == "ndcg@10"}
     assert served == {5, 20}
     assert not any(r.name.startswith("ablation_") for r in rows)
@@ -239,7 +252,7 @@ def test_quality_rows_judge_at_the_checkpoints_asked_for():
 def test_each_checkpoint_is_judged_on_the_sessions_that_follow_it(tmp_path):
     from signet_bench.bench.quality import simulate_run
 
-    run = simulate_run("light", 3, (5, 20), 10, tmp_path, DEFAULT_CONFIG, "topic")
+    run = simulate_run("light", 3, Judging((5, 20), 10), tmp_path, DEFAULT_CONFIG, "topic")
     try:
         order = [c.session_key for c in run.sim.plan(30)]
         for n in (5, 20):
@@ -266,7 +279,7 @@ def test_the_offline_retrain_starts_and_falls_back_as_the_loop_does():
 def test_live_scores_are_what_the_loops_model_scored_at_each_session(tmp_path):
     """Each held-out session's live scores order its candidates as the model the loop had in
     place then ranked them (`predictor_rank`), and are the baseline's where none scored."""
-    run = simulate_run("light", 3, (10,), 30, tmp_path, embedder="topic")
+    run = simulate_run("light", 3, Judging((10,), 30), tmp_path, embedder="topic")
     keys = {h.plan.session_key for h in run.pools[10]}
     records = [r for r in run.sim.records.values() if r.plan.session_key in keys]
     assert len(records) == len(run.pools[10])

@@ -15,6 +15,7 @@ from signet_bench.bench.docs_page import benchmarks_markdown
 from signet_bench.bench.quality import (
     ABLATIONS,
     GRAPH_ABLATION_RETRAINS,
+    Judging,
     Run,
     ablate_samples,
     ablation_frozen,
@@ -76,9 +77,15 @@ def test_the_structure_ablation_holds_exactly_the_graph_columns_gate_weights():
     assert np.flatnonzero(mask.reshape(-1)).tolist() == [v_dim + c for c in GRAPH_COLUMNS]
     samples = _graph_featured(synthetic_samples(24, dim=16, seed=3))
     cfg = DEFAULT_CONFIG.replace(holdout_gain_evidence=0.0)  # any held-out lead is served
-    held = train_model(samples, params, cfg=cfg, epochs=3, seed=1,
-                       guard=Guard(previous_is_trained=False),
-                       options=TrainOptions(frozen={"gate_proj": mask}))  # fmt: skip
+    held = train_model(
+        samples,
+        params,
+        cfg=cfg,
+        epochs=3,
+        seed=1,
+        guard=Guard(previous_is_trained=False),
+        options=TrainOptions(frozen={"gate_proj": mask}),
+    )
     free = train_model(
         samples, params, cfg=cfg, epochs=3, seed=1, guard=Guard(previous_is_trained=False)
     )
@@ -160,9 +167,14 @@ def test_the_truly_relevant_are_the_top_k_live_ones_ties_by_id():
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     run = simulate_run(
-        "architect", 5, CHECKPOINTS, 8, tmp_path_factory.mktemp("architect"), DEFAULT_CONFIG,
-        "topic", n_memories=300,
-    )  # fmt: skip
+        "architect",
+        5,
+        Judging(CHECKPOINTS, 8),
+        tmp_path_factory.mktemp("architect"),
+        DEFAULT_CONFIG,
+        "topic",
+        n_memories=300,
+    )
     yield run
     run.sim.close()
 
@@ -179,10 +191,14 @@ def test_the_held_out_pools_are_the_session_starts_the_loop_ran(run: Run):
     used = previous_used(run.sim.con)
     for h in run.held:
         again = start_pool(
-            run.sim.corpus, h.plan.start.timestamp(), project=h.plan.project,
-            previous_used=used.get(h.plan.session_key, ()), query_terms=h.inputs.query.terms,
-            graph=run.sim.loop.graph, cfg=run.sim.cfg,
-        )  # fmt: skip
+            run.sim.corpus,
+            h.plan.start.timestamp(),
+            project=h.plan.project,
+            previous_used=used.get(h.plan.session_key, ()),
+            query_terms=h.inputs.query.terms,
+            graph=run.sim.loop.graph,
+            cfg=run.sim.cfg,
+        )
         np.testing.assert_array_equal(again, h.inputs.rows)
 
 
@@ -238,6 +254,11 @@ def test_the_page_shows_the_graph_route(rows):
     page = benchmarks_markdown({"quality-architect": doc}, "bench-results", {})
     assert "What the knowledge graph adds" in page
     assert "signet-bench bench quality --personas architect" in page
-    for name in ("pool_recall_graph", "seed_5/pool_recall_graph-pool_recall_nograph",
-                 "pool_size_nograph", "truth_share_graph", "seed_5/ablation_structure"):  # fmt: skip
+    for name in (
+        "pool_recall_graph",
+        "seed_5/pool_recall_graph-pool_recall_nograph",
+        "pool_size_nograph",
+        "truth_share_graph",
+        "seed_5/ablation_structure",
+    ):
         assert f"| {name} |" in page

@@ -35,28 +35,46 @@ from signet_bench.world.locomo import (
 
 SESSIONS = 12
 ACTIVITIES_A = (
-    "went hiking in the hills with friends", "baked bread for the neighbours",
-    "started learning to play the violin", "painted a sunset over the lake",
-    "ran a long race in the rain", "planted tomatoes in the garden",
-    "read a novel about sailors", "fixed an old bicycle", "cooked a spicy curry for dinner",
-    "visited an art museum downtown", "walked the puppy along the river last week",
-)  # fmt: skip
+    "went hiking in the hills with friends",
+    "baked bread for the neighbours",
+    "started learning to play the violin",
+    "painted a sunset over the lake",
+    "ran a long race in the rain",
+    "planted tomatoes in the garden",
+    "read a novel about sailors",
+    "fixed an old bicycle",
+    "cooked a spicy curry for dinner",
+    "visited an art museum downtown",
+    "walked the puppy along the river last week",
+)
 ACTIVITIES_B = (
-    "moved to a new apartment", "joined a pottery class", "bought a used car",
-    "learned to knit a scarf", "watched a meteor shower", "repaired the kitchen sink",
-    "sang in a choir concert", "went fishing at dawn", "adopted a vegetarian diet",
-    "built a bookshelf", "cleaned out the garage", "travelled by train to the coast",
-)  # fmt: skip
+    "moved to a new apartment",
+    "joined a pottery class",
+    "bought a used car",
+    "learned to knit a scarf",
+    "watched a meteor shower",
+    "repaired the kitchen sink",
+    "sang in a choir concert",
+    "went fishing at dawn",
+    "adopted a vegetarian diet",
+    "built a bookshelf",
+    "cleaned out the garage",
+    "travelled by train to the coast",
+)
 # (question, evidence, category): the last names the thing, its evidence the oldest memory
 # and the newest one; answerable last, so it is held out
 QUESTIONS = (
-    ("What did {b} join?", ("D2:2",), 4), ("What did {a} bake?", ("D3:1",), 4),
-    ("What did {b} buy?", ("D3:2",), 4), ("What instrument did {a} learn?", ("D4:1",), 4),
-    ("What did {a} paint?", ("D5:1",), 4), ("What did {a} plant?", ("D7:1",), 4),
-    ("What did {a} fix?", ("D9:1",), 4), ("What did {a} cook for dinner?", ("D10:1",), 4),
+    ("What did {b} join?", ("D2:2",), 4),
+    ("What did {a} bake?", ("D3:1",), 4),
+    ("What did {b} buy?", ("D3:2",), 4),
+    ("What instrument did {a} learn?", ("D4:1",), 4),
+    ("What did {a} paint?", ("D5:1",), 4),
+    ("What did {a} plant?", ("D7:1",), 4),
+    ("What did {a} fix?", ("D9:1",), 4),
+    ("What did {a} cook for dinner?", ("D10:1",), 4),
     ("What did {a} visit downtown?", ("D11:1",), 4),
     ("What kind of animal is {thing}, and where was it walked?", ("D1:1", "D12:1"), 1),
-)  # fmt: skip
+)
 
 
 def conversation(sample_id: str, a: str, b: str, thing: str) -> dict:
@@ -77,10 +95,14 @@ def conversation(sample_id: str, a: str, b: str, thing: str) -> dict:
             b: [[f"{b} {ACTIVITIES_B[n - 1]}.", f"D{n}:2"]],
         }
     qa = [
-        {"question": q.format(a=a, b=b, thing=thing), "answer": "-", "evidence": list(ev),
-         "category": cat}
+        {
+            "question": q.format(a=a, b=b, thing=thing),
+            "answer": "-",
+            "evidence": list(ev),
+            "category": cat,
+        }
         for q, ev, cat in QUESTIONS
-    ]  # fmt: skip
+    ]
     return {"sample_id": sample_id, "conversation": conv, "observation": observation, "qa": qa}
 
 
@@ -134,8 +156,10 @@ def test_questions_naming_only_speakers_keep_their_pool(hand_store):
         assert not joined.graph.is_traversal.any()
     # with the speakers focal, a question naming one walks the speaker's memories
     speakers = read_conversation(hand_store, DEFAULT_CONFIG, seed=0, speakers=True)
-    assert any(x.graph.is_traversal.any() or (x.effective_score != y.effective_score).any()
-               for x, y in zip(speakers.graph_inputs, speakers.inputs, strict=True))  # fmt: skip
+    assert any(
+        x.graph.is_traversal.any() or (x.effective_score != y.effective_score).any()
+        for x, y in zip(speakers.graph_inputs, speakers.inputs, strict=True)
+    )
 
 
 def test_the_graph_gives_every_candidate_its_structure_and_leaves_the_plain_inputs_alone(
@@ -163,9 +187,13 @@ def test_a_store_without_a_graph_gives_no_graph_inputs(hand_data, tmp_path):
     doc = json.loads(hand_data.read_text())[0]
     conv = parse_conversation(doc, [])
     store = write_conversation_store(
-        tmp_path / "plain.db", conv, conversation_memories(conv),
-        conversation_queries(conv, {}, []), get_embedder("wordllama"), graph=False,
-    )  # fmt: skip
+        tmp_path / "plain.db",
+        conv,
+        conversation_memories(conv),
+        conversation_queries(conv, {}, []),
+        get_embedder("wordllama"),
+        graph=False,
+    )
     data = read_conversation(store, DEFAULT_CONFIG, seed=0)
     assert not data.has_graph and not data.graph_inputs
 

@@ -33,9 +33,11 @@ def test_in_process_rows_time_the_score_and_its_parts(tmp_path):
     rows = {(r.name, r.metric): r for r in _inprocess_rows(model, 5)}
     names = {name for name, _ in rows}
     assert names == {
-        "score_inprocess_100x768", "score_inprocess_100x768_signals",
-        "signals_100x768", "graph_100x768",
-    }  # fmt: skip
+        "score_inprocess_100x768",
+        "score_inprocess_100x768_signals",
+        "signals_100x768",
+        "graph_100x768",
+    }
     assert all(r.value > 0 and r.unit == "ms" and r.n == 5 for r in rows.values())
     p50 = rows[("score_inprocess_100x768", "p50")].value
     assert p50 <= rows[("score_inprocess_100x768", "p99")].value

@@ -14,10 +14,21 @@ from signet_bench.analysis.report import write_report
 from signet_bench.bench.train_history import QUICK_HISTORY, history_rows, run_child
 
 METRICS = {
-    "wall_s", "peak_mb", "train_s", "epochs", "train_sessions", "gate_sessions", "gate_ndcg@10",
-    "gate_bar@10", "accepted", "heldout_ndcg@10", "cosine_ndcg@10", "heldout-cosine",
-    "first_ndcg@10", "heldout-first",
-}  # fmt: skip
+    "wall_s",
+    "peak_mb",
+    "train_s",
+    "epochs",
+    "train_sessions",
+    "gate_sessions",
+    "gate_ndcg@10",
+    "gate_bar@10",
+    "accepted",
+    "heldout_ndcg@10",
+    "cosine_ndcg@10",
+    "heldout-cosine",
+    "first_ndcg@10",
+    "heldout-first",
+}
 
 
 @pytest.fixture(scope="module")

@@ -135,9 +135,14 @@ def test_compare_pool_restricts_relevance():
     rel[13] = 1.0  # judged, not injected, outside both top-10s
     rel[0] = 0.5
     inp = ComparisonInput.build(
-        "s", ids, effective_score=eff, predictor_score=eff, relevance=rel, scorer_confidence=0.9,
+        "s",
+        ids,
+        effective_score=eff,
+        predictor_score=eff,
+        relevance=rel,
+        scorer_confidence=0.9,
         was_injected=[True] + [False] * (n - 1),
-    )  # fmt: skip
+    )
     c = compare_session(inp, alpha=1.0, success_rate=0.5)
     assert c.relevance_scores == {"m00": 0.5} and c.baseline_ndcg == 1.0
     wide = compare_session(inp, alpha=1.0, success_rate=0.5, pool_only=False)

@@ -27,9 +27,12 @@ def _cand(ids, fts=None, agent=None) -> pl.DataFrame:
             "fts_hit_count": fts or [0] * n,
             "agent_relevance_score": agent or [None] * n,
         },
-        schema={"memory_id": pl.String, "fts_hit_count": pl.Int64,
-                "agent_relevance_score": pl.Float64},
-    )  # fmt: skip
+        schema={
+            "memory_id": pl.String,
+            "fts_hit_count": pl.Int64,
+            "agent_relevance_score": pl.Float64,
+        },
+    )
 
 
 def test_previous_session_rule_first():

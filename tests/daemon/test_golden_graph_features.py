@@ -135,9 +135,12 @@ def expected_features() -> dict[str, list[float]]:
             math.log(days + 1),  # recency
             importance,
             math.log(access + 1),  # usage
-            math.sin(math.pi), math.cos(math.pi),  # 12:00 of 24 h
-            0.0, 1.0,  # Monday = 0
-            math.sin(math.pi / 3), math.cos(math.pi / 3),  # March: (3 - 1) / 12 of a turn
+            math.sin(math.pi),
+            math.cos(math.pi),  # 12:00 of 24 h
+            0.0,
+            1.0,  # Monday = 0
+            math.sin(math.pi / 3),
+            math.cos(math.pi / 3),  # March: (3 - 1) / 12 of a turn
             0.0,  # session gap
             1.0,  # has embedding
             0.0,  # superseded
@@ -146,7 +149,7 @@ def expected_features() -> dict[str, list[float]]:
             constraint,
             math.log(density + 1),
             traversal,
-        ]  # fmt: skip
+        ]
     return out
 
 
@@ -183,11 +186,17 @@ def _write_session(
         write_relevance_scores(con, key, relevance)
         track_fts_hits(con, key, fts_hits, start.isoformat().replace("+00:00", "Z"))
         insert_session_score(
-            con, key, project=project, harness="golden", score=0.8, memories_recalled=len(rows),
-            memories_used=sum(r.was_injected for r in rows), novel_context_count=0,
+            con,
+            key,
+            project=project,
+            harness="golden",
+            score=0.8,
+            memories_recalled=len(rows),
+            memories_used=sum(r.was_injected for r in rows),
+            novel_context_count=0,
             created_at=(start + timedelta(hours=1)).isoformat().replace("+00:00", "Z"),
             confidence=0.9,
-        )  # fmt: skip
+        )
 
 
 def _session_rows() -> list[CandidateRow]:
@@ -204,12 +213,18 @@ def build_store(path: Path) -> Path:
         insert_memories(
             con,
             [
-                {"id": mid, "project": project, "type": "fact", "content": f"memory {mid}",
-                 "created_at": START - timedelta(days=days),
-                 "importance": importance, "access_count": access}
+                {
+                    "id": mid,
+                    "project": project,
+                    "type": "fact",
+                    "content": f"memory {mid}",
+                    "created_at": START - timedelta(days=days),
+                    "importance": importance,
+                    "access_count": access,
+                }
                 for mid, project, days, importance, access in MEMORIES
             ],
-        )  # fmt: skip
+        )
         vectors = np.random.default_rng(7).normal(size=(len(MEMORIES), DIM))
         insert_embeddings(con, [m[0] for m in MEMORIES], vectors, "golden-8d")
         with transaction(con):
@@ -243,9 +258,13 @@ def loop_inputs(db: Path, **flags) -> SessionInputs:
     try:
         ids = [m for m, *_ in SESSION]
         return session_inputs(
-            corpus, corpus.rows(ids), KEY, SessionInfo(START, TZ, "alpha", None),
-            SessionContextVector(None, "none"), origin=CandidateOrigin(store=con, **flags),
-        )  # fmt: skip
+            corpus,
+            corpus.rows(ids),
+            KEY,
+            SessionInfo(START, TZ, "alpha", None),
+            SessionContextVector(None, "none"),
+            origin=CandidateOrigin(store=con, **flags),
+        )
     finally:
         con.close()
 
@@ -260,13 +279,19 @@ def hook_features(db: Path, key: str, start: datetime, project: str) -> dict[str
     listing the same memories)."""
     con = open_readonly(db)
     try:
-        pool = [r[0] for r in con.execute(
-            "SELECT memory_id FROM session_memories WHERE session_key = ? ORDER BY rank", [key]
-        )]  # fmt: skip
+        pool = [
+            r[0]
+            for r in con.execute(
+                "SELECT memory_id FROM session_memories WHERE session_key = ? ORDER BY rank", [key]
+            )
+        ]
         query, _ = session_query(
-            con, HookSession(start, TZ, project, key, "default"), pool, dim=DIM,
+            con,
+            HookSession(start, TZ, project, key, "default"),
+            pool,
+            dim=DIM,
             slots=DEFAULT_CONFIG.project_slots,
-        )  # fmt: skip
+        )
     finally:
         con.close()
     assert list(query.candidate_ids) == pool
@@ -321,11 +346,21 @@ def test_recorded_columns_win_in_the_trainer_and_the_hook(store, tmp_path):
     con = connect_writer(db)
     try:
         rows = [
-            CandidateRow("gm1", "effective", 0.9, None, 0.9, 0, True, entity_slot=7,
-                         aspect_slot=9, structural_density=2),
+            CandidateRow(
+                "gm1",
+                "effective",
+                0.9,
+                None,
+                0.9,
+                0,
+                True,
+                entity_slot=7,
+                aspect_slot=9,
+                structural_density=2,
+            ),
             CandidateRow("gm2", "effective", 0.8, None, 0.8, 1, True),
             CandidateRow("gm4", "effective", 0.7, None, 0.7, 2, False),
-        ]  # fmt: skip
+        ]
         _write_session(con, KEY_RECORDED, rows, {"gm1": 0.8, "gm2": 0.3}, START_RECORDED, "beta")
     finally:
         con.close()
@@ -393,11 +428,19 @@ def test_what_the_loop_records_the_trainer_reads_back(store, tmp_path):
     db.write_bytes(store.read_bytes())
     inputs = loop_inputs(db, traversal=TRAVERSAL)
     rows = [
-        CandidateRow(r.memory_id, r.source, r.effective_score, None, r.final_score, r.rank,
-                     r.was_injected, is_constraint=bool(inputs.is_constraint[i]),
-                     **inputs.graph.recorded(i))
+        CandidateRow(
+            r.memory_id,
+            r.source,
+            r.effective_score,
+            None,
+            r.final_score,
+            r.rank,
+            r.was_injected,
+            is_constraint=bool(inputs.is_constraint[i]),
+            **inputs.graph.recorded(i),
+        )
         for i, r in enumerate(_session_rows())
-    ]  # fmt: skip
+    ]
     con = connect_writer(db)
     try:
         with transaction(con):

@@ -44,11 +44,15 @@ def store(tmp_path_factory):
             fmt = "%Y-%m-%dT%H:%M:%S.000Z" if i % 2 else "%Y-%m-%d %H:%M:%S"
             done = i % 7 != 3
             insert_summary_job(
-                con, f"job-{i:02d}", harness="test", project=(None, "web", "api")[i % 3],
-                transcript=" ".join(rng.choice(WORDS, size=6)), created_at=at.strftime(fmt),
+                con,
+                f"job-{i:02d}",
+                harness="test",
+                project=(None, "web", "api")[i % 3],
+                transcript=" ".join(rng.choice(WORDS, size=6)),
+                created_at=at.strftime(fmt),
                 status="completed" if done else "dead",
                 completed_at=at.strftime(fmt) if done else None,
-            )  # fmt: skip
+            )
     con.close()
     return db
 
@@ -94,10 +98,15 @@ def test_the_corpus_reads_source_sessions_and_inputs_carry_them(tmp_path):
     db = tmp_path / "memories.db"
     create_store(db, now=T0)
     rows = [
-        {"id": f"m{i}", "content": f"note {i}", "created_at": T0 - timedelta(days=i),
-         "source_id": ("a", "b", None)[i % 3], "source_section": "sec" if i == 4 else None}
+        {
+            "id": f"m{i}",
+            "content": f"note {i}",
+            "created_at": T0 - timedelta(days=i),
+            "source_id": ("a", "b", None)[i % 3],
+            "source_section": "sec" if i == 4 else None,
+        }
         for i in range(6)
-    ]  # fmt: skip
+    ]
     con = connect_writer(db)
     with con:
         insert_memories(con, rows)

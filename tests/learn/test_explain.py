@@ -20,11 +20,22 @@ def _result(holdout: HoldoutDecision | None, **changes) -> TrainResult:
 
 
 BASE = TrainResult(
-    accepted=True, gate_reason="passed", params=None, loss_curve=(0.9, 0.8),
-    sample_count=40, canary_count=10, epochs_run=2, steps=6, duration_ms=100,
-    canary_ndcg=0.6, canary_ndcg_before=None, canary_ndcg_delta=None,
-    canary_score_variance=0.01, canary_topk_overlap=None, best_epoch=2,
-)  # fmt: skip
+    accepted=True,
+    gate_reason="passed",
+    params=None,
+    loss_curve=(0.9, 0.8),
+    sample_count=40,
+    canary_count=10,
+    epochs_run=2,
+    steps=6,
+    duration_ms=100,
+    canary_ndcg=0.6,
+    canary_ndcg_before=None,
+    canary_ndcg_delta=None,
+    canary_score_variance=0.01,
+    canary_topk_overlap=None,
+    best_epoch=2,
+)
 
 
 def _run(result: TrainResult, sessions: int, tmp_path: Path) -> StoreTraining:
@@ -37,10 +48,17 @@ def _request(tmp_path: Path, mode: str = "finetune") -> TrainingRequest:
 
 
 TIME = HoldoutDecision(
-    method="time", sessions=12, candidate=0.64, served=None,
-    heuristics={"cosine": 0.60, "hybrid": 0.55}, comparator="cosine", bar=0.60,
-    accepted=True, lead_evidence=2.1, evidence_needed=1.5,
-)  # fmt: skip
+    method="time",
+    sessions=12,
+    candidate=0.64,
+    served=None,
+    heuristics={"cosine": 0.60, "hybrid": 0.55},
+    comparator="cosine",
+    bar=0.60,
+    accepted=True,
+    lead_evidence=2.1,
+    evidence_needed=1.5,
+)
 
 
 def test_a_time_hold_out_is_apart_from_the_training_sessions(tmp_path):
@@ -55,7 +73,7 @@ def test_a_time_hold_out_is_apart_from_the_training_sessions(tmp_path):
         f"served: the model trained now ({tmp_path / 'model.sbm'}), because it beat plain "
         "cosine similarity (0.640 vs 0.600 NDCG@10 on 12 held-out sessions, +0.040; a lead of "
         "2.1 standard errors, 1.5 needed)"
-    )  # fmt: skip
+    )
 
 
 def test_canary_sessions_that_are_also_trained_on_are_said_to_be(tmp_path):
@@ -77,7 +95,7 @@ def test_a_rejected_run_says_what_stays_served(tmp_path):
         "served: unchanged, no model is saved: the model trained now did not beat plain cosine "
         "similarity convincingly (0.580 vs 0.600 NDCG@10 on 12 held-out sessions, -0.020; a "
         "lead of 2.1 standard errors, 1.5 needed)"
-    )  # fmt: skip
+    )
     (tmp_path / "model.sbm").write_bytes(b"an earlier model")
     assert "the model already there stays served" in served_line(
         run, _request(tmp_path), DEFAULT_CONFIG

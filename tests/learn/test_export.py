@@ -44,7 +44,12 @@ from signet_bench.learn.model.params import (
     layer_norm_is_identity,
     param_shapes,
 )
-from signet_bench.learn.model.scorer import batch_from_sessions, forward, loss_and_grads
+from signet_bench.learn.model.scorer import (
+    SessionArrays,
+    batch_from_sessions,
+    forward,
+    loss_and_grads,
+)
 from signet_scorer import contract
 from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
 from signet_scorer.scorer import graph_inputs
@@ -109,9 +114,9 @@ def make_session(rng: np.random.Generator, n: int, text_share: float, slot: int 
 
 def numpy_scores(params: dict, s: Session) -> tuple[np.ndarray, np.ndarray]:
     batch = batch_from_sessions(
-        [s.context], [s.emb], [s.has], [s.tokens], [s.features], [s.slot], dtype=np.float32,
-        signals=[s.signals],
-    )  # fmt: skip
+        [SessionArrays(s.context, s.emb, s.has, s.tokens, s.features, s.slot, s.signals)],
+        dtype=np.float32,
+    )
     fwd = forward(params, batch)
     return fwd.logits[0], fwd.probs[0]
 
@@ -136,14 +141,10 @@ def trained_params(steps: int = 40) -> dict[str, np.ndarray]:
     sessions = [make_session(rng, int(rng.integers(5, 25)), 0.3, slot=i % 4) for i in range(8)]
     labels = [rng.uniform(-0.3, 1.0, size=s.has.size) for s in sessions]
     batch = batch_from_sessions(
-        [s.context for s in sessions],
-        [s.emb for s in sessions],
-        [s.has for s in sessions],
-        [s.tokens for s in sessions],
-        [s.features for s in sessions],
-        [s.slot for s in sessions],
-        labels=labels,
-        signals=[s.signals for s in sessions],
+        [
+            SessionArrays(s.context, s.emb, s.has, s.tokens, s.features, s.slot, s.signals, lab)
+            for s, lab in zip(sessions, labels, strict=True)
+        ]
     )
     params = init_params(cfg)
     opt = Adam(params, cfg)

@@ -161,9 +161,13 @@ def test_label_sources_count_the_sessions_the_wrapper_served(line_stores, tmp_pa
     agent ids, so a key's first recorded agent decides (here one that failed open)."""
     store = store_copy(line_stores[line], tmp_path / line / "store.db")
     assert _hook_source(store) | {"what": ""} == {
-        "source": "hook injections", "where": "hook_injections.db", "what": "",
-        "present": False, "sessions": 0, "rows": 0,
-    }  # fmt: skip
+        "source": "hook injections",
+        "where": "hook_injections.db",
+        "what": "",
+        "present": False,
+        "sessions": 0,
+        "rows": 0,
+    }
     keys = sorted({m for m in read_sessions(store)["session_key"]})
     ids = [m for m, _, _ in session_rows(store, keys[0])][:4]
     record_start(store, keys[0], ids)

@@ -16,7 +16,7 @@ from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.session_query import start_query
 from signet_bench.learn.model.params import signet_init_params
 from signet_bench.learn.model.scorer import forward
-from signet_bench.learn.samples import load_samples
+from signet_bench.learn.samples import Selection, load_samples
 from signet_bench.learn.train import to_batch
 from signet_bench.replay.loop import SimOptions, simulate
 from signet_bench.store.corpus import read_corpus
@@ -184,13 +184,13 @@ def test_candidates_without_embedding_take_the_text_path(store, loaded):
 def test_load_samples_does_not_change_the_store(built):
     store, pristine = built
     load_samples(store, tz=TZ)
-    load_samples(store, tz=TZ, limit=3)
+    load_samples(store, tz=TZ, select=Selection(limit=3))
     assert_only_read(store, pristine)
 
 
 def test_limit_keeps_the_newest_and_seed_is_deterministic(store, loaded):
     samples, _ = loaded
-    newest, _ = load_samples(store, tz=TZ, limit=5)
+    newest, _ = load_samples(store, tz=TZ, select=Selection(limit=5))
     assert [s.session_key for s in newest] == [s.session_key for s in samples[-5:]]
     again, _ = load_samples(store, tz=TZ)
     assert len(again) == len(samples)

@@ -87,8 +87,10 @@ def test_the_sentence_says_which_model_and_why_with_the_figures():
         "The shipped base serves: no session has been trained on yet."
     )
     few = served_base("too-few", 12, 20).sentence()
-    assert few == "The shipped base serves: 12 trainable sessions are too few to learn from " \
-        "(at least 20)."  # fmt: skip
+    assert (
+        few == "The shipped base serves: 12 trainable sessions are too few to learn from "
+        "(at least 20)."
+    )
 
 
 def test_the_choice_travels_as_json_and_back():

@@ -199,8 +199,10 @@ def test_access_count_alone_changes_nothing(world, tmp_path):
     con.close()
     copy = _copy(path, tmp_path / "accessed.db")
     try:
-        copy.execute("UPDATE memories SET access_count = access_count * 7 + 50, last_accessed = ?",
-                     [format_iso(start - timedelta(days=1))])  # fmt: skip
+        copy.execute(
+            "UPDATE memories SET access_count = access_count * 7 + 50, last_accessed = ?",
+            [format_iso(start - timedelta(days=1))],
+        )
         copy.commit()
         after = read_track_record(copy, ids, start)
     finally:

@@ -130,15 +130,15 @@ def test_loop_logs_a_rejected_training_and_keeps_the_base(tmp_path, monkeypatch)
     """Through the daemon loop: every training sees a NaN label, every one is rejected, the
     shipped base put in place before the first session stays the model served, and each run
     is still logged."""
-    import signet_bench.learn.samples as samples_mod
+    import signet_bench.learn.publish as publish_mod
 
-    real = samples_mod.load_samples
+    real = publish_mod.load_samples
 
     def poisoned(*args, **kwargs):
         got, skipped = real(*args, **kwargs)
         return (_with_nan_label(got) if got else got), skipped
 
-    monkeypatch.setattr(samples_mod, "load_samples", poisoned)
+    monkeypatch.setattr(publish_mod, "load_samples", poisoned)
     path = tmp_path / "memories.db"
     build_persona_store("light", path, seed=1, n_memories=120)
     # every training learns (none is held at its start for want of sessions)
@@ -480,7 +480,13 @@ def test_a_learned_model_below_the_free_rankers_gives_way_to_the_base():
     record = holdout_record(res)
     assert record["accepted"] is False and record["serving"]["served"] == "base"
     for reference in (None, start):
-        again = train_model(many, None, cfg=strict, epochs=1, seed=3,
-                            guard=Guard(reference=reference, previous_is_trained=False))  # fmt: skip
+        again = train_model(
+            many,
+            None,
+            cfg=strict,
+            epochs=1,
+            seed=3,
+            guard=Guard(reference=reference, previous_is_trained=False),
+        )
         assert again.accepted and again.gate_reason == "base"
         _assert_identical(again.params, start)

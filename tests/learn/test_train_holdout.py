@@ -93,8 +93,9 @@ def test_a_worse_candidate_gives_way_to_the_base():
     run's start) is served."""
     data = _samples(60, seed=3)
     train = set(holdout_plan(data).folds[0].train.tolist())
-    taught = [dataclasses.replace(s, labels=-s.labels) if i in train else s
-              for i, s in enumerate(data)]  # fmt: skip
+    taught = [
+        dataclasses.replace(s, labels=-s.labels) if i in train else s for i, s in enumerate(data)
+    ]
     served = train_model(data, None, epochs=5, seed=0, guard=Guard(canary=data)).params
     res = train_model(taught, None, epochs=5, seed=0, guard=Guard(reference=served))
     d = res.holdout

@@ -15,7 +15,7 @@ import pytest
 from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG, from_mapping
 from signet_bench.learn.holdout import holdout_plan
-from signet_bench.learn.samples import load_samples
+from signet_bench.learn.samples import Selection, load_samples
 from signet_bench.learn.train import Guard, _Draw, train_model
 
 DIM = 16
@@ -118,8 +118,9 @@ def test_over_budget_a_worse_candidate_keeps_the_served_model():
     fold = holdout_plan(data, cfg).folds[0]
     assert (len(fold.train), len(fold.held)) == (170, 30)
     train = set(fold.train.tolist())
-    taught = [dataclasses.replace(s, labels=-s.labels) if i in train else s
-              for i, s in enumerate(data)]  # fmt: skip
+    taught = [
+        dataclasses.replace(s, labels=-s.labels) if i in train else s for i, s in enumerate(data)
+    ]
     served = train_model(data, None, cfg=cfg, epochs=5, seed=0, guard=Guard(canary=data)).params
     res = train_model(taught, None, cfg=cfg, epochs=5, seed=0, guard=Guard(reference=served))
     d = res.holdout
@@ -140,10 +141,10 @@ def test_the_bounds_have_seed_style_names_and_zero_switches_them_off():
 
 def test_a_window_reads_the_newest_sessions_each_as_a_full_load_gives_it(line_store):
     full, skipped = load_samples(line_store, tz="UTC")
-    same, same_skipped = load_samples(line_store, tz="UTC", window=10_000)
+    same, same_skipped = load_samples(line_store, tz="UTC", select=Selection(window=10_000))
     assert [s.session_key for s in same] == [s.session_key for s in full]
     assert same_skipped == skipped
-    part, part_skipped = load_samples(line_store, tz="UTC", window=12)
+    part, part_skipped = load_samples(line_store, tz="UTC", select=Selection(window=12))
     assert 0 < len(part) <= 12 and len(part) + part_skipped == 12
     by_key = {s.session_key: s for s in full}
     assert [s.session_key for s in part] == [s.session_key for s in full][-len(part) :]

@@ -223,14 +223,22 @@ CASES: list[tuple[str, dict, dict, Check]] = [
     ("min_confidence", {}, {"min_confidence": 0.8}, _min_confidence),
     ("limit", {}, {"limit": 10}, _limit),
     ("seed", {}, {"seed": 1}, _weights_differ),
-    ("sample_seed", {"db_path": "sparse"}, {"db_path": "sparse", "sample_seed": 7},
-     _other_candidates),
+    (
+        "sample_seed",
+        {"db_path": "sparse"},
+        {"db_path": "sparse", "sample_seed": 7},
+        _other_candidates,
+    ),
     ("time_cap_s", {}, {"time_cap_s": 1e-9}, _time_cap),
     ("tz", {}, {"tz": "Asia/Tokyo"}, _loss_differs),
     ("checkpoint_path", {}, {"checkpoint_path": "model.ckpt"}, _checkpoint_written),
-    ("checkpoint_format", {"checkpoint_path": "model.ckpt"},
-     {"checkpoint_path": "model.ckpt", "checkpoint_format": "onnx"}, _checkpoint_format),
-]  # fmt: skip
+    (
+        "checkpoint_format",
+        {"checkpoint_path": "model.ckpt"},
+        {"checkpoint_path": "model.ckpt", "checkpoint_format": "onnx"},
+        _checkpoint_format,
+    ),
+]
 
 
 def _request(root: Path, stores: dict[str, Path], base: Path, changes: dict) -> TrainingRequest:
@@ -279,9 +287,11 @@ def test_bad_values_name_the_field(tmp_path):
         ({"protect": 1}, "protect"),
         ({"base_weights": "base.sbm"}, "base_weights"),
         ({"checkpoint_format": "onnx"}, "checkpoint_format"),
-        ({"checkpoint_path": tmp_path / "m.bin", "checkpoint_format": "pickle"},
-         "checkpoint_format"),
-    ]:  # fmt: skip
+        (
+            {"checkpoint_path": tmp_path / "m.bin", "checkpoint_format": "pickle"},
+            "checkpoint_format",
+        ),
+    ]:
         with pytest.raises(RequestError) as err:
             TrainingRequest(tmp_path / "m.db", **changes)
         assert err.value.field == field and str(err.value).startswith(f"{field}: ")
@@ -289,11 +299,23 @@ def test_bad_values_name_the_field(tmp_path):
 
 def test_json_round_trip_and_strict_reading(tmp_path):
     req = TrainingRequest(
-        tmp_path / "m.db", tmp_path / "out", mode="incremental", base_weights=tmp_path / "b.bin",
-        protect=False, epochs=7, lr_scale=0.25, temperature=0.7, min_confidence=0.65, limit=99,
-        seed=5, sample_seed=6, time_cap_s=12.5, tz="Europe/Berlin",
-        checkpoint_path=tmp_path / "c.onnx", checkpoint_format="onnx",
-    )  # fmt: skip
+        tmp_path / "m.db",
+        tmp_path / "out",
+        mode="incremental",
+        base_weights=tmp_path / "b.bin",
+        protect=False,
+        epochs=7,
+        lr_scale=0.25,
+        temperature=0.7,
+        min_confidence=0.65,
+        limit=99,
+        seed=5,
+        sample_seed=6,
+        time_cap_s=12.5,
+        tz="Europe/Berlin",
+        checkpoint_path=tmp_path / "c.onnx",
+        checkpoint_format="onnx",
+    )
     assert TrainingRequest.from_json(req.to_json()) == req
     assert req.replace(epochs=8).epochs == 8 and req.epochs == 7
     with pytest.raises(RequestError, match="^learning_rate: "):

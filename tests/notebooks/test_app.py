@@ -26,8 +26,11 @@ def test_run_command_binds_loopback_and_passes_the_store(demo):
     cmd = run_command("dashboard", demo.store, workbench=demo.workbench)
     assert cmd[cmd.index("--host") + 1] == "127.0.0.1"
     assert cmd[cmd.index("--") + 1 :] == [
-        "--db", str(demo.store), "--workbench", str(demo.workbench),
-    ]  # fmt: skip
+        "--db",
+        str(demo.store),
+        "--workbench",
+        str(demo.workbench),
+    ]
     assert "--token" not in cmd
 
 

@@ -52,10 +52,22 @@ def _served(notebook: str, *args: str, log: Path | None = None) -> Iterator[str]
     up and blocks the server."""
     port = free_port()
     cmd = [
-        sys.executable, "-m", "signet_bench.app.serve", "run", str(notebook_path(notebook)),
-        "--headless", "--host", "127.0.0.1", "--port", str(port),
-        "--token", "--token-password", TOKEN, "--", *args,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "signet_bench.app.serve",
+        "run",
+        str(notebook_path(notebook)),
+        "--headless",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--token",
+        "--token-password",
+        TOKEN,
+        "--",
+        *args,
+    ]
     with contextlib.ExitStack() as stack:
         if log is None:
             log = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "server.log"
@@ -129,8 +141,15 @@ def test_dashboard_in_a_browser(browser, demo):
         page = _open(browser, url)
         page.get_by_text("Comparison inspector").first.wait_for(timeout=60_000)
         _wait_for_charts(page, 4)  # gauge, latency, timeline, training, projects
-        for panel in ("Sessions the judge scored, per week", "Status", "Win/loss timeline",
-                      "Comparison inspector", "Training", "Errors", "Health"):  # fmt: skip
+        for panel in (
+            "Sessions the judge scored, per week",
+            "Status",
+            "Win/loss timeline",
+            "Comparison inspector",
+            "Training",
+            "Errors",
+            "Health",
+        ):
             assert page.get_by_text(panel).count() > 0, panel
         # the lower panels: read after every panel above is drawn
         page.get_by_text("Success by project and entity").first.wait_for(timeout=60_000)
@@ -208,8 +227,18 @@ def _train(store: Path) -> Path:
     """`signet-bench train` on `store` into `<store>.predictor`, where the dashboard and the
     session-start wrapper look for the workbench (two epochs: the run is what counts)."""
     out = store.with_name(store.name + ".predictor")
-    cmd = [sys.executable, "-m", "signet_bench.cli", "train", "--db", str(store),
-           "--out", str(out), "--epochs", "2"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "signet_bench.cli",
+        "train",
+        "--db",
+        str(store),
+        "--out",
+        str(out),
+        "--epochs",
+        "2",
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode in (0, 1), done.stderr[-2000:]  # 1: a gate rejected the run
     return out
@@ -257,8 +286,9 @@ def test_a_served_model_that_is_cosine_is_not_called_helping(browser, trained_cu
         page = _open(browser, url)
         headline = _headline(page, "The workbench's served model is plain cosine itself")
         assert "helping" not in headline, headline
-        assert headline.startswith("No gain yet: the model the workbench serves ranks every "
-                                   "session as plain cosine does")  # fmt: skip
+        assert headline.startswith(
+            "No gain yet: the model the workbench serves ranks every session as plain cosine does"
+        )
         assert "+0.00 (95% interval +0.00 to +0.00)" in headline
         page.get_by_text("Runs and canary figures").first.wait_for(timeout=60_000)
         assert page.get_by_text("No training run recorded yet").count() == 0

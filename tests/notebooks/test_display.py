@@ -48,9 +48,16 @@ def test_a_table_with_missing_values_of_every_type_shows_them_blank():
     missing value is text, the missing ones blank."""
     at = datetime(2026, 3, 1, tzinfo=UTC)
     frame = pl.DataFrame(
-        {"n": [1, None], "ok": [True, None], "name": ["a", None], "at": [at, None],
-         "x": [0.5, None], "none": [None, None], "full": [3, 4]}
-    )  # fmt: skip
+        {
+            "n": [1, None],
+            "ok": [True, None],
+            "name": ["a", None],
+            "at": [at, None],
+            "x": [0.5, None],
+            "none": [None, None],
+            "full": [3, 4],
+        }
+    )
     shown = table(frame)
     rows = shown._manager.apply_formatting(shown._format_mapping).collect()  # as marimo sends it
     assert rows.row(1) == ("", "", "", "", "", "", 4)
@@ -133,9 +140,13 @@ def test_the_timeline_draws_reset_layers_only_with_resets(resets):
 def test_the_project_chart_sorts_its_layers_alike():
     """Both layers name the same explicit order, highest win rate first."""
     projects = pl.DataFrame(
-        {"project": ["a", "b", "c"], "sessions": [3, 3, 3], "counted": [2, 2, 0],
-         "win_rate": [0.25, 0.75, None]}
-    )  # fmt: skip
+        {
+            "project": ["a", "b", "c"],
+            "sessions": [3, 3, 3],
+            "counted": [2, 2, 0],
+            "win_rate": [0.25, 0.75, None],
+        }
+    )
     layers = _layers(project_chart(projects).to_dict())
     sorts = [layer["encoding"]["y"]["sort"] for layer in layers if "y" in layer["encoding"]]
     assert sorts == [["b", "a"], ["b", "a"]]

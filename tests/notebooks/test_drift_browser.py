@@ -29,8 +29,11 @@ def test_drift_filtered_by_a_focal_entity_in_a_browser(browser, architect):  # n
         _wait_for_charts(page, 2)
         picker = page.locator("select").filter(has=page.locator("option", has_text="all")).first
         labels = picker.locator("option").all_inner_texts()
-        chosen = next(t for t in labels if re.fullmatch(r"\w+ \(\d+ sessions?\)", t) and
-                      int(t.split("(")[1].split()[0]) < 12)  # fmt: skip
+        chosen = next(
+            t
+            for t in labels
+            if re.fullmatch(r"\w+ \(\d+ sessions?\)", t) and int(t.split("(")[1].split()[0]) < 12
+        )
         entity, n = chosen.split(" (")[0], chosen.split("(")[1].split()[0]
         picker.select_option(label=chosen)
         shown = f"Shown at the {plural(int(n), 'session')} {entity} is focal in"

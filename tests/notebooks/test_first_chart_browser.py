@@ -71,9 +71,11 @@ def test_browser_rows_are_well_formed(browser, heavy_use, tmp_path):
     finite, p50 no more than max; the served dashboard logged no error of ours."""
     rows = browser_rows(heavy_use, runs=2, log_dir=tmp_path, browser=browser)
     assert [(r.name, r.metric) for r in rows] == [
-        ("dashboard_first_chart", "p50"), ("dashboard_first_chart", "max"),
-        ("marimo_first_chart", "p50"), ("marimo_first_chart", "max"),
-    ]  # fmt: skip
+        ("dashboard_first_chart", "p50"),
+        ("dashboard_first_chart", "max"),
+        ("marimo_first_chart", "p50"),
+        ("marimo_first_chart", "max"),
+    ]
     for row in rows:
         doc = row.to_json()
         assert set(doc) == {"name", "metric", "value", "unit", "n"}

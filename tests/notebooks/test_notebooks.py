@@ -75,8 +75,9 @@ def test_dashboard_on_a_young_store(young):
     _, d = _run("dashboard", db_path=young, workbench_path=None, bench_dir=None)
     assert d["view"].status.mode == "collecting"
     # the loop put the shipped base in place before its first session, and the page says so
-    outputs, _ = _run("dashboard", db_path=young, workbench_path=default_workbench(young),
-                      bench_dir=None)  # fmt: skip
+    outputs, _ = _run(
+        "dashboard", db_path=young, workbench_path=default_workbench(young), bench_dir=None
+    )
     shown = " ".join(getattr(o, "text", "") for o in outputs)
     served = "<strong>Served model</strong> · The shipped base serves: no session has been trained"
     assert served in shown

@@ -163,8 +163,16 @@ def test_the_judges_verdict_is_recorded_as_it_gave_it(run):
         )
         n = int(view.injected.sum())
         end = parse_ts(row[8])
-        assert row[:8] == (SCORE, CONFIDENCE, NOVEL, n, n, f"scripted: {n} used",
-                           "scripted continuity", "simulated")  # fmt: skip
+        assert row[:8] == (
+            SCORE,
+            CONFIDENCE,
+            NOVEL,
+            n,
+            n,
+            f"scripted: {n} used",
+            "scripted continuity",
+            "simulated",
+        )
         (transcript,) = _rows(
             db, "SELECT transcript FROM summary_jobs WHERE session_key = ?", (key,)
         )

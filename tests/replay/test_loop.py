@@ -475,11 +475,17 @@ def test_compat_mode_reproduces_recorded_ranks(tmp_path: Path):
     created_text = np.asarray([raw_created[m] for m in ids], dtype=object)
     corpus = dataclasses.replace(
         Corpus.from_arrays(
-            ids, created, importance, emb, contents=contents, has_embedding=has, pinned=pinned,
+            ids,
+            created,
+            importance,
+            emb,
+            contents=contents,
+            has_embedding=has,
+            pinned=pinned,
             project=project,
         ),
         created_text=created_text,
-    )  # fmt: skip
+    )
 
     checked = injected_total = 0
     for idx, key, proj, started_at in sessions[::4]:

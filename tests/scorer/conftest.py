@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.learn.model.scorer import score_session
+from signet_bench.learn.model.scorer import SessionArrays, score_session
 from signet_scorer.tokenize import token_buckets
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "scorer"
@@ -57,8 +57,7 @@ def numpy_scores(params: dict[str, np.ndarray], req: dict) -> dict[str, float]:
         None if h else token_buckets(t, DEFAULT_CONFIG.hash_buckets)
         for h, t in zip(has, texts, strict=True)
     ]
-    probs = score_session(
-        params,
+    session = SessionArrays(
         np.asarray(req["context_embedding"], np.float32),
         emb,
         has,
@@ -66,6 +65,7 @@ def numpy_scores(params: dict[str, np.ndarray], req: dict) -> dict[str, float]:
         np.asarray(req.get("candidate_features") or [[0.0] * 17] * n, np.float32),
         req.get("project_slot", 0),
     )
+    probs = score_session(params, session)
     return dict(zip(req["candidate_ids"], probs.tolist(), strict=True))
 
 

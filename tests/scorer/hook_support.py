@@ -51,9 +51,15 @@ class World:
         """The hook's options for this world (`over`: replace some, e.g. model="...", or leave
         them out, model=None); the resident scorer is off unless asked for (resident="auto"),
         so that no test leaves one running."""
-        given = {"db": str(self.db), "model": str(self.model), "signet": str(self.signet),
-                 "workbench": str(self.workbench), "tz": "Europe/Berlin", "resident": "off",
-                 **over}  # fmt: skip
+        given = {
+            "db": str(self.db),
+            "model": str(self.model),
+            "signet": str(self.signet),
+            "workbench": str(self.workbench),
+            "tz": "Europe/Berlin",
+            "resident": "off",
+            **over,
+        }
         pairs = ((f"--{k.replace('_', '-')}", v) for k, v in given.items() if v is not None)
         return [item for pair in pairs for item in pair]
 
@@ -96,8 +102,9 @@ def signet_prints(world: World, args: Sequence[str], stdin: bytes, env: Mapping[
     return run_process([str(world.signet), "hook", "session-start", *args], stdin, env)
 
 
-def hook_prints(world: World, args: Sequence[str], stdin: bytes, env: Mapping[str, str],
-                **options: str | None) -> SignetResult:  # fmt: skip
+def hook_prints(
+    world: World, args: Sequence[str], stdin: bytes, env: Mapping[str, str], **options: str | None
+) -> SignetResult:
     """What `signet-bench-hook OPTIONS session-start ARGS` prints (`python -m
     signet_scorer.hook`)."""
     argv = [*HOOK, *world.options(**options), "session-start"]

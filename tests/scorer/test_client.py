@@ -11,10 +11,10 @@ import sys
 import pytest
 
 from signet_scorer import ScoreQuery, Scorer
-from signet_scorer.client import SidecarClient, sidecar_command
+from signet_scorer.client import SidecarClient, Supervision, sidecar_command
 from tests.scorer.conftest import DIM, request
 
-FAST = {"restart_delay_s": 0.05}
+FAST = Supervision(restart_delay_s=0.05)
 
 
 class Clock:
@@ -83,7 +83,7 @@ def test_a_sidecar_that_cannot_start_fails_open(tmp_path):
 
 def test_a_crash_is_followed_by_a_restart(golden_onnx):
     req = request(seed=23)
-    with SidecarClient.for_model(golden_onnx, DIM, **FAST) as client:
+    with SidecarClient.for_model(golden_onnx, DIM, supervision=FAST) as client:
         first_pid = client.state()["pid"]
         kill(client)
         assert client.wait_for(lambda s: s["crashes"] == 1 and s["state"] == "running", 30)
@@ -105,7 +105,7 @@ def test_a_crash_is_followed_by_a_restart(golden_onnx):
 
 def test_three_crashes_in_an_hour_disable_it_until_two_hours_after_the_last(golden_onnx):
     clock = Clock()
-    with SidecarClient.for_model(golden_onnx, DIM, clock=clock, **FAST) as client:
+    with SidecarClient.for_model(golden_onnx, DIM, clock=clock, supervision=FAST) as client:
         for n in (1, 2):
             kill(client)
             assert client.wait_for(lambda s, n=n: s["crashes"] == n and s["state"] == "running", 30)
@@ -123,7 +123,7 @@ def test_three_crashes_in_an_hour_disable_it_until_two_hours_after_the_last(gold
 
 def test_crashes_spread_over_more_than_an_hour_do_not_disable(golden_onnx):
     clock = Clock()
-    with SidecarClient.for_model(golden_onnx, DIM, clock=clock, **FAST) as client:
+    with SidecarClient.for_model(golden_onnx, DIM, clock=clock, supervision=FAST) as client:
         for n in (1, 2, 3):
             kill(client)
             assert client.wait_for(lambda s, n=n: s["crashes"] == n and s["state"] == "running", 30)

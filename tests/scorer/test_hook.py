@@ -88,8 +88,9 @@ def test_a_non_object_answer_from_signet_prints_what_signet_prints(world, tmp_pa
         path = tmp_path / f"answer{i}.json"
         path.write_text(json.dumps(answer))
         for fmt in FORMATS:
-            hook, signet = _same(world, fmt, stdin_for(f"odd{i}{fmt}"), world.env(
-                SIGNET_STANDIN_ANSWER=str(path)))  # fmt: skip
+            hook, signet = _same(
+                world, fmt, stdin_for(f"odd{i}{fmt}"), world.env(SIGNET_STANDIN_ANSWER=str(path))
+            )
             assert hook == signet, (answer, fmt)
 
 
@@ -192,8 +193,14 @@ def test_a_token_budget_chooses_the_best_that_fit_and_says_how_many(world, tmp_p
     total = sum(estimate_tokens(line) for line in theirs.lines)
     budget = total // 3
     env = world.env(SIGNET_STANDIN_STATE=str(tmp_path))
-    hook = hook_prints(world, HARNESS_ARGS["json"], stdin_for("budget-json"), env, limit="40",
-                       max_tokens=str(budget))  # fmt: skip
+    hook = hook_prints(
+        world,
+        HARNESS_ARGS["json"],
+        stdin_for("budget-json"),
+        env,
+        limit="40",
+        max_tokens=str(budget),
+    )
     doc = json.loads(hook.stdout)
     order = _order(world, "budget-json")
     assert [m["id"] for m in doc["memories"]] == order and 0 < len(order) < 40
@@ -207,8 +214,7 @@ def test_a_token_budget_chooses_the_best_that_fit_and_says_how_many(world, tmp_p
 
 def test_a_token_budget_no_memory_fits_keeps_signets_output(world, tmp_path):
     env = world.env(SIGNET_STANDIN_STATE=str(tmp_path))
-    hook = hook_prints(world, HARNESS_ARGS["plain"], stdin_for("budget-none"), env,
-                       max_tokens="1")  # fmt: skip
+    hook = hook_prints(world, HARNESS_ARGS["plain"], stdin_for("budget-none"), env, max_tokens="1")
     signet = signet_prints(world, HARNESS_ARGS["plain"], stdin_for("budget-none-2"), env)
     assert hook == signet
     run = read_hook_invocations(world.workbench).filter(session_key="budget-none")
@@ -242,8 +248,14 @@ def test_a_failure_is_recorded_with_its_reason_and_signets_order(world, tmp_path
     """No model where the workbench's folder has it (the default): Signet's output, and its
     order recorded as injected."""
     workbench = tmp_path / "workbench.duckdb"
-    hook_prints(world, HARNESS_ARGS["codex"], stdin_for("no-model-run"), world.env(),
-                workbench=str(workbench), model=None)  # fmt: skip
+    hook_prints(
+        world,
+        HARNESS_ARGS["codex"],
+        stdin_for("no-model-run"),
+        world.env(),
+        workbench=str(workbench),
+        model=None,
+    )
     run = read_hook_invocations(workbench).filter(session_key="no-model-run")
     assert run["outcome"].to_list() == ["signet"]
     assert run["reason"].to_list() == [f"no model at {tmp_path / 'model.onnx'}"]
@@ -254,8 +266,13 @@ def test_a_failure_is_recorded_with_its_reason_and_signets_order(world, tmp_path
 
 
 def test_a_model_option_that_is_not_there_is_recorded_as_the_setting(world):
-    hook_prints(world, HARNESS_ARGS["codex"], stdin_for("no-model-given"), world.env(),
-                model="/nonexistent/model.onnx")  # fmt: skip
+    hook_prints(
+        world,
+        HARNESS_ARGS["codex"],
+        stdin_for("no-model-given"),
+        world.env(),
+        model="/nonexistent/model.onnx",
+    )
     run = read_hook_invocations(world.workbench).filter(session_key="no-model-given")
     assert run.select(["outcome", "reason", "injected"]).rows() == [
         ("signet", "--model '/nonexistent/model.onnx' (command line): no such file", None)

@@ -96,8 +96,12 @@ def _files(root: Path) -> set[str]:
 
 
 def test_each_setting_comes_from_its_option_else_its_variable_else_the_default():
-    env = {"SIGNET_BENCH_LIMIT": "7", "SIGNET_BENCH_TZ": "", "SIGNET_PATH": "/srv/sig",
-           "SIGNET_BENCH_MODEL": "/env/model.onnx"}  # fmt: skip
+    env = {
+        "SIGNET_BENCH_LIMIT": "7",
+        "SIGNET_BENCH_TZ": "",
+        "SIGNET_PATH": "/srv/sig",
+        "SIGNET_BENCH_MODEL": "/env/model.onnx",
+    }
     got = setting_sources({"model": "/opt/m.onnx", "tz": ""}, env)
     assert got["model"] == ("/opt/m.onnx", "--model")  # the option wins
     assert got["limit"] == ("7", "SIGNET_BENCH_LIMIT")
@@ -109,22 +113,26 @@ def test_each_setting_comes_from_its_option_else_its_variable_else_the_default()
     assert setting_sources({}, home)["db"] == expected == default_db(home)
     assert setting_sources({"db": "/a.db"}, env)["db"] == ("/a.db", "--db")
     assert setting_sources({}, {**env, "SIGNET_BENCH_DB": "/b.db"})["db"] == (
-        "/b.db", "SIGNET_BENCH_DB")  # fmt: skip
+        "/b.db",
+        "SIGNET_BENCH_DB",
+    )
 
 
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
         (["doctor"], ([], [])),
-        (["--db", "/x.db", "--tz=UTC", "doctor", "--json"],
-         (["--db", "/x.db", "--tz=UTC"], ["--json"])),
+        (
+            ["--db", "/x.db", "--tz=UTC", "doctor", "--json"],
+            (["--db", "/x.db", "--tz=UTC"], ["--json"]),
+        ),
         (["--budget", "100", "doctor"], (["--budget", "100"], [])),
         # a command's name is never an option's value (config.read_command)
         (["--db", "doctor", "status"], (["--db"], ["status"])),
         (["session-start", "-H", "claude-code", "--project", "doctor"], None),
         (["--limit"], None),
     ],
-)  # fmt: skip
+)
 def test_the_doctor_command_is_told_from_the_hooks_own(argv, expected):
     assert doctor_args(argv) == expected
 

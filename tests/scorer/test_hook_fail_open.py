@@ -110,23 +110,36 @@ def _cases(world: World, p: Place) -> dict[str, Case]:
     for name, values in bad_values.items():
         flag = "--" + name.replace("_", "-")
         for i, value in enumerate(values):
-            c[f"{flag} {value}"] = Case(o(**{name: value}), needle=f"{flag} {value!r}",
-                                        log=where.get(name, "world"))  # fmt: skip
+            c[f"{flag} {value}"] = Case(
+                o(**{name: value}), needle=f"{flag} {value!r}", log=where.get(name, "world")
+            )
             if i == 0:  # the same as --opt=value
-                c[f"{flag}={value}"] = Case([*o(drop=(name,)), f"{flag}={value}"],
-                                            needle=f"{flag} {value!r}",
-                                            log=where.get(name, "world"))  # fmt: skip
+                c[f"{flag}={value}"] = Case(
+                    [*o(drop=(name,)), f"{flag}={value}"],
+                    needle=f"{flag} {value!r}",
+                    log=where.get(name, "world"),
+                )
             if i == 1:  # and as the variable, the option not given
                 var = "SIGNET_BENCH_" + name.upper()
-                c[f"{var}={value}"] = Case(o(drop=(name,)), {var: value},
-                                           needle=f"{var}={value!r} (environment)",
-                                           log=where.get(name, "world"))  # fmt: skip
+                c[f"{var}={value}"] = Case(
+                    o(drop=(name,)),
+                    {var: value},
+                    needle=f"{var}={value!r} (environment)",
+                    log=where.get(name, "world"),
+                )
     for name in ("db", "limit", "max_tokens", "tz"):  # the variable, and the option empty
         var, flag = "SIGNET_BENCH_" + name.upper(), "--" + name.replace("_", "-")
-        c[f"{var} bad"] = Case(o(drop=(name,)), {var: "/nonexistent" if name == "db" else "0"
-                                                  if name in ("limit", "max_tokens")
-                                                  else "Mars/Olympus"},
-                               needle=var)  # fmt: skip
+        c[f"{var} bad"] = Case(
+            o(drop=(name,)),
+            {
+                var: "/nonexistent"
+                if name == "db"
+                else "0"
+                if name in ("limit", "max_tokens")
+                else "Mars/Olympus"
+            },
+            needle=var,
+        )
         c[f"{flag}= (empty)"] = Case(
             [*o(drop=(name,)), f"{flag}="], needle=f"{flag} '' (command line): needs a value"
         )
@@ -151,8 +164,9 @@ def _cases(world: World, p: Place) -> dict[str, Case]:
     c["--version first"] = Case(
         ["--version", *o()], needle="--version (command line): unknown option"
     )
-    c["--signet missing, signet on PATH"] = Case(o(signet="/nonexistent/signet"),
-                                                needle="signet on PATH runs")  # fmt: skip
+    c["--signet missing, signet on PATH"] = Case(
+        o(signet="/nonexistent/signet"), needle="signet on PATH runs"
+    )
     c["SIGNET_BENCH_SIGNET missing"] = Case(
         o(drop=("signet",)),
         {"SIGNET_BENCH_SIGNET": "/nonexistent/signet"},
@@ -166,8 +180,9 @@ def _cases(world: World, p: Place) -> dict[str, Case]:
     c["corrupt model, signet errs"] = Case(o(model=str(p.corrupt)), mode="error")
     c["bad limit, daemon offline"] = Case(o(limit="0"), needle="--limit", mode="offline")
     c["bad tz, signet crashes"] = Case(o(tz="Mars/Olympus"), needle="--tz", mode="crash")
-    c["bad max tokens, daemon offline"] = Case(o(max_tokens="-1"), needle="--max-tokens",
-                                               mode="offline")  # fmt: skip
+    c["bad max tokens, daemon offline"] = Case(
+        o(max_tokens="-1"), needle="--max-tokens", mode="offline"
+    )
     for state in ("garbage socket", "stale socket", "garbage lock", "dead pid lock"):
         c[f"corrupt model, {state}"] = Case(
             [*o(model=str(p.corrupt), resident="auto"), "--idle-s", "30"], resident=state
@@ -176,22 +191,46 @@ def _cases(world: World, p: Place) -> dict[str, Case]:
             o(resident="auto", budget_ms="soon"), needle="--budget-ms", resident=state
         )
     every_option = [
-        "--db", "/nonexistent/memories.db", "--workbench", str(p.folder), "--model",
-        str(p.corrupt), "--signet", "/nonexistent/signet", "--limit", "0", "--max-tokens", "0",
-        "--budget-ms", "abc", "--tz", "Mars/Olympus", "--resident", "on", "--idle-s", "-1",
-        "--budget", "1",
-    ]  # fmt: skip
+        "--db",
+        "/nonexistent/memories.db",
+        "--workbench",
+        str(p.folder),
+        "--model",
+        str(p.corrupt),
+        "--signet",
+        "/nonexistent/signet",
+        "--limit",
+        "0",
+        "--max-tokens",
+        "0",
+        "--budget-ms",
+        "abc",
+        "--tz",
+        "Mars/Olympus",
+        "--resident",
+        "on",
+        "--idle-s",
+        "-1",
+        "--budget",
+        "1",
+    ]
     every_var = {
-        "SIGNET_BENCH_DB": str(p.folder), "SIGNET_BENCH_WORKBENCH": "/nonexistent/w.duckdb",
-        "SIGNET_BENCH_MODEL": str(p.empty), "SIGNET_BENCH_SIGNET": str(p.plain),
-        "SIGNET_BENCH_LIMIT": "x", "SIGNET_BENCH_MAX_TOKENS": "none", "SIGNET_BENCH_BUDGET_MS": "-5",
-        "SIGNET_BENCH_TZ": "Nowhere/City", "SIGNET_BENCH_RESIDENT": "always",
+        "SIGNET_BENCH_DB": str(p.folder),
+        "SIGNET_BENCH_WORKBENCH": "/nonexistent/w.duckdb",
+        "SIGNET_BENCH_MODEL": str(p.empty),
+        "SIGNET_BENCH_SIGNET": str(p.plain),
+        "SIGNET_BENCH_LIMIT": "x",
+        "SIGNET_BENCH_MAX_TOKENS": "none",
+        "SIGNET_BENCH_BUDGET_MS": "-5",
+        "SIGNET_BENCH_TZ": "Nowhere/City",
+        "SIGNET_BENCH_RESIDENT": "always",
         "SIGNET_BENCH_IDLE_S": "0",
-    }  # fmt: skip
+    }
     c["every option bad"] = Case(every_option, needle="--idle-s '-1'", log="home")
     c["every variable bad"] = Case([], every_var, needle="SIGNET_BENCH_IDLE_S='0'", log="home")
-    c["every option and variable bad"] = Case(every_option, every_var, needle="--budget",
-                                              log="home")  # fmt: skip
+    c["every option and variable bad"] = Case(
+        every_option, every_var, needle="--budget", log="home"
+    )
     return c
 
 
@@ -209,8 +248,9 @@ def _resident_state(folder: Path, state: str) -> None:
     elif state == "garbage lock":
         files.lock.write_bytes(b"\xffgarbage\n")
     else:
-        dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                              capture_output=True, check=True).stdout  # fmt: skip
+        dead = subprocess.run(
+            [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, check=True
+        ).stdout
         files.lock.write_bytes(dead)
 
 
@@ -219,8 +259,9 @@ def _logged(path: Path, key: str) -> list[tuple[str, str]]:
         return []
     con = sqlite3.connect(path)
     try:
-        rows = con.execute("SELECT outcome, reason FROM hook_invocations WHERE session_key = ?",
-                           [key]).fetchall()  # fmt: skip
+        rows = con.execute(
+            "SELECT outcome, reason FROM hook_invocations WHERE session_key = ?", [key]
+        ).fetchall()
     finally:
         con.close()
     return rows
@@ -232,9 +273,11 @@ def test_every_bad_setting_prints_exactly_what_signet_prints(world, tmp_path):
     p.corrupt.write_bytes(world.model.read_bytes()[:5000])  # an ONNX file cut short
     cases = _cases(world, p)
     assert len(cases) >= 50, len(cases)
-    logs = {"world": world.workbench.parent / HOOK_LOG_FILE,
-            "store": world.db.parent / HOOK_LOG_FILE,
-            "home": p.home / ".agents" / "memory" / HOOK_LOG_FILE}  # fmt: skip
+    logs = {
+        "world": world.workbench.parent / HOOK_LOG_FILE,
+        "store": world.db.parent / HOOK_LOG_FILE,
+        "home": p.home / ".agents" / "memory" / HOOK_LOG_FILE,
+    }
     path = f"{world.signet.parent}{os.pathsep}{os.environ.get('PATH', '')}"
     failed = []
     for i, (name, case) in enumerate(cases.items()):
@@ -245,8 +288,9 @@ def test_every_bad_setting_prints_exactly_what_signet_prints(world, tmp_path):
         if case.resident:
             _resident_state(world.model.parent, case.resident)
         try:
-            hook = run_process([*WRAPPER, *case.options, "session-start", *HARNESS_ARGS[fmt]],
-                               stdin, env)  # fmt: skip
+            hook = run_process(
+                [*WRAPPER, *case.options, "session-start", *HARNESS_ARGS[fmt]], stdin, env
+            )
         finally:
             if case.resident:  # the wrapper may have started one after printing
                 stop_resident(resident_files(world.model.parent))
@@ -266,8 +310,11 @@ def test_every_bad_setting_prints_exactly_what_signet_prints(world, tmp_path):
 def test_a_bad_setting_with_args_outside_signets_table_still_runs_signet_as_asked(world):
     env = world.env(SIGNET_BENCH_TZ="Mars/Olympus")
     for args in (["-H", "x", "--unknown"], [], ["--json"], ["-H"]):
-        hook = run_process([*WRAPPER, *_options(world, drop=("tz",)), "session-start", *args],
-                           stdin_for("asked"), env)  # fmt: skip
+        hook = run_process(
+            [*WRAPPER, *_options(world, drop=("tz",)), "session-start", *args],
+            stdin_for("asked"),
+            env,
+        )
         assert hook == signet_prints(world, args, stdin_for("asked"), env) and hook.code == 1
 
 
@@ -275,8 +322,12 @@ def test_a_bad_setting_with_args_outside_signets_table_still_runs_signet_as_aske
 
 
 def test_reading_never_fails_and_keeps_the_defaults_for_what_it_cannot_use(tmp_path):
-    env = {"SIGNET_BENCH_LIMIT": "0", "SIGNET_BENCH_TZ": "Mars/Olympus", "HOME": str(tmp_path),
-           "SIGNET_BENCH_MAX_TOKENS": "0"}  # fmt: skip
+    env = {
+        "SIGNET_BENCH_LIMIT": "0",
+        "SIGNET_BENCH_TZ": "Mars/Olympus",
+        "HOME": str(tmp_path),
+        "SIGNET_BENCH_MAX_TOKENS": "0",
+    }
     cmd = read_command(["--budget", "100", "--idle-s=-1", "session-start", "-H", "x"], env)
     assert cmd.name == "session-start" and cmd.args == ["-H", "x"]
     assert [str(x) for x in cmd.problems] == [
@@ -321,8 +372,9 @@ def test_the_hook_serves_the_store_under_signet_path(world, tmp_path):
     (memory / "model.onnx").write_bytes(world.model.read_bytes())
     env = world.env(SIGNET_PATH=str(tmp_path / "signet"), HOME=str(tmp_path / "home"))
     opts = _options(world, drop=("db", "workbench", "model"))
-    hook = run_process([*WRAPPER, *opts, "session-start", *HARNESS_ARGS["plain"]],
-                       stdin_for("moved"), env)  # fmt: skip
+    hook = run_process(
+        [*WRAPPER, *opts, "session-start", *HARNESS_ARGS["plain"]], stdin_for("moved"), env
+    )
     assert hook.code == 0 and hook.stderr == b""
     assert _logged(memory / HOOK_LOG_FILE, "moved") == [("scorer", None)]
 
@@ -348,8 +400,9 @@ def test_stdin_that_ends_late_reaches_signet_whole_and_is_ranked_under_its_key(w
         os.close(write)
 
     writer = threading.Thread(target=harness)
-    with subprocess.Popen(argv, stdin=read, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          env=env) as proc:  # fmt: skip
+    with subprocess.Popen(
+        argv, stdin=read, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    ) as proc:
         os.close(read)
         writer.start()
         out, err = proc.communicate(timeout=120)
@@ -359,8 +412,9 @@ def test_stdin_that_ends_late_reaches_signet_whole_and_is_ranked_under_its_key(w
     assert len(calls) == 1 and f'"key": "{key}"' in calls[0]  # Signet read the whole stdin
     assert got.code == 0 and got.stderr == b"" and got.stdout
     con = sqlite3.connect(world.workbench.parent / HOOK_LOG_FILE)
-    row = con.execute("SELECT outcome, reason, project FROM hook_invocations "
-                      "WHERE session_key = ?", [key]).fetchall()  # fmt: skip
+    row = con.execute(
+        "SELECT outcome, reason, project FROM hook_invocations WHERE session_key = ?", [key]
+    ).fetchall()
     con.close()
     assert row == [("scorer", None, PROJECT)]
 
@@ -391,21 +445,30 @@ def test_loading_and_scoring_a_model_writes_nothing_and_prints_nothing(world, tm
     env.pop("XDG_CACHE_HOME", None)
     import json
 
-    done = subprocess.run([sys.executable, "-c", SCORE_PROBE, str(world.model)],
-                          input=json.dumps(request(n=8)).encode(), capture_output=True,
-                          env=env, timeout=120, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", SCORE_PROBE, str(world.model)],
+        input=json.dumps(request(n=8)).encode(),
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0 and done.stderr == b"", done.stderr
     assert len(json.loads(done.stdout)) == 3
     if home == "a folder":
         assert list(place.rglob("*")) == []
 
 
-def test_the_hook_ranking_in_process_under_an_unwritable_home_prints_only_signets_bytes(world,
-                                                                                     tmp_path):  # fmt: skip
+def test_the_hook_ranking_in_process_under_an_unwritable_home_prints_only_signets_bytes(
+    world, tmp_path
+):
     home = tmp_path / "home"
     home.write_text("not a folder")
     env = world.env(HOME=str(home), ORT_DISABLE_TELEMETRY="0", SIGNET_STANDIN_STATE=str(tmp_path))
-    hook = run_process([*WRAPPER, *_options(world), "session-start", *HARNESS_ARGS["json"]],
-                       stdin_for("ro-home"), env)  # fmt: skip
+    hook = run_process(
+        [*WRAPPER, *_options(world), "session-start", *HARNESS_ARGS["json"]],
+        stdin_for("ro-home"),
+        env,
+    )
     assert hook.code == 0 and hook.stderr == b""
     assert _logged(world.workbench.parent / HOOK_LOG_FILE, "ro-home") == [("scorer", None)]

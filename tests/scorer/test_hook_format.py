@@ -69,17 +69,23 @@ def test_trim_and_utf8_follow_javascript_not_python():
 @pytest.mark.parametrize(
     ("args", "output", "json_args"),
     [
-        (["-H", "claude-code", "--project", "/p"], "plain",
-         ["-H", "claude-code", "--project", "/p", "--json"]),
+        (
+            ["-H", "claude-code", "--project", "/p"],
+            "plain",
+            ["-H", "claude-code", "--project", "/p", "--json"],
+        ),
         (["-H", "codex", "--codex-json"], "codex", ["-H", "codex", "--json"]),
         (["--json", "-H", "x", "--codex-json"], "codex", ["--json", "-H", "x"]),
         (["-H", "x", "--json"], "json", ["-H", "x", "--json"]),
         (["-Hcodex", "--project=/a b"], "plain", ["-Hcodex", "--project=/a b", "--json"]),
         # an option's value is the next argument, whatever it looks like
-        (["--project", "--codex-json", "--harness", "x"], "plain",
-         ["--project", "--codex-json", "--harness", "x", "--json"]),
+        (
+            ["--project", "--codex-json", "--harness", "x"],
+            "plain",
+            ["--project", "--codex-json", "--harness", "x", "--json"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_invocation_reads_signets_option_table(args, output, json_args):
     inv = parse_invocation(args)
     assert inv is not None and inv.output == output and list(inv.json_args) == json_args
@@ -87,9 +93,15 @@ def test_invocation_reads_signets_option_table(args, output, json_args):
 
 @pytest.mark.parametrize(
     "args",
-    [[], ["--project", "/p"], ["-H"], ["-H", "x", "--verbose"], ["-H", "x", "extra"],
-     ["-H", "x", "--", "--json"]],
-)  # fmt: skip
+    [
+        [],
+        ["--project", "/p"],
+        ["-H"],
+        ["-H", "x", "--verbose"],
+        ["-H", "x", "extra"],
+        ["-H", "x", "--", "--json"],
+    ],
+)
 def test_arguments_outside_the_option_table_are_not_understood(args):
     assert parse_invocation(args) is None
 
@@ -100,8 +112,12 @@ def test_stdin_is_read_as_the_cli_reads_it():
     body = {"session_id": " ", "sessionId": "k2", "cwd": "/w", "agent_id": "native"}
     got = hook_input(("\ufeff " + json.dumps(body) + "\n").encode(), inv)
     # a blank key is skipped; Claude Code's agent_id is its own, not Signet's agent
-    assert (got.session_key, got.project, got.agent_id, got.malformed) == ("k2", "/w", "default",
-                                                                           False)  # fmt: skip
+    assert (got.session_key, got.project, got.agent_id, got.malformed) == (
+        "k2",
+        "/w",
+        "default",
+        False,
+    )
     codex = parse_invocation(["-H", "codex", "--agent-id", "", "--project", "/p"])
     assert codex is not None
     got = hook_input(json.dumps({"agent_id": "a7", "cwd": "/w"}).encode(), codex)
@@ -161,11 +177,15 @@ def test_no_answer_prints_nothing_or_codex_empty_object():
 
 MEMS = [
     {"id": "a", "content": "first\nspans two lines", "date": "Jan 2, 2026"},
-    {"id": "b", "content": "- looks like a bullet (Feb 1, 2026)", "date": "Feb 3, 2026",
-     "tags": "x,y"},
+    {
+        "id": "b",
+        "content": "- looks like a bullet (Feb 1, 2026)",
+        "date": "Feb 3, 2026",
+        "tags": "x,y",
+    },
     {"id": "c", "content": header(3).strip(), "date": "Mar 4, 2026"},
     {"id": "d", "content": "", "date": "Invalid Date"},
-]  # fmt: skip
+]
 AFTER = "\n\n## Active Constraints\n\nConstraints for entities in scope.\n- [x] never (y)"
 
 

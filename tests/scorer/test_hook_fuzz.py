@@ -115,8 +115,9 @@ def test_malformed_json_from_signet_never_changes_what_signet_prints(world, load
 
     garbage = _malformed(answer, rng, 450, broken)
     for text in garbage:
-        env = world.env(SIGNET_STANDIN_MODE="malformed",
-                        SIGNET_STANDIN_GARBAGE=text.decode("utf-8", "replace"))  # fmt: skip
+        env = world.env(
+            SIGNET_STANDIN_MODE="malformed", SIGNET_STANDIN_GARBAGE=text.decode("utf-8", "replace")
+        )
         _check(world, load, rng.choice(list(HARNESS_ARGS)), stdin_for("fuzz"), env, rng)
 
 
@@ -180,8 +181,10 @@ def test_a_fault_of_the_hooks_own_prints_what_signet_prints(world):
         runner = standin_runner(env)
         want = runner(HARNESS_ARGS[fmt], stdin_for("fault")).result()
         argv = [*world.options(), "session-start", *HARNESS_ARGS[fmt]]
-        for load, words in ((raising, "preparing failed: ZeroDivisionError: broken loader"),
-                            (lambda p: (NotAScorer(), None), "re-ranking failed")):  # fmt: skip
+        for load, words in (
+            (raising, "preparing failed: ZeroDivisionError: broken loader"),
+            (lambda p: (NotAScorer(), None), "re-ranking failed"),
+        ):
             got = run_hook(argv, stdin_for("fault"), env=env, runner=runner, load_scorer=load)
             assert (got.stdout, got.stderr, got.code) == (want.stdout, want.stderr, want.code)
             assert got.invocation["reason"].startswith(words), got.invocation["reason"]

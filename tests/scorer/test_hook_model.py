@@ -79,10 +79,17 @@ def trained(tmp_path_factory):
     pool = store_memories(db, PROJECT, now, POOL)
     writer = connect_writer(db)
     rows = [
-        CandidateRow(m["id"], "effective", m["effective_score"], None, m["effective_score"],
-                     rank, rank <= ANSWER)
+        CandidateRow(
+            m["id"],
+            "effective",
+            m["effective_score"],
+            None,
+            m["effective_score"],
+            rank,
+            rank <= ANSWER,
+        )
         for rank, m in enumerate(pool, 1)
-    ]  # fmt: skip
+    ]
     record_session_candidates(writer, KEY, rows, format_iso(now))
     writer.close()
     answer = root / "answer.json"
@@ -103,18 +110,23 @@ def _library_inputs(db, now):
         prev = tracker.before(PROJECT)
         cand = by_key[KEY].sort([pl.col("source") == "fts_only", "rank", "memory_id"])
         rows = corpus.rows(cand["memory_id"].to_list())
-        ctx = session_context(corpus.embeddings, corpus.has_embedding, corpus.row_of,
-                              prev.used, rows)  # fmt: skip
+        ctx = session_context(
+            corpus.embeddings, corpus.has_embedding, corpus.row_of, prev.used, rows
+        )
         from signet_bench.daemon.candidates import CandidateOrigin, session_inputs
 
         return session_inputs(
-            corpus, rows, KEY, SessionInfo(now, TZ, PROJECT, prev.start), ctx,
+            corpus,
+            rows,
+            KEY,
+            SessionInfo(now, TZ, PROJECT, prev.start),
+            ctx,
             query=start_query(con, PROJECT, now),
             origin=CandidateOrigin(
                 graph=session_graph(cand, session_structure(con, cand)),
                 track_record=track_values(track_records(con, {"start": now}, cand), cand),
             ),
-        )  # fmt: skip
+        )
     finally:
         con.close()
 
@@ -128,8 +140,13 @@ def test_the_hooks_inputs_are_the_trainers(trained):
     try:
         session = HookSession(now, TZ, PROJECT, KEY, "default")
         answer = json.loads(world.answer.read_text())
-        query, rule = session_query(con, session, [m["id"] for m in answer["memories"]],
-                                    dim=scorer.info.native_dim, slots=scorer.info.project_slots)  # fmt: skip
+        query, rule = session_query(
+            con,
+            session,
+            [m["id"] for m in answer["memories"]],
+            dim=scorer.info.native_dim,
+            slots=scorer.info.project_slots,
+        )
     finally:
         con.close()
     assert list(query.candidate_ids) == expected.memory_ids.tolist()
@@ -166,8 +183,9 @@ def test_the_hook_injects_the_models_choice_within_signets_budget(trained):
     got = [r["score"] for r in run.injections]
     np.testing.assert_allclose(got, [probs[m] for m in chosen], rtol=1e-4, atol=1e-6)
     best = sorted(ids, key=lambda m: (-probs[m], m))[:LIMIT]
-    assert chosen == best or np.allclose([probs[m] for m in chosen], [probs[m] for m in best],
-                                         atol=1e-6)  # fmt: skip
+    assert chosen == best or np.allclose(
+        [probs[m] for m in chosen], [probs[m] for m in best], atol=1e-6
+    )
     assert chosen != ids[:LIMIT]  # the model's order is not Signet's
     # only memories of Signet's answer (its token budget admitted them), Signet's own lines
     assert set(chosen) <= set(ids) and len(set(chosen)) == LIMIT
@@ -180,8 +198,9 @@ def test_the_hook_injects_the_models_choice_within_signets_budget(trained):
 def test_the_console_hook_reorders_and_records(trained):
     world, _ = trained
     env = world.env()
-    hook = hook_prints(world, HARNESS_ARGS["codex"], stdin_for("console-run"), env,
-                       limit=str(LIMIT))  # fmt: skip
+    hook = hook_prints(
+        world, HARNESS_ARGS["codex"], stdin_for("console-run"), env, limit=str(LIMIT)
+    )
     assert hook.code == 0 and hook.stderr == b""
     context = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
     runs = read_hook_invocations(world.workbench).filter(session_key="console-run")
@@ -204,12 +223,18 @@ def test_the_resident_scorer_ranks_the_trained_model_as_the_hook_does_itself(tra
     argv = ["--limit", str(LIMIT), "session-start", *HARNESS_ARGS[fmt]]
     served = ServedResident(world)
     try:
-        got = run_hook([*world.options(resident="auto"), *argv], stdin_for(KEY), env=env,
-                       runner=runner_for(env), now=now)  # fmt: skip
+        got = run_hook(
+            [*world.options(resident="auto"), *argv],
+            stdin_for(KEY),
+            env=env,
+            runner=runner_for(env),
+            now=now,
+        )
     finally:
         assert served.close() == 0
-    own = run_hook([*world.options(), *argv], stdin_for(KEY), env=env, runner=runner_for(env),
-                   now=now)  # fmt: skip
+    own = run_hook(
+        [*world.options(), *argv], stdin_for(KEY), env=env, runner=runner_for(env), now=now
+    )
     assert got.invocation["outcome"] == "scorer" and not got.start_resident  # it answered
     assert (got.stdout, got.stderr, got.code) == (own.stdout, own.stderr, own.code)
     assert got.injections == own.injections and len(own.injections) == LIMIT

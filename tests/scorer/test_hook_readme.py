@@ -92,8 +92,15 @@ def _env(root: Path, world) -> dict[str, str]:
 
 def _shell(command: str, stdin: bytes, env, cwd: Path):
     """The command run as a harness runs a hook command: through a shell, in the project."""
-    done = subprocess.run(["/bin/sh", "-c", command], input=stdin, capture_output=True,
-                          env=env, cwd=cwd, timeout=120, check=False)  # fmt: skip
+    done = subprocess.run(
+        ["/bin/sh", "-c", command],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
     return done.stdout, done.stderr, done.returncode
 
 
@@ -150,7 +157,9 @@ def test_with_a_model_the_readmes_command_prints_signets_text_in_the_scorers_ord
     assert header(len(order), SCORER_ORDER) in ours_text
     done = run_process([str(HOOK), "doctor"], b"", env)
     assert (done.code, done.stdout.decode().splitlines()[-1]) == (
-        0, "verdict:   the scorer is serving")  # fmt: skip
+        0,
+        "verdict:   the scorer is serving",
+    )
 
 
 def _expanded_train_line(env) -> list[list[str]]:
@@ -158,8 +167,13 @@ def _expanded_train_line(env) -> list[list[str]]:
     assign, line = readme_block("train").split("\n")
     assert assign.startswith("P=") and line.count("signet-bench ") == 2
     shown = line.replace("signet-bench ", "printf '%s\\n' + signet-bench ")
-    out = subprocess.run(["/bin/sh", "-c", f"{assign}\n{shown}"], capture_output=True,
-                         env=env, timeout=30, check=True).stdout.decode()  # fmt: skip
+    out = subprocess.run(
+        ["/bin/sh", "-c", f"{assign}\n{shown}"],
+        capture_output=True,
+        env=env,
+        timeout=30,
+        check=True,
+    ).stdout.decode()
     return [c.split("\n")[:-1] for c in out.split("+\n")[1:]]
 
 

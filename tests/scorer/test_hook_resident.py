@@ -110,8 +110,7 @@ def test_the_resident_reports_a_store_it_cannot_open_as_the_hook_would(world, re
     key = "res-no-store"
     text = tmp_path / "memories.db"
     text.write_text("not a store")
-    hook_prints(world, HARNESS_ARGS["plain"], stdin_for(key), world.env(), **AUTO,
-                db=str(text))  # fmt: skip
+    hook_prints(world, HARNESS_ARGS["plain"], stdin_for(key), world.env(), **AUTO, db=str(text))
     (run,), _ = _recorded(world, key)
     assert run[:2] == ("signet", f"cannot open the store {text}: {text}: not a SQLite file")
 
@@ -175,8 +174,13 @@ def test_a_resident_killed_mid_way_leaves_the_ranking_to_the_hook(world):
     argv = [*world.options(**AUTO), "session-start", *HARNESS_ARGS["json"]]
     got = run_hook(argv, stdin_for("mid-way"), env=env, runner=killing, now=NOW)
     assert served.proc.returncode == -9 and got.start_resident
-    own = run_hook([*world.options(), "session-start", *HARNESS_ARGS["json"]],
-                   stdin_for("mid-way"), env=env, runner=plain, now=NOW)  # fmt: skip
+    own = run_hook(
+        [*world.options(), "session-start", *HARNESS_ARGS["json"]],
+        stdin_for("mid-way"),
+        env=env,
+        runner=plain,
+        now=NOW,
+    )
     assert (got.stdout, got.stderr, got.code) == (own.stdout, own.stderr, own.code)
     assert got.injections == own.injections and got.invocation["outcome"] == "scorer"
     assert stop_resident(resident_files(world.model.parent)) is None  # none was started
@@ -246,8 +250,14 @@ def test_a_stale_resident_stops_when_a_hook_runs_other_code(world):
     link = ResidentLink.connect(resident_files(world.model.parent).socket, 30.0)
     try:
         assert link.ask({"op": "status"}, 30.0)["pid"] == served.proc.pid
-        request = {"op": "prepare", "protocol": 1, "code": code_fingerprint() + "-other",
-                   "db": str(world.db), "model": str(world.model), "timeout_s": 1.0}  # fmt: skip
+        request = {
+            "op": "prepare",
+            "protocol": 1,
+            "code": code_fingerprint() + "-other",
+            "db": str(world.db),
+            "model": str(world.model),
+            "timeout_s": 1.0,
+        }
         assert link.ask(request, 30.0) == {"stale": True}
     finally:
         link.close()

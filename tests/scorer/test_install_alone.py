@@ -23,8 +23,17 @@ from tests.scorer.hook_support import (
 )
 
 SCORER = Path(__file__).resolve().parents[2] / "scorer"
-WORKBENCH_ONLY = {"polars", "duckdb", "marimo", "pyarrow", "altair", "vl-convert-python",
-                  "wordllama", "onnx", "signet-bench"}  # fmt: skip
+WORKBENCH_ONLY = {
+    "polars",
+    "duckdb",
+    "marimo",
+    "pyarrow",
+    "altair",
+    "vl-convert-python",
+    "wordllama",
+    "onnx",
+    "signet-bench",
+}
 
 
 def _run(argv: list[str]) -> str:
@@ -39,8 +48,9 @@ def venv(tmp_path_factory) -> Path:
     leave build/ and *.egg-info behind); pip's cache makes a second build quick."""
     root = tmp_path_factory.mktemp("scorer-alone")
     source = root / "scorer"
-    shutil.copytree(SCORER, source, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info",
-                                                                  "build"))  # fmt: skip
+    shutil.copytree(
+        SCORER, source, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build")
+    )
     env_dir = root / "venv"
     _run([sys.executable, "-m", "venv", str(env_dir)])
     python = str(env_dir / "bin" / "python")
@@ -58,8 +68,14 @@ def test_the_scorer_alone_pulls_none_of_the_workbenchs_libraries(venv):
     assert not installed.keys() & WORKBENCH_ONLY, installed
     assert {"signet-scorer", "numpy", "onnxruntime", "orjson"} <= installed.keys(), installed
     code = "import signet_scorer.hook as h; print(h.__file__)\nimport signet_bench"
-    done = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True,
-                          text=True, timeout=60, check=False, cwd=venv)  # fmt: skip
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=venv,
+    )
     assert done.stdout.startswith(str(venv / "lib")), done.stdout  # the installed copy
     assert done.returncode == 1 and "No module named 'signet_bench'" in done.stderr, done.stderr
 

@@ -146,12 +146,21 @@ def test_what_signet_refuses_is_refused_with_its_code_and_message(sidecar, golde
     req = request(seed=3)
     n = len(req["candidate_ids"])
     for change, message in [
-        ({"candidate_texts": req["candidate_texts"][: n - 1]}, "candidate_ids and candidate_texts length mismatch"),
-        ({"candidate_embeddings": req["candidate_embeddings"][1:]}, "candidate_ids and candidate_embeddings length mismatch"),
-        ({"candidate_features": req["candidate_features"][:2]}, "candidate_ids and candidate_features length mismatch"),
+        (
+            {"candidate_texts": req["candidate_texts"][: n - 1]},
+            "candidate_ids and candidate_texts length mismatch",
+        ),
+        (
+            {"candidate_embeddings": req["candidate_embeddings"][1:]},
+            "candidate_ids and candidate_embeddings length mismatch",
+        ),
+        (
+            {"candidate_features": req["candidate_features"][:2]},
+            "candidate_ids and candidate_features length mismatch",
+        ),
         ({"candidate_features": [[0.0] * 18] * n}, "candidate_features row has invalid dimension"),
         ({"context_embedding": [0.1] * 3}, f"query embedding dim mismatch: expected {DIM}, got 3"),
-    ]:  # fmt: skip
+    ]:
         err = s.call("score", {**req, **change})["error"]
         assert err == {"code": -32000, "message": message}
     assert s.call("score", req)["result"]["scores"]
@@ -221,12 +230,18 @@ def test_train_step_moves_the_served_model(sidecar, tmp_path):
     for change, message in [
         ({"labels": labels[1:]}, "candidate_embeddings and labels length mismatch"),
         ({"temperature": 0}, "temperature must be > 0"),
-        ({"context_embedding": [0.1] * 5},
-         'train error: InvalidSample("sample rpc-train query dim mismatch")'),
-        ({"candidate_features": train["candidate_features"][1:]},
-         (f'train error: InvalidSample("sample rpc-train has {len(labels)} candidate '
-          f'embeddings but {len(labels) - 1} feature rows")')),
-    ]:  # fmt: skip
+        (
+            {"context_embedding": [0.1] * 5},
+            'train error: InvalidSample("sample rpc-train query dim mismatch")',
+        ),
+        (
+            {"candidate_features": train["candidate_features"][1:]},
+            (
+                f'train error: InvalidSample("sample rpc-train has {len(labels)} candidate '
+                f'embeddings but {len(labels) - 1} feature rows")'
+            ),
+        ),
+    ]:
         err = s.call("train", {**train, "labels": labels, **change})["error"]
         assert err == {"code": -32000, "message": message}
 

@@ -151,20 +151,46 @@ def test_bad_parameters_name_the_field(golden, change, field):
 
 # What Signet's sidecar refuses in its `score` handler (-32000), with its messages.
 REFUSED = [
-    ({"candidate_embeddings": [None] * 13}, "candidate_ids and candidate_embeddings length mismatch"),
-    ({"candidate_embeddings": [None] * 11}, "candidate_ids and candidate_embeddings length mismatch"),
+    (
+        {"candidate_embeddings": [None] * 13},
+        "candidate_ids and candidate_embeddings length mismatch",
+    ),
+    (
+        {"candidate_embeddings": [None] * 11},
+        "candidate_ids and candidate_embeddings length mismatch",
+    ),
     ({"candidate_texts": ["a"] * 11}, "candidate_ids and candidate_texts length mismatch"),
     ({"candidate_texts": ["a"] * 13}, "candidate_ids and candidate_texts length mismatch"),
-    ({"candidate_features": [[0.0] * 17] * 11}, "candidate_ids and candidate_features length mismatch"),
+    (
+        {"candidate_features": [[0.0] * 17] * 11},
+        "candidate_ids and candidate_features length mismatch",
+    ),
     ({"candidate_features": [[0.0] * 16] * 12}, "candidate_features row has invalid dimension"),
     ({"context_embedding": [0.1] * 10}, "query embedding dim mismatch: expected 768, got 10"),
     ({"context_embedding": []}, "query embedding dim mismatch: expected 768, got 0"),
-    ({"candidate_texts": [None] * 12}, "candidate m01 must provide either native embedding or text"),
+    (
+        {"candidate_texts": [None] * 12},
+        "candidate m01 must provide either native embedding or text",
+    ),
     # Signet's order: the lengths before the context, the context before the candidates
-    ({"candidate_texts": ["a"], "context_embedding": [0.1]}, "candidate_ids and candidate_texts length mismatch"),
-    ({"context_embedding": [0.1], "candidate_texts": [None] * 12}, "query embedding dim mismatch: expected 768, got 1"),
-    ({"candidate_ids": [], "candidate_texts": ["a"], "candidate_embeddings": [], "candidate_features": []}, "candidate_ids and candidate_texts length mismatch"),
-]  # fmt: skip
+    (
+        {"candidate_texts": ["a"], "context_embedding": [0.1]},
+        "candidate_ids and candidate_texts length mismatch",
+    ),
+    (
+        {"context_embedding": [0.1], "candidate_texts": [None] * 12},
+        "query embedding dim mismatch: expected 768, got 1",
+    ),
+    (
+        {
+            "candidate_ids": [],
+            "candidate_texts": ["a"],
+            "candidate_embeddings": [],
+            "candidate_features": [],
+        },
+        "candidate_ids and candidate_texts length mismatch",
+    ),
+]
 
 
 @pytest.mark.parametrize(("change", "message"), REFUSED)

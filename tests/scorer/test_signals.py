@@ -130,9 +130,15 @@ def jobs_store(tmp_path):
             at = t0 + timedelta(minutes=minutes)
             stamp = at.strftime("%Y-%m-%dT%H:%M:%S.000Z" if iso else "%Y-%m-%d %H:%M:%S")
             insert_summary_job(
-                con, key, harness="test", project=project, transcript=text, status=status,
-                created_at=stamp, completed_at=stamp if status == "completed" else None,
-            )  # fmt: skip
+                con,
+                key,
+                harness="test",
+                project=project,
+                transcript=text,
+                status=status,
+                created_at=stamp,
+                completed_at=stamp if status == "completed" else None,
+            )
     yield con, t0
     con.close()
 
@@ -292,10 +298,14 @@ def test_candidate_signals_are_the_columns_in_contract_order():
     texts = ["Caroline likes the cache", "cache", "Melanie"]
     emb = np.eye(3, dtype=np.float32)
     got = candidate_signals(
-        query_terms=["cache"], query_entities=["Caroline"], candidate_texts=texts,
-        context=np.ones(3, np.float32), embeddings=emb, has_embedding=np.ones(3, bool),
+        query_terms=["cache"],
+        query_entities=["Caroline"],
+        candidate_texts=texts,
+        context=np.ones(3, np.float32),
+        embeddings=emb,
+        has_embedding=np.ones(3, bool),
         sources=["s", "s", None],
-    )  # fmt: skip
+    )
     assert got.shape == (3, contract.N_SIGNALS) and got.dtype == np.float32
     np.testing.assert_array_equal(
         got[:, signal_column("lexical")], lexical_scores(["cache"], texts)
@@ -392,11 +402,14 @@ def test_the_server_computes_the_signals_from_the_request(golden):
     inputs = parse_score_params(req, golden.info).inputs
     has = inputs[contract.INPUT_HAS_EMBEDDING]
     expected = candidate_signals(
-        query_terms=req["query_terms"], query_entities=req["query_entities"],
-        candidate_texts=req["candidate_texts"], context=inputs[contract.INPUT_CONTEXT],
+        query_terms=req["query_terms"],
+        query_entities=req["query_entities"],
+        candidate_texts=req["candidate_texts"],
+        context=inputs[contract.INPUT_CONTEXT],
         embeddings=np.where(has[:, None], inputs[contract.INPUT_CANDIDATE_EMBEDDINGS], 0.0),
-        has_embedding=has, sources=req["candidate_sources"],
-    )  # fmt: skip
+        has_embedding=has,
+        sources=req["candidate_sources"],
+    )
     got = inputs[contract.INPUT_SIGNALS]
     np.testing.assert_array_equal(got, expected)
     assert got[:, 0].any() and got[:, 1].any() and got[:, 2].any()

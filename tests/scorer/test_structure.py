@@ -123,14 +123,23 @@ def test_primary_attribute_slots_constraint_and_density(graph_db):
         slot("asp-rules"),  # the constraint first, whatever its importance
         slot("asp-db"),  # then the higher importance
         slot("asp-db"),  # then the older created_at
-        -1, -1, -1,  # only superseded/deleted rows; another agent's; no aspect
+        -1,
+        -1,
+        -1,  # only superseded/deleted rows; another agent's; no aspect
         slot("asp-theirs"),  # its aspect is another agent's, the attribute is ours
         -1,
-    ]  # fmt: skip
+    ]
     assert cols.is_constraint.tolist() == [True] + [False] * 7
     assert cols.structural_density.tolist() == [
-        ALPHA_DENSITY, BETA_DENSITY, BETA_DENSITY, 0, 0, 0, ALPHA_DENSITY, 0
-    ]  # fmt: skip
+        ALPHA_DENSITY,
+        BETA_DENSITY,
+        BETA_DENSITY,
+        0,
+        0,
+        0,
+        ALPHA_DENSITY,
+        0,
+    ]
     assert cols.is_traversal.tolist() == [False, True] + [False] * 5 + [True]
 
 

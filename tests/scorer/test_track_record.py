@@ -82,8 +82,9 @@ def test_fts_hits_while_not_injected_and_good_ratings_raise_it():
 
 
 def test_the_formula_is_the_documented_one():
-    c = counts(1, injected=[3], judged=[2], useful=[1.5], fts_unseen=[1], ratings=[2],
-               rating_sum=[1.0])  # fmt: skip
+    c = counts(
+        1, injected=[3], judged=[2], useful=[1.5], fts_unseen=[1], ratings=[2], rating_sum=[1.0]
+    )
     weight, value = 2 + 1 + 2, 1.5 + 1 + (1.0 + 2) / 2
     expected = (PRIOR_STRENGTH * 0.6 + value) / (PRIOR_STRENGTH + weight)
     assert track_record(c, 0.6)[0] == pytest.approx(expected, rel=1e-6)
@@ -99,10 +100,16 @@ def test_values_stay_in_the_unit_interval():
     n = 500
     judged = rng.integers(0, 20, n).astype(float)
     ratings = rng.integers(0, 5, n).astype(float)
-    c = counts(n, injected=list(judged + rng.integers(0, 3, n)), judged=list(judged),
-               useful=list(judged * rng.random(n)), fts_unseen=list(rng.integers(0, 4, n)),
-               ratings=list(ratings), rating_sum=list(ratings * rng.uniform(-1, 1, n)),
-               superseded=list(rng.random(n) < 0.2))  # fmt: skip
+    c = counts(
+        n,
+        injected=list(judged + rng.integers(0, 3, n)),
+        judged=list(judged),
+        useful=list(judged * rng.random(n)),
+        fts_unseen=list(rng.integers(0, 4, n)),
+        ratings=list(ratings),
+        rating_sum=list(ratings * rng.uniform(-1, 1, n)),
+        superseded=list(rng.random(n) < 0.2),
+    )
     for mean in (0.0, user_mean(c), 1.0):
         got = track_record(c, mean)
         assert got.dtype == np.float32 and (got >= 0).all() and (got <= 1).all()
@@ -132,10 +139,14 @@ def test_a_request_without_it_has_a_zero_column(golden):
 
 @pytest.mark.parametrize(
     ("value", "field"),
-    [([0.5, 1.5, 0.5], "candidate_track_record[1]"), ([0.5, "x", 0.5], "candidate_track_record[1]"),
-     ([True, 0.5, 0.5], "candidate_track_record[0]"), ("0.5", "candidate_track_record"),
-     ([0.1, 0.2, 0.3, 0.4], "candidate_track_record")],
-)  # fmt: skip
+    [
+        ([0.5, 1.5, 0.5], "candidate_track_record[1]"),
+        ([0.5, "x", 0.5], "candidate_track_record[1]"),
+        ([True, 0.5, 0.5], "candidate_track_record[0]"),
+        ("0.5", "candidate_track_record"),
+        ([0.1, 0.2, 0.3, 0.4], "candidate_track_record"),
+    ],
+)
 def test_a_bad_track_record_is_named(golden, value, field):
     with pytest.raises(ParamError) as err:
         parse_score_params({**request(n=3), "candidate_track_record": value}, golden.info)

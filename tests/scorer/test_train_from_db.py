@@ -38,10 +38,18 @@ def start(sidecar, path: Path, *extra: str):
 
 
 RESULT_KEYS = {
-    "accepted", "model_version", "loss", "step", "samples_used", "samples_skipped",
-    "duration_ms", "canary_score_variance", "canary_topk_stability", "gate_reason",
+    "accepted",
+    "model_version",
+    "loss",
+    "step",
+    "samples_used",
+    "samples_skipped",
+    "duration_ms",
+    "canary_score_variance",
+    "canary_topk_stability",
+    "gate_reason",
     "checkpoint_saved",
-}  # fmt: skip
+}
 WAIT_S = 120.0  # a guard against a hung child, not a measurement
 
 

@@ -35,36 +35,59 @@ class GraphStore:
     def entity(self, eid: str, name: str | None = None, **cols: Any) -> None:
         now = cols.pop("updated_at", T0)
         self.insert(
-            "entities", id=eid, name=name or eid, entity_type=cols.pop("entity_type", "project"),
-            created_at=T0, updated_at=now, **cols,
-        )  # fmt: skip
+            "entities",
+            id=eid,
+            name=name or eid,
+            entity_type=cols.pop("entity_type", "project"),
+            created_at=T0,
+            updated_at=now,
+            **cols,
+        )
 
     def aspect(self, aid: str, entity: str, weight: float = 0.5, **cols: Any) -> None:
         self.insert(
-            "entity_aspects", id=aid, entity_id=entity, name=aid, canonical_name=aid,
-            weight=weight, **cols,
-        )  # fmt: skip
+            "entity_aspects",
+            id=aid,
+            entity_id=entity,
+            name=aid,
+            canonical_name=aid,
+            weight=weight,
+            **cols,
+        )
 
     def attribute(self, memory: str, aspect: str | None, **cols: Any) -> None:
         aid = cols.pop("id", f"attr-{memory}-{aspect}")
         self.insert(
-            "entity_attributes", id=aid, aspect_id=aspect, memory_id=memory,
-            kind=cols.pop("kind", "attribute"), content=f"attribute of {memory}",
-            normalized_content=f"attribute of {memory}", **cols,
-        )  # fmt: skip
+            "entity_attributes",
+            id=aid,
+            aspect_id=aspect,
+            memory_id=memory,
+            kind=cols.pop("kind", "attribute"),
+            content=f"attribute of {memory}",
+            normalized_content=f"attribute of {memory}",
+            **cols,
+        )
 
     def dependency(self, source: str, target: str, did: str | None = None, **cols: Any) -> None:
         did = did or f"dep-{source}-{target}"
         if self.schema == "current":
             self.insert(
-                "entity_dependencies", id=did, source_entity_id=source, target_entity_id=target,
-                dependency_type="uses", **cols,
-            )  # fmt: skip
+                "entity_dependencies",
+                id=did,
+                source_entity_id=source,
+                target_entity_id=target,
+                dependency_type="uses",
+                **cols,
+            )
         else:
             self.insert(
-                "relations", id=did, source_entity_id=source, target_entity_id=target,
-                relation_type="uses", **cols,
-            )  # fmt: skip
+                "relations",
+                id=did,
+                source_entity_id=source,
+                target_entity_id=target,
+                relation_type="uses",
+                **cols,
+            )
 
     def mention(self, memory: str, entity: str, confidence: float | None = None) -> None:
         self.insert(

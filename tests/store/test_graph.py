@@ -68,8 +68,14 @@ def test_an_empty_dependency_table_falls_back_to_relations(tmp_path):
     g = GraphStore(tmp_path / "m.db", "current")
     g.entity("a")
     g.entity("b")
-    g.insert("relations", id="r1", source_entity_id="a", target_entity_id="b",
-             relation_type="uses", created_at="2026-01-01T00:00:00.000Z")  # fmt: skip
+    g.insert(
+        "relations",
+        id="r1",
+        source_entity_id="a",
+        target_entity_id="b",
+        relation_type="uses",
+        created_at="2026-01-01T00:00:00.000Z",
+    )
     graph = read_graph(g.close())
     assert graph.dependency_table == "relations"
     assert graph.dep_strength.tolist() == [1.0] and graph.dep_confidence.tolist() == [0.5]

@@ -53,11 +53,33 @@ def _rows() -> Rows:
     )
     aspects = (Aspect("a-1", "e-zeta", "Runbook", "runbook", 0.7, T0, T1),)
     attributes = (
-        Attribute("t-old", "a-1", "m1", "constraint", "Never  deploy on Fridays.", 0.9, 0.8,
-                  "superseded", "t-new", T0, T1),
-        Attribute("t-new", "a-1", "m2", "attribute", "Deploy on Fridays before noon!", 0.6,
-                  0.75, "active", None, T1, T1),
-    )  # fmt: skip
+        Attribute(
+            "t-old",
+            "a-1",
+            "m1",
+            "constraint",
+            "Never  deploy on Fridays.",
+            0.9,
+            0.8,
+            "superseded",
+            "t-new",
+            T0,
+            T1,
+        ),
+        Attribute(
+            "t-new",
+            "a-1",
+            "m2",
+            "attribute",
+            "Deploy on Fridays before noon!",
+            0.6,
+            0.75,
+            "active",
+            None,
+            T1,
+            T1,
+        ),
+    )
     mentions = (
         Mention("m2", "e-zeta", "Zeta Service", 0.95, T1),
         Mention("m1", "e-zeta", "Zeta Service", 0.95, T0),
@@ -65,9 +87,19 @@ def _rows() -> Rows:
     )
     dependencies = (
         Dependency("d-2", "e-zeta", "e-kit", "owned_by", 0.5, 0.6, "zeta owned by Kit", T1, T2),
-        Dependency("d-1", "e-zeta", "e-alpha", "uses", 0.9, 0.7, "zeta uses alpha", T0, T0,
-                   co_occurrences=4),
-    )  # fmt: skip
+        Dependency(
+            "d-1",
+            "e-zeta",
+            "e-alpha",
+            "uses",
+            0.9,
+            0.7,
+            "zeta uses alpha",
+            T0,
+            T0,
+            co_occurrences=4,
+        ),
+    )
     return Rows(entities, aspects, attributes, mentions, dependencies)
 
 
@@ -98,35 +130,71 @@ def test_node_rows_are_written_column_by_column_in_the_order_given(written):
     _, con = written
     iso = format_iso
     assert _select(
-        con, "entities",
+        con,
+        "entities",
         "id, name, canonical_name, entity_type, description, mentions, created_at, updated_at,"
         " pinned, pinned_at",
     ) == [
-        ("e-zeta", "Zeta Service", "zeta service", "system", "the api service", 2, iso(T0),
-         iso(T1), 0, None),
+        (
+            "e-zeta",
+            "Zeta Service",
+            "zeta service",
+            "system",
+            "the api service",
+            2,
+            iso(T0),
+            iso(T1),
+            0,
+            None,
+        ),
         ("e-alpha", "alpha", "alpha", "tool", None, 0, iso(T0), iso(T0), 0, None),
         ("e-kit", "Kit", "kit", "person", "an owner", 1, iso(T1), iso(T2), 1, iso(T1)),
-    ]  # fmt: skip
-    assert _select(con, "entity_aspects", "id, entity_id, name, canonical_name, weight,"
-                   " created_at, updated_at") == [
-        ("a-1", "e-zeta", "Runbook", "runbook", 0.7, iso(T0), iso(T1))
-    ]  # fmt: skip
+    ]
     assert _select(
-        con, "entity_attributes",
+        con, "entity_aspects", "id, entity_id, name, canonical_name, weight, created_at, updated_at"
+    ) == [("a-1", "e-zeta", "Runbook", "runbook", 0.7, iso(T0), iso(T1))]
+    assert _select(
+        con,
+        "entity_attributes",
         "id, aspect_id, memory_id, kind, content, normalized_content, importance, confidence,"
         " status, superseded_by, created_at, updated_at",
     ) == [
-        ("t-old", "a-1", "m1", "constraint", "Never  deploy on Fridays.",
-         "never deploy on fridays", 0.9, 0.8, "superseded", "t-new", iso(T0), iso(T1)),
-        ("t-new", "a-1", "m2", "attribute", "Deploy on Fridays before noon!",
-         "deploy on fridays before noon", 0.6, 0.75, "active", None, iso(T1), iso(T1)),
-    ]  # fmt: skip
-    assert _select(con, "memory_entity_mentions", "memory_id, entity_id, mention_text,"
-                   " confidence, created_at") == [
+        (
+            "t-old",
+            "a-1",
+            "m1",
+            "constraint",
+            "Never  deploy on Fridays.",
+            "never deploy on fridays",
+            0.9,
+            0.8,
+            "superseded",
+            "t-new",
+            iso(T0),
+            iso(T1),
+        ),
+        (
+            "t-new",
+            "a-1",
+            "m2",
+            "attribute",
+            "Deploy on Fridays before noon!",
+            "deploy on fridays before noon",
+            0.6,
+            0.75,
+            "active",
+            None,
+            iso(T1),
+            iso(T1),
+        ),
+    ]
+    assert _select(
+        con, "memory_entity_mentions", "memory_id, entity_id, mention_text, confidence, created_at"
+    ) == [
         ("m2", "e-zeta", "Zeta Service", 0.95, iso(T1)),
         ("m1", "e-zeta", "Zeta Service", 0.95, iso(T0)),
         ("m2", "e-kit", "Kit", 0.8, iso(T1)),
-    ]  # fmt: skip
+    ]
 
 
 def test_dependencies_go_to_the_table_the_store_has(written):
@@ -138,28 +206,49 @@ def test_dependencies_go_to_the_table_the_store_has(written):
     if schema == "current":
         assert dependency_table(con) == "entity_dependencies"
         assert _select(
-            con, "entity_dependencies",
+            con,
+            "entity_dependencies",
             "id, source_entity_id, target_entity_id, dependency_type, strength, confidence,"
             " reason, created_at, updated_at",
         ) == [
-            ("d-2", "e-zeta", "e-kit", "owned_by", 0.5, 0.6, "zeta owned by Kit", iso(T1),
-             iso(T2)),
+            ("d-2", "e-zeta", "e-kit", "owned_by", 0.5, 0.6, "zeta owned by Kit", iso(T1), iso(T2)),
             ("d-1", "e-zeta", "e-alpha", "uses", 0.9, 0.7, "zeta uses alpha", iso(T0), iso(T0)),
-        ]  # fmt: skip
+        ]
         assert _select(con, "relations", "id") == []
     else:
         assert dependency_table(con) == "relations"
         rows = _select(
-            con, "relations",
+            con,
+            "relations",
             "id, source_entity_id, target_entity_id, relation_type, strength, confidence,"
             " metadata, mentions, created_at, updated_at",
-        )  # fmt: skip
+        )
         assert [(*r[:6], json.loads(r[6]), *r[7:]) for r in rows] == [
-            ("d-2", "e-zeta", "e-kit", "owned_by", 0.5, 0.6, {"reason": "zeta owned by Kit"}, 1,
-             iso(T1), iso(T2)),
-            ("d-1", "e-zeta", "e-alpha", "uses", 0.9, 0.7, {"reason": "zeta uses alpha"}, 4,
-             iso(T0), iso(T0)),
-        ]  # fmt: skip
+            (
+                "d-2",
+                "e-zeta",
+                "e-kit",
+                "owned_by",
+                0.5,
+                0.6,
+                {"reason": "zeta owned by Kit"},
+                1,
+                iso(T1),
+                iso(T2),
+            ),
+            (
+                "d-1",
+                "e-zeta",
+                "e-alpha",
+                "uses",
+                0.9,
+                0.7,
+                {"reason": "zeta uses alpha"},
+                4,
+                iso(T0),
+                iso(T0),
+            ),
+        ]
 
 
 def test_the_graph_reader_reads_what_was_written(written):

@@ -24,23 +24,41 @@ def _invocation(
     key: str, outcome: str = "scorer", reason: str | None = None, agent: str = "default"
 ) -> dict:
     return {
-        "at": "2026-04-20T09:30:00.123Z", "session_key": key, "agent_id": agent,
-        "harness": "claude-code", "project": "/p", "output": "plain", "outcome": outcome,
-        "reason": reason, "model_path": "/m/model.onnx", "model_version": "abc", "pool": 3,
-        "injected": 2, "context_rule": "previous-session", "signet_exit": 0, "duration_ms": 12.5,
-    }  # fmt: skip
+        "at": "2026-04-20T09:30:00.123Z",
+        "session_key": key,
+        "agent_id": agent,
+        "harness": "claude-code",
+        "project": "/p",
+        "output": "plain",
+        "outcome": outcome,
+        "reason": reason,
+        "model_path": "/m/model.onnx",
+        "model_version": "abc",
+        "pool": 3,
+        "injected": 2,
+        "context_rule": "previous-session",
+        "signet_exit": 0,
+        "duration_ms": 12.5,
+    }
 
 
 def _rows(
     key: str, ids: list[str], chosen_by: str = "scorer", agent: str = "default"
 ) -> list[dict]:
     return [
-        {"session_key": key, "agent_id": agent, "memory_id": m, "rank": r,
-         "signet_rank": 3 - r, "score": None if chosen_by == "signet" else 0.5 / r,
-         "chosen_by": chosen_by, "model_version": "abc",
-         "injected_at": "2026-04-20T09:30:00.123Z"}
+        {
+            "session_key": key,
+            "agent_id": agent,
+            "memory_id": m,
+            "rank": r,
+            "signet_rank": 3 - r,
+            "score": None if chosen_by == "signet" else 0.5 / r,
+            "chosen_by": chosen_by,
+            "model_version": "abc",
+            "injected_at": "2026-04-20T09:30:00.123Z",
+        }
         for r, m in enumerate(ids, 1)
-    ]  # fmt: skip
+    ]
 
 
 def test_a_workbench_without_the_log_reads_as_empty_frames(tmp_path):

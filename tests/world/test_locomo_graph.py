@@ -45,8 +45,9 @@ def names(text: str, *others: str, speakers=SPEAKERS) -> list[tuple[str, bool, s
 
 def memory(mid: str, text: str, session: int = 1, importance: float = 0.5) -> LocomoMemory:
     at = datetime(2023, 5, session, 13, 0, tzinfo=UTC)
-    return LocomoMemory(mid, "observation", text, session, at, (f"D{session}:1",), None, "fact",
-                        importance)  # fmt: skip
+    return LocomoMemory(
+        mid, "observation", text, session, at, (f"D{session}:1",), None, "fact", importance
+    )
 
 
 # --- the rule on hand-written sentences ---------------------------------------------------------
@@ -100,10 +101,13 @@ def test_multiword_names_join_across_spaces_and_of_the_but_not_across_punctuatio
 
 
 def test_the_type_cue_reads_the_word_before_a_name():
-    cues = {n[0]: n[2] for n in names(
-        "Melanie has a dog named Luna, visited the Grand Canyon, loves 'Becoming Nicole' and"
-        " met her friend Sara at Door Dash with Bach."
-    )}  # fmt: skip
+    cues = {
+        n[0]: n[2]
+        for n in names(
+            "Melanie has a dog named Luna, visited the Grand Canyon, loves 'Becoming Nicole' and"
+            " met her friend Sara at Door Dash with Bach."
+        )
+    }
     assert cues == {
         "Melanie": None,
         "Luna": "animal",
@@ -118,12 +122,21 @@ def test_the_type_cue_reads_the_word_before_a_name():
 
 
 def test_a_type_needs_votes_from_half_the_places_a_name_is_written():
-    texts = ["Caroline loves LGBTQ art.", "Caroline joined LGBTQ events.",
-             "Caroline spoke in LGBTQ rights.", "Caroline flew from Rome to Paris."]  # fmt: skip
+    texts = [
+        "Caroline loves LGBTQ art.",
+        "Caroline joined LGBTQ events.",
+        "Caroline spoke in LGBTQ rights.",
+        "Caroline flew from Rome to Paris.",
+    ]
     graph = build_graph("t", SPEAKERS, [memory(f"m{i}", t) for i, t in enumerate(texts)])
     types = {e.name: e.entity_type for e in graph.entities}
-    assert types == {"Caroline": "person", "Melanie": "person", "LGBTQ": "thing",
-                     "Rome": "place", "Paris": "place"}  # fmt: skip
+    assert types == {
+        "Caroline": "person",
+        "Melanie": "person",
+        "LGBTQ": "thing",
+        "Rome": "place",
+        "Paris": "place",
+    }
 
 
 def test_canonical_names_and_question_matching():
@@ -161,13 +174,16 @@ def test_entities_mentions_and_types():
     by_name = {e.name: e for e in g.entities}
     assert list(by_name) == ["Caroline", "Melanie", "Sweden", "Oliver"]
     assert [(e.entity_type, e.mentions) for e in by_name.values()] == [
-        ("person", 3), ("person", 0), ("place", 3), ("thing", 2)
-    ]  # fmt: skip
+        ("person", 3),
+        ("person", 0),
+        ("place", 3),
+        ("thing", 2),
+    ]
     assert by_name["Melanie"].created_at == mems[0].created_at  # a speaker never named
     assert by_name["Sweden"].updated_at == mems[2].created_at
-    assert {(m.memory_id, m.mention_text) for m in g.mentions if m.entity_id == by_name["Oliver"].id} == {
-        ("m1", "Oliver"), ("m2", "Oliver")
-    }  # fmt: skip
+    assert {
+        (m.memory_id, m.mention_text) for m in g.mentions if m.entity_id == by_name["Oliver"].id
+    } == {("m1", "Oliver"), ("m2", "Oliver")}
     conf = {m.entity_id: m.confidence for m in g.mentions}
     assert conf[by_name["Caroline"].id] == 1.0 and conf[by_name["Sweden"].id] == 0.8
 
@@ -227,8 +243,13 @@ def test_the_graph_is_the_same_in_every_process():
     digests = set()
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        run = subprocess.run([sys.executable, "-c", _DIGEST, str(LOCOMO)], env=env,
-                             capture_output=True, text=True, check=True)  # fmt: skip
+        run = subprocess.run(
+            [sys.executable, "-c", _DIGEST, str(LOCOMO)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         digests.add(run.stdout.strip())
     assert len(digests) == 1
     doc = next(d for d in load_locomo(LOCOMO) if d["sample_id"] == "conv-30")
@@ -247,8 +268,9 @@ def _build(out: Path, schema: str, graph: bool) -> Path:
     conv = parse_conversation(doc, [])
     mems = conversation_memories(conv)
     queries = conversation_queries(conv, {}, [])
-    return write_conversation_store(out, conv, mems, queries, get_embedder("wordllama"),
-                                    schema=schema, graph=graph)  # fmt: skip
+    return write_conversation_store(
+        out, conv, mems, queries, get_embedder("wordllama"), schema=schema, graph=graph
+    )
 
 
 @pytest.fixture(scope="module", params=["0.58", "current"])
@@ -297,11 +319,16 @@ def test_the_store_graph_is_referentially_whole(real_store):
         assert counts["entity_attributes"] == counts["memory_entity_mentions"]
         kinds = _rows(con, "SELECT DISTINCT kind, status FROM entity_attributes")
         assert kinds == [("attribute", "active")]
-        persons = _rows(con, "SELECT name FROM entities WHERE entity_type = 'person'"
-                             " AND description IS NOT NULL ORDER BY name")  # fmt: skip
+        persons = _rows(
+            con,
+            "SELECT name FROM entities WHERE entity_type = 'person'"
+            " AND description IS NOT NULL ORDER BY name",
+        )
         assert persons == [("Caroline",), ("Melanie",)]
-        values = _rows(con, f"SELECT MIN(strength), MAX(strength), MIN(confidence),"
-                            f" MAX(confidence) FROM {deps}")[0]  # fmt: skip
+        values = _rows(
+            con,
+            f"SELECT MIN(strength), MAX(strength), MIN(confidence), MAX(confidence) FROM {deps}",
+        )[0]
         assert 0 < values[0] <= values[1] <= 1 and 0.5 <= values[2] <= values[3] < 1
     finally:
         con.close()
@@ -356,13 +383,17 @@ def test_the_graph_changes_nothing_else_in_the_store(tmp_path):
 def test_convert_locomo_writes_the_graph_into_every_store(tmp_path):
     from signet_bench.world.locomo import convert_locomo
 
-    res = convert_locomo(slice_file(tmp_path), tmp_path / "out", get_embedder("wordllama"),
-                         schema="current")  # fmt: skip
+    res = convert_locomo(
+        slice_file(tmp_path), tmp_path / "out", get_embedder("wordllama"), schema="current"
+    )
     for path in res.stores.values():
         con = sqlite3.connect(path)
         try:
-            assert _rows(con, "SELECT COUNT(*) FROM entities WHERE entity_type = 'person'"
-                              " AND description IS NOT NULL") == [(2,)]  # fmt: skip
+            assert _rows(
+                con,
+                "SELECT COUNT(*) FROM entities WHERE entity_type = 'person'"
+                " AND description IS NOT NULL",
+            ) == [(2,)]
             assert _rows(con, "SELECT COUNT(*) FROM memory_entity_mentions")[0][0] > 0
         finally:
             con.close()

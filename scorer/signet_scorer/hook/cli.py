@@ -110,8 +110,9 @@ from signet_scorer.hook.signet import (
     start_signet,
 )
 
-# `datetime`, `signet_scorer.hook.resident_link` and the log's `sqlite3` are imported where they are
-# used, once Signet runs: every millisecond before Signet starts adds to the session start.
+# Everything else (`datetime`, the resident's link, the ranking, the block, the log and its
+# `sqlite3`, the other commands' modules) is imported where it is used, once Signet runs: every
+# millisecond before Signet starts adds to the session start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import sqlite3
@@ -138,13 +139,27 @@ class HookRun:
     `writer`, the log already opened for it, a `signet_scorer.hook.log.InjectionLog`), and whether
     to start the resident scorer once it is done (`start_resident`)."""
 
-    __slots__ = ("code", "injections", "invocation", "log", "start_resident", "stderr", "stdout",
-                 "writer")  # fmt: skip
+    __slots__ = (
+        "code",
+        "injections",
+        "invocation",
+        "log",
+        "start_resident",
+        "stderr",
+        "stdout",
+        "writer",
+    )
 
-    def __init__(self, stdout: bytes, stderr: bytes, code: int,
-                 invocation: dict[str, Any] | None = None,
-                 injections: list[dict[str, Any]] | None = None, log: Path | None = None,
-                 writer: Any = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        stdout: bytes,
+        stderr: bytes,
+        code: int,
+        invocation: dict[str, Any] | None = None,
+        injections: list[dict[str, Any]] | None = None,
+        log: Path | None = None,
+        writer: Any = None,
+    ) -> None:
         self.stdout, self.stderr, self.code = stdout, stderr, code
         self.invocation = invocation if invocation is not None else {}
         self.injections = injections if injections is not None else []
@@ -204,12 +219,35 @@ class _Attempt:
     """The state of one invocation while it runs: the ranking comes from the resident scorer
     (`link`) or from the model and store opened here (`scorer`, `con`)."""
 
-    __slots__ = ("basis", "cfg", "chosen", "con", "inp", "inv", "link", "load", "model_version",
-                 "now", "ranking", "reason", "resident_down", "scorer", "started", "tz",
-                 "writer")  # fmt: skip
+    __slots__ = (
+        "basis",
+        "cfg",
+        "chosen",
+        "con",
+        "inp",
+        "inv",
+        "link",
+        "load",
+        "model_version",
+        "now",
+        "ranking",
+        "reason",
+        "resident_down",
+        "scorer",
+        "started",
+        "tz",
+        "writer",
+    )
 
-    def __init__(self, cfg: HookConfig, inv: Invocation, inp: HookInput, started: float,
-                 load: ScorerLoader, now: datetime) -> None:  # fmt: skip
+    def __init__(
+        self,
+        cfg: HookConfig,
+        inv: Invocation,
+        inp: HookInput,
+        started: float,
+        load: ScorerLoader,
+        now: datetime,
+    ) -> None:
         self.cfg, self.inv, self.inp, self.started, self.load = cfg, inv, inp, started, load
         self.now = now  # the session's start
         self.tz = cfg.zone()
@@ -231,8 +269,13 @@ class _Attempt:
     def session(self) -> dict[str, Any]:
         """The session starting, as the ranking takes it (`rank.HookSession`'s fields)."""
         inp = self.inp
-        return {"now": self.now, "tz": self.tz, "project": inp.project or None,
-                "session_key": inp.session_key, "agent_id": inp.agent_id}  # fmt: skip
+        return {
+            "now": self.now,
+            "tz": self.tz,
+            "project": inp.project or None,
+            "session_key": inp.session_key,
+            "agent_id": inp.agent_id,
+        }
 
     def time_left(self, clock: Callable[[], float] = time.monotonic) -> float:
         """Seconds of the budget left, at most the resident's answer timeout."""
@@ -281,8 +324,9 @@ def _prepare_resident(att: _Attempt) -> bool:
         link = ResidentLink.connect(cfg.files.socket, att.time_left())
         try:
             session = {**att.session(), "now": att.now.isoformat()}
-            version, why = link.prepare(cfg.db, cfg.model, session, cfg.budget_ms / 1000.0,
-                                        att.time_left())  # fmt: skip
+            version, why = link.prepare(
+                cfg.db, cfg.model, session, cfg.budget_ms / 1000.0, att.time_left()
+            )
         except Unavailable:
             link.close()
             raise
@@ -369,15 +413,15 @@ def _rerank(att: _Attempt, answer: Any) -> bytes | None:
         att.ranking = _ranking(att, [i for i, _ in mems])
         if att.ranking is None:
             return None
-        att.chosen = choose(token_costs(block.lines[i] for i in att.ranking.order),
-                            att.cfg.choice)  # fmt: skip
+        att.chosen = choose(token_costs(block.lines[i] for i in att.ranking.order), att.cfg.choice)
         if not att.chosen:
             att.fail(f"the token budget ({att.cfg.max_tokens}) admits no memory of the answer")
             return None
         order = [i for i, _ in _picked(att)]
         memories = [answer["memories"][i] for i in order]
-        return answer_output(att.inv.output, {**answer, "memories": memories,
-                                              "inject": block.text(order)})  # fmt: skip
+        return answer_output(
+            att.inv.output, {**answer, "memories": memories, "inject": block.text(order)}
+        )
     except Exception as exc:  # noqa: BLE001 - fail open: any fault keeps Signet's output
         att.ranking = None
         why = str(exc) if isinstance(exc, _Refused) else failure_text(exc)
@@ -478,8 +522,9 @@ def run_hook(
 
     att = None
     try:
-        att = _Attempt(cfg, inv, hook_input(stdin, inv), started, load_scorer,
-                       now or datetime.now(UTC))  # fmt: skip
+        att = _Attempt(
+            cfg, inv, hook_input(stdin, inv), started, load_scorer, now or datetime.now(UTC)
+        )
         _prepare(att)
     except Exception as exc:  # noqa: BLE001 - fail open: Signet's output is printed
         if att is not None:
@@ -502,8 +547,13 @@ def run_hook(
     return done
 
 
-def _as_asked(command: Command, stdin: bytes | None, call: SignetCall, started: float,
-              clock: Callable[[], float]) -> HookRun:  # fmt: skip
+def _as_asked(
+    command: Command,
+    stdin: bytes | None,
+    call: SignetCall,
+    started: float,
+    clock: Callable[[], float],
+) -> HookRun:
     """Signet run with the harness's own arguments, its output as it is, and the invocation's
     record: outcome "signet", the reason every problem of the wrapper's settings (and why
     Signet did not start, when it did not). The record is best effort."""

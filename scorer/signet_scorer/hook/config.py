@@ -154,6 +154,7 @@ class HookConfig(_HookConfig):
         and a zone given by the user is checked before Signet runs, as every option is."""
         if self.tz is not None:
             return self.tz
+        # here: zoneinfo loads once a zone is asked for, after Signet starts (start-up time)
         from signet_scorer.timestamps import local_tz
 
         return local_tz()
@@ -170,6 +171,7 @@ class HookConfig(_HookConfig):
     @property
     def files(self) -> ResidentFiles:
         """The resident scorer's socket, lock and log, beside the workbench."""
+        # here: the resident's link loads once Signet runs (start-up time)
         from signet_scorer.hook.resident_link import resident_files
 
         return resident_files(self.workbench.parent)
@@ -212,8 +214,9 @@ class _Bad(ValueError):
     """A setting's value cannot be used; the message says why."""
 
 
-def scan_argv(argv: Sequence[str]) -> tuple[dict[str, tuple[str, str, str]], str | None, list[str],
-                                        list[Problem]]:  # fmt: skip
+def scan_argv(
+    argv: Sequence[str],
+) -> tuple[dict[str, tuple[str, str, str]], str | None, list[str], list[Problem]]:
     """The options given before the command (field -> (option, source, text)), the command,
     the arguments after it and the problems met. The first `session-start` is the command
     wherever it stands (what is before it is the wrapper's, right or wrong); another command
@@ -230,8 +233,9 @@ def scan_argv(argv: Sequence[str]) -> tuple[dict[str, tuple[str, str, str]], str
         i += 1
         if name not in OPTIONS:
             why = "unknown option" if token.startswith("-") else "not a wrapper option"
-            setting, value = (name, text if eq else None) if token.startswith("-") else (
-                "argument", token)  # fmt: skip
+            setting, value = (
+                (name, text if eq else None) if token.startswith("-") else ("argument", token)
+            )
             problems.append(Problem(setting, _COMMAND_LINE, value, why))
             continue
         if not eq:
@@ -259,6 +263,7 @@ def _number(text: str, kind: type[N], low: float, *, above: bool = False) -> N:
 
 
 def _zone(tz: str) -> str:
+    # here: zoneinfo loads once a zone is asked for, after Signet starts (start-up time)
     from zoneinfo import ZoneInfo
 
     try:
@@ -313,8 +318,12 @@ class _Reader:
     """The settings of one invocation: each from its option, else its variable, else its
     default; a value that cannot be used is a problem and gives the default."""
 
-    def __init__(self, given: dict[str, tuple[str, str, str]], env: Mapping[str, str],
-                 problems: list[Problem]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        given: dict[str, tuple[str, str, str]],
+        env: Mapping[str, str],
+        problems: list[Problem],
+    ) -> None:
         self.given, self.env, self.problems = given, env, problems
 
     def get(self, field: str, parse: Callable[[str], T], default: T) -> T:
@@ -367,8 +376,11 @@ def read_command(argv: Sequence[str], env: Mapping[str, str]) -> Command:
     given, name, args, problems = scan_argv(argv)
     config = _config(_Reader(given, env, problems), check_paths=name == SESSION_START)
     if name is not None and name != SESSION_START and args:
-        problems.append(Problem(name, _COMMAND_LINE, " ".join(args),
-                                "takes no arguments (options go before it)"))  # fmt: skip
+        problems.append(
+            Problem(
+                name, _COMMAND_LINE, " ".join(args), "takes no arguments (options go before it)"
+            )
+        )
     return Command(config, name, args, problems)
 
 

@@ -18,6 +18,7 @@ Not on the session start's path: this loads numpy and onnxruntime to score, and 
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import sqlite3
 import sys
@@ -36,6 +37,9 @@ from signet_scorer.hook.config import (
     scan_argv,
     setting_sources,
 )
+from signet_scorer.hook.opening import failure_text, open_scorer, open_store_for
+from signet_scorer.hook.resident_link import resident_status
+from signet_scorer.timestamps import parse_utc
 from signet_scorer.workbench import CHECKPOINT_FILE, MODEL_DIR_SUFFIX, SERVED_MODEL_FILE
 
 __all__ = [
@@ -52,9 +56,18 @@ __all__ = [
 
 LAST_INVOCATIONS = 5  # the hook log's rows shown
 PATHS = ("db", "workbench", "model", "signet")
-_NAMES = {"db": "store", "workbench": "workbench", "model": "model", "signet": "signet",
-          "limit": "limit", "max_tokens": "tokens", "budget_ms": "budget", "tz": "time zone", "resident": "resident",
-          "idle_s": "idle"}  # fmt: skip
+_NAMES = {
+    "db": "store",
+    "workbench": "workbench",
+    "model": "model",
+    "signet": "signet",
+    "limit": "limit",
+    "max_tokens": "tokens",
+    "budget_ms": "budget",
+    "tz": "time zone",
+    "resident": "resident",
+    "idle_s": "idle",
+}
 _TIME = "REPLACE(REPLACE({}, 'T', ' '), 'Z', '')"  # both of Signet's time formats, as text
 
 
@@ -93,8 +106,10 @@ def _settings(
             problems.setdefault(field, str(problem))
     given = {field: text for field, (_, _, text) in scan_argv(options)[0].items()}
     sources = setting_sources(given, env)
-    rows: list[dict[str, Any]] = [{"field": f, "text": text, "source": source, "problem": problems.get(f)}
-            for f, (text, source) in sources.items()]  # fmt: skip
+    rows: list[dict[str, Any]] = [
+        {"field": f, "text": text, "source": source, "problem": problems.get(f)}
+        for f, (text, source) in sources.items()
+    ]
     return command.config, rows, unknown
 
 
@@ -134,8 +149,6 @@ def _count(con: sqlite3.Connection, sql: str) -> int | None:
 def _check_store(db: Path) -> tuple[dict[str, Any], sqlite3.Connection | None]:
     """Whether the store is there and is Signet's, and what it holds; its connection
     (read-only) when it is."""
-    from signet_scorer.hook.opening import open_store_for
-
     out: dict[str, Any] = {"path": str(db), "exists": db.is_file()}
     if not out["exists"]:
         out["problem"] = f"no Signet store at {db}"
@@ -172,13 +185,22 @@ def latest_session(con: sqlite3.Connection) -> dict[str, Any] | None:
     key, agent_id, start = row
     where = f"session_key = ? AND {agent} = ? AND memory_id IN (SELECT id FROM memories)"
     order = "ORDER BY rank, memory_id"
-    ids = [r[0] for r in con.execute(
-        f"SELECT memory_id FROM session_memories WHERE {where} AND was_injected = 1 {order}",
-        [key, agent_id])]  # fmt: skip
+    ids = [
+        r[0]
+        for r in con.execute(
+            f"SELECT memory_id FROM session_memories WHERE {where} AND was_injected = 1 {order}",
+            [key, agent_id],
+        )
+    ]
     if not ids:
-        ids = [r[0] for r in con.execute(
-            f"SELECT memory_id FROM session_memories WHERE {where} AND source != 'fts_only' "
-            f"{order}", [key, agent_id])]  # fmt: skip
+        ids = [
+            r[0]
+            for r in con.execute(
+                f"SELECT memory_id FROM session_memories WHERE {where} AND source != 'fts_only' "
+                f"{order}",
+                [key, agent_id],
+            )
+        ]
     try:
         project = con.execute(
             "SELECT project FROM session_scores WHERE session_key = ? AND project IS NOT NULL "
@@ -187,14 +209,17 @@ def latest_session(con: sqlite3.Connection) -> dict[str, Any] | None:
         ).fetchone()
     except sqlite3.Error:
         project = None
-    return {"session_key": key, "agent_id": agent_id, "start": start, "ids": ids,
-            "project": project[0] if project else None}  # fmt: skip
+    return {
+        "session_key": key,
+        "agent_id": agent_id,
+        "start": start,
+        "ids": ids,
+        "project": project[0] if project else None,
+    }
 
 
 def _check_model(path: Path) -> tuple[dict[str, Any], Any]:
     """Whether the model is there and loads as the hook loads it; the scorer when it does."""
-    from signet_scorer.hook.opening import failure_text, open_scorer
-
     out: dict[str, Any] = {"path": str(path), "exists": path.is_file()}
     if not out["exists"]:
         out["problem"] = f"no model at {path}"
@@ -214,9 +239,8 @@ def _check_model(path: Path) -> tuple[dict[str, Any], Any]:
 
 def _check_scoring(con: sqlite3.Connection, scorer: Any, cfg: HookConfig) -> dict[str, Any]:
     """The hook's ranking of the store's latest session, timed."""
-    from signet_scorer.hook.opening import failure_text
+    # here: numpy loads with the ranking, so a broken numpy is this check's finding, not a crash
     from signet_scorer.hook.rank import HookSession, rerank
-    from signet_scorer.timestamps import parse_utc
 
     try:
         session = latest_session(con)
@@ -254,7 +278,6 @@ def _check_scoring(con: sqlite3.Connection, scorer: Any, cfg: HookConfig) -> dic
 def _check_resident(cfg: HookConfig) -> dict[str, Any]:
     if cfg.resident == "off":
         return {"mode": "off"}
-    from signet_scorer.hook.resident_link import resident_status
 
     try:
         return {"mode": cfg.resident, **resident_status(cfg.files)}
@@ -327,7 +350,6 @@ def train_command(cfg: HookConfig, rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _arg(path: Path) -> str:
-    import shlex
 
     return shlex.quote(str(path))
 

@@ -130,9 +130,11 @@ class InjectionLog:
             if key and seen is None:
                 con.executemany(
                     _insert("hook_injections", INJECTION_COLUMNS),
-                    [[{**r, "invocation_id": rid}.get(c) for c in INJECTION_COLUMNS]
-                     for r in injections],
-                )  # fmt: skip
+                    [
+                        [{**r, "invocation_id": rid}.get(c) for c in INJECTION_COLUMNS]
+                        for r in injections
+                    ],
+                )
         return rid
 
     def close(self) -> None:

@@ -29,6 +29,7 @@ def open_scorer(path: Path) -> tuple[Any, str | None]:
     missing = missing_model(path)
     if missing is not None:
         return None, missing
+    # here: numpy, onnxruntime and the model load once Signet runs (start-up time)
     from signet_scorer.scorer import Scorer, model_kind
 
     if model_kind(path) != "onnx":
@@ -39,6 +40,7 @@ def open_scorer(path: Path) -> tuple[Any, str | None]:
 
 def open_store_for(db: Path, timeout_s: float) -> tuple[Any, str | None]:
     """(the store opened read-only, None) or (None, why it cannot be)."""
+    # here: sqlite3 and the store's reader load once Signet runs (start-up time)
     import sqlite3
 
     from signet_scorer.hook.store import open_store
@@ -52,6 +54,7 @@ def open_store_for(db: Path, timeout_s: float) -> tuple[Any, str | None]:
 def read_basis(con: Any, session: dict[str, Any], info: Any) -> Any:
     """The session's basis (`rank.session_basis`, read while Signet works), or None when it
     cannot be read: the ranking then reads it again and reports why."""
+    # here: the ranking (numpy) loads once Signet runs (start-up time)
     from signet_scorer.hook.rank import HookSession, session_basis
 
     try:

@@ -17,6 +17,7 @@ functions: `opening.open_scorer` and `opening.open_store_for` on `prepare`, `ran
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import selectors
@@ -73,8 +74,10 @@ class _Models:
 
     def loaded(self) -> list[dict[str, Any]]:
         with self._lock:
-            return [{"path": p, "model_version": s.info.model_version if s else None,
-                     "reason": why} for p, (_, s, why) in self._cache.items()]  # fmt: skip
+            return [
+                {"path": p, "model_version": s.info.model_version if s else None, "reason": why}
+                for p, (_, s, why) in self._cache.items()
+            ]
 
 
 class _Connection:
@@ -158,21 +161,32 @@ class Resident:
         try:
             if conn.scorer is None:
                 raise RuntimeError("rerank before a successful prepare")
-            r = rerank(conn.con, conn.scorer, conn.session, msg["ids"], int(msg["limit"]),
-                       conn.basis)  # fmt: skip
+            r = rerank(
+                conn.con, conn.scorer, conn.session, msg["ids"], int(msg["limit"]), conn.basis
+            )
         except Exception as exc:  # noqa: BLE001 - the hook keeps Signet's output and says why
             return {"ok": False, "error": failure_text(exc)}
-        return {"ok": True, "order": list(r.order), "scores": [float(s) for s in r.scores],
-                "pool": int(r.pool), "context_rule": r.context_rule}  # fmt: skip
+        return {
+            "ok": True,
+            "order": list(r.order),
+            "scores": [float(s) for s in r.scores],
+            "pool": int(r.pool),
+            "context_rule": r.context_rule,
+        }
 
     def status(self) -> dict[str, Any]:
         with self._state:
             requests, active = self.requests, self._active
         return {
-            "ok": True, "pid": os.getpid(), "socket": str(self.files.socket),
-            "uptime_s": round(time.monotonic() - self.started, 3), "idle_s": self.idle_s,
-            "requests": requests, "connections": active, "models": self.models.loaded(),
-        }  # fmt: skip
+            "ok": True,
+            "pid": os.getpid(),
+            "socket": str(self.files.socket),
+            "uptime_s": round(time.monotonic() - self.started, 3),
+            "idle_s": self.idle_s,
+            "requests": requests,
+            "connections": active,
+            "models": self.models.loaded(),
+        }
 
     # --- connections ----------------------------------------------------------------------------
 
@@ -251,8 +265,6 @@ class Resident:
 def _lock(files: ResidentFiles) -> int | None:
     """The lock's descriptor, held: the one inherited from the process that started this
     resident, else taken now; None when another resident holds it."""
-    import fcntl
-
     inherited = os.environ.pop(LOCK_FD_ENV, None)
     if inherited is not None:
         fd = int(inherited)
@@ -336,6 +348,8 @@ def serve(cfg: Any, ready: TextIO | None = None) -> int:
     """Run the resident for the hook configured by `cfg` (`config.HookConfig`: its folder, idle
     time, model and store to warm up) until it stops; prints "listening on PATH (pid N)" on
     `ready` (stdout) once it answers. Exit code 0, or 1 when another resident is running."""
+    # here and in the methods: the ranking's modules load after `serve` fingerprints the code
+    # and after a second resident has exited on the lock (start-up time)
     from signet_scorer.rpc import JsonLog
 
     log = JsonLog(level="info")

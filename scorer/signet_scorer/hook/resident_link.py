@@ -32,7 +32,11 @@ import _socket  # `socket` would build its enums at import: some 2 ms of every s
 import fcntl
 import json
 import os
+import selectors
+import signal
+import subprocess
 import sys
+import threading
 import time
 from collections import namedtuple
 from pathlib import Path
@@ -41,7 +45,6 @@ from signet_scorer.hook.js import js_list, js_object
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import subprocess
     from collections.abc import Sequence
     from typing import Any, NamedTuple
 
@@ -183,16 +186,29 @@ class ResidentLink:
             raise Unavailable("the resident's reply is not a JSON object")
         return obj
 
-    def prepare(self, db: Path, model: Path, session: dict[str, Any], store_timeout_s: float,
-                timeout_s: float) -> tuple[str | None, str | None]:  # fmt: skip
+    def prepare(
+        self,
+        db: Path,
+        model: Path,
+        session: dict[str, Any],
+        store_timeout_s: float,
+        timeout_s: float,
+    ) -> tuple[str | None, str | None]:
         """(the model's version, None) when the resident has the model and the store open for
         the `session` starting (`rank.HookSession`'s fields, `now` in ISO 8601), or (None, why)
         when it cannot have them; Unavailable when it is stale or not answering."""
         reply = self.ask(
-            {"op": "prepare", "protocol": PROTOCOL, "code": code_fingerprint(), "db": str(db),
-             "model": str(model), "timeout_s": store_timeout_s, "session": session},
+            {
+                "op": "prepare",
+                "protocol": PROTOCOL,
+                "code": code_fingerprint(),
+                "db": str(db),
+                "model": str(model),
+                "timeout_s": store_timeout_s,
+                "session": session,
+            },
             timeout_s,
-        )  # fmt: skip
+        )
         if reply.get("stale") is True:
             raise Unavailable("the resident runs other code than this hook; it stops")
         if reply.get("ok") is True and _text_or_none(reply.get("model_version")):
@@ -265,8 +281,6 @@ def start_detached(files: ResidentFiles, argv: Sequence[str], *, wait_s: float =
     resident holds it: its own session, no terminal, stdin and stdout closed (with `wait_s`
     > 0, stdout is read until its ready line, at most that long), stderr appended to the log.
     Returns its pid, or None when one is already there or it could not start."""
-    import subprocess
-
     if len(os.fsencode(files.socket)) > MAX_SOCKET_PATH:
         return None
     fd = _claim(files.lock)
@@ -275,11 +289,15 @@ def start_detached(files: ResidentFiles, argv: Sequence[str], *, wait_s: float =
     try:
         with open(files.log, "ab") as log:
             proc = subprocess.Popen(
-                list(argv), stdin=subprocess.DEVNULL, stderr=log,
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stderr=log,
                 stdout=subprocess.PIPE if wait_s > 0 else subprocess.DEVNULL,
-                env={**os.environ, LOCK_FD_ENV: str(fd)}, pass_fds=(fd,),
-                start_new_session=True, cwd="/",
-            )  # fmt: skip
+                env={**os.environ, LOCK_FD_ENV: str(fd)},
+                pass_fds=(fd,),
+                start_new_session=True,
+                cwd="/",
+            )
         write_pid(fd, proc.pid)
     except OSError:
         return None
@@ -296,8 +314,6 @@ def start_detached(files: ResidentFiles, argv: Sequence[str], *, wait_s: float =
 
 def read_line(proc: subprocess.Popen[bytes], timeout_s: float) -> bytes:
     """The first line of the process's stdout, or b"" when none comes within `timeout_s`."""
-    import selectors
-
     out = proc.stdout
     assert out is not None  # started with stdout=PIPE
     with selectors.DefaultSelector() as sel:
@@ -324,8 +340,6 @@ def _holder(lock: Path) -> int | None:
 
 def _wait_released(lock: Path, timeout_s: float) -> bool:
     """Whether the lock is free within `timeout_s` (a thread blocks on it, then lets go)."""
-    import threading
-
     fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
 
     def take() -> None:
@@ -347,8 +361,6 @@ def stop_resident(files: ResidentFiles, timeout_s: float = STOP_TIMEOUT_S) -> in
         if pid == 0:
             _wait_released(files.lock, timeout_s)
         return pid
-    import signal
-
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.kill(pid, sig)

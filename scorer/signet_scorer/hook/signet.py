@@ -5,6 +5,7 @@ library only, and no `dataclasses` or `typing`: the hook's start is on every ses
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import threading
 from collections import namedtuple
@@ -100,7 +101,6 @@ def exit_like(code: int) -> int:
     """Exit as the child did: a code as it is; killed by a signal, by the same signal."""
     if code >= 0:
         return code
-    import signal
 
     signal.signal(-code, signal.SIG_DFL)
     os.kill(os.getpid(), -code)

@@ -115,12 +115,21 @@ def read_memories(
 ) -> StoreMemories:
     """The rows of the memories `ids` (in that order); a KeyError names an id the store lacks."""
     m = _columns(con, "memories")
-    picked = ", ".join([
-        "id", "content", "created_at", _col(m, "importance", "0.5"),
-        _col(m, "access_count", "0"), _col(m, "is_deleted", "0"), _col(m, "deleted_at", "NULL"),
-        _col(m, "type", "'fact'"), _col(m, "project", "NULL"),
-        _col(m, "source_section", "NULL"), _col(m, "source_id", "NULL"),
-    ])  # fmt: skip
+    picked = ", ".join(
+        [
+            "id",
+            "content",
+            "created_at",
+            _col(m, "importance", "0.5"),
+            _col(m, "access_count", "0"),
+            _col(m, "is_deleted", "0"),
+            _col(m, "deleted_at", "NULL"),
+            _col(m, "type", "'fact'"),
+            _col(m, "project", "NULL"),
+            _col(m, "source_section", "NULL"),
+            _col(m, "source_id", "NULL"),
+        ]
+    )
     sql = f"SELECT {picked} FROM memories WHERE id IN ({_marks(len(ids))})"
     rows = {r[0]: r for r in con.execute(sql, list(ids))}
     missing = [i for i in ids if i not in rows]

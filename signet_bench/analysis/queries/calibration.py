@@ -24,6 +24,7 @@ from signet_bench.analysis.judge_monitor import calibration_flagged, calibration
 from signet_bench.analysis.queries.inspector import sqlite_literal, sqlite_rows
 from signet_bench.analysis.queries.source import read_workbench, store_has, write_workbench
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.store.workbench import record_calibration
 
 __all__ = [
     "BACK_KEYS",
@@ -202,8 +203,6 @@ def save_labels(
 ) -> int:
     """Record this labeler's labels for the memories with a chosen level (None: skipped) in
     one transaction; returns how many rows were written (new or updated)."""
-    from signet_bench.store.workbench import record_calibration
-
     judge = dict(zip(items["memory_id"].to_list(), items["judge_relevance"].to_list(), strict=True))
     unknown = sorted(set(chosen) - set(judge))
     if unknown:

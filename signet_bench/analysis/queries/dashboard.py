@@ -157,6 +157,7 @@ def model_parameters(workbench: Path | None) -> int | None:
     path = None if workbench is None else workbench.parent / CHECKPOINT_FILE
     if path is None or not path.exists():
         return None
+    # here: the dashboard's first render does without the model's modules (start-up time)
     from signet_bench.learn.model.checkpoint import load_checkpoint
     from signet_bench.learn.model.params import param_count
 
@@ -240,11 +241,21 @@ def _injections_in(injections: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataF
         .sort("n")
         .with_columns(_project_of_hook())
         .select(
-            "n", "project", "signet_injected", "scorer_picks", "both_chose",
-            "signet_relevance", "scorer_relevance", "signet_judged", "scorer_judged",
-            "signet_relevance_sum", "scorer_relevance_sum", *HOOK_COLUMNS, "session_key",
+            "n",
+            "project",
+            "signet_injected",
+            "scorer_picks",
+            "both_chose",
+            "signet_relevance",
+            "scorer_relevance",
+            "signet_judged",
+            "scorer_judged",
+            "signet_relevance_sum",
+            "scorer_relevance_sum",
+            *HOOK_COLUMNS,
+            "session_key",
         )
-    )  # fmt: skip
+    )
 
 
 def _project_of_hook() -> pl.Expr:

@@ -30,6 +30,7 @@ from signet_bench.analysis.queries.source import child_frames, child_main
 from signet_bench.analysis.wording import plural
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.store.duck import attached_tables
+from signet_bench.store.read import open_readonly
 from signet_bench.store.schema import ReleaseLine, release_line_of
 from signet_scorer.workbench import HOOK_LOG_FILE, default_workbench
 
@@ -118,9 +119,9 @@ def served_sessions(
 
 def _compute(db: Path, out: Path, args: argparse.Namespace) -> None:
     """The child's work: the frames asked for, as Parquet files in `out`."""
+    # here: the dashboard's first render does without the trainer's modules (start-up time)
     from signet_bench.learn.samples import label_sources, read_label_signals
     from signet_bench.replay.comparison_log import store_comparisons
-    from signet_bench.store.read import open_readonly
 
     frames = set(args.frames.split(","))
     con = open_readonly(db)

@@ -64,6 +64,7 @@ def judged_memories(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 def judged_of_sessions(con: duckdb.DuckDBPyConnection, sessions: pl.DataFrame) -> pl.DataFrame:
     """`judged_memories` for a few sessions (rows of `sessions.session_frame`), read through
     the store's own SQLite and its `session_key` index: milliseconds on any store size."""
+    # here: the dashboard's first render does without the inspector's (start-up time)
     from signet_bench.analysis.queries.inspector import sqlite_literal, sqlite_rows
 
     schema = {

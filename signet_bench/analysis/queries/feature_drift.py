@@ -20,6 +20,7 @@ from signet_bench.analysis.queries.source import child_frames, child_main
 from signet_bench.analysis.queries.stattests import run_test
 from signet_bench.errors import UserError
 from signet_scorer.contract import FEATURE_NAMES
+from signet_scorer.timestamps import local_tz
 
 __all__ = ["FeatureFrames", "feature_drift", "feature_frames", "feature_histogram", "main"]
 
@@ -35,9 +36,9 @@ class FeatureFrames:
 
 def _store_tz(db: Path) -> str:
     """The synthetic persona's time zone, else the machine's."""
+    # here: the dashboard's first render does without the synthetic world's (start-up time)
     from signet_bench.world.synth.persona import Persona
     from signet_bench.world.synth.truth import read_synth_meta
-    from signet_scorer.timestamps import local_tz
 
     try:
         return Persona.from_json(read_synth_meta(db)["persona"]).tz
@@ -47,6 +48,7 @@ def _store_tz(db: Path) -> str:
 
 def _compute(db: Path, out: Path, tz: str | None) -> None:
     """The child's work: the samples' features and the skew report, as Parquet."""
+    # here: the dashboard's first render does without the trainer's modules (start-up time)
     from signet_bench.analysis.skew import skew_report
     from signet_bench.learn.samples import load_samples
 
@@ -87,10 +89,16 @@ def feature_frames(
 
 # Typed even where every value is missing (one session: no earlier window to compare with).
 _DRIFT_SCHEMA = {
-    "feature": pl.String, "test": pl.String, "statistic": pl.Float64, "threshold": pl.Float64,
-    "drifted": pl.Boolean, "reference_mean": pl.Float64, "current_mean": pl.Float64,
-    "reference_rows": pl.Int64, "current_rows": pl.Int64,
-}  # fmt: skip
+    "feature": pl.String,
+    "test": pl.String,
+    "statistic": pl.Float64,
+    "threshold": pl.Float64,
+    "drifted": pl.Boolean,
+    "reference_mean": pl.Float64,
+    "current_mean": pl.Float64,
+    "reference_rows": pl.Int64,
+    "current_rows": pl.Int64,
+}
 
 
 def feature_drift(
@@ -137,9 +145,13 @@ def feature_histogram(
     finite = values[np.isfinite(values)]
     if finite.size == 0:
         return pl.DataFrame(
-            schema={"window": pl.String, "bin_start": pl.Float64, "bin_end": pl.Float64,
-                    "share": pl.Float64}
-        )  # fmt: skip
+            schema={
+                "window": pl.String,
+                "bin_start": pl.Float64,
+                "bin_end": pl.Float64,
+                "share": pl.Float64,
+            }
+        )
     edges = np.histogram_bin_edges(finite, bins=bins)
     current = samples.select(_windows(samples, current_sessions))[:, 0].to_numpy()
     rows = []

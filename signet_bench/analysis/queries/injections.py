@@ -178,10 +178,14 @@ def served_ranks(
     places the scorer moved it up), `signet_injected` (Signet would have injected it), the
     judge's `relevance`, `memory_id`."""
     schema = {
-        "session_key": pl.String(), "rank": pl.Int64(), "signet_rank": pl.Int64(),
-        "moved": pl.Int64(), "signet_injected": pl.Boolean(), "relevance": pl.Float64(),
+        "session_key": pl.String(),
+        "rank": pl.Int64(),
+        "signet_rank": pl.Int64(),
+        "moved": pl.Int64(),
+        "signet_injected": pl.Boolean(),
+        "relevance": pl.Float64(),
         "memory_id": pl.String(),
-    }  # fmt: skip
+    }
     if workbench is None:
         return pl.DataFrame(schema=schema)
     keyed = "agent_id" in attached_tables(con).columns.get("session_memories", ())

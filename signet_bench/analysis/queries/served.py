@@ -63,9 +63,10 @@ def served_frame(
     """One row per judged session of the store (the newest `SERVED_WINDOW`), in `SERVED_SCHEMA`:
     the four orders' NDCG@10 (module docstring); empty without a served model or a judged
     session."""
+    # here: the dashboard's first render does without the trainer's modules (start-up time)
     from signet_bench.learn.holdout import free_ranker_name, heuristic_ndcgs, session_ndcgs
     from signet_bench.learn.model.checkpoint import load_checkpoint
-    from signet_bench.learn.samples import load_samples
+    from signet_bench.learn.samples import Selection, load_samples
     from signet_bench.learn.train import session_probs
     from signet_bench.store.hook_log import hook_record, hook_sessions
 
@@ -75,7 +76,9 @@ def served_frame(
         return empty
     params, meta = load_checkpoint(path)
     mcfg = meta.config(cfg)
-    samples, _ = load_samples(db, cfg=mcfg, workbench=workbench, window=SERVED_WINDOW)
+    samples, _ = load_samples(
+        db, cfg=mcfg, workbench=workbench, select=Selection(window=SERVED_WINDOW)
+    )
     if not samples:
         return empty
     free = free_ranker_name(params, mcfg)

@@ -31,6 +31,7 @@ import polars as pl
 from signet_bench.errors import UserError
 from signet_bench.store.duck import attached_tables, connect_duckdb
 from signet_bench.store.read import DEFAULT_AGENT
+from signet_bench.store.workbench import open_workbench
 
 __all__ = [
     "BUSY_ATTEMPTS",
@@ -182,8 +183,6 @@ def write_workbench(
 ) -> T:
     """Open the workbench read-write (creating its tables), run `write` (which makes its own
     transaction) and close it; retried while another process holds the file."""
-    from signet_bench.store.workbench import open_workbench
-
     p = Path(path)
 
     def run() -> T:

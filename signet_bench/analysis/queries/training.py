@@ -352,8 +352,12 @@ def error_feed(runs: pl.DataFrame) -> pl.DataFrame:
 def gate_rejections(runs: pl.DataFrame) -> pl.DataFrame:
     """The training runs the gates rejected (their model was not served), newest first: `run`,
     `at`, `served` (the model version served after it), `reason` (the gate that failed)."""
-    schema = {"run": pl.UInt32, "at": pl.Datetime("us", "UTC"), "served": pl.String,
-              "reason": pl.String}  # fmt: skip
+    schema = {
+        "run": pl.UInt32,
+        "at": pl.Datetime("us", "UTC"),
+        "served": pl.String,
+        "reason": pl.String,
+    }
     if runs.height == 0:
         return pl.DataFrame(schema=schema)
     rejected = ~pl.col("accepted").fill_null(True) & pl.col("loss").is_finite().fill_null(True)

@@ -32,7 +32,11 @@ from signet_bench.daemon.ranking.select import (
     select_with_budget,
     with_constraints,
 )
-from signet_bench.daemon.ranking.session_start import SessionStartResult, ranked_result
+from signet_bench.daemon.ranking.session_start import (
+    RankingSteps,
+    SessionStartResult,
+    ranked_result,
+)
 from signet_bench.daemon.ranking.traversal import (
     Traversal,
     TraversalFlags,
@@ -224,14 +228,24 @@ def signet058_session_start(
     window = _recency_window(id_arr, rows, c.created_at, created_at_text, limit)
     window, eff = _keep_effective(window, c.importance, c.pinned, c.created_at, now_epoch, cfg)
     walked = session_traversal(
-        graph, c.ids, np.asarray(c.importance, float), session_project, query_terms, now_epoch,
-        live, cfg,
-    )  # fmt: skip
+        graph,
+        c.ids,
+        np.asarray(c.importance, float),
+        session_project,
+        query_terms,
+        now_epoch,
+        live,
+        cfg,
+    )
     pool = _join_traversal(window, eff, walked)
     at = _project_first(
-        pool.rows, pool.eff, c.project, session_project, cfg.candidate_pool_size,
+        pool.rows,
+        pool.eff,
+        c.project,
+        session_project,
+        cfg.candidate_pool_size,
         keep=None if walked is None else pool.forced,
-    )  # fmt: skip
+    )
     cand, eff, cons = pool.rows[at], pool.eff[at], pool.forced[at]
     n = len(cand)
     c_ids = id_arr[cand]
@@ -245,14 +259,20 @@ def signet058_session_start(
     mask = _budget_injection(final_order, cand, c.contents, cfg, cons)
     flags = _flags(walked, pool, at, cand, len(id_arr))
     source = np.where(pool.joined[at], "ka_traversal", "effective").astype(object)
+    steps = RankingSteps(cand, c_ids, eff, pred, prank, fused, final, overlaps, mask, final_order)
     return ranked_result(
-        cand, c_ids, eff, pred, prank, fused, final, overlaps, mask, final_order,
-        is_constraint=cons, source=source,
-        predictor_used=bool(np.isfinite(pred).any()), alpha=float(alpha),
-        context_vector=SessionContextVector(None, "none"), corpus_size=len(rows),
-        window_size=int(min(len(rows), limit)), kept_size=len(window), traversal=walked,
+        steps,
+        is_constraint=cons,
+        source=source,
+        predictor_used=bool(np.isfinite(pred).any()),
+        alpha=float(alpha),
+        context_vector=SessionContextVector(None, "none"),
+        corpus_size=len(rows),
+        window_size=int(min(len(rows), limit)),
+        kept_size=len(window),
+        traversal=walked,
         flags=flags,
-    )  # fmt: skip
+    )
 
 
 def _flags(

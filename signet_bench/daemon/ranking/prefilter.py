@@ -23,6 +23,7 @@ from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.ranking.baseline import as_ids, rank_order, top_k_indices
 
 __all__ = [
+    "MemoryStates",
     "TraversalJoin",
     "cosine_to",
     "eligible_mask",
@@ -80,15 +81,24 @@ def similarity_pool(
     return idx[top_k_indices(eff, as_ids(ids)[idx], cfg.prefilter_similarity_pool)]
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryStates:
+    """What the pre-filter knows of each memory besides its scores, aligned with the corpus
+    (None: no memory is so): constraints, decayed importance (None: the effective score),
+    pinned, and `excluded` (e.g. soft-deleted) ones."""
+
+    is_constraint: np.ndarray | None = None
+    importance_decayed: np.ndarray | None = None
+    pinned: np.ndarray | None = None
+    excluded: np.ndarray | None = None
+
+
 def prefilter(
     eff_scores: np.ndarray,
     context_sims: np.ndarray | None,
     ids: Sequence[str] | np.ndarray,
+    states: MemoryStates = MemoryStates(),
     *,
-    is_constraint: np.ndarray | None = None,
-    importance_decayed: np.ndarray | None = None,
-    pinned: np.ndarray | None = None,
-    excluded: np.ndarray | None = None,
     joined: np.ndarray | None = None,
     cfg: PredictorConfig = DEFAULT_CONFIG,
 ) -> np.ndarray:
@@ -99,6 +109,8 @@ def prefilter(
     `joined` memories (the graph's traversal candidates) enter whatever their rank. Over the
     cap, constraints are kept first, then the best by effectiveScore. `excluded` memories
     (soft-deleted ones) never enter, constraints and joined ones included."""
+    is_constraint, importance_decayed = states.is_constraint, states.importance_decayed
+    pinned, excluded = states.pinned, states.excluded
     eff = np.asarray(eff_scores, dtype=np.float64)
     id_arr = as_ids(ids)
     n = len(eff)

@@ -36,6 +36,7 @@ from signet_bench.daemon.ranking.exploration import (
 )
 from signet_bench.daemon.ranking.fusion import fuse
 from signet_bench.daemon.ranking.prefilter import (
+    MemoryStates,
     cosine_to,
     eligible_mask,
     prefilter,
@@ -61,6 +62,7 @@ __all__ = [
     "InjectionLimits",
     "Learned",
     "Predictor",
+    "RankingSteps",
     "SessionStartResult",
     "ranked_result",
     "session_start",
@@ -169,9 +171,15 @@ def _candidate_pool(
     join = None
     if walked is not None:
         join = traversal_join(
-            eff, eligible, ids, walked.rows, walked.score, is_constraint=cons,
-            quota=pool_quota(cfg), cfg=cfg,
-        )  # fmt: skip
+            eff,
+            eligible,
+            ids,
+            walked.rows,
+            walked.score,
+            is_constraint=cons,
+            quota=pool_quota(cfg),
+            cfg=cfg,
+        )
         eff, eligible = join.eff, join.eligible
     idx = np.flatnonzero(eligible)
     top = idx[top_k_indices(eff[idx], ids[idx], cfg.context_fallback_top)]
@@ -183,9 +191,13 @@ def _candidate_pool(
         sims = np.full(len(ids), np.nan)
         sims[pool] = cosine_to(context.vector, np.asarray(corpus.embeddings[pool]))
     cand = prefilter(
-        eff, sims, ids, is_constraint=cons, importance_decayed=dec, pinned=pin,
-        excluded=absent, joined=None if join is None else join.joined, cfg=cfg,
-    )  # fmt: skip
+        eff,
+        sims,
+        ids,
+        MemoryStates(cons, dec, pin, absent),
+        joined=None if join is None else join.joined,
+        cfg=cfg,
+    )
     if walked is None or join is None:
         return _Pool(cand, context, eff)
     flags = candidate_flags(walked, cand, join.joined, join.carried, cons[cand])
@@ -326,9 +338,6 @@ def session_start(
     scorer saw."""
     predictor, alpha = learned.predictor, learned.alpha
     cold_start_exited, rng = learned.cold_start_exited, learned.rng
-    budget_chars, use_budget, top_k = limits.budget_chars, limits.use_budget, limits.top_k
-    if limits.choice is not None:  # K within tokens, in place of the characters and top_k
-        budget_chars, use_budget, top_k = None, False, limits.choice.k
     graph, query_terms = walk.graph, walk.query_terms
     ids, has = corpus.id_text, corpus.has_embedding
     age = age_days(corpus.created_at, now_epoch)
@@ -351,60 +360,95 @@ def session_start(
     final_order = rank_order(final, c_ids)
 
     lengths = content_lengths([corpus.contents[i] for i in cand]) if n else np.zeros(0, np.int64)
-    budget = (
-        (cfg.injection_budget_chars if budget_chars is None else budget_chars)
-        if use_budget
-        else None
-    )
-    held = _held_back(flags, final_order, lengths, budget, top_k, cfg)
-    selected = select_injected(
-        final_order, lengths, cons, is_superseded=stale if held is None else stale | held,
-        budget_chars=budget, top_k=top_k, choice=limits.choice,
-    )  # fmt: skip
+    selected = _selected(final_order, lengths, cons, stale, flags, limits, cfg)
     unexplored = stale if flags is None else stale | flags.is_traversal
-    ranked = RankedCandidates(
-        np.isin(np.arange(n), selected), final, np.arange(1, n + 1), fz.prank, c_ids, cons,
-        unexplored,
-    )  # fmt: skip
+    injected, order = np.isin(np.arange(n), selected), np.arange(1, n + 1)
+    ranked = RankedCandidates(injected, final, order, fz.prank, c_ids, cons, unexplored)
     ex, source = _explore(ranked, fz.used, rng, cold_start_exited, cfg)
+    eff_cand = pool.eff[cand]
+    steps = RankingSteps(
+        cand, c_ids, eff_cand, pred, fz.prank, fz.fused, final, overlaps, ex.injected, final_order
+    )
     return ranked_result(
-        cand, c_ids, pool.eff[cand], pred, fz.prank, fz.fused, final, overlaps, ex.injected,
-        final_order, is_constraint=cons, source=_sources(source, flags),
-        predictor_used=fz.used, alpha=fz.alpha, context_vector=pool.context,
-        corpus_size=int((~absent).sum()), explored_id=ex.explored_id,
-        displaced_id=ex.displaced_id, traversal=walked, flags=flags,
-    )  # fmt: skip
+        steps,
+        is_constraint=cons,
+        source=_sources(source, flags),
+        predictor_used=fz.used,
+        alpha=fz.alpha,
+        context_vector=pool.context,
+        corpus_size=int((~absent).sum()),
+        explored_id=ex.explored_id,
+        displaced_id=ex.displaced_id,
+        traversal=walked,
+        flags=flags,
+    )
 
 
-def ranked_result(
-    cand: np.ndarray,
-    ids: np.ndarray,
-    effective: np.ndarray,
-    predictor: np.ndarray,
-    predictor_rank: np.ndarray,
-    fused: np.ndarray,
-    final: np.ndarray,
-    overlaps: np.ndarray,
-    injected: np.ndarray,
+def _selected(
     final_order: np.ndarray,
-    **session: object,
-) -> SessionStartResult:
-    """A session start's result from its ranking steps, in the order they run (candidates in
-    baseline order, their effective and predictor scores, RRF, topic diversity, the injected
-    mask, the final order); `session` holds the remaining fields. Both session starts (ours
-    and Signet 0.58's, `compat.py`) build their result here."""
+    lengths: np.ndarray,
+    cons: np.ndarray,
+    stale: np.ndarray,
+    flags: TraversalFlags | None,
+    limits: InjectionLimits,
+    cfg: PredictorConfig,
+) -> np.ndarray:
+    """The injected candidates (select.py): the greedy budget (`limits`, default the config's),
+    then the first `top_k` if given — or, when `limits.choice` is set, the best K within its
+    tokens — then every constraint; never a `stale` (superseded) one nor one the graph holds
+    back."""
+    budget_chars, use_budget, top_k = limits.budget_chars, limits.use_budget, limits.top_k
+    if limits.choice is not None:  # K within tokens, in place of the characters and top_k
+        budget_chars, use_budget, top_k = None, False, limits.choice.k
+    budget = None
+    if use_budget:
+        budget = cfg.injection_budget_chars if budget_chars is None else budget_chars
+    held = _held_back(flags, final_order, lengths, budget, top_k, cfg)
+    return select_injected(
+        final_order,
+        lengths,
+        cons,
+        is_superseded=stale if held is None else stale | held,
+        budget_chars=budget,
+        top_k=top_k,
+        choice=limits.choice,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RankingSteps:
+    """A session start's ranking steps, in the order they run: the candidates in baseline
+    order (`cand`, their rows; `ids`), their effective and predictor scores and predictor
+    ranks, RRF, topic diversity (`final`, `overlaps`), the injected mask, the final order."""
+
+    cand: np.ndarray
+    ids: np.ndarray
+    effective: np.ndarray
+    predictor: np.ndarray
+    predictor_rank: np.ndarray
+    fused: np.ndarray
+    final: np.ndarray
+    overlaps: np.ndarray
+    injected: np.ndarray
+    final_order: np.ndarray
+
+
+def ranked_result(steps: RankingSteps, **session: object) -> SessionStartResult:
+    """A session start's result from its ranking steps; `session` holds the remaining fields.
+    Both session starts (ours and Signet 0.58's, `compat.py`) build their result here."""
+    s = steps
     return SessionStartResult(
-        index=cand,
-        memory_id=ids,
-        rank=np.arange(len(cand), dtype=np.int64),
-        effective_score=effective,
-        predictor_score=predictor,
-        predictor_rank=predictor_rank,
-        fused_score=fused,
-        final_score=final,
-        overlap_count=overlaps,
-        was_injected=injected,
-        final_order=final_order,
-        injected_order=final_order[injected[final_order]],
+        index=s.cand,
+        memory_id=s.ids,
+        rank=np.arange(len(s.cand), dtype=np.int64),
+        effective_score=s.effective,
+        predictor_score=s.predictor,
+        predictor_rank=s.predictor_rank,
+        fused_score=s.fused,
+        final_score=s.final,
+        overlap_count=s.overlaps,
+        was_injected=s.injected,
+        final_order=s.final_order,
+        injected_order=s.final_order[s.injected[s.final_order]],
         **session,
     )

@@ -307,8 +307,9 @@ def _reach_attributes(
     by_imp = np.argsort(-g.attr_importance[attrs], kind="stable")
     attrs, tseg = attrs[by_imp], tseg[by_imp]
     asp = aspects[tseg]
-    return _Reach(index.attr_row[attrs], aseg[tseg], g.aspect_entity[asp], asp,
-                  g.attr_constraint[attrs])  # fmt: skip
+    return _Reach(
+        index.attr_row[attrs], aseg[tseg], g.aspect_entity[asp], asp, g.attr_constraint[attrs]
+    )
 
 
 def _reach_mentions(index: GraphIndex, ents: np.ndarray, live: np.ndarray) -> _Reach:
@@ -403,9 +404,10 @@ class Traversal:
         return {
             "entity_ids": [str(e) for e in ents],
             "aspect_ids": [str(g.aspect_id[self.aspect[i]])] if self.aspect[i] >= 0 else [],
-            "dependency_ids": [str(g.dep_id[self.dependency[i]])] if self.dependency[i] >= 0
+            "dependency_ids": [str(g.dep_id[self.dependency[i]])]
+            if self.dependency[i] >= 0
             else [],
-        }  # fmt: skip
+        }
 
     def path_json(self, i: int) -> str:
         """`path` as the compact JSON text Signet writes to `session_memories.path_json`."""
@@ -461,11 +463,18 @@ def traverse(
     got = _concat(reach)
     cons = _constraints(index, ents, active, live)
     return Traversal(
-        rows=got.rows, score=_scores(index, got.rows, active), is_constraint=got.is_constraint,
-        focal=focal_of, entity=got.entity, aspect=got.aspect, dependency=dep,
-        constraint_rows=cons, constraint_score=_scores(index, cons, active), focal_entities=focal,
+        rows=got.rows,
+        score=_scores(index, got.rows, active),
+        is_constraint=got.is_constraint,
+        focal=focal_of,
+        entity=got.entity,
+        aspect=got.aspect,
+        dependency=dep,
+        constraint_rows=cons,
+        constraint_score=_scores(index, cons, active),
+        focal_entities=focal,
         graph=g,
-    )  # fmt: skip
+    )
 
 
 def session_traversal(

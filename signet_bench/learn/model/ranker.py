@@ -9,7 +9,7 @@ import numpy as np
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.candidates import SessionInputs
 from signet_bench.daemon.ranking.ranker import per_distinct_candidate
-from signet_bench.learn.model.scorer import score_session
+from signet_bench.learn.model.scorer import SessionArrays, score_session
 
 __all__ = ["ModelRanker"]
 
@@ -44,15 +44,14 @@ class ModelRanker:
 
     def _softmax(self, inputs: SessionInputs) -> np.ndarray:
         """The scorer's softmax over these candidates (all distinct, with a context)."""
-        scores = score_session(
-            self.params,
+        session = SessionArrays(
             inputs.context,
             inputs.embeddings,
             inputs.has_embedding,
             inputs.tokens,
             inputs.features,
             inputs.project_slot,
-            self.cfg,
-            signals=inputs.signals,
+            inputs.signals,
         )
+        scores = score_session(self.params, session, self.cfg)
         return np.asarray(scores, dtype=np.float64)

@@ -55,6 +55,7 @@ from signet_scorer.contract import SESSION_FEATURES
 __all__ = [
     "Batch",
     "Forward",
+    "SessionArrays",
     "backward",
     "batch_from_sessions",
     "forward",
@@ -534,24 +535,43 @@ def loss_and_grads(
     return loss, backward(params, fwd, dlogits)
 
 
+@dataclass(frozen=True, slots=True)
+class SessionArrays:
+    """One session's candidates as the scorer reads them: the context (D,), their embeddings
+    (N, D) or None when none has one, `has_emb` (N,), one hash-bucket list per candidate (the
+    text path), features (N, F), the project slot, signals (N, S) or None (no evidence), and
+    for training their labels (N,)."""
+
+    context: np.ndarray
+    cand_emb: np.ndarray | None
+    has_emb: np.ndarray
+    tokens: Sequence[Sequence[int] | np.ndarray | None]
+    features: np.ndarray
+    project_slot: int
+    signals: np.ndarray | None = None
+    labels: np.ndarray | None = None
+
+
 def batch_from_sessions(
-    contexts: Sequence[np.ndarray],
-    cand_embs: Sequence[np.ndarray | None],
-    has_embs: Sequence[np.ndarray],
-    token_lists: Sequence[Sequence[Sequence[int] | np.ndarray | None]],
-    features: Sequence[np.ndarray],
-    project_slots: Sequence[int],
-    labels: Sequence[np.ndarray] | None = None,
+    sessions: Sequence[SessionArrays],
+    *,
     temperature: np.ndarray | None = None,
     dtype: type = np.float64,
     packed: bool = False,
-    signals: Sequence[np.ndarray | None] | None = None,
 ) -> Batch:
-    """Pad per-session arrays (cand_embs[b] (N_b, D) or None if no candidate has one,
-    has_embs[b] (N_b,), token_lists[b] one bucket list per candidate, features[b] (N_b, F),
-    signals[b] (N_b, S) or None for no evidence) into one Batch; `dtype` is that of the float
-    arrays (float32 = the fast embedding path). `packed` puts the embeddings in `real_emb`
-    (no padding) instead of `cand_emb`."""
+    """Pad sessions into one Batch, with labels when every session has them; `dtype` is that
+    of the float arrays (float32 = the fast embedding path). `packed` puts the embeddings in
+    `real_emb` (no padding) instead of `cand_emb`."""
+    labelled = [x.labels is not None for x in sessions]
+    if any(labelled) and not all(labelled):
+        raise ValueError("labels: some sessions have them and some do not")
+    contexts = [x.context for x in sessions]
+    cand_embs = [x.cand_emb for x in sessions]
+    has_embs = [x.has_emb for x in sessions]
+    token_lists = [x.tokens for x in sessions]
+    features = [x.features for x in sessions]
+    labels = [x.labels for x in sessions if x.labels is not None] if all(labelled) else None
+    signals = [x.signals for x in sessions]
     b = len(contexts)
     sizes = [len(h) for h in has_embs]
     n = max(sizes, default=0)
@@ -597,7 +617,7 @@ def batch_from_sessions(
         tok_bucket=np.concatenate(buckets) if buckets else np.zeros(0, dtype=np.int64),
         tok_owner=np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64),
         features=feats,
-        project_slot=np.asarray(project_slots, dtype=np.int64).reshape(b),
+        project_slot=np.asarray([x.project_slot for x in sessions], dtype=np.int64).reshape(b),
         mask=mask,
         labels=lab,
         temperature=None if temperature is None else np.asarray(temperature, dtype=np.float64),
@@ -625,23 +645,11 @@ def _padded_signals(
 
 
 def score_session(
-    params: dict[str, np.ndarray],
-    context: np.ndarray,
-    cand_emb: np.ndarray | None,
-    has_emb: np.ndarray,
-    token_lists: Sequence[Sequence[int] | np.ndarray | None],
-    features: np.ndarray,
-    project_slot: int,
-    cfg: PredictorConfig = DEFAULT_CONFIG,
-    signals: np.ndarray | None = None,
+    params: dict[str, np.ndarray], session: SessionArrays, cfg: PredictorConfig = DEFAULT_CONFIG
 ) -> np.ndarray:
-    """Softmax scores (N,) of one session's candidates; rows of cand_emb where has_emb is
-    False are ignored (those candidates use their tokens); `signals` (N, S) or None (none)."""
-    has = np.asarray(has_emb, dtype=bool)
-    if has.size == 0:
+    """Softmax scores (N,) of one session's candidates; rows of its embeddings where `has_emb`
+    is False are ignored (those candidates use their tokens)."""
+    if np.asarray(session.has_emb, dtype=bool).size == 0:
         return np.zeros(0, dtype=np.float64)
-    batch = batch_from_sessions(
-        [np.asarray(context)], [cand_emb], [has], [token_lists], [features], [project_slot],
-        signals=[signals],
-    )  # fmt: skip
+    batch = batch_from_sessions([session])
     return forward(params, batch, cfg).probs[0]

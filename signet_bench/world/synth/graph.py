@@ -96,22 +96,66 @@ ASPECTS: dict[str, str] = {
 }
 """The aspect of an entity a memory of each type is an attribute of."""
 
-# fmt: off
 SERVICE_NAMES: tuple[str, ...] = (
-    "cartwheel", "paylane", "ordervault", "stockpile", "pricebook", "gatekeep", "sessiond",
-    "fleetd", "nodewatch", "meshgate", "buildyard", "shipwright", "ledgerline", "tallyhouse",
-    "beacon", "lookout", "harbor", "switchyard", "relaybox", "signpost", "waypoint", "quarry",
-    "foundry", "kiln", "lantern", "atlas", "compass", "pipelinr",
+    "cartwheel",
+    "paylane",
+    "ordervault",
+    "stockpile",
+    "pricebook",
+    "gatekeep",
+    "sessiond",
+    "fleetd",
+    "nodewatch",
+    "meshgate",
+    "buildyard",
+    "shipwright",
+    "ledgerline",
+    "tallyhouse",
+    "beacon",
+    "lookout",
+    "harbor",
+    "switchyard",
+    "relaybox",
+    "signpost",
+    "waypoint",
+    "quarry",
+    "foundry",
+    "kiln",
+    "lantern",
+    "atlas",
+    "compass",
+    "pipelinr",
 )
 LIBRARY_NAMES: tuple[str, ...] = (
-    "corekit", "hashring", "retrykit", "logline", "spanlib", "queuekit", "chartkit", "querykit",
-    "gridlib", "schemakit", "vaultlib", "authkit", "meshkit", "flowkit", "docskit", "shipkit",
-    "podkit", "parsekit",
+    "corekit",
+    "hashring",
+    "retrykit",
+    "logline",
+    "spanlib",
+    "queuekit",
+    "chartkit",
+    "querykit",
+    "gridlib",
+    "schemakit",
+    "vaultlib",
+    "authkit",
+    "meshkit",
+    "flowkit",
+    "docskit",
+    "shipkit",
+    "podkit",
+    "parsekit",
 )
 PERSON_NAMES: tuple[str, ...] = (
-    "Maria", "Kenji", "Priya", "Tomas", "Amara", "Lukas", "Noor", "Diego",
+    "Maria",
+    "Kenji",
+    "Priya",
+    "Tomas",
+    "Amara",
+    "Lukas",
+    "Noor",
+    "Diego",
 )
-# fmt: on
 """Entity names (a seeded draw from each pool): no topic, template or project uses them."""
 _STREAM = 0x6A4F  # the graph's own random stream
 
@@ -162,16 +206,19 @@ def _id(*parts: str) -> str:
 def _names(pool: Sequence[str], rng: np.random.Generator, n: int) -> list[str]:
     """`n` distinct names from `pool` in a seeded order, numbered once the pool runs out."""
     order = [pool[int(i)] for i in rng.permutation(len(pool))]
-    return [order[k % len(order)] + ("" if k < len(order) else str(k // len(order) + 1))
-            for k in range(n)]  # fmt: skip
+    return [
+        order[k % len(order)] + ("" if k < len(order) else str(k // len(order) + 1))
+        for k in range(n)
+    ]
 
 
 def _entity(
     name: str, entity_type: str, description: str, at: datetime, pinned: bool = False
 ) -> Entity:
     """An entity row as first laid out: not yet mentioned, dated `at`."""
-    return Entity(_id("entity", name), name, canonical(name), entity_type, description,
-                  0, at, at, pinned)  # fmt: skip
+    return Entity(
+        _id("entity", name), name, canonical(name), entity_type, description, 0, at, at, pinned
+    )
 
 
 def _entities(
@@ -383,10 +430,11 @@ def _mentioned(entities: Sequence[Entity], mentions: Sequence[Mention]) -> list[
     for m in mentions:
         seen.setdefault(m.entity_id, []).append(m.created_at)
     return [
-        replace(e, mentions=len(seen[e.id]), created_at=min(seen[e.id]),
-                updated_at=max(seen[e.id])) if e.id in seen else e
+        replace(e, mentions=len(seen[e.id]), created_at=min(seen[e.id]), updated_at=max(seen[e.id]))
+        if e.id in seen
+        else e
         for e in entities
-    ]  # fmt: skip
+    ]
 
 
 def _attributes(
@@ -409,8 +457,9 @@ def _attributes(
         aid = _id("aspect", by_id[entity_id].name, name)
         if aid not in aspects:  # the weight: the draw of the aspect's first attribute
             weight = round(0.3 + 0.6 * float(w), 3)
-            aspects[aid] = Aspect(aid, entity_id, name, canonical(name), weight, s.created,
-                                  s.created)  # fmt: skip
+            aspects[aid] = Aspect(
+                aid, entity_id, name, canonical(name), weight, s.created, s.created
+            )
         status, by, updated = "active", None, s.created
         if s.replaced_by and s.stale_since is not None:
             status, by, updated = "superseded", _id("attribute", s.replaced_by), s.stale_since
@@ -418,9 +467,20 @@ def _attributes(
             status, updated = "deleted", s.deleted_at
         importance = max(s.importance, 0.85) if kind == "constraint" else s.importance
         attrs.append(
-            Attribute(_id("attribute", s.id), aid, s.id, kind, texts[s.id][1], importance, conf,
-                      status, by, s.created, updated)
-        )  # fmt: skip
+            Attribute(
+                _id("attribute", s.id),
+                aid,
+                s.id,
+                kind,
+                texts[s.id][1],
+                importance,
+                conf,
+                status,
+                by,
+                s.created,
+                updated,
+            )
+        )
     return list(aspects.values()), attrs
 
 
@@ -445,9 +505,15 @@ def plan_graph(
     deps = [_known(d, entities) for d in edges]
     aspects, attrs = _attributes(specs, subjects, entities, texts, rng)
     return WorldGraph(
-        tuple(entities.values()), tuple(deps), tuple(aspects), tuple(attrs), tuple(mentions),
-        homes, subjects, texts,
-    )  # fmt: skip
+        tuple(entities.values()),
+        tuple(deps),
+        tuple(aspects),
+        tuple(attrs),
+        tuple(mentions),
+        homes,
+        subjects,
+        texts,
+    )
 
 
 def _known(d: Dependency, entities: dict[str, Entity]) -> Dependency:

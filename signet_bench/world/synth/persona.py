@@ -293,16 +293,24 @@ def _project(
     return Project(name, topic_tuple, weights, schedule, share, share_after_drift)
 
 
+@dataclass(frozen=True, slots=True)
+class _Scale:
+    """A built-in persona's size and pace: memories, sessions a day, the global topic's share
+    and where (as a share of its span) it drifts, if it does."""
+
+    n_memories: int
+    sessions_per_day: float
+    global_share: float = 0.08
+    drift_at: float | None = None
+
+
 def _builtin(
     name: str,
     tz: str,
     description: str,
     projects: tuple[Project, ...],
+    scale: _Scale,
     *,
-    n_memories: int,
-    sessions_per_day: float,
-    global_share: float = 0.08,
-    drift_at: float | None = None,
     graph: bool = False,
 ) -> Persona:
     """A built-in persona: its own projects, size and pace; the shared global topic and span."""
@@ -312,11 +320,11 @@ def _builtin(
         tz=tz,
         projects=projects,
         global_topic=get_topic(GLOBAL_TOPIC),
-        global_share=global_share,
-        n_memories=n_memories,
+        global_share=scale.global_share,
+        n_memories=scale.n_memories,
         span_days=BUILTIN_SPAN_DAYS,
-        sessions_per_day=sessions_per_day,
-        drift_at=drift_at,
+        sessions_per_day=scale.sessions_per_day,
+        drift_at=scale.drift_at,
         graph=graph,
     )
 
@@ -395,9 +403,7 @@ PERSONAS: dict[str, Persona] = {
             "Europe/Berlin",
             "a hobbyist with one side project, evenings and weekend afternoons",
             _light_projects(),
-            n_memories=300,
-            sessions_per_day=4.0,
-            global_share=0.12,
+            _Scale(n_memories=300, sessions_per_day=4.0, global_share=0.12),
         ),
         _builtin(
             "heavy",
@@ -405,8 +411,7 @@ PERSONAS: dict[str, Persona] = {
             "the seed's heavy user: signetai by day, ooIDE in the evenings, a billing client "
             "in weekday mornings, the homelab at weekends, the docs site on Friday afternoons",
             _heavy_projects(),
-            n_memories=4000,
-            sessions_per_day=40.0,
+            _Scale(n_memories=4000, sessions_per_day=40.0),
         ),
         _builtin(
             "drifting",
@@ -414,9 +419,7 @@ PERSONAS: dict[str, Persona] = {
             "moves from a mobile app (daytime) to an ML platform (afternoons/evenings) half-way "
             "through",
             _drifting_projects(),
-            n_memories=1500,
-            sessions_per_day=15.0,
-            drift_at=0.5,
+            _Scale(n_memories=1500, sessions_per_day=15.0, drift_at=0.5),
         ),
         _builtin(
             "multi-project",
@@ -424,8 +427,7 @@ PERSONAS: dict[str, Persona] = {
             "four projects with strongly distinct schedules: weekday mornings, weekday "
             "afternoons, nights, weekends",
             _multi_projects(),
-            n_memories=2000,
-            sessions_per_day=25.0,
+            _Scale(n_memories=2000, sessions_per_day=25.0),
         ),
         _builtin(
             "architect",
@@ -433,8 +435,7 @@ PERSONAS: dict[str, Persona] = {
             "a platform architect whose work revolves around services, shared libraries, the "
             "people who own them and four products; a knowledge graph names them all",
             _architect_projects(),
-            n_memories=4000,
-            sessions_per_day=40.0,
+            _Scale(n_memories=4000, sessions_per_day=40.0),
             graph=True,
         ),
     )

@@ -256,10 +256,15 @@ def _graph_rows(truth: MemoryTruth) -> tuple[list[EntityRow], list[EdgeRow], lis
     if g is None or sub is None or con is None:
         raise ValueError("_graph_rows: the truth has no knowledge graph")
     ents = [
-        (str(g.entity_ids[k]), str(g.names[k]), str(g.home_project[k]) or None,
-         str(g.home_topic[k]) or None, int(g.pinned[k]))
+        (
+            str(g.entity_ids[k]),
+            str(g.names[k]),
+            str(g.home_project[k]) or None,
+            str(g.home_topic[k]) or None,
+            int(g.pinned[k]),
+        )
         for k in range(len(g.entity_ids))
-    ]  # fmt: skip
+    ]
     edges = [
         (str(g.entity_ids[a]), str(g.entity_ids[b]), float(st), float(cf))
         for (a, b), st, cf in zip(g.edges, g.strength, g.confidence, strict=True)

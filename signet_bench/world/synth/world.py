@@ -129,9 +129,15 @@ class SyntheticWorld:
         truth = self.relevance(plan, view.memory_ids)
         young = plan.start.timestamp() - view.created_s < opts.young_days * 86400
         rel = judge_ratings(
-            truth, view.injected, view.recalled, rng, noise=opts.judge_noise, pool=view.pool,
-            recency_bias=opts.judge_recency_bias, young=young,
-        )  # fmt: skip
+            truth,
+            view.injected,
+            view.recalled,
+            rng,
+            noise=opts.judge_noise,
+            pool=view.pool,
+            recency_bias=opts.judge_recency_bias,
+            young=young,
+        )
         inj_rel = rel[view.injected]
         score = float(np.clip(inj_rel.mean() + rng.normal(0, 0.05), 0, 1)) if len(inj_rel) else 0.0
         confidence = float(np.clip(rng.normal(0.75, 0.15), 0.2, 1.0))

@@ -50,8 +50,9 @@ def test_verdict_answers_whether_the_predictor_helps(con, demo):
     assert cosine.len() > 0  # the simulator records the cosine ranking on the same ratings
     assert f"{e.cosine}" in text and "plain cosine" in text
     low, high = e.cosine.interval  # the strongest free ranker it records decides the tone
-    assert tone == ("success" if low > 0 and not e.cosine.identical else "warn" if high < 0
-                    else "neutral")  # fmt: skip
+    assert tone == (
+        "success" if low > 0 and not e.cosine.identical else "warn" if high < 0 else "neutral"
+    )
     assert data.model_available is True and data.parameters and data.parameters > 0
     # the demo's served model, scored offline on the judged sessions beside the free rankers
     assert data.served.height > 0 and set(data.served["model"]) <= {"cosine", "hybrid", "learned"}
@@ -151,8 +152,10 @@ def test_a_predictor_that_ranks_as_cosine_adds_nothing(active):
     text, tone = dash.verdict(view)
     assert tone == "neutral" and "helping" not in text
     assert text.startswith("No gain yet: the predictor ranks every session as plain cosine")
-    assert "adds nothing over that free ranker: NDCG@10 margin +0.00 (95% interval +0.00 to " \
-        "+0.00)." in text  # fmt: skip
+    assert (
+        "adds nothing over that free ranker: NDCG@10 margin +0.00 (95% interval +0.00 to "
+        "+0.00)." in text
+    )
 
 
 def test_a_noisy_tie_with_cosine_is_no_clear_gain(active):
@@ -186,11 +189,15 @@ def test_offline_the_served_model_is_judged_against_the_stronger_free_ranker(act
             "session_key": [f"s{i}" for i in range(n)],
             "started_at": [datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=i) for i in range(n)],
             "model_ndcg": hybrid + 0.04 + 0.01 * np.sin(np.arange(n)),
-            "cosine_ndcg": cosine, "hybrid_ndcg": hybrid, "baseline_ndcg": cosine - 0.1,
-            "learned_from": [i < 10 for i in range(n)], "hook_served": [i >= 25 for i in range(n)],
-            "model": ["learned"] * n, "trained_until": [None] * n,
+            "cosine_ndcg": cosine,
+            "hybrid_ndcg": hybrid,
+            "baseline_ndcg": cosine - 0.1,
+            "learned_from": [i < 10 for i in range(n)],
+            "hook_served": [i >= 25 for i in range(n)],
+            "model": ["learned"] * n,
+            "trained_until": [None] * n,
         }
-    ).select(pl.col(c).cast(t) for c, t in SERVED_SCHEMA.items())  # fmt: skip
+    ).select(pl.col(c).cast(t) for c, t in SERVED_SCHEMA.items())
     offline = dataclasses.replace(active.status, mode="offline", cold_start_exited=False)
     view = dataclasses.replace(
         _judged(active, [0.1] * n, served=rows),

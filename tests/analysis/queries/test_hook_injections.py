@@ -60,8 +60,14 @@ def hooked(bare_current, tmp_path_factory) -> dict:
     record_start(store, served, shown)
     record_start(store, failed, injected[:3], reason=FAILED)
     record_start(store, other, rest[:4], agent="another-agent")
-    return {"store": store, "served": served, "failed": failed, "other": other,
-            "shown": shown, "signet": len(injected)}  # fmt: skip
+    return {
+        "store": store,
+        "served": served,
+        "failed": failed,
+        "other": other,
+        "shown": shown,
+        "signet": len(injected),
+    }
 
 
 def _contrast(store: Path, workbench: Path | None):

@@ -163,10 +163,14 @@ def test_focal_entities_from_checkpoints_and_traversal(line_stores, tmp_path):
             "SELECT mem.memory_id, e.name FROM memory_entity_mentions mem"
             " JOIN entities e ON e.id = mem.entity_id ORDER BY mem.memory_id LIMIT 1"
         ).fetchone()
-        first, second = (r[0] for r in con.execute(
-            "SELECT session_key FROM session_memories WHERE memory_id = ?"
-            " ORDER BY session_key LIMIT 2", (memory,)
-        ))  # fmt: skip
+        first, second = (
+            r[0]
+            for r in con.execute(
+                "SELECT session_key FROM session_memories WHERE memory_id = ?"
+                " ORDER BY session_key LIMIT 2",
+                (memory,),
+            )
+        )
         con.execute(
             'UPDATE session_checkpoints SET focal_entity_names = \'["portfolio", "user"]\''
             " WHERE session_key = ?",

@@ -14,10 +14,18 @@ from signet_bench.config import DEFAULT_CONFIG
 
 def _status(**kw) -> st.PredictorStatus:
     base = {
-        "mode": "active", "source": "test", "success_rate": 0.72, "alpha": 0.28, "model_version": 3,
-        "scored_sessions": 142, "min_sessions": 10, "sessions": 150, "drift_resets": 0, "trained": True,
+        "mode": "active",
+        "source": "test",
+        "success_rate": 0.72,
+        "alpha": 0.28,
+        "model_version": 3,
+        "scored_sessions": 142,
+        "min_sessions": 10,
+        "sessions": 150,
+        "drift_resets": 0,
+        "trained": True,
         "cold_start_exited": True,
-    }  # fmt: skip
+    }
     return st.PredictorStatus(**(base | kw))
 
 

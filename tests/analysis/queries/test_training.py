@@ -38,9 +38,10 @@ def test_runs_carry_their_held_out_verdicts(con, demo):
         assert r["accepted"] and r["served_model"] in ("base", "per-user")
         assert (r["served_model"] == "per-user") == (r["gate_reason"] == "passed")
         assert r["served_why"].startswith(
-            "This user's own model serves" if r["served_model"] == "per-user"
+            "This user's own model serves"
+            if r["served_model"] == "per-user"
             else "The shipped base serves"
-        )  # fmt: skip
+        )
     # the served model and why, the newest run's choice
     assert t.served_now(demo.workbench) == judged.sort("created_at")["served_why"][-1]
     assert judged["heldout_lead_needed"].max() == DEFAULT_CONFIG.holdout_gain_evidence
@@ -160,12 +161,20 @@ def test_a_rejection_by_the_held_out_gate_says_its_figures():
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     runs = pl.DataFrame(
         {
-            "run": [1], "model_version": [1], "loss": [0.4], "accepted": [False],
-            "gate_reason": ["holdout"], "created_at": [t0], "heldout_sessions": [22],
-            "heldout_ndcg": [0.521], "heldout_bar": [0.519], "heldout_comparator": ["cosine"],
-            "heldout_lead_se": [0.41], "heldout_lead_needed": [1.5],
+            "run": [1],
+            "model_version": [1],
+            "loss": [0.4],
+            "accepted": [False],
+            "gate_reason": ["holdout"],
+            "created_at": [t0],
+            "heldout_sessions": [22],
+            "heldout_ndcg": [0.521],
+            "heldout_bar": [0.519],
+            "heldout_comparator": ["cosine"],
+            "heldout_lead_se": [0.41],
+            "heldout_lead_needed": [1.5],
         }
-    )  # fmt: skip
+    )
     (reason,) = t.gate_rejections(runs)["reason"].to_list()
     assert reason == (
         "held out (22 sessions): NDCG@10 0.521 against the bar 0.519 (cosine), lead 0.41 "
@@ -184,14 +193,26 @@ def test_runs_only_the_workbench_records_are_shown(bare_current, tmp_path):
     t0 = datetime(2030, 5, 1)  # long after the store's last session
     with open_workbench(wb) as con:
         for i, (store, passed, curve) in enumerate(
-            [(bare_current, True, "[0.7, 0.5]"), (bare_current, False, "[0.6]"),
-             (tmp_path / "other.db", True, "[0.1]"), (bare_current, True, "[]")]
-        ):  # fmt: skip
-            record_training_run(con, {
-                "run_id": f"r{i}", "store_path": str(store), "started_at": t0 + timedelta(hours=i),
-                "sample_count": 10 + i, "epochs": 2, "loss_curve": curve, "gate_passed": passed,
-                "gate_reason": "passed" if passed else "canary variance",
-            })  # fmt: skip
+            [
+                (bare_current, True, "[0.7, 0.5]"),
+                (bare_current, False, "[0.6]"),
+                (tmp_path / "other.db", True, "[0.1]"),
+                (bare_current, True, "[]"),
+            ]
+        ):
+            record_training_run(
+                con,
+                {
+                    "run_id": f"r{i}",
+                    "store_path": str(store),
+                    "started_at": t0 + timedelta(hours=i),
+                    "sample_count": 10 + i,
+                    "epochs": 2,
+                    "loss_curve": curve,
+                    "gate_passed": passed,
+                    "gate_reason": "passed" if passed else "canary variance",
+                },
+            )
     con = open_store(bare_current)
     try:
         runs = t.training_runs(con, wb, bare_current)

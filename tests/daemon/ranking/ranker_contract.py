@@ -37,9 +37,19 @@ DIM = 16  # native embedding dimension of every contract session
 START = datetime(2026, 3, 10, 14, 30, tzinfo=UTC)
 PROJECT = "alpha"
 WORDS = (
-    "sqlite", "wal", "index", "vector", "cosine", "schema",
-    "daemon", "hook", "budget", "token", "rust", "onnx",
-)  # fmt: skip
+    "sqlite",
+    "wal",
+    "index",
+    "vector",
+    "cosine",
+    "schema",
+    "daemon",
+    "hook",
+    "budget",
+    "token",
+    "rust",
+    "onnx",
+)
 
 # (id, kind, project, pinned, constraint, importance); kind: "emb" = random embedding,
 # "zero" = a zero vector flagged as embedded, "text" = no embedding, "empty" = no embedding and

@@ -27,13 +27,20 @@ def _corpus(n=200, d=4):
     return ids, created, importance, pinned, project, contents, emb, has
 
 
-def _run(corpus, session_project=None, *, created_at_text=None, predictor_scores=None, alpha=1.0,
-         **kw):  # fmt: skip
+def _run(
+    corpus, session_project=None, *, created_at_text=None, predictor_scores=None, alpha=1.0, **kw
+):
     ids, created, importance, pinned, project, contents, emb, has = corpus
     c = Corpus.from_arrays(
-        ids, created, importance, emb, contents=contents, has_embedding=has, pinned=pinned,
+        ids,
+        created,
+        importance,
+        emb,
+        contents=contents,
+        has_embedding=has,
+        pinned=pinned,
         project=project,
-    )  # fmt: skip
+    )
     if created_at_text is not None:
         c = dataclasses.replace(c, created_text=np.asarray(created_at_text, dtype=object))
     pred = None if predictor_scores is None else PredictorScores(predictor_scores, alpha)

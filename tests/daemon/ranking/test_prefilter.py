@@ -8,6 +8,7 @@ import pytest
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.ranking.baseline import rank_order
 from signet_bench.daemon.ranking.prefilter import (
+    MemoryStates,
     cosine_to,
     eligible_mask,
     prefilter,
@@ -27,7 +28,7 @@ def _corpus(seed: int, n: int = N):
 
 def test_bounded_and_in_baseline_order_with_4000_memories():
     ids, eff, sims = _corpus(0)
-    cand = prefilter(eff, sims, ids, importance_decayed=eff)
+    cand = prefilter(eff, sims, ids, MemoryStates(importance_decayed=eff))
     assert 50 <= len(cand) <= DEFAULT_CONFIG.candidate_pool_size
     assert len(set(cand.tolist())) == len(cand)
     assert cand.tolist() == cand[rank_order(eff[cand], ids[cand])].tolist()
@@ -37,14 +38,14 @@ def test_union_is_typically_70_to_90():
     sizes = []
     for seed in range(20):
         ids, eff, sims = _corpus(seed)
-        sizes.append(len(prefilter(eff, sims, ids, importance_decayed=eff)))
+        sizes.append(len(prefilter(eff, sims, ids, MemoryStates(importance_decayed=eff))))
     assert max(sizes) <= 100
     assert 70 <= np.median(sizes) <= 90
 
 
 def test_union_is_exactly_the_two_paths():
     ids, eff, sims = _corpus(3)
-    cand = set(prefilter(eff, sims, ids, importance_decayed=eff).tolist())
+    cand = set(prefilter(eff, sims, ids, MemoryStates(importance_decayed=eff)).tolist())
     top_eff = set(rank_order(eff, ids)[:50].tolist())
     pool = rank_order(eff, ids)[:200]
     top_sim = set(pool[rank_order(sims[pool], ids[pool])[:50]].tolist())
@@ -56,11 +57,11 @@ def test_constraints_always_present_even_when_capped():
     cons = np.zeros(N, dtype=bool)
     low = np.argsort(eff)[:120]  # 120 weak constraints, more than the cap
     cons[low] = True
-    cand = prefilter(eff, sims, ids, is_constraint=cons, importance_decayed=eff)
+    cand = prefilter(eff, sims, ids, MemoryStates(is_constraint=cons, importance_decayed=eff))
     assert len(cand) == 100 and cons[cand].all()
     cons[:] = False
     cons[low[:10]] = True
-    cand = prefilter(eff, sims, ids, is_constraint=cons, importance_decayed=eff)
+    cand = prefilter(eff, sims, ids, MemoryStates(is_constraint=cons, importance_decayed=eff))
     assert set(low[:10].tolist()) <= set(cand.tolist())
     assert len(cand) <= 100
 
@@ -73,7 +74,7 @@ def test_decayed_importance_below_floor_is_excluded_but_pinned_kept():
     eff[0] = 1.0  # m00 is pinned: effectiveScore 1.0, decayed importance 0.05
     pinned = np.zeros(60, dtype=bool)
     pinned[0] = True
-    cand = prefilter(eff, None, ids, importance_decayed=dec, pinned=pinned)
+    cand = prefilter(eff, None, ids, MemoryStates(importance_decayed=dec, pinned=pinned))
     assert 0 in cand and not set(range(1, 5)) & set(cand.tolist())
     assert eligible_mask(np.array([0.0999, 0.1, np.nan])).tolist() == [False, True, False]
 
@@ -84,7 +85,9 @@ def test_excluded_rows_never_enter():
     excluded = np.zeros(300, dtype=bool)
     excluded[top] = True
     cons = excluded.copy()
-    cand = prefilter(eff, sims, ids, is_constraint=cons, importance_decayed=eff, excluded=excluded)
+    cand = prefilter(
+        eff, sims, ids, MemoryStates(is_constraint=cons, importance_decayed=eff, excluded=excluded)
+    )
     assert top not in cand
 
 
@@ -95,7 +98,7 @@ def test_similarity_path_only_sees_the_pool():
     sims[outside] = 1.0  # perfect match, but outside the top-200 by effectiveScore
     pool = similarity_pool(eff, ids, np.ones(1000, bool))
     assert len(pool) == 200 and outside not in pool
-    assert outside not in prefilter(eff, sims, ids, importance_decayed=eff)
+    assert outside not in prefilter(eff, sims, ids, MemoryStates(importance_decayed=eff))
 
 
 def test_cosine_to_is_safe_for_zero_rows():

@@ -41,8 +41,14 @@ def _run(c, *, context=None, is_constraint=None, is_deleted=None, is_superseded=
     ids, created, importance, pinned, contents, emb, has = c
     stale = None if is_superseded is None else np.where(is_superseded, NOW - 1.0, np.nan)
     corpus = Corpus.from_arrays(
-        ids, created, importance, emb, contents=contents, has_embedding=has, pinned=pinned,
-    ).with_states(is_constraint=is_constraint, is_deleted=is_deleted, superseded_at=stale)  # fmt: skip
+        ids,
+        created,
+        importance,
+        emb,
+        contents=contents,
+        has_embedding=has,
+        pinned=pinned,
+    ).with_states(is_constraint=is_constraint, is_deleted=is_deleted, superseded_at=stale)
     used = () if context is None else (str(ids[context]),)
     return session_start(corpus, NOW, previous_used=used, **_grouped(kw))
 
@@ -193,8 +199,10 @@ def test_a_budget_choice_injects_the_best_k_within_its_tokens_from_the_whole_poo
             expected.append(i)
             left -= cost
     assert chosen.injected_order.tolist() == expected
-    assert 0 < len(expected) <= 15 and sum(length_tokens(lengths[chosen.index[i]])
-                                           for i in expected) <= 700  # fmt: skip
+    assert (
+        0 < len(expected) <= 15
+        and sum(length_tokens(lengths[chosen.index[i]]) for i in expected) <= 700
+    )
     # K alone (no token cap) takes the first 15, more than the character budget's
     wide = _run(c, context=0, choice=Budget(k=15))
     assert wide.injected_order.tolist() == walk[:15].tolist()

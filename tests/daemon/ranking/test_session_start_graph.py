@@ -99,9 +99,14 @@ def _ours(corpus: Corpus, graph: EntityGraph | None, **kw) -> SessionStartResult
 def _replica(corpus: Corpus, graph: EntityGraph | None, **kw) -> SessionStartResult:
     c = corpus
     return signet058_session_start(
-        c, kw.pop("project", PROJECT), NOW, kw.pop("cfg", DEFAULT_CONFIG),
-        is_deleted=c.absent_at(NOW), graph=graph, **kw,
-    )  # fmt: skip
+        c,
+        kw.pop("project", PROJECT),
+        NOW,
+        kw.pop("cfg", DEFAULT_CONFIG),
+        is_deleted=c.absent_at(NOW),
+        graph=graph,
+        **kw,
+    )
 
 
 def _assert_same(a: SessionStartResult, b: SessionStartResult) -> None:
@@ -148,8 +153,11 @@ def test_traversal_memories_join_our_pool(store):
     assert res.rank.tolist() == list(range(len(ids)))  # baseline order by the joined scores
     assert np.all(np.diff(res.effective_score) <= 0)
     path = json.loads(res.path_json[by_id["m260"]])
-    assert path == {"entity_ids": ["app", "lib"], "aspect_ids": ["lib-api"],
-                    "dependency_ids": ["dep-app-lib"]}  # fmt: skip
+    assert path == {
+        "entity_ids": ["app", "lib"],
+        "aspect_ids": ["lib-api"],
+        "dependency_ids": ["dep-app-lib"],
+    }
     assert json.loads(res.path_json[by_id["m000"]])["aspect_ids"] == ["app-new"]
     not_reached = [i for i, m in enumerate(ids) if m not in res.traversal.graph.attr_memory]
     assert all(res.path_json[i] is None for i in not_reached)

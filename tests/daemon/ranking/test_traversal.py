@@ -69,8 +69,13 @@ def test_focal_entities_pinned_then_project_else_query(tmp_path):
     got = graph.entity_id[f.entities].tolist()
     assert f.source == "project" and got == ["pin-b", "pin-a", "app-old", "app"]
     f = focal_entities(index, "/srv/code/signet-app", [])
-    assert graph.entity_id[f.entities].tolist()[2:] == ["app-old", "code-5", "code-4", "app",
-                                                        "code-3"]  # fmt: skip
+    assert graph.entity_id[f.entities].tolist()[2:] == [
+        "app-old",
+        "code-5",
+        "code-4",
+        "app",
+        "code-3",
+    ]
     f = focal_entities(index, "/elsewhere/nothing", ["Postgres", "database"])
     assert f.source == "query" and graph.entity_id[f.entities].tolist()[2:] == ["pg"]
     f = focal_entities(index, None, ["unknown"])
@@ -174,8 +179,10 @@ def test_one_hop_follows_the_strong_confident_edges(tmp_path):
         "dependency_ids": ["dep-app-strong"],
     }
     assert json.loads(w.path_json(0)) == {
-        "entity_ids": ["app"], "aspect_ids": ["asp-app"], "dependency_ids": []
-    }  # fmt: skip
+        "entity_ids": ["app"],
+        "aspect_ids": ["asp-app"],
+        "dependency_ids": [],
+    }
     assert w.path_json(0) == '{"entity_ids":["app"],"aspect_ids":["asp-app"],"dependency_ids":[]}'
     fewer = _walk(path, "/x/app", cfg=DEFAULT_CONFIG.replace(max_branching=1))
     assert _ids(path, fewer.rows) == ["mem-app", "mem-strong"]

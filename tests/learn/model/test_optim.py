@@ -9,7 +9,12 @@ import pytest
 
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.learn.model.optim import Adam, SparseRows, copy_params, densify
-from signet_bench.learn.model.scorer import batch_from_sessions, forward, loss_and_grads
+from signet_bench.learn.model.scorer import (
+    SessionArrays,
+    batch_from_sessions,
+    forward,
+    loss_and_grads,
+)
 from tests.learn.model.test_scorer import BUCKETS, CFG, NATIVE, F, small_params
 
 LR = 0.1
@@ -146,7 +151,10 @@ def test_a_few_hundred_steps_reduce_the_loss_on_a_toy_problem():
         feats.append(rng.normal(size=(n, F)))
         slots.append(int(rng.integers(0, 6)))
         labels.append(lab)
-    batch = batch_from_sessions(contexts, embs, has, toks, feats, slots, labels=labels)
+    columns = zip(contexts, embs, has, toks, feats, slots, strict=True)
+    batch = batch_from_sessions(
+        [SessionArrays(*c, labels=lab) for c, lab in zip(columns, labels, strict=True)]
+    )
     live = small_params(4)
     params = copy_params(live)
     opt = Adam(params, CFG.replace(learning_rate=1e-2))

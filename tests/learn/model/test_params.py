@@ -26,7 +26,7 @@ from signet_bench.learn.model.params import (
     signal_weights_init,
     signet_init_params,
 )
-from signet_bench.learn.model.scorer import score_session
+from signet_bench.learn.model.scorer import SessionArrays, score_session
 from signet_bench.learn.samples import SessionSample
 from signet_bench.learn.train import TrainOptions, train_model
 from signet_scorer.contract import N_SIGNALS, feature_spec_hash
@@ -213,9 +213,8 @@ def mean_ndcg(params: dict[str, np.ndarray] | None, sessions: list[SessionSample
         if params is None:
             scores = cosine_to(s.context, s.cand_emb)
         else:
-            scores = score_session(
-                params, s.context, s.cand_emb, s.has_emb, s.tokens, s.features, 0, LEARN_CFG
-            )
+            session = SessionArrays(s.context, s.cand_emb, s.has_emb, s.tokens, s.features, 0)
+            scores = score_session(params, session, LEARN_CFG)
         values.append(ndcg_at_k(s.labels, scores, s.memory_ids, k=10))
     return float(np.mean(values))
 

@@ -25,6 +25,7 @@ from signet_bench.learn.model.params import (
 )
 from signet_bench.learn.model.scorer import (
     Batch,
+    SessionArrays,
     backward,
     batch_from_sessions,
     forward,
@@ -90,10 +91,19 @@ def sessions(seed: int = 1) -> dict[str, list]:
     }
 
 
+def as_sessions(cols: dict[str, list]) -> list[SessionArrays]:
+    """`sessions()`'s columns as one SessionArrays per session (no signals or labels where the
+    column is None or absent)."""
+    b = len(cols["contexts"])
+    signals, labels = cols.get("signals") or [None] * b, cols.get("labels") or [None] * b
+    keys = ("contexts", "cand_embs", "has_embs", "token_lists", "features", "project_slots")
+    return [SessionArrays(*(cols[k][i] for k in keys), signals[i], labels[i]) for i in range(b)]
+
+
 def make_batch(seed: int = 1, pad_to: int | None = None) -> Batch:
     """The three sessions as a Batch, padded (with garbage in the padded slots) to pad_to."""
     s = sessions(seed)
-    batch = batch_from_sessions(**s)
+    batch = batch_from_sessions(as_sessions(s))
     if pad_to is None:
         return batch
     rng = np.random.default_rng(99)
@@ -233,8 +243,8 @@ def test_padding_changes_no_score_and_no_gradient():
 def test_packed_batches_match_padded_ones():
     """real_emb (no padding; text-path rows never read) gives the padded batch's numbers."""
     params, s = small_params(), sessions()
-    padded = batch_from_sessions(**s)
-    packed = batch_from_sessions(**s, packed=True)
+    padded = batch_from_sessions(as_sessions(s))
+    packed = batch_from_sessions(as_sessions(s), packed=True)
     assert packed.cand_emb is None
     assert packed.real_emb.shape == (int(padded.mask.sum()), NATIVE)
     text_rows = np.flatnonzero(~packed.has_emb[packed.mask])
@@ -245,7 +255,7 @@ def test_packed_batches_match_padded_ones():
     g_a = assert_same_loss_and_gradients(params, packed, padded)
     # float32 rows take the float32 path; gradients stay close to the exact ones
     s32 = {**s, "cand_embs": [e.astype(np.float32) for e in s["cand_embs"]]}
-    _, g32 = loss_and_grads(params, batch_from_sessions(**s32, packed=True), CFG)
+    _, g32 = loss_and_grads(params, batch_from_sessions(as_sessions(s32), packed=True), CFG)
     for name in ("down_proj", "q_proj", "ln_embedded_gamma"):
         np.testing.assert_allclose(g32[name], g_a[name], rtol=1e-3, atol=1e-6, err_msg=name)
     packed.real_emb = packed.real_emb[1:]
@@ -264,17 +274,7 @@ def test_text_only_and_mixed_sessions_score():
     params = small_params()
     s = sessions()
     for b in range(3):  # mixed, text-only, embedded-only
-        p = score_session(
-            params,
-            s["contexts"][b],
-            s["cand_embs"][b],
-            s["has_embs"][b],
-            s["token_lists"][b],
-            s["features"][b],
-            s["project_slots"][b],
-            CFG,
-            signals=s["signals"][b],
-        )
+        p = score_session(params, as_sessions(s)[b], CFG)
         assert p.shape == (len(s["has_embs"][b]),)
         assert np.all(np.isfinite(p)) and p.sum() == pytest.approx(1.0)
         # one session alone scores as it does inside the batch
@@ -284,7 +284,7 @@ def test_text_only_and_mixed_sessions_score():
 def test_text_only_session_needs_no_embedding_array():
     params, s = small_params(), sessions()
     args = (s["contexts"][1], None, s["has_embs"][1], s["token_lists"][1], s["features"][1], 5)
-    with_none = score_session(params, *args, CFG, signals=s["signals"][1])
+    with_none = score_session(params, SessionArrays(*args, s["signals"][1]), CFG)
     expected = forward(params, make_batch(), CFG).probs[1, :3]
     np.testing.assert_allclose(with_none, expected, rtol=1e-12)
 
@@ -293,9 +293,17 @@ def test_text_candidate_without_tokens_encodes_as_text_beta():
     """LN of the zero mean vector is beta_text, so only beta_text·(...) reaches its logit."""
     params = small_params()
     one = batch_from_sessions(
-        [np.ones(NATIVE)], [np.zeros((2, NATIVE))], [np.array([False, False])],
-        [[[], [4, 4]]], [np.zeros((2, F))], [0],
-    )  # fmt: skip
+        [
+            SessionArrays(
+                np.ones(NATIVE),
+                np.zeros((2, NATIVE)),
+                np.array([False, False]),
+                [[], [4, 4]],
+                np.zeros((2, F)),
+                0,
+            )
+        ]
+    )
     fwd = forward(params, one, CFG)
     np.testing.assert_allclose(fwd.cache.enc[0], params["ln_text_beta"], atol=1e-12)
 
@@ -318,14 +326,30 @@ def test_float32_embeddings_score_close_to_float64():
 def test_production_shapes_run():
     params = init_params(DEFAULT_CONFIG, 768, 3)
     rng = np.random.default_rng(0)
+    contexts = [rng.normal(size=768) for _ in range(2)]
+    embs = [rng.normal(size=(4, 768)), np.zeros((3, 768))]
+    features = [rng.normal(size=(4, 17)), rng.normal(size=(3, 17))]
     batch = batch_from_sessions(
-        [rng.normal(size=768) for _ in range(2)],
-        [rng.normal(size=(4, 768)), np.zeros((3, 768))],
-        [np.array([True, True, False, True]), np.zeros(3, dtype=bool)],
-        [[None, None, [1, 16383], None], [[5, 6], [7], []]],
-        [rng.normal(size=(4, 17)), rng.normal(size=(3, 17))],
-        [0, 31],
-        labels=[np.array([1.0, 0.0, 0.5, 0.2]), np.array([0.7, 0.0, -0.3])],
+        [
+            SessionArrays(
+                contexts[0],
+                embs[0],
+                np.array([True, True, False, True]),
+                [None, None, [1, 16383], None],
+                features[0],
+                0,
+                labels=np.array([1.0, 0.0, 0.5, 0.2]),
+            ),
+            SessionArrays(
+                contexts[1],
+                embs[1],
+                np.zeros(3, dtype=bool),
+                [[5, 6], [7], []],
+                features[1],
+                31,
+                labels=np.array([0.7, 0.0, -0.3]),
+            ),
+        ]
     )
     loss, grads = loss_and_grads(params, batch)
     assert np.isfinite(loss)
@@ -475,7 +499,7 @@ def test_sgpt_import_computes_signets_forward_pass(tmp_path):
     imported, _ = read_sgpt(path)
     assert imported["cosine_weight"].tolist() == [0.0]
     s = sessions()
-    logits = forward(imported, batch_from_sessions(**s), CFG).logits
+    logits = forward(imported, batch_from_sessions(as_sessions(s)), CFG).logits
     for b in range(3):
         ref = signet_reference_logits(signet, s, b)
         np.testing.assert_allclose(logits[b, : ref.size], ref, rtol=1e-10, atol=1e-12)
@@ -485,7 +509,7 @@ def test_cosine_term_is_the_exact_cosine_of_context_and_embedding():
     """The logit moves by w_cos · cosine(context, e) on the embedded path and not at all on
     the text path, whatever the other weights."""
     params, s = small_params(), sessions()
-    batch = batch_from_sessions(**s)
+    batch = batch_from_sessions(as_sessions(s))
     with_cos = forward(params, batch, CFG).logits
     without = forward({**params, "cosine_weight": np.array([0.0])}, batch, CFG).logits
     for b in range(3):
@@ -502,14 +526,30 @@ def test_cosine_of_a_zero_vector_is_zero():
     emb = np.zeros((3, NATIVE))
     emb[1, 0] = 2.0
     one = batch_from_sessions(
-        [np.eye(NATIVE)[0]], [emb], [np.array([True, True, False])], [[None, None, [1]]],
-        [np.zeros((3, F))], [0],
-    )  # fmt: skip
+        [
+            SessionArrays(
+                np.eye(NATIVE)[0],
+                emb,
+                np.array([True, True, False]),
+                [None, None, [1]],
+                np.zeros((3, F)),
+                0,
+            )
+        ]
+    )
     np.testing.assert_allclose(forward(params, one, CFG).logits[0], [0.0, 0.8, 0.0], atol=1e-15)
     zero_ctx = batch_from_sessions(
-        [np.zeros(NATIVE)], [emb], [np.array([True, True, False])], [[None, None, [1]]],
-        [np.zeros((3, F))], [0],
-    )  # fmt: skip
+        [
+            SessionArrays(
+                np.zeros(NATIVE),
+                emb,
+                np.array([True, True, False]),
+                [None, None, [1]],
+                np.zeros((3, F)),
+                0,
+            )
+        ]
+    )
     np.testing.assert_array_equal(forward(params, zero_ctx, CFG).logits[0], np.zeros(3))
 
 
@@ -519,8 +559,8 @@ def test_untrained_model_scores_are_the_softmax_of_the_hybrid():
     entity and neighbourhood signals start with no weight."""
     params = init_params(CFG, NATIVE)
     s = sessions()
-    probs = forward(params, batch_from_sessions(**s), CFG).probs
-    plain = forward(params, batch_from_sessions(**{**s, "signals": None}), CFG).probs
+    probs = forward(params, batch_from_sessions(as_sessions(s)), CFG).probs
+    plain = forward(params, batch_from_sessions(as_sessions({**s, "signals": None})), CFG).probs
     a = HYBRID_VECTOR_WEIGHT
     for b in range(3):
         has = s["has_embs"][b]
@@ -536,12 +576,12 @@ def test_signal_term_is_the_signals_times_their_weights():
     """The logit moves by signals · w_sig, on both paths; a session without signals is one
     whose signals are all zero."""
     params, s = small_params(), sessions()
-    with_sig = forward(params, batch_from_sessions(**s), CFG).logits
+    with_sig = forward(params, batch_from_sessions(as_sessions(s)), CFG).logits
     zeros = [np.zeros_like(x) for x in s["signals"]]
-    without = forward(params, batch_from_sessions(**{**s, "signals": zeros}), CFG).logits
-    none = forward(params, batch_from_sessions(**{**s, "signals": None}), CFG).logits
+    without = forward(params, batch_from_sessions(as_sessions({**s, "signals": zeros})), CFG).logits
+    none = forward(params, batch_from_sessions(as_sessions({**s, "signals": None})), CFG).logits
     np.testing.assert_array_equal(without, none)
-    mixed = batch_from_sessions(**{**s, "signals": [s["signals"][0], None, None]})
+    mixed = batch_from_sessions(as_sessions({**s, "signals": [s["signals"][0], None, None]}))
     np.testing.assert_array_equal(forward(params, mixed, CFG).logits[1:], none[1:])
     for b in range(3):
         n = len(s["has_embs"][b])
@@ -551,7 +591,7 @@ def test_signal_term_is_the_signals_times_their_weights():
 
 def test_signals_of_the_wrong_width_are_refused():
     params, s = small_params(), sessions()
-    batch = batch_from_sessions(**{**s, "signals": [x[:, :2] for x in s["signals"]]})
+    batch = batch_from_sessions(as_sessions({**s, "signals": [x[:, :2] for x in s["signals"]]}))
     with pytest.raises(ValueError, match="signals have shape"):
         forward(params, batch, CFG)
 
@@ -561,8 +601,8 @@ def test_project_and_session_time_can_change_the_ranking():
     gate alone they would cancel in the softmax."""
     params = small_params()
     s = sessions()
-    base = batch_from_sessions(**s)
-    other_slot = batch_from_sessions(**{**s, "project_slots": [3, 5, 2]})
+    base = batch_from_sessions(as_sessions(s))
+    other_slot = batch_from_sessions(as_sessions({**s, "project_slots": [3, 5, 2]}))
     p0, p1 = forward(params, base, CFG).probs[0], forward(params, other_slot, CFG).probs[0]
     assert not np.allclose(p0, p1)
     signet = {k: v for k, v in params.items() if not k.startswith("query_")}

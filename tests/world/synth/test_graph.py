@@ -214,8 +214,10 @@ def test_the_truth_of_the_graph_reads_back(stores):
         assert np.array_equal(getattr(truth.graph, f), getattr(planned.graph, f)), f
     assert np.array_equal(truth.subject, planned.subject)
     assert np.array_equal(truth.constraint, planned.constraint)
-    assert np.allclose(true_relevance(truth, _ctx("storefront", "api")),
-                       true_relevance(planned, _ctx("storefront", "api")))  # fmt: skip
+    assert np.allclose(
+        true_relevance(truth, _ctx("storefront", "api")),
+        true_relevance(planned, _ctx("storefront", "api")),
+    )
 
 
 def _tiny_graph_truth():
@@ -233,8 +235,10 @@ def _tiny_graph_truth():
     edges = [("s", "l", 0.8, 0.9), ("s", "w", 0.2, 0.9), ("s", "u", 1.0, 0.4)]
     subjects = ["s", "s", "l", "w", "u", "p"]
     truth = _truth([{"project": "b", "topic": "ios", "importance": 1.0}] * len(subjects))
-    atts = [(str(m), e, "constraint" if k == 0 else "attribute")
-            for k, (m, e) in enumerate(zip(truth.ids, subjects, strict=True))]  # fmt: skip
+    atts = [
+        (str(m), e, "constraint" if k == 0 else "attribute")
+        for k, (m, e) in enumerate(zip(truth.ids, subjects, strict=True))
+    ]
     graph, sub, con = graph_truth(entities, edges, atts, truth.ids)
     return dataclasses.replace(truth, graph=graph, subject=sub, constraint=con)
 

@@ -115,8 +115,11 @@ def test_the_verdict_is_the_same_for_the_same_stream(store):
     plan = world.plan(1, seed=2)[0]
     a, b = (world.judge(plan, _view(world), _rng(9)) for _ in range(2))
     np.testing.assert_array_equal(a.relevance, b.relevance)
-    assert (a.score, a.confidence, a.novel_context_count) == (b.score, b.confidence,
-                                                               b.novel_context_count)  # fmt: skip
+    assert (a.score, a.confidence, a.novel_context_count) == (
+        b.score,
+        b.confidence,
+        b.novel_context_count,
+    )
     c = world.judge(plan, _view(world), _rng(10))
     assert not np.array_equal(a.relevance, c.relevance, equal_nan=True)
     assert a.end - plan.start == timedelta(minutes=2 * 22)
@@ -130,9 +133,11 @@ def test_the_conversation_cites_the_injected_memories_the_session_needed(store):
     base = _view(world)
     contents = tuple(f"Memory {i}: the note numbered {i}." for i in range(N_VIEW))
     prompts = tuple(p.text for p in world.prompts(plan, [], _rng(3)))
-    view = SessionView(*(getattr(base, f) for f in ("memory_ids", "injected", "recalled",
-                                                     "pool", "created_s")),
-                       contents=contents, prompts=prompts)  # fmt: skip
+    view = SessionView(
+        *(getattr(base, f) for f in ("memory_ids", "injected", "recalled", "pool", "created_s")),
+        contents=contents,
+        prompts=prompts,
+    )
     verdict = world.judge(plan, view, _rng(0))
     again = world.judge(plan, view, _rng(1))  # another stream: the same conversation
     assert verdict.conversation == again.conversation
