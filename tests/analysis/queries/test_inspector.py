@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
+
 import polars as pl
 import pytest
 
 from signet_bench.analysis.queries import inspector as ins
 from signet_bench.analysis.queries import sessions as s
+from signet_bench.analysis.queries.source import open_store
 from signet_bench.analysis.queries.training import training_runs
 from signet_bench.config import DEFAULT_CONFIG
 
@@ -56,8 +60,28 @@ def test_events_of_the_session_that_reset_the_predictor(con, demo):
     assert events["at"].is_sorted()
 
 
-def test_an_unscored_session_says_why_it_did_not_count(con):
-    d = ins.session_detail(con, _session(con, "not scored"))
+def test_an_unscored_session_says_why_it_did_not_count(demo, tmp_path):
+    """The shipped base scores from the first session, so a session without the scorer's
+    scores (its sidecar down) is made on a copy: the newest uncounted comparison loses them."""
+    store = tmp_path / "memories.db"
+    shutil.copy(demo.store, store)
+    with open_store(demo.store) as con:
+        frame = s.session_frame(con).filter(
+            ~pl.col("counted") & pl.col("predictor_ndcg").is_not_null()
+        )
+        key = frame.row(-1, named=True)["session_key"]
+    write = sqlite3.connect(store)
+    with write:
+        write.execute(
+            "UPDATE session_memories SET predictor_score = NULL, predictor_rank = NULL"
+            " WHERE session_key = ?",
+            [key],
+        )
+    write.close()
+    with open_store(store) as con:
+        row = s.session_frame(con).filter(pl.col("session_key") == key).row(0, named=True)
+        assert row["outcome"] == "not scored"
+        d = ins.session_detail(con, row)
     assert d.predictor_top.height == 0
     assert "did not score" in d.ema
 
