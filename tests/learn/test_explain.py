@@ -11,6 +11,7 @@ from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.learn.explain import served_line, sessions_line, sidecar_fields
 from signet_bench.learn.holdout import HoldoutDecision
 from signet_bench.learn.publish import Published, StoreTraining
+from signet_bench.learn.serving import Gain, ServingChoice
 from signet_bench.learn.train import TrainResult
 from signet_scorer.request import TrainingRequest
 
@@ -68,11 +69,14 @@ def test_a_time_hold_out_is_apart_from_the_training_sessions(tmp_path):
     assert line.endswith(
         "trained on the 48 older, and judged on the 12 newest, held out (never trained on)"
     )
-    served = served_line(run, _request(tmp_path), DEFAULT_CONFIG)
-    assert served == (
-        f"served: the model trained now ({tmp_path / 'model.sbm'}), because it beat plain "
-        "cosine similarity (0.640 vs 0.600 NDCG@10 on 12 held-out sessions, +0.040; a lead of "
-        "2.1 standard errors, 1.5 needed)"
+    choice = ServingChoice(
+        "per-user", "shown-better", 12, Gain("base", 0.05, 0.01), Gain("cosine", 0.04, 0.002)
+    )
+    chosen = _run(_result(TIME, sample_count=48, serving=choice), 60, tmp_path)
+    assert served_line(chosen, _request(tmp_path), DEFAULT_CONFIG) == (
+        f"served: the model trained now ({tmp_path / 'model.sbm'}). This user's own model "
+        "serves: on 12 held-out sessions it leads the base by +0.050 NDCG@10 (95% lower bound "
+        "+0.010) and cosine by +0.040 (lower bound +0.002)."
     )
 
 

@@ -130,7 +130,8 @@ def test_base_learns_what_the_labels_follow_and_lands_in_the_scorer(tmp_path):
     ("similarity", "scale"), [(0.5, COSINE_WEIGHT_INIT / 0.5), (6.0, 1.0), (-1.0, 1.0)]
 )
 def test_base_scale_lifts_a_weak_similarity_weight_to_the_fresh_scorers(similarity, scale):
-    weights = np.r_[similarity, np.linspace(-1, 1, len(INPUT_COLUMNS))[1:]]
+    rest = np.linspace(-1, 1, len(INPUT_COLUMNS))[1:]
+    weights = np.r_[similarity, np.where(rest == 0, 0.5, rest)]  # no zero: the ratios below
     base = BaseModel(weights, sessions=1, loss_curve=(1.0,))
     assert base_scale(base) == pytest.approx(scale)
     params = base_params(base, native_dim=8)

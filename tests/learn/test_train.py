@@ -468,7 +468,14 @@ def test_a_learned_model_below_the_free_rankers_gives_way_to_the_base():
     many = _fake(60, dim=16)
     strict = DEFAULT_CONFIG.replace(serving_confidence=1.0)  # no bound is above 0
     bad = _against_cosine(init_params(strict, 16))
-    res = train_model(many, None, cfg=strict, epochs=1, seed=3, guard=Guard(reference=bad))
+    res = train_model(
+        many,
+        None,
+        cfg=strict,
+        epochs=1,
+        seed=3,
+        guard=Guard(reference=bad, base=init_params(strict, 16)),
+    )
     d = res.holdout
     assert d is not None and d.method == "time" and not d.accepted
     assert d.served < max(d.heuristics.values())
@@ -486,7 +493,9 @@ def test_a_learned_model_below_the_free_rankers_gives_way_to_the_base():
             cfg=strict,
             epochs=1,
             seed=3,
-            guard=Guard(reference=reference, previous_is_trained=False),
+            guard=Guard(
+                reference=reference, previous_is_trained=False, base=init_params(strict, 16)
+            ),
         )
         assert again.accepted and again.gate_reason == "base"
         _assert_identical(again.params, start)

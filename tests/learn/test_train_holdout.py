@@ -21,6 +21,8 @@ from signet_scorer.signals import signal_column
 from tests.learn.lexical_support import with_lexical
 
 DIM = 16
+# the gate's mechanics with the fresh scorer as the base (the shipped base is tested in test_base)
+FRESH = init_params(DEFAULT_CONFIG, DIM)
 
 
 def _samples(n: int, seed: int = 0):
@@ -50,7 +52,7 @@ def test_when_nothing_beats_the_free_ranker_the_start_is_what_is_served():
     data = [
         dataclasses.replace(s, labels=heuristic_scores(s)["cosine"]) for s in _samples(60, seed=1)
     ]
-    res = train_model(data, None, epochs=5, seed=0)
+    res = train_model(data, None, epochs=5, seed=0, guard=Guard(base=FRESH))
     assert res.best_epoch == 0 and res.accepted
     assert res.holdout.candidate == pytest.approx(1.0) and res.holdout.bar == pytest.approx(1.0)
     start = init_params(DEFAULT_CONFIG, DIM)
@@ -71,18 +73,20 @@ def test_below_the_minimum_of_sessions_a_training_serves_its_start():
     served ranks exactly as the free ranker; with the minimum switched off the same sessions
     choose the start the labels favour, and it is held to the free rankers' bar."""
     data = _samples(12, seed=2)
-    res = train_model(data, None, epochs=4, seed=0)
+    res = train_model(data, None, epochs=4, seed=0, guard=Guard(base=FRESH))
     assert res.holdout.method == "forward" and res.holdout.sessions == 9
     assert res.epochs_run == 0 and res.best_epoch == 0 and res.accepted
     assert res.holdout.candidate == pytest.approx(res.holdout.heuristics["cosine"])
     # labels a lexical signal explains: the hybrid wins on them, the cosine start is served
-    res = train_model(with_lexical(data), None, epochs=4, seed=0)
+    res = train_model(with_lexical(data), None, epochs=4, seed=0, guard=Guard(base=FRESH))
     d = res.holdout
     assert d.heuristics["hybrid"] > d.heuristics["cosine"] == pytest.approx(d.candidate)
     assert res.accepted and d.comparator == "start" and d.bar == d.candidate
     assert res.params["signal_weights"][signal_column("lexical")] == 0.0
     cfg = DEFAULT_CONFIG.replace(holdout_min_sessions=0)
-    learned = train_model(with_lexical(data), None, cfg=cfg, epochs=4, seed=0)
+    learned = train_model(
+        with_lexical(data), None, cfg=cfg, epochs=4, seed=0, guard=Guard(base=FRESH)
+    )
     assert learned.params["signal_weights"][signal_column("lexical")] > 0.0
     assert learned.holdout.comparator != "start"
 
@@ -96,8 +100,8 @@ def test_a_worse_candidate_gives_way_to_the_base():
     taught = [
         dataclasses.replace(s, labels=-s.labels) if i in train else s for i, s in enumerate(data)
     ]
-    served = train_model(data, None, epochs=5, seed=0, guard=Guard(canary=data)).params
-    res = train_model(taught, None, epochs=5, seed=0, guard=Guard(reference=served))
+    served = train_model(data, None, epochs=5, seed=0, guard=Guard(canary=data, base=FRESH)).params
+    res = train_model(taught, None, epochs=5, seed=0, guard=Guard(reference=served, base=FRESH))
     d = res.holdout
     assert d.served is not None and not d.accepted and res.gate_reason == "base"
     assert d.candidate < d.bar and res.serving.served == "base"
@@ -169,10 +173,10 @@ def test_below_the_query_minimum_only_cosine_matches_the_context():
     start = init_params(DEFAULT_CONFIG, DIM)
     # the fit is served on any mean gain
     any_lead = DEFAULT_CONFIG.replace(holdout_gain_evidence=0.0, serving_confidence=0.5)
-    held = train_model(data, None, cfg=any_lead, epochs=4, seed=0)
+    held = train_model(data, None, cfg=any_lead, epochs=4, seed=0, guard=Guard(base=FRESH))
     assert held.best_epoch > 0 and 60 < DEFAULT_CONFIG.query_min_sessions
     assert np.array_equal(held.params["q_proj"], start["q_proj"])
     assert not np.array_equal(held.params["gate_proj"], start["gate_proj"])
     cfg = any_lead.replace(query_min_sessions=0)
-    moved = train_model(data, None, cfg=cfg, epochs=4, seed=0)
+    moved = train_model(data, None, cfg=cfg, epochs=4, seed=0, guard=Guard(base=FRESH))
     assert moved.best_epoch > 0 and not np.array_equal(moved.params["q_proj"], start["q_proj"])
