@@ -13,7 +13,7 @@ import pytest
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.learn.export import model_bytes
 from signet_bench.learn.model.checkpoint import CheckpointMeta
-from signet_bench.learn.model.scorer import score_session
+from signet_bench.learn.model.scorer import SessionArrays, score_session
 from signet_bench.store.schema import connect_writer, create_store
 from signet_bench.store.write import insert_summary_job
 from signet_scorer import ScoreQuery, contract, signals
@@ -512,6 +512,8 @@ def test_a_request_ranks_as_the_numpy_model_with_every_signal(tmp_path):
     scorer = Scorer.open(path)
     assert scorer.ready, scorer.reason
     req = with_query(request(n=16, seed=5))
+    track = np.linspace(0.1, 0.9, 16)
+    req["candidate_track_record"] = track.tolist()
     inputs = parse_score_params(req, scorer.info).inputs
     has = inputs[contract.INPUT_HAS_EMBEDDING]
     expected = candidate_signals(
@@ -522,10 +524,10 @@ def test_a_request_ranks_as_the_numpy_model_with_every_signal(tmp_path):
         embeddings=inputs[contract.INPUT_CANDIDATE_EMBEDDINGS],
         has_embedding=has,
         sources=req["candidate_sources"],
+        track_record=track,
     )
     assert expected[:, 3:].any(axis=0).all()  # every new signal is in play
-    probs = score_session(
-        params,
+    session = SessionArrays(
         inputs[contract.INPUT_CONTEXT],
         inputs[contract.INPUT_CANDIDATE_EMBEDDINGS],
         has,
@@ -537,6 +539,7 @@ def test_a_request_ranks_as_the_numpy_model_with_every_signal(tmp_path):
         req["project_slot"],
         signals=expected,
     )
+    probs = score_session(params, session)
     served = scorer.score_request(req)
     numpy_order = [req["candidate_ids"][i] for i in np.argsort(-probs, kind="stable")]
     assert [i for i, _ in served] == numpy_order

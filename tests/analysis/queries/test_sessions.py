@@ -98,7 +98,8 @@ def test_recent_sessions_newest_first_with_the_gate(con):
     assert recent["passes_gate"].to_list() == gate.to_list()
 
 
-def test_a_young_store_has_sessions_but_no_counted_comparison(young):
+def test_a_young_store_is_scored_by_the_shipped_base_from_its_first_session(young):
+    """Never trained, yet every session was scored: the shipped base serves from the first."""
     from signet_bench.analysis.queries.source import open_store
 
     con = open_store(young)
@@ -107,8 +108,8 @@ def test_a_young_store_has_sessions_but_no_counted_comparison(young):
     finally:
         con.close()
     assert frame.height == 5
-    assert not frame["counted"].any()
-    assert set(frame["outcome"]) == {"not scored"}
+    assert (frame["predictor_scored"] > 0).all()
+    assert "not scored" not in set(frame["outcome"])
 
 
 def test_weekly_sessions_count_the_judged_sessions_by_week_and_gate(con):
