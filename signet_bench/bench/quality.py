@@ -156,11 +156,10 @@ from signet_bench.daemon.ranking.ranker import (
     Ranker,
 )
 from signet_bench.daemon.ranking.session_start import GraphWalk, SessionStartResult, session_start
-from signet_bench.learn.holdout import fresh_start
 from signet_bench.learn.model.params import query_held
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.samples import SessionSample, load_samples, scored_sessions
-from signet_bench.learn.train import Guard, TrainOptions, train_model
+from signet_bench.learn.train import Guard, TrainOptions, run_start, train_model
 from signet_bench.replay.loop import SimOptions, Simulator
 from signet_bench.store.corpus import Corpus
 from signet_bench.store.graph import EntityGraph
@@ -513,11 +512,12 @@ def retrain_seed(seed: int, retrain: int) -> int:
 def _train(
     samples: list[SessionSample], seed: int, cfg: PredictorConfig, group: str | None = None
 ) -> Params | None:
-    """A retrain as the loop runs one with no model served: fresh weights at the better free
-    ranker, gated; its start when the gate rejects it (the loop keeps serving its start)."""
+    """A retrain as the loop runs one with no model served: from the loop's start (the shipped
+    base, `train.run_start`), gated; its start when the gate rejects it (the loop keeps serving
+    its start)."""
     if len(samples) < 2:
         return None
-    start = fresh_start(samples, cfg)
+    start = run_start(samples, None, int(samples[0].context.shape[0]), cfg)
     res = train_model(
         samples,
         None,

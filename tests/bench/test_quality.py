@@ -216,16 +216,28 @@ def test_familiarity_rows_split_the_paired_difference_by_the_sessions_project():
     for mask in familiar:
         cosine = np.full(len(mask), 0.5)
         served = cosine + np.where(mask, 0.1, -0.2)
-        per_run.append({"cosine": cosine, "predictor_served": served, "predictor_live": served})
+        per_run.append(
+            {
+                "cosine": cosine,
+                "predictor_served": served,
+                "predictor_live": served,
+                "fused_served": served,
+            }
+        )
     masks = familiar_masks(runs, 6)  # type: ignore[arg-type]
     rows = familiarity_rows(runs, per_run, masks, 6, "p/")  # type: ignore[arg-type]
     by = {(r.name, r.metric): r for r in rows}
     assert by["p/held_out", "share_unfamiliar"].value == pytest.approx(2 / 5)
-    for who in ("p/predictor_served-cosine", "p/predictor_live-cosine"):
+    for who in ("p/predictor_served-cosine", "p/predictor_live-cosine", "p/fused_served-cosine"):
         assert by[who, "ndcg@10_delta_familiar"].value == pytest.approx(0.1)
         assert by[who, "ndcg@10_delta_unfamiliar"].value == pytest.approx(-0.2)
         assert by[who, "ndcg@10_delta_familiar"].n == 6
-    known = {"cosine": np.zeros(2), "predictor_served": np.ones(2), "predictor_live": np.ones(2)}
+    known = {
+        "cosine": np.zeros(2),
+        "predictor_served": np.ones(2),
+        "predictor_live": np.ones(2),
+        "fused_served": np.ones(2),
+    }
     only = [run(3, ["a"] * 6, ["a", "a"])]
     every = familiarity_rows(only, [known], familiar_masks(only, 6), 6, "")  # type: ignore[arg-type]
     assert ("predictor_served-cosine", "ndcg@10_delta_unfamiliar") not in {
@@ -266,12 +278,12 @@ def test_each_checkpoint_is_judged_on_the_sessions_that_follow_it(tmp_path):
 
 def test_the_offline_retrain_starts_and_falls_back_as_the_loop_does():
     from signet_bench.bench.quality import _train
-    from signet_bench.learn.holdout import fresh_start
+    from signet_bench.learn.train import run_start
 
     samples = synthetic_samples(12, seed=1)
     cfg = DEFAULT_CONFIG.replace(holdout_min_sessions=1000)  # too few to learn: the start
     params = _train(samples, 0, cfg)
-    start = fresh_start(samples, cfg)
+    start = run_start(samples, None, int(samples[0].context.shape[0]), cfg)
     assert params is not None and set(params) == set(start)
     assert all(np.array_equal(params[k], start[k]) for k in start)
 
@@ -315,7 +327,7 @@ def test_budget_rows_count_the_truly_relevant_in_each_rankers_first_k(tmp_path):
     )
     from signet_scorer.budget import estimate_tokens
 
-    run = simulate_run("light", 3, (5,), 12, tmp_path, DEFAULT_CONFIG, "topic")
+    run = simulate_run("light", 3, Judging((5,), 12), tmp_path, DEFAULT_CONFIG, "topic")
     try:
         rows = budget_rows([run], (5,), "", DEFAULT_CONFIG)
         by = {(r.name, r.metric): r for r in rows}

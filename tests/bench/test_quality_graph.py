@@ -76,19 +76,19 @@ def test_the_structure_ablation_holds_exactly_the_graph_columns_gate_weights():
     assert mask.shape == params["gate_proj"].shape
     assert np.flatnonzero(mask.reshape(-1)).tolist() == [v_dim + c for c in GRAPH_COLUMNS]
     samples = _graph_featured(synthetic_samples(24, dim=16, seed=3))
-    cfg = DEFAULT_CONFIG.replace(holdout_gain_evidence=0.0)  # any held-out lead is served
+    # any held-out lead is served; the base is the start itself
+    cfg = DEFAULT_CONFIG.replace(holdout_gain_evidence=0.0, serving_confidence=0.5)
+    guard = Guard(previous_is_trained=False, base=params)
     held = train_model(
         samples,
         params,
         cfg=cfg,
         epochs=3,
         seed=1,
-        guard=Guard(previous_is_trained=False),
+        guard=guard,
         options=TrainOptions(frozen={"gate_proj": mask}),
     )
-    free = train_model(
-        samples, params, cfg=cfg, epochs=3, seed=1, guard=Guard(previous_is_trained=False)
-    )
+    free = train_model(samples, params, cfg=cfg, epochs=3, seed=1, guard=guard)
     assert held.params is not None and free.params is not None
     np.testing.assert_array_equal(held.params["gate_proj"][mask], 0.0)
     assert np.abs(free.params["gate_proj"][mask]).max() > 0.0  # the hold is what keeps them
