@@ -21,9 +21,12 @@ import pytest
 
 from signet_bench.app.launch import free_port, notebook_path, serve
 from signet_bench.bench.dashboard_browser import chromium_path
+from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.learn.holdout import free_ranker_name
-from signet_bench.learn.model.checkpoint import load_checkpoint
+from signet_bench.learn.model.checkpoint import load_checkpoint, save_checkpoint
+from signet_bench.learn.model.params import init_params
 from signet_bench.store.read import read_sessions
+from signet_scorer.signals import signal_column
 from tests.hook_records import record_start, served_and_failed, session_rows
 from tests.lines import as_signet_leaves_it, simulated_store
 
@@ -260,12 +263,21 @@ def trained_current(as_signet_0145, tmp_path_factory) -> Path:
     (its order reversed from Signet's) for the project `/work/app`, the second failed open."""
     store = tmp_path_factory.mktemp("trained") / "memories.db"
     shutil.copy(as_signet_0145, store)
-    _train(store)
+    _serve_cosine(_train(store) / "model.sbm")
     first, second = read_sessions(store).sort("created_at")["session_key"].head(2)
     shown = [m for m, _, _ in session_rows(store, first)][:5]
     record_start(store, first, shown, project="/work/app")
     record_start(store, second, shown[:2], reason="no model at /models/model.onnx")
     return store
+
+
+def _serve_cosine(checkpoint: Path) -> None:
+    """The served model made plain cosine (fresh weights, lexical weight 0), as a workbench
+    trained before the shipped base served: the base itself ranks otherwise."""
+    params, meta = load_checkpoint(checkpoint)
+    cosine = init_params(DEFAULT_CONFIG, meta.native_dim)
+    cosine["signal_weights"][signal_column("lexical")] = 0.0
+    save_checkpoint(checkpoint, {**params, **cosine}, meta)
 
 
 def _headline(page, part: str) -> str:
@@ -295,7 +307,9 @@ def test_a_served_model_that_is_cosine_is_not_called_helping(browser, trained_cu
         reorder = page.get_by_text("How the wrapper reordered Signet's answer").first
         reorder.wait_for(timeout=90_000)
         assert page.get_by_text("(1 served session, newest first)").count() > 0
-        assert page.locator("marimo-table").filter(has_text="signet_rank").count() > 0
+        page.locator("marimo-table").filter(has_text="signet_rank").first.wait_for(
+            state="attached", timeout=60_000
+        )
         assert page.get_by_text("/work/app").count() > 0  # the project of the wrapper's record
         assert page.get_by_text("The scorer ranked none of these sessions").count() == 0
         summary = page.get_by_text("In the 1 session the scorer ranked (1 of them served").first
