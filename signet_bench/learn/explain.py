@@ -78,7 +78,9 @@ def served_line(run: StoreTraining, request: TrainingRequest, cfg: PredictorConf
         return f"served: unchanged, {kept}: the model trained now {_rejection(r, cfg)}"
     where = f" ({saved})"
     if r.serving is not None:  # the held-out choice between the shipped base and this model
-        what = "the model trained now" if r.serving.per_user else "the shipped base"
+        what = {"per-user": "the model trained now", "base": "the shipped base"}.get(
+            r.serving.served, "a free ranker"
+        )
         return f"served: {what}{where}. {r.serving.sentence()}"
     return (
         f"served: the model trained now{where}, because it passed Signet's canary checks "

@@ -63,6 +63,7 @@ __all__ = [
     "decide",
     "enough_to_learn",
     "free_ranker_name",
+    "free_ranker_params",
     "fresh_start",
     "heuristic_ndcgs",
     "heuristic_scores",
@@ -244,6 +245,15 @@ def _cosine_only(start: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     weights = np.array(start["signal_weights"], copy=True)
     weights[signal_column("lexical")] = 0.0
     return {**start, "signal_weights": weights}
+
+
+def free_ranker_params(
+    name: str, native_dim: int, cfg: PredictorConfig = DEFAULT_CONFIG
+) -> dict[str, np.ndarray]:
+    """Fresh weights that rank as the free ranker `name`: "hybrid" (the fresh scorer) or
+    "cosine" (its lexical weight zeroed)."""
+    start = init_params(cfg, native_dim)
+    return start if name == "hybrid" else _cosine_only(start)
 
 
 def fresh_start(

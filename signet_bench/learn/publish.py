@@ -143,7 +143,7 @@ def _model_meta(
 
 def _serves_base(result: TrainResult) -> bool:
     """Whether what `result` serves is the shipped base (`learn.serving`)."""
-    return result.serving is not None and not result.serving.per_user
+    return result.serving is not None and result.serving.served == "base"
 
 
 def _write_checkpoint(

@@ -8,7 +8,10 @@ NDCG@10 gain must be above zero against the base AND against the strongest free 
 (cosine, or its hybrid with the lexical signal). The bound is the one-sided `LEVEL` percentile
 bootstrap bound of the mean gain (`daemon.metrics.bootstrap_interval`, a fixed seed: the same
 sessions give the same verdict). A per-user model equal to the base gains exactly 0 on every
-session, so its bound is 0 and it never serves.
+session, so its bound is 0 and it never serves. The base earned its place on other users' data,
+not on this one's: where the strongest free ranker leads the base on the same held-out sessions
+with a lower bound above zero, that free ranker serves instead of the base (served "free"), so
+what serves is never shown worse than the bar every model answers to.
 
 The choice and its reason travel as one `ServingChoice`, recorded with the run in the workbench
 (`training_runs.serving`) and read back by the dashboard, which says it in one sentence.
@@ -36,10 +39,11 @@ __all__ = [
 
 LEVEL = 0.95  # one-sided: the gain's 5th bootstrap percentile
 BOOTSTRAP_SEED = 0
-Served = Literal["base", "per-user"]
+Served = Literal["base", "per-user", "free"]
 # why: "no-sessions" (nothing to train on yet), "too-few" (too few sessions to learn from),
-# "shown-better" / "not-shown" (the held-out bounds decided)
-Reason = Literal["no-sessions", "too-few", "shown-better", "not-shown"]
+# "shown-better" / "not-shown" (the held-out bounds decided), "base-below-free" (neither the
+# per-user model nor the base is shown as good as the strongest free ranker, which serves)
+Reason = Literal["no-sessions", "too-few", "shown-better", "not-shown", "base-below-free"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +89,7 @@ class ServingChoice:
     over_free: Gain | None = None
     needed: int = 0
     level: float = LEVEL
+    free_over_base: Gain | None = None  # the strongest free ranker's gain over the base
 
     @property
     def per_user(self) -> bool:
@@ -109,6 +114,13 @@ class ServingChoice:
         )
         if self.per_user:
             return f"This user's own model serves: {figures}."
+        if self.served == "free" and self.free_over_base is not None:
+            lead = self.free_over_base
+            return (
+                f"The free ranker {self.over_free.rival} serves: on {self.sessions} held-out "
+                f"sessions it leads the shipped base by {lead.mean:+.3f} NDCG@10 ({pct} lower "
+                f"bound {lead.lower:+.3f}), and this user's model is not shown better ({figures})."
+            )
         return (
             f"The shipped base serves: this user's model is not shown better ({figures}; both "
             "lower bounds must be above 0)."
@@ -117,7 +129,7 @@ class ServingChoice:
     def record(self) -> dict[str, Any]:
         """The choice as plain data (the workbench keeps it as JSON; NaN as null)."""
         out = asdict(self)
-        for key in ("over_base", "over_free"):
+        for key in ("over_base", "over_free", "free_over_base"):
             if out[key] is not None:
                 out[key] = {k: _finite_or_none(v) for k, v in out[key].items()}
         out["sentence"] = self.sentence()
@@ -138,6 +150,7 @@ class ServingChoice:
             sessions=int(data["sessions"]),
             over_base=gain(data.get("over_base")),
             over_free=gain(data.get("over_free")),
+            free_over_base=gain(data.get("free_over_base")),
             needed=int(data.get("needed", 0)),
             level=float(data.get("level", LEVEL)),
         )
@@ -164,11 +177,23 @@ def choose_served(
 ) -> ServingChoice:
     """The per-user model serves only when its gain's lower bound (one-sided, `level`) is
     above 0 against the base and against the strongest free ranker (the best mean of
-    `heuristics`); all arrays are per held-out session NDCG@10 (module doc)."""
+    `heuristics`); else the base, unless that free ranker's lead over the base has a lower
+    bound above 0 (then it serves); all arrays are per held-out session NDCG@10 (module doc)."""
     strongest = max(heuristics, key=lambda k: (float(np.mean(heuristics[k])), k))
     over_base = gain_over(candidate, base, "base", level)
     over_free = gain_over(candidate, heuristics[strongest], strongest, level)
     shown = over_base.shown and over_free.shown
+    free_over_base = gain_over(heuristics[strongest], base, "base", level)
+    if not shown and free_over_base.shown:
+        return ServingChoice(
+            "free",
+            "base-below-free",
+            int(np.asarray(candidate).size),
+            over_base,
+            over_free,
+            level=level,
+            free_over_base=free_over_base,
+        )
     return ServingChoice(
         "per-user" if shown else "base",
         "shown-better" if shown else "not-shown",

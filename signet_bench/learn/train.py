@@ -29,6 +29,7 @@ from signet_bench.learn.holdout import (
     decide,
     enough_to_learn,
     free_ranker_name,
+    free_ranker_params,
     heuristic_ndcgs,
     holdout_plan,
     query_learnable,
@@ -619,9 +620,14 @@ def _held_out_result(
     gates["holdout"] = choice.per_user
     ndcg = decision.candidate if choice.per_user else float(np.mean(base_ndcgs))
     params = work if choice.per_user else base
+    reason = "passed" if choice.per_user else "base"
+    if choice.served == "free" and choice.over_free is not None:  # the base trails it here
+        rival = choice.over_free.rival
+        params = free_ranker_params(rival, int(held[0].context.shape[0]), cfg)
+        ndcg, reason = float(np.mean(heuristics[rival])), "free"
     return TrainResult(
         accepted=not failed,
-        gate_reason=failed[0] if failed else "passed" if choice.per_user else "base",
+        gate_reason=failed[0] if failed else reason,
         params=None if failed else params,
         loss_curve=fitted.run.curve,
         sample_count=fitted.trained_on,

@@ -42,12 +42,13 @@ def test_a_clear_gain_over_both_serves_the_per_user_model():
 
 
 def test_a_gain_over_the_base_alone_is_not_enough():
-    """Ahead of the base, level with a free ranker that beats the base: the base serves."""
+    """Ahead of the base, level with a free ranker that beats the base: not the per-user
+    model, and not the base either (it trails that free ranker): the free ranker serves."""
     candidate = BASE + RNG.normal(0.03, 0.01, BASE.size)
     strong_cosine = candidate + RNG.normal(0.0, 0.05, BASE.size)
     choice = choose_served(candidate, BASE, _free(strong_cosine))
     assert choice.over_base.shown and not choice.over_free.shown
-    assert choice.served == "base" and choice.reason == "not-shown"
+    assert choice.served == "free" and choice.reason == "base-below-free"
 
 
 def test_a_mean_gain_within_the_noise_is_not_enough():
@@ -107,3 +108,18 @@ def test_the_earned_alpha_is_the_share_of_sessions_the_baseline_wins():
     baseline = np.array([0.4, 0.6, 0.8, 0.1])  # loses, ties, wins, loses
     assert earned_alpha(model, baseline) == pytest.approx((0 + 0.5 + 1 + 0) / 4)
     assert earned_alpha(np.array([]), np.array([])) == 1.0
+
+
+def test_a_base_below_the_strongest_free_ranker_gives_way_to_it():
+    """The base trails cosine on this user's held-out sessions by a clear margin and the
+    per-user model is not shown better: cosine serves, and the sentence says why."""
+    low_base = COSINE - 0.1 + RNG.normal(0.0, 0.01, COSINE.size)
+    choice = choose_served(low_base + 0.02, low_base, _free())
+    assert choice.served == "free" and choice.reason == "base-below-free"
+    assert not choice.per_user and choice.free_over_base is not None
+    assert choice.free_over_base.lower > 0.0
+    assert choice.sentence().startswith("The free ranker cosine serves: on 60 held-out sessions")
+    assert ServingChoice.from_record(json.loads(json.dumps(choice.record()))) == choice
+    # a base ahead of (or level with) the free rankers keeps serving
+    assert choose_served(BASE, BASE, _free()).served == "base"
+    assert choose_served(low_base, low_base, _free(), level=1.0).served == "base"

@@ -444,7 +444,8 @@ def test_a_full_retrain_through_train_model_is_judged_out_of_sample(samples, tra
     assert d.served is None and res.canary_topk_overlap is None
     # served: the candidate when shown better than the base and the free rankers, else the base
     assert res.accepted and d.accepted == res.serving.per_user
-    assert res.gate_reason == ("passed" if d.accepted else "base")
+    reasons = {"per-user": "passed", "base": "base", "free": "free"}
+    assert res.gate_reason == reasons[res.serving.served]
     many = _fake(60, dim=16)
     served = train_model(many, None, epochs=1, seed=0, guard=Guard(canary=many)).params
     timed = train_model(

@@ -126,7 +126,9 @@ def test_over_budget_a_worse_candidate_keeps_the_served_model():
     d = res.holdout
     assert d.method == "time" and d.sessions == 30 and d.served is not None
     assert not d.accepted and d.candidate < d.bar
-    assert res.accepted and res.gate_reason == "base" and res.serving.served == "base"
+    # the base serves in its place, or the free ranker where the base trails it
+    assert res.accepted and res.serving.served in ("base", "free")
+    assert res.gate_reason == res.serving.served
 
 
 def test_the_bounds_have_seed_style_names_and_zero_switches_them_off():

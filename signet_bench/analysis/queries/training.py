@@ -181,7 +181,7 @@ def _holdout_series(texts: list[str | None]) -> list[pl.Series]:
 
 
 def _serving_series(texts: list[str | None]) -> list[pl.Series]:
-    """Which model each run serves ("base" or "per-user", `served_model`) and why, one
+    """Which model each run serves ("base", "per-user" or "free", `served_model`) and why, one
     sentence with the figures (`served_why`); NULL for a run that recorded no choice."""
     choices: list[ServingChoice | None] = []
     for text in texts:
