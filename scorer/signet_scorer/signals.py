@@ -331,17 +331,30 @@ def source_neighbourhood(
     """(n,) float32: for each candidate, the highest cosine(context, m′) over the other
     embedded candidates m′ with the same source (its memory's source session); 0 without a
     context, without a source or without such a mate."""
-    n = len(sources)
-    out = np.zeros(n, dtype=np.float32)
-    if context is None or n == 0:
-        return out
+    if context is None or len(sources) == 0:
+        return np.zeros(len(sources), dtype=np.float32)
     has = np.asarray(has_embedding, dtype=bool)
+    group, n_groups = _source_groups(sources)
+    mates = np.flatnonzero((group >= 0) & has)
+    if mates.size < 2:
+        return np.zeros(len(sources), dtype=np.float32)
+    cos = _fast_context_cosines(context, embeddings, has, mates)
+    return _best_mates(cos, has, group, n_groups)
+
+
+def _source_groups(sources: Sequence[str | None]) -> tuple[np.ndarray, int]:
+    """Each candidate's source session as a group number (-1 without a source), and how many."""
     codes: dict[str, int] = {}
     group = np.array([-1 if s is None else codes.setdefault(str(s), len(codes)) for s in sources])
+    return group, len(codes)
+
+
+def _best_mates(cos: np.ndarray, has: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
+    """`source_neighbourhood` from the candidates' cosines (`_context_cosines` values)."""
+    out = np.zeros(group.size, dtype=np.float32)
     mates = np.flatnonzero((group >= 0) & has)
     if mates.size < 2:
         return out
-    cos = _fast_context_cosines(context, embeddings, has, mates)
     # per group, the best and second-best embedded member: a member's best mate is the
     # group's best unless it is that best itself, then the second
     order = mates[np.lexsort((mates, -cos[mates], group[mates]))]
@@ -349,8 +362,8 @@ def source_neighbourhood(
     first = np.empty(order.size, dtype=bool)
     first[0] = True
     np.not_equal(in_order[1:], in_order[:-1], out=first[1:])
-    best = np.full(len(codes), -1, dtype=np.int64)
-    second = np.full(len(codes), -1, dtype=np.int64)
+    best = np.full(n_groups, -1, dtype=np.int64)
+    second = np.full(n_groups, -1, dtype=np.int64)
     best[group[order[first]]] = order[first]
     after = np.flatnonzero(first) + 1
     after = after[after < order.size]
@@ -383,9 +396,8 @@ def session_best(values: np.ndarray, sources: Sequence[str | None] | None) -> np
     x = np.asarray(values, dtype=np.float64).reshape(-1)
     if sources is None or x.size == 0:
         return x.astype(np.float32)
-    codes: dict[str, int] = {}
-    group = np.array([-1 if s is None else codes.setdefault(str(s), len(codes)) for s in sources])
-    best = np.full(len(codes) + 1, -np.inf)  # the last slot: no source
+    group, n_groups = _source_groups(sources)
+    best = np.full(n_groups + 1, -np.inf)  # the last slot: no source
     np.maximum.at(best, group, x)
     return np.where(group >= 0, best[group], x).astype(np.float32)
 
@@ -420,14 +432,15 @@ def candidate_signals(
     out = np.zeros((len(docs), N_SIGNALS), dtype=np.float32)
     out[:, signal_column("lexical")] = _lexical(query_terms, docs)
     out[:, signal_column("entity_match")] = _entity_match(query_entities, docs)
-    if sources is not None:
-        out[:, signal_column("source_neighbourhood")] = source_neighbourhood(
-            context, embeddings, has_embedding, sources
-        )
     has = np.asarray(has_embedding, dtype=bool)
     cos = np.zeros(len(docs))
     if context is not None and len(docs):
+        # one cosine pass for every signal: the neighbourhood reads the same exact values
         cos = _context_cosines(context, embeddings, has)
+        if sources is not None:
+            group, n_groups = _source_groups(sources)
+            column = signal_column("source_neighbourhood")
+            out[:, column] = _best_mates(cos, has, group, n_groups)
         rank = rank_signal(cos, has)
         out[:, signal_column("cosine_rank")] = rank
         mates = out[:, signal_column("source_neighbourhood")].astype(np.float64)
