@@ -8,8 +8,10 @@ process). A workbench without the file reads as empty frames.
 
 `hook_record` keeps one agent's part of it (by session key and agent; on a store that keeps no
 agent ids, the agent of each key's first invocation), `hook_sessions` says per session whether
-the wrapper served it (its recorded injections are the scorer's choice) or failed open
-(Signet's output was printed), and `served_injections` lists what it injected where it served.
+the session-start wrapper served it (its recorded injections are the scorer's choice) or failed
+open (Signet's output was printed), `served_injections` lists what it injected where it served,
+and `prompt_injections` what the user-prompt-submit wrapper added at the session's prompts.
+A log written before invocations named their hook reads as all `session-start`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,12 @@ from pathlib import Path
 import polars as pl
 
 from signet_bench.store.read import DEFAULT_AGENT
-from signet_scorer.hook.log import INJECTION_COLUMNS, INVOCATION_COLUMNS
+from signet_scorer.hook.log import (
+    INJECTION_COLUMNS,
+    INVOCATION_COLUMNS,
+    SESSION_START,
+    USER_PROMPT_SUBMIT,
+)
 from signet_scorer.workbench import HOOK_LOG_FILE
 
 __all__ = [
@@ -30,6 +37,7 @@ __all__ = [
     "hook_log_path",
     "hook_record",
     "hook_sessions",
+    "prompt_injections",
     "read_hook_injections",
     "read_hook_invocations",
     "served_injections",
@@ -49,6 +57,7 @@ _TYPES = {
     "duration_ms": pl.Float64,
     "score": pl.Float64,
 }
+_DEFAULTS = {"hook": SESSION_START}  # columns an older log lacks, read as this value
 
 
 def hook_log_path(workbench: str | Path) -> Path:
@@ -67,7 +76,9 @@ def _read(path: Path, table: str, columns: tuple[str, ...], order: str) -> pl.Da
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if table not in tables:
             return pl.DataFrame(schema=schema)
-        rows = con.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order}").fetchall()
+        present = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
+        picked = [c if c in present else f"'{_DEFAULTS[c]}' AS {c}" for c in columns]
+        rows = con.execute(f"SELECT {', '.join(picked)} FROM {table} ORDER BY {order}").fetchall()
     finally:
         con.close()
     text = {c: pl.Utf8 if c in ("at", "injected_at") else t for c, t in schema.items()}
@@ -121,11 +132,19 @@ def hook_record(workbench: str | Path, agent_id: str | None = DEFAULT_AGENT) -> 
     return HookRecord(inv, inj, hook_log_path(workbench).exists())
 
 
+def _by_hook(record: HookRecord, hook: str) -> HookRecord:
+    """The record's invocations of one hook and the injections they recorded."""
+    inv = record.invocations.filter(pl.col("hook") == hook)
+    inj = record.injections.filter(pl.col("invocation_id").is_in(inv["id"].implode()))
+    return HookRecord(inv, inj, record.present)
+
+
 def hook_sessions(record: HookRecord) -> pl.DataFrame:
-    """One row per session key of the record, by its first invocation: `served` (the recorded
+    """One row per session key of the record's session starts, by its first: `served` (the recorded
     injections are the scorer's choice: what was shown), `reason` (why Signet's output was
     printed at the key's first invocation; null where served), `invocations`, `injected`
     (memories recorded as injected: the scorer's, or Signet's as printed), `first_at`."""
+    record = _by_hook(record, SESSION_START)
     chosen = record.injections.group_by("session_key").agg(
         (pl.col("chosen_by") == SERVED).any().alias("served"),
         pl.len().cast(pl.Int64).alias("injected"),
@@ -155,7 +174,19 @@ def served_injections(record: HookRecord) -> pl.DataFrame:
     """The memories the wrapper injected in the sessions it served, by session key and rank:
     `session_key`, `memory_id`, `rank` (in the injected block), `signet_rank` (in Signet's
     answer), `score` (the scorer's probability)."""
-    rows = record.injections.filter(pl.col("chosen_by") == SERVED)
+    rows = _by_hook(record, SESSION_START).injections.filter(pl.col("chosen_by") == SERVED)
     return rows.select("session_key", "memory_id", "rank", "signet_rank", "score").sort(
         "session_key", "rank"
+    )
+
+
+def prompt_injections(record: HookRecord) -> pl.DataFrame:
+    """The memories the user-prompt-submit wrapper added to its sessions, by session key, prompt
+    and rank: `session_key`, `invocation_id` (the prompt's invocation), `at` (its time),
+    `memory_id`, `rank` (in the prompt's block), `score` (the scorer's probability)."""
+    prompts = _by_hook(record, USER_PROMPT_SUBMIT)
+    at = prompts.invocations.select(pl.col("id").alias("invocation_id"), "at")
+    rows = prompts.injections.join(at, on="invocation_id", how="left")
+    return rows.select("session_key", "invocation_id", "at", "memory_id", "rank", "score").sort(
+        "session_key", "invocation_id", "rank"
     )

@@ -13,11 +13,19 @@ from signet_bench.store.hook_log import (
     hook_log_path,
     hook_record,
     hook_sessions,
+    prompt_injections,
     read_hook_injections,
     read_hook_invocations,
     served_injections,
 )
-from signet_scorer.hook.log import INJECTION_COLUMNS, INVOCATION_COLUMNS, record_invocation
+from signet_scorer.hook.log import (
+    INJECTION_COLUMNS,
+    INVOCATION_COLUMNS,
+    LOG_DDL,
+    SESSION_START,
+    USER_PROMPT_SUBMIT,
+    record_invocation,
+)
 
 
 def _invocation(
@@ -140,3 +148,42 @@ def test_without_agent_ids_a_keys_first_agent_decides(tmp_path):
         ("s2", True),
     ]
     assert served_injections(record)["memory_id"].to_list() == ["b"]
+
+
+def test_prompt_injections_add_to_the_session_and_never_repeat_a_memory(tmp_path):
+    wb = tmp_path / "workbench.duckdb"
+    log = hook_log_path(wb)
+    record_invocation(log, _invocation("s1"), _rows("s1", ["a", "b"]))
+    prompt = {**_invocation("s1"), "hook": USER_PROMPT_SUBMIT}
+    p1 = record_invocation(log, prompt, _rows("s1", ["b", "c"]))
+    p2 = record_invocation(log, prompt, _rows("s1", ["c", "d"]))
+    record = hook_record(wb)
+    assert read_hook_invocations(wb)["hook"].to_list() == [SESSION_START, *[USER_PROMPT_SUBMIT] * 2]
+    # the session start's own view is unchanged by its prompts
+    assert served_injections(record)["memory_id"].to_list() == ["a", "b"]
+    assert hook_sessions(record)["invocations"].to_list() == [1]
+    added = prompt_injections(record)
+    assert added.select("invocation_id", "memory_id").rows() == [(p1, "c"), (p2, "d")]
+
+
+def test_a_log_written_before_hooks_were_named_reads_as_session_start(tmp_path):
+    wb = tmp_path / "workbench.duckdb"
+    log = hook_log_path(wb)
+    con = sqlite3.connect(log)
+    old = [
+        d.replace(",\n        hook TEXT NOT NULL DEFAULT 'session-start')", ")") for d in LOG_DDL
+    ]
+    assert "hook TEXT" not in old[0]
+    for ddl in old:
+        con.execute(ddl)
+    columns = [c for c in INVOCATION_COLUMNS if c != "hook"]
+    values = _invocation("s1")
+    con.execute(
+        f"INSERT INTO hook_invocations ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+        [values[c] for c in columns],
+    )
+    con.commit()
+    con.close()
+    assert read_hook_invocations(wb)["hook"].to_list() == [SESSION_START]
+    record_invocation(log, {**_invocation("s2"), "hook": USER_PROMPT_SUBMIT}, _rows("s2", ["x"]))
+    assert read_hook_invocations(wb)["hook"].to_list() == [SESSION_START, USER_PROMPT_SUBMIT]

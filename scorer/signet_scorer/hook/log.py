@@ -1,4 +1,4 @@
-"""The session-start hook's record of what it injected: `hook_injections.db`, a SQLite file
+"""The hooks' record of what they injected: `hook_injections.db`, a SQLite file
 beside the workbench (never Signet's store, never `workbench.duckdb`, which the hook does not
 open), written append-only, one transaction per invocation. The library reads it with
 `signet_bench.store.hook_log`.
@@ -12,6 +12,10 @@ open), written append-only, one transaction per invocation. The library reads it
   order was kept), who chose it and the model version. Idempotent per session key and agent:
   the first invocation that injected memories is the one recorded (a repeated session start
   gets a short stub from Signet, which must not overwrite what was injected).
+- `hook` (on each invocation) names the hook: `session-start` or `user-prompt-submit`. A prompt's
+  injections are added to its session's (a memory already recorded for the session key and agent
+  is not recorded again: no hook injects a memory twice in one session). A log written before
+  the column existed gains it, its rows read as `session-start`.
 
 Standard library only; `typing` is not imported at run time (the hook's start is on every
 session's path).
@@ -29,12 +33,19 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
+    "HOOKS",
     "INJECTION_COLUMNS",
     "INVOCATION_COLUMNS",
     "LOG_DDL",
+    "SESSION_START",
+    "USER_PROMPT_SUBMIT",
     "InjectionLog",
     "record_invocation",
 ]
+
+SESSION_START = "session-start"
+USER_PROMPT_SUBMIT = "user-prompt-submit"
+HOOKS = (SESSION_START, USER_PROMPT_SUBMIT)  # Signet's hook commands the wrapper stands in for
 
 INVOCATION_COLUMNS = (
     "at",  # ISO time, UTC
@@ -52,6 +63,7 @@ INVOCATION_COLUMNS = (
     "context_rule",
     "signet_exit",
     "duration_ms",
+    "hook",  # one of HOOKS
 )
 INJECTION_COLUMNS = (
     "session_key",
@@ -71,7 +83,8 @@ LOG_DDL = (
         at TEXT NOT NULL, session_key TEXT NOT NULL, agent_id TEXT NOT NULL,
         harness TEXT, project TEXT, output TEXT NOT NULL, outcome TEXT NOT NULL, reason TEXT,
         model_path TEXT, model_version TEXT, pool INTEGER, injected INTEGER,
-        context_rule TEXT, signet_exit INTEGER, duration_ms REAL)""",
+        context_rule TEXT, signet_exit INTEGER, duration_ms REAL,
+        hook TEXT NOT NULL DEFAULT 'session-start')""",
     """CREATE TABLE IF NOT EXISTS hook_injections (
         session_key TEXT NOT NULL, agent_id TEXT NOT NULL, memory_id TEXT NOT NULL,
         invocation_id INTEGER NOT NULL REFERENCES hook_invocations(id),
@@ -81,8 +94,11 @@ LOG_DDL = (
 )
 
 
-def _insert(table: str, columns: Sequence[str]) -> str:
-    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+_ADD_HOOK = "ALTER TABLE hook_invocations ADD COLUMN hook TEXT NOT NULL DEFAULT 'session-start'"
+
+
+def _insert(table: str, columns: Sequence[str], verb: str = "INSERT") -> str:
+    return f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
 
 
 class InjectionLog:
@@ -97,6 +113,9 @@ class InjectionLog:
             with self._transaction():
                 for ddl in LOG_DDL:
                     self.con.execute(ddl)
+                cols = {r[1] for r in self.con.execute("PRAGMA table_info(hook_invocations)")}
+                if "hook" not in cols:
+                    self.con.execute(_ADD_HOOK)
         except BaseException:
             self.con.close()
             raise
@@ -112,14 +131,16 @@ class InjectionLog:
         self.con.execute("COMMIT")
 
     def record(self, invocation: Mapping[str, Any], injections: Sequence[Mapping[str, Any]]) -> int:
-        """Append one invocation and, unless its session key and agent already have
-        injections (or it has no session key), its injected memories; one transaction.
-        Returns the invocation's id."""
+        """Append one invocation and its injected memories, in one transaction; returns the
+        invocation's id. Nothing is recorded without a session key; a session start records
+        nothing once its session key and agent have injections; a prompt records the memories
+        its session does not hold yet."""
         con = self.con
+        hook = invocation.get("hook") or SESSION_START
         with self._transaction():
             cur = con.execute(
                 _insert("hook_invocations", INVOCATION_COLUMNS),
-                [invocation.get(c) for c in INVOCATION_COLUMNS],
+                [{**invocation, "hook": hook}.get(c) for c in INVOCATION_COLUMNS],
             )
             rid = int(cur.lastrowid or 0)
             key, agent = invocation["session_key"], invocation["agent_id"]
@@ -127,9 +148,14 @@ class InjectionLog:
                 "SELECT 1 FROM hook_injections WHERE session_key = ? AND agent_id = ? LIMIT 1",
                 [key, agent],
             ).fetchone()
-            if key and seen is None:
+            prompt = hook == USER_PROMPT_SUBMIT
+            if key and (prompt or seen is None):
                 con.executemany(
-                    _insert("hook_injections", INJECTION_COLUMNS),
+                    _insert(
+                        "hook_injections",
+                        INJECTION_COLUMNS,
+                        "INSERT OR IGNORE" if prompt else "INSERT",
+                    ),
                     [
                         [{**r, "invocation_id": rid}.get(c) for c in INJECTION_COLUMNS]
                         for r in injections
