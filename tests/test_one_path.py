@@ -22,7 +22,7 @@ def run(tmp_path_factory):
     build_persona_store("multi-project", db, seed=5, n_memories=400)
     sim = Simulator(db, SimOptions(scorer="random", seed=5))
     try:
-        sim.run(SESSIONS, keep=range(SESSIONS))
+        sim.loop.run(SESSIONS, keep=range(SESSIONS))
         records = dict(sim.records)
         tz = sim.tz
     finally:

@@ -162,52 +162,51 @@ def _counts_sql(sm: set[str], scores: set[str], by_agent: bool) -> tuple[str, li
     return sql, [f"session_memories.{c}" for c in missing]
 
 
+def _ended_queries(con: sqlite3.Connection) -> tuple[dict[str, str], list[str]]:
+    """Per source that records a memory's end (a soft delete with its time, a `memory_history`
+    deletion, supersession or merge, a superseded knowledge-graph attribute), the WHERE clause of
+    its ids ended before `?` (`{ids}` stands for the id list), and the sources the store lacks."""
+    tables = _tables(con)
+    mem = _columns(con, "memories")
+    attrs: set[str] = _columns(con, "entity_attributes") if "entity_attributes" in tables else set()
+    ends = [("status = 'superseded'", "status"), ("superseded_by IS NOT NULL", "superseded_by")]
+    events = ",".join(f"'{e}'" for e in _HISTORY_EVENTS)
+    clauses: dict[str, str | None] = {
+        "memories.deleted_at": (
+            "id FROM memories WHERE id IN ({ids}) AND COALESCE(is_deleted, 0) != 0 "
+            f"AND deleted_at IS NOT NULL AND {_TIME.format('deleted_at')} < ?"
+        )
+        if {"is_deleted", "deleted_at"} <= mem
+        else None,
+        "memory_history": (
+            "memory_id FROM memory_history WHERE memory_id IN ({ids}) "
+            f"AND event IN ({events}) AND {_TIME.format('created_at')} < ?"
+        )
+        if "memory_history" in tables
+        else None,
+        "entity_attributes": (
+            "memory_id FROM entity_attributes WHERE memory_id IN ({ids}) "
+            f"AND updated_at IS NOT NULL AND {_TIME.format('updated_at')} < ? "
+            f"AND ({' OR '.join(c for c, col in ends if col in attrs)})"
+        )
+        if {"memory_id", "updated_at"} <= attrs and attrs & {"status", "superseded_by"}
+        else None,
+    }
+    queries = {name: sql for name, sql in clauses.items() if sql is not None}
+    return queries, [name for name, sql in clauses.items() if sql is None]
+
+
 def _superseded(
     con: sqlite3.Connection, ids: Sequence[str], before: str
 ) -> tuple[set[str], list[str]]:
-    """Of `ids`, those deleted or superseded before `before` (a soft delete with its time, a
-    `memory_history` deletion, supersession or merge, a superseded knowledge-graph attribute),
-    and the sources the store lacks."""
-    tables = _tables(con)
+    """Of `ids`, those deleted or superseded before `before` (`_ended_queries`), and the
+    sources the store lacks."""
+    queries, missing = _ended_queries(con)
     marks = ",".join("?" * len(ids))
     found: set[str] = set()
-    missing: list[str] = []
-    mem = _columns(con, "memories")
-    if {"is_deleted", "deleted_at"} <= mem:
-        sql = (
-            f"SELECT id FROM memories WHERE id IN ({marks}) AND COALESCE(is_deleted, 0) != 0 "
-            f"AND deleted_at IS NOT NULL AND {_TIME.format('deleted_at')} < ?"
-        )
+    for where in queries.values():
+        sql = "SELECT " + where.replace("{ids}", marks)
         found.update(str(r[0]) for r in con.execute(sql, [*ids, before]))
-    else:
-        missing.append("memories.deleted_at")
-    if "memory_history" in tables:
-        events = ",".join(f"'{e}'" for e in _HISTORY_EVENTS)
-        sql = (
-            f"SELECT memory_id FROM memory_history WHERE memory_id IN ({marks}) "
-            f"AND event IN ({events}) AND {_TIME.format('created_at')} < ?"
-        )
-        found.update(str(r[0]) for r in con.execute(sql, [*ids, before]))
-    else:
-        missing.append("memory_history")
-    attrs: set[str] = _columns(con, "entity_attributes") if "entity_attributes" in tables else set()
-    if {"memory_id", "updated_at"} <= attrs and attrs & {"status", "superseded_by"}:
-        conds = [
-            c
-            for c, col in (
-                ("status = 'superseded'", "status"),
-                ("superseded_by IS NOT NULL", "superseded_by"),
-            )
-            if col in attrs
-        ]
-        sql = (
-            f"SELECT memory_id FROM entity_attributes WHERE memory_id IN ({marks}) "
-            f"AND updated_at IS NOT NULL AND {_TIME.format('updated_at')} < ? "
-            f"AND ({' OR '.join(conds)})"
-        )
-        found.update(str(r[0]) for r in con.execute(sql, [*ids, before]))
-    else:
-        missing.append("entity_attributes")
     return found, missing
 
 

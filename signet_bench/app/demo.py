@@ -426,7 +426,7 @@ def _run_stage(
     try:
         done_before = len(sim.done())
         keep = range(max(done_before, n - _LATENCY_SESSIONS), n)
-        report = sim.run(n, keep=keep, on_session=on_session)
+        report = sim.loop.run(n, keep=keep, on_session=on_session)
         if report.sessions_run == 0 or not paths.model.exists():
             return report, None
         export_model(paths.model, paths.onnx)

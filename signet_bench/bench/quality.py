@@ -176,6 +176,7 @@ __all__ = [
     "ABLATIONS",
     "HeldOut",
     "Judging",
+    "Offline",
     "PoolRecall",
     "TopK",
     "ablate_inputs",
@@ -416,6 +417,19 @@ class Checkpoint:
     alpha: float  # the baseline weight its next session fuses with
 
 
+@dataclass(frozen=True, slots=True)
+class Offline:
+    """A fresh model a checkpoint retrains: on the first `n` sessions, with the information route
+    `group` removed (None: none), on the store's labels (`truth` None) or on the planted
+    relevance with the effects in `truth` switched off; `retrain` k > 0 trains with another seed
+    (`retrain_seed`)."""
+
+    n: int
+    group: str | None
+    truth: tuple[str, ...] | None
+    retrain: int = 0
+
+
 @dataclass
 class Run:
     """One simulated store: its checkpoints, its held-out pools and the trained models' NDCGs."""
@@ -425,9 +439,9 @@ class Run:
     sim: Simulator
     checkpoints: dict[int, Checkpoint]
     pools: dict[int, list[HeldOut]]  # checkpoint -> the held-out sessions that follow it
-    scores: dict[tuple, np.ndarray] = field(default_factory=dict)
+    scores: dict[Offline, np.ndarray] = field(default_factory=dict)
     recalls: dict[str, PoolRecall] = field(default_factory=dict)  # session key -> pool recall
-    trained: dict[tuple, Ranker] = field(default_factory=dict)  # the offline retrains
+    trained: dict[Offline, Ranker] = field(default_factory=dict)  # the offline retrains
     relevant: dict[str, np.ndarray] = field(default_factory=dict)  # session key -> corpus rows
 
     @property
@@ -452,54 +466,29 @@ class Run:
             out.append(dataclasses.replace(s, labels=rel[rows].astype(s.labels.dtype), rated=None))
         return out
 
-    def offline(
-        self,
-        n: int,
-        group: str | None,
-        truth: tuple[str, ...] | None,
-        cfg: PredictorConfig,
-        retrain: int = 0,
-    ) -> np.ndarray:
-        """Per-held-out-session NDCG@10 (against the full truth, on checkpoint `n`'s pool) of
-        a fresh model trained on the first `n` sessions with `group` removed, on the store's
-        labels (`truth` None) or on the planted relevance with the effects in `truth` switched
-        off; the baseline order when there is too little data. `retrain` k > 0 trains with
-        another seed (`retrain_seed`)."""
-        key = (n, group, truth, retrain)
-        if key not in self.scores:
-            ranker = self.offline_ranker(n, group, truth, cfg, retrain)
-            self.scores[key] = ndcgs(ranker, self.pools[n], group)
-        return self.scores[key]
+    def offline(self, model: Offline, cfg: PredictorConfig) -> np.ndarray:
+        """Per-held-out-session NDCG@10 (against the full truth, on checkpoint `model.n`'s pool)
+        of the fresh `model`; the baseline order when there is too little data."""
+        if model not in self.scores:
+            ranker = self.offline_ranker(model, cfg)
+            self.scores[model] = ndcgs(ranker, self.pools[model.n], model.group)
+        return self.scores[model]
 
-    def offline_ranker(
-        self,
-        n: int,
-        group: str | None,
-        truth: tuple[str, ...] | None,
-        cfg: PredictorConfig,
-        retrain: int = 0,
-    ) -> Ranker:
-        """The fresh model `offline` judges (trained once per key)."""
-        key = (n, group, truth, retrain)
-        if key not in self.trained:
+    def offline_ranker(self, model: Offline, cfg: PredictorConfig) -> Ranker:
+        """The fresh model `offline` judges (trained once per `model`)."""
+        if model not in self.trained:
+            n, truth = model.n, model.truth
             samples = self.checkpoints[n].samples if truth is None else self.true_labels(n, truth)
-            seed = retrain_seed(self.seed, retrain)
-            params = _train(ablate_samples(samples, group), seed, cfg, group)
-            self.trained[key] = (
+            seed = retrain_seed(self.seed, model.retrain)
+            params = _train(ablate_samples(samples, model.group), seed, cfg, model.group)
+            self.trained[model] = (
                 EffectiveScoreRanker() if params is None else ModelRanker(params, cfg)
             )
-        return self.trained[key]
+        return self.trained[model]
 
-    def offline_mean(
-        self,
-        n: int,
-        group: str | None,
-        truth: tuple[str, ...] | None,
-        cfg: PredictorConfig,
-        retrains: int,
-    ) -> np.ndarray:
+    def offline_mean(self, model: Offline, cfg: PredictorConfig, retrains: int) -> np.ndarray:
         """`offline`, each held-out session's NDCG@10 averaged over `retrains` retrains."""
-        runs = [self.offline(n, group, truth, cfg, k) for k in range(retrains)]
+        runs = [self.offline(dataclasses.replace(model, retrain=k), cfg) for k in range(retrains)]
         return np.mean(runs, axis=0)
 
 
@@ -567,7 +556,7 @@ def simulate_run(
     kept: dict[int, Checkpoint] = {}
     for n in checkpoints:
         t0 = time.perf_counter()
-        rep = sim.run(n, keep=judged)
+        rep = sim.loop.run(n, keep=judged)
         got, skipped = load_samples(sim.con, corpus=sim.corpus, tz=sim.tz, cfg=cfg, seed=seed)
         alpha = effective_alpha(on_session_start(sim.state, cfg).state, cfg)
         kept[n] = Checkpoint(got, sim.model, alpha)
@@ -576,7 +565,7 @@ def simulate_run(
             f"{time.perf_counter() - t0:.1f} s; trainings {rep.trainings}, accepted "
             f"{rep.trainings_accepted}); {len(got)} trainable, {skipped} skipped; alpha {alpha:.2f}"
         )
-    sim.run(horizon, keep=judged)
+    sim.loop.run(horizon, keep=judged)
     sessions = {i: held_out_session(sim, i) for i in judged}
     pools = {
         n: [h for i in range(n, min(n + held_out, horizon)) if (h := sessions[i]) is not None]
@@ -630,8 +619,8 @@ def checkpoint_ndcgs(run: Run, n: int, cfg: PredictorConfig) -> dict[str, np.nda
     return {
         **fixed,
         "predictor_live": live,
-        "predictor_offline": run.offline(n, None, None, cfg),
-        "true_label_ceiling": run.offline(n, None, (), cfg),
+        "predictor_offline": run.offline(Offline(n, None, None), cfg),
+        "true_label_ceiling": run.offline(Offline(n, None, ()), cfg),
     }
 
 
@@ -641,8 +630,8 @@ def checkpoint_scores(run: Run, n: int, cfg: PredictorConfig) -> dict[str, list[
     pool = run.pools[n]
     rankers = {
         **checkpoint_rankers(run, n, cfg),
-        "predictor_offline": run.offline_ranker(n, None, None, cfg),
-        "true_label_ceiling": run.offline_ranker(n, None, (), cfg),
+        "predictor_offline": run.offline_ranker(Offline(n, None, None), cfg),
+        "true_label_ceiling": run.offline_ranker(Offline(n, None, ()), cfg),
     }
     out = {name: [r.score(h.inputs) for h in pool] for name, r in rankers.items()}
     out["predictor_live"] = [h.live for h in pool]
@@ -807,8 +796,8 @@ def ablation_rows(
         if group in GRAPH_ONLY:
             rows += _graph_ablation_rows(runs, group, last, prefix, cfg)
             continue
-        full = np.concatenate([r.offline(last, None, None, cfg) for r in runs])
-        ablated = np.concatenate([r.offline(last, group, None, cfg) for r in runs])
+        full = np.concatenate([r.offline(Offline(last, None, None), cfg) for r in runs])
+        ablated = np.concatenate([r.offline(Offline(last, group, None), cfg) for r in runs])
         rows += _drop_rows(f"{prefix}ablation_{group}", full, ablated, last, runs[0].seed)
     return rows
 
@@ -825,13 +814,13 @@ def _graph_ablation_rows(
     if not graphed:
         _log.info(f"  ablation_{group}: skipped, no store of {prefix or 'the persona'} has a graph")
         return []
-    full = {r.seed: r.offline(last, None, None, cfg) for r in graphed}
-    ablated = {r.seed: r.offline(last, group, None, cfg) for r in graphed}
+    full = {r.seed: r.offline(Offline(last, None, None), cfg) for r in graphed}
+    ablated = {r.seed: r.offline(Offline(last, group, None), cfg) for r in graphed}
     rows = _seeded_drop_rows(f"ablation_{group}", full, ablated, last, prefix)
     k = GRAPH_ABLATION_RETRAINS
     for label, truth in (("", None), ("true_label_", ())):
-        full = {r.seed: r.offline_mean(last, None, truth, cfg, k) for r in graphed}
-        ablated = {r.seed: r.offline_mean(last, group, truth, cfg, k) for r in graphed}
+        full = {r.seed: r.offline_mean(Offline(last, None, truth), cfg, k) for r in graphed}
+        ablated = {r.seed: r.offline_mean(Offline(last, group, truth), cfg, k) for r in graphed}
         rows += _seeded_drop_rows(f"{label}ablation_{group}_retrains", full, ablated, last, prefix)
     return rows
 
@@ -870,13 +859,13 @@ def effect_rows(
     off (`true_relevance(without=...)`), both scored against the full truth; for every
     non-topic effect carrying at least `EFFECT_MIN_SHARE` of the truth's variance (and, with
     `selected`, named there as `effect_<effect>`)."""
-    full = np.concatenate([r.offline(last, None, (), cfg) for r in runs])
+    full = np.concatenate([r.offline(Offline(last, None, ()), cfg) for r in runs])
     rows: list[Row] = []
     for effect, share in shares.items():
         if selected is not None and f"effect_{effect}" not in selected:
             continue
         if effect != "topic" and share >= EFFECT_MIN_SHARE:
-            ablated = np.concatenate([r.offline(last, None, (effect,), cfg) for r in runs])
+            ablated = np.concatenate([r.offline(Offline(last, None, (effect,)), cfg) for r in runs])
             rows += _drop_rows(f"{prefix}effect_{effect}", full, ablated, last, runs[0].seed)
     return rows
 

@@ -284,7 +284,7 @@ def _store(tmp: Path, sessions: int, first: int) -> Path:
     sim = Simulator(db, _SIM)
     try:
         sim.plan(sessions)  # fixes the horizon: drift depends on it
-        sim.run(first)
+        sim.loop.run(first)
     finally:
         sim.close()
     return db

@@ -163,7 +163,7 @@ def _served(sim: Simulator, cfg: PredictorConfig) -> Ranker:
 
 def _next_sessions(sim: Simulator, n: int, held_out: int) -> list[HeldOut]:
     """Run the loop through sessions n .. n + held_out - 1, keeping their pools and truth."""
-    sim.run(n + held_out, keep=range(n, n + held_out))
+    sim.loop.run(n + held_out, keep=range(n, n + held_out))
     sessions = (held_out_session(sim, i) for i in range(n, n + held_out))
     return [h for h in sessions if h is not None]
 
@@ -236,7 +236,7 @@ def history_rows(
             sim.plan(sizes[-1] + held_out)
             for n in sizes:
                 t0 = time.perf_counter()
-                sim.run(n)
+                sim.loop.run(n)
                 _log.info(f"  loop to {n} sessions ({time.perf_counter() - t0:.0f} s)")
                 child, run = _scheduled_training(sim, n, cfg, config)
                 held = _next_sessions(sim, n, held_out)

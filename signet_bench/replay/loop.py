@@ -11,7 +11,6 @@ nothing: each session is one transaction keyed by its index in the store's sessi
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Container
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,15 +140,6 @@ class Simulator:
     def done(self) -> set[int]:
         return self.loop.done()
 
-    def run(
-        self,
-        n: int,
-        *,
-        keep: Container[int] = (),
-        on_session: Callable[[int], None] | None = None,
-    ) -> SimReport:
-        return self.loop.run(n, keep=keep, on_session=on_session)
-
     def run_session(self, idx: int, plan: SessionContext, report: SimReport) -> None:
         self.loop.run_session(idx, plan, report)
 
@@ -206,6 +196,6 @@ def simulate(
     """Run (or resume) the first `n_sessions` sessions of a synthetic store's plan."""
     sim = Simulator(path, opts, cfg)
     try:
-        return sim.run(n_sessions)
+        return sim.loop.run(n_sessions)
     finally:
         sim.close()

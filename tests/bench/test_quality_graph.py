@@ -16,6 +16,7 @@ from signet_bench.bench.quality import (
     ABLATIONS,
     GRAPH_ABLATION_RETRAINS,
     Judging,
+    Offline,
     Run,
     ablate_samples,
     ablation_frozen,
@@ -238,9 +239,9 @@ def test_architect_rows_exist_with_finite_values(run: Run, rows):
     for label, truth in (("", None), ("true_label_", ())):
         name = f"{label}ablation_structure_retrains"
         full = by[name, "ndcg@10_full", last].value
-        each = [run.offline(last, None, truth, DEFAULT_CONFIG, i).mean() for i in range(k)]
+        each = [run.offline(Offline(last, None, truth, i), DEFAULT_CONFIG).mean() for i in range(k)]
         assert full == pytest.approx(np.mean(each))  # the retrains' mean, retrain 0 among them
-        retrains = {key[3] for key in run.scores if key[:3] == (last, None, truth)}
+        retrains = {m.retrain for m in run.scores if (m.n, m.group, m.truth) == (last, None, truth)}
         assert retrains == set(range(k))  # k retrains were run, each under its own key
         drop = by[name, "ndcg@10_drop", last].value
         assert drop == pytest.approx(full - by[name, "ndcg@10_ablated", last].value)

@@ -36,7 +36,7 @@ def world(request, tmp_path_factory):
     build_persona_store("heavy", path, seed=5, n_memories=400, schema=request.param)
     sim = Simulator(path, SimOptions(scorer="none", seed=5, feedback_share=0.5))
     try:
-        sim.run(SESSIONS, keep=range(SESSIONS))
+        sim.loop.run(SESSIONS, keep=range(SESSIONS))
         kept = [sim.session_inputs(i) for i in range(SESSIONS)]
     finally:
         sim.close()

@@ -43,7 +43,7 @@ def filled(tmp_path_factory):
     build_persona_store("light", db, seed=5, n_memories=150)
     sim = Simulator(db, SimOptions(scorer="random", seed=5))
     try:
-        sim.run(SESSIONS, keep={SESSIONS - 1})
+        sim.loop.run(SESSIONS, keep={SESSIONS - 1})
         inputs, tz = sim.session_inputs(SESSIONS - 1), sim.tz
     finally:
         sim.close()
