@@ -69,6 +69,7 @@ __all__ = [
     "daemon_recall",
     "daemon_url",
     "extend_output",
+    "http_post",
     "prompt_section",
     "run_prompt_hook",
 ]
@@ -79,6 +80,7 @@ HEADING = "## Memories for this prompt"
 RECALL_PATH = "/api/memory/recall"
 RECALL_LIMIT = 20  # the recall's memories asked for (its own default is 10)
 RECALL_TIMEOUT_S = 1.0  # from the wrapper's start; past it the candidates are lexical only
+MAX_REPLY = 4 << 20
 
 # The daemon's recall of a prompt: (prompt, agent, environment, timeout) -> (memory ids best
 # first, "recall") or (None, why it was not reached).
@@ -99,37 +101,80 @@ def daemon_url(env: Mapping[str, str]) -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}"
 
 
+def _dechunk(body: bytes) -> bytes:
+    """A chunked HTTP body's data (ValueError when it is not one)."""
+    out: list[bytes] = []
+    pos = 0
+    while True:
+        end = body.index(b"\r\n", pos)
+        size = int(body[pos:end].split(b";")[0], 16)
+        if size == 0:
+            return b"".join(out)
+        out.append(body[end + 2 : end + 2 + size])
+        pos = end + 4 + size
+
+
+def http_post(
+    url: str, path: str, body: bytes, headers: dict[str, str], timeout_s: float
+) -> tuple[int, bytes]:
+    """(status, body) of one HTTP/1.1 POST over a plain socket: `http.client` would load `ssl`
+    and `email`, some 100 ms of every prompt. An https daemon takes `http.client`."""
+    from urllib.parse import urlsplit
+
+    u = urlsplit(url)
+    if u.scheme == "https":
+        import http.client
+
+        conn = http.client.HTTPSConnection(u.hostname or "", u.port, timeout=timeout_s)
+        try:
+            conn.request("POST", path, body=body, headers=headers)
+            res = conn.getresponse()
+            return res.status, res.read(MAX_REPLY)
+        finally:
+            conn.close()
+    if u.scheme != "http" or not u.hostname:
+        raise ValueError(f"not an http(s) daemon address: {url}")
+    import socket
+
+    host = f"[{u.hostname}]" if ":" in u.hostname else u.hostname
+    head = [f"POST {path} HTTP/1.1", f"Host: {host}:{u.port or 80}", "Connection: close"]
+    head += [f"{k}: {v}" for k, v in {**headers, "Content-Length": str(len(body))}.items()]
+    data = b""
+    with socket.create_connection((u.hostname, u.port or 80), timeout=timeout_s) as sock:
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+        while chunk := sock.recv(1 << 16):
+            data += chunk
+            if len(data) > MAX_REPLY:
+                raise ValueError("the daemon's answer is too long")
+    top, _, rest = data.partition(b"\r\n\r\n")
+    lines = top.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    fields = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])}
+    if fields.get("transfer-encoding", "").lower() == "chunked":
+        rest = _dechunk(rest)
+    return status, rest
+
+
 def daemon_recall(
     prompt: str, agent: str, env: Mapping[str, str], timeout_s: float
 ) -> tuple[list[str] | None, str]:
     """The ids the daemon's recall returns for the prompt as the agent (no session key: the
     wrapper's question is not the session's recall and must not be recorded as one)."""
-    # here: http.client and urllib load in the recall's thread, once Signet runs (start-up time)
-    import http.client
     import json
-    from urllib.parse import urlsplit
 
+    headers = {"Content-Type": "application/json"}
+    token = env.get("SIGNET_API_KEY", "").strip() or env.get("SIGNET_TOKEN", "").strip()
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    body = json.dumps({"query": prompt[:2000], "limit": RECALL_LIMIT, "agentId": agent})
     try:
-        url = urlsplit(daemon_url(env))
-        kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-        if url.scheme not in ("http", "https") or not url.hostname:
-            return None, f"not an http(s) daemon address: {daemon_url(env)}"
-        conn = kind(url.hostname, url.port, timeout=max(timeout_s, 1e-3))
-        headers = {"Content-Type": "application/json"}
-        token = env.get("SIGNET_API_KEY", "").strip() or env.get("SIGNET_TOKEN", "").strip()
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        body = json.dumps({"query": prompt[:2000], "limit": RECALL_LIMIT, "agentId": agent})
-        try:
-            conn.request("POST", RECALL_PATH, body=body, headers=headers)
-            res = conn.getresponse()
-            data = res.read(4 << 20)
-        finally:
-            conn.close()
-    except (OSError, http.client.HTTPException, ValueError) as exc:
+        status, data = http_post(
+            daemon_url(env), RECALL_PATH, body.encode(), headers, max(timeout_s, 1e-3)
+        )
+    except (OSError, ValueError, IndexError) as exc:
         return None, f"daemon not reached ({type(exc).__name__}: {str(exc)[:120]})"
-    if res.status != 200:
-        return None, f"daemon answered HTTP {res.status}"
+    if status != 200:
+        return None, f"daemon answered HTTP {status}"
     try:
         answer = js_object(json.loads(data))
     except ValueError:
