@@ -459,3 +459,17 @@ def test_in_process_the_run_is_what_the_command_prints(world):
     assert lines[0] == HEADING and len(lines) - 1 == len(run.injections) >= 1
     assert run.invocation["hook"] == HOOK and run.invocation["outcome"] == "scorer"
     assert run.invocation["context_rule"].endswith("(recall: not asked in this test)")
+
+
+def test_doctor_lists_the_prompts_beside_the_session_starts(world):
+    env = world.env(SIGNET_DAEMON_URL="http://127.0.0.1:9")
+    out = _hook(
+        world, ARGS["plain"], _prompt_stdin("doctor", " ".join(_vocabulary(world)[:60])), env
+    )
+    assert out.stdout.startswith(HEADING.encode())
+    doctor = run_process([*WRAPPER, *world.options(), "doctor"], b"", env)
+    text = doctor.stdout.decode()
+    assert (
+        "doctor  claude-code portfolio prompt: served: the scorer's memories for the prompt" in text
+    )
+    assert "invocations (prompts marked)" in text
