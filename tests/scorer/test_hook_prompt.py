@@ -473,3 +473,31 @@ def test_doctor_lists_the_prompts_beside_the_session_starts(world):
         "doctor  claude-code portfolio prompt: served: the scorer's memories for the prompt" in text
     )
     assert "invocations (prompts marked)" in text
+
+
+def test_with_the_resident_the_prompt_hooks_own_process_loads_neither_numpy_nor_onnxruntime(
+    world,
+):
+    """The resident ranks the prompt; the hook's process stays on the standard library."""
+    from tests.scorer.hook_support import ServedResident
+
+    resident = ServedResident(world)
+    try:
+        stdin = _prompt_stdin("light", " ".join(_vocabulary(world)[:60]))
+        probe = (
+            "import json, sys\n"
+            "from signet_scorer.hook.prompt import run_prompt_hook\n"
+            "from signet_scorer.hook.run import save_record\n"
+            f"run = run_prompt_hook({[*world.options(resident='auto'), HOOK, *ARGS['plain']]!r},"
+            f" {stdin!r})\n"
+            "save_record(run)\n"
+            "print(json.dumps([run.invocation['outcome'], run.start_resident,"
+            " sorted({m.split('.')[0] for m in sys.modules})]))\n"
+        )
+        env = world.env(SIGNET_DAEMON_URL="http://127.0.0.1:9")
+        out = run_process([sys.executable, "-c", probe], b"", env)
+        outcome, started, modules = json.loads(out.stdout)
+        assert (outcome, started) == ("scorer", False), out.stderr
+        assert "numpy" not in modules and "onnxruntime" not in modules
+    finally:
+        resident.close()
