@@ -35,6 +35,8 @@ Rows (stable names):
                                   no daemon answers the recall), ranked, the section added and
                                   recorded; goal p95 <= 50 ms
   prompt_added       share    -   runs whose output has the scorer's section (1 = all)
+  prompt_overhead_cpu p50/p95 ms  per pair, the CPU time of the prompt hook and its stand-in
+                                  minus the stand-in's alone (as hook_overhead_cpu)
   prompt_failopen    p50/p95  ms  the prompt hook's overhead with no model (Signet's bytes)
 With --quick: 30 runs of each instead of 200, a model trained on fewer sessions.
 
@@ -303,6 +305,7 @@ def _scenario_rows(
         return [
             *_rows("prompt_overhead", wrapped - own, "p95 <= 50 ms"),
             Row("prompt_added", "share", differ / len(own), "-", n=len(own)),
+            *_rows("prompt_overhead_cpu", cpu),
         ]
     if tag == "prompt_failopen":
         return _rows("prompt_failopen", wrapped - own)

@@ -250,8 +250,6 @@ def user_prompt_submit(
         time.sleep(float(env.get("SIGNET_STANDIN_SLEEP_S", "1")))
     if not _prompt_text(stdin):
         return _skipped(flags, f"daemon {PROMPT_HOOK} failed with HTTP 400")
-    if env.get("SIGNET_STANDIN_STATE"):
-        _seen(Path(env["SIGNET_STANDIN_STATE"]), [PROMPT_HOOK], stdin)
     path = env.get("SIGNET_STANDIN_PROMPT_ANSWER")
     answer = json.loads(Path(path).read_text(encoding="utf-8")) if path else EMPTY_PROMPT_ANSWER
     inject = answer.get("inject") if isinstance(answer, dict) else None
