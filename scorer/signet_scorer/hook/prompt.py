@@ -212,7 +212,7 @@ class _Recall:
 
 def _units(text: str) -> int:
     """Its length as JavaScript counts it (UTF-16 code units), as Signet's budget counts it."""
-    return len(text.encode("utf-16-le")) // 2
+    return len(text) + sum(1 for c in text if c > "\uffff")  # astral: two units
 
 
 def _date(created_at: str) -> str:
