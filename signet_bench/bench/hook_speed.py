@@ -75,10 +75,11 @@ from signet_bench.store.timestamps import parse_ts
 from signet_bench.world.synth.build import build_persona_store
 from signet_scorer.hook.cli import serve_argv
 from signet_scorer.hook.config import parse_command
+from signet_scorer.hook.prompt import memory_date
 from signet_scorer.hook.resident_link import resident_status, start_detached, stop_resident
 from signet_scorer.workbench import SERVED_MODEL_FILE
 
-__all__ = ["hook_rows", "memory_date", "store_answer", "store_memories"]
+__all__ = ["hook_rows", "store_answer", "store_memories"]
 
 _log = logging.getLogger(__name__)
 
@@ -90,13 +91,6 @@ LIMIT = 50  # what the hook injects: Signet's default recallLimit
 SLOW_SIGNET_S = 0.2  # a Signet command that takes this long (an assumption, not a measurement)
 MEMORIES = 4_000  # the heavy persona's
 PROJECT = "signetai"  # the heavy persona's largest project
-
-
-def memory_date(created_at: str) -> str:
-    """Signet's date of a memory line (`toLocaleDateString("en-US", {month: "short", day:
-    "numeric", year: "numeric"})`, in UTC)."""
-    dt = parse_ts(created_at)
-    return f"{dt:%b} {dt.day}, {dt.year}"
 
 
 def store_memories(

@@ -70,6 +70,7 @@ __all__ = [
     "daemon_url",
     "extend_output",
     "http_post",
+    "memory_date",
     "prompt_section",
     "run_prompt_hook",
 ]
@@ -215,8 +216,9 @@ def _units(text: str) -> int:
     return len(text) + sum(1 for c in text if c > "\uffff")  # astral: two units
 
 
-def _date(created_at: str) -> str:
-    """Signet's date of a memory line (`Mar 5, 2026`, in UTC)."""
+def memory_date(created_at: str) -> str:
+    """Signet's date of a memory line (`toLocaleDateString("en-US", {month: "short", day:
+    "numeric", year: "numeric"})` in UTC: `Mar 5, 2026`)."""
     from signet_scorer.timestamps import parse_utc
 
     dt = parse_utc(created_at)
@@ -230,7 +232,7 @@ def prompt_section(
     best first: the heading and one line per memory, best first, a memory whose line does not
     fit the characters left passed over (`signet_scorer.budget.choose`); ("", []) when none
     fits."""
-    lines = ["- " + " ".join(c.split()) + f" ({_date(t)})" for c, t in memories]
+    lines = ["- " + " ".join(c.split()) + f" ({memory_date(t)})" for c, t in memories]
     room = max_chars - _units(HEADING)
     if room <= 0:
         return "", []
