@@ -67,7 +67,8 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH also writes it as J
            model on a 4,000-memory store, process start included (200 runs each): the
            stand-in, the hook and its overhead with its resident scorer running, the overhead
            cold (no resident: ranked in-process), with no model (fail-open) and with a
-           200 ms Signet, p50/p95 (ms)
+           200 ms Signet, p50/p95 (ms); the prompt hook (`user-prompt-submit`) the same way:
+           prompt_overhead (resident running), prompt_added, prompt_failopen
 """
 
 

@@ -28,6 +28,16 @@ Rows (stable names):
                                   (the stand-in waits that long before answering), the
                                   resident running: the hook asks it to prepare while Signet
                                   works, so what remains is the work after Signet's answer
+  prompt_overhead    p50/p95  ms  the prompt hook (`signet-bench-hook user-prompt-submit`)
+                                  around the stand-in's `signet hook user-prompt-submit` (its
+                                  empty answer, as 0.145.7 gives for most prompts), the resident
+                                  running, per pair: the candidates read from the store (FTS5;
+                                  no daemon answers the recall), ranked, the section added and
+                                  recorded; goal p95 <= 50 ms
+  prompt_added       share    -   runs whose output has the scorer's section (1 = all)
+  prompt_overhead_cpu p50/p95 ms  per pair, the CPU time of the prompt hook and its stand-in
+                                  minus the stand-in's alone (as hook_overhead_cpu)
+  prompt_failopen    p50/p95  ms  the prompt hook's overhead with no model (Signet's bytes)
 With --quick: 30 runs of each instead of 200, a model trained on fewer sessions.
 
 The hook's own modules are byte-compiled first, as an installation leaves them (a process
@@ -65,10 +75,11 @@ from signet_bench.store.timestamps import parse_ts
 from signet_bench.world.synth.build import build_persona_store
 from signet_scorer.hook.cli import serve_argv
 from signet_scorer.hook.config import parse_command
+from signet_scorer.hook.prompt import memory_date
 from signet_scorer.hook.resident_link import resident_status, start_detached, stop_resident
 from signet_scorer.workbench import SERVED_MODEL_FILE
 
-__all__ = ["hook_rows", "memory_date", "store_answer", "store_memories"]
+__all__ = ["hook_rows", "store_answer", "store_memories"]
 
 _log = logging.getLogger(__name__)
 
@@ -80,13 +91,6 @@ LIMIT = 50  # what the hook injects: Signet's default recallLimit
 SLOW_SIGNET_S = 0.2  # a Signet command that takes this long (an assumption, not a measurement)
 MEMORIES = 4_000  # the heavy persona's
 PROJECT = "signetai"  # the heavy persona's largest project
-
-
-def memory_date(created_at: str) -> str:
-    """Signet's date of a memory line (`toLocaleDateString("en-US", {month: "short", day:
-    "numeric", year: "numeric"})`, in UTC)."""
-    dt = parse_ts(created_at)
-    return f"{dt:%b} {dt.day}, {dt.year}"
 
 
 def store_memories(
@@ -165,13 +169,17 @@ def _pairs(
     n: int,
     tag: str,
     after: Callable[[], object] | None = None,
+    prompts: list[str] | None = None,
 ):
     """n alternating runs of Signet's command and the hook (after WARMUP of each; `after`
     runs, untimed, after each of the hook's): their wall times, the hook's CPU time beyond
     the stand-in's, and how many of the hook's outputs differ from Signet's."""
     own, wrapped, cpu, differ = [], [], [], 0
     for i in range(-WARMUP, n):
-        stdin = json.dumps({"session_id": f"bench-{tag}-{i}", "cwd": PROJECT}).encode()
+        body = {"session_id": f"bench-{tag}-{i}", "cwd": PROJECT}
+        if prompts:
+            body["prompt"] = prompts[i % len(prompts)]
+        stdin = json.dumps(body).encode()
         t_signet, c_signet, out_signet = _timed_run(signet, stdin, env)
         t_hook, c_hook, out_hook = _timed_run(hook, stdin, env)
         if after is not None:
@@ -196,7 +204,8 @@ def _compile_hook() -> None:
 
 
 # (tag, whether the model is there, extra environment, the resident scorer: "up" (running
-# through the runs), "cold" (stopped after every run) or None (not involved))
+# through the runs), "cold" (stopped after every run) or None (not involved)); the tags that
+# start with "prompt" run the prompt hook
 _SCENARIOS = (
     ("rerank", True, {}, "up"),
     ("cold", True, {}, "cold"),
@@ -207,7 +216,11 @@ _SCENARIOS = (
         {"SIGNET_STANDIN_MODE": "slow", "SIGNET_STANDIN_SLEEP_S": str(SLOW_SIGNET_S)},
         "up",
     ),
+    ("prompt", True, {}, "up"),
+    ("prompt_failopen", False, {}, None),
 )
+NO_DAEMON = "http://127.0.0.1:9"  # nothing listens: the recall fails at once, as with none
+PROMPT_WORDS = 12  # words of a memory of the project a benchmark prompt is made of
 
 
 def hook_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
@@ -220,13 +233,15 @@ def hook_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
         _compile_hook()
         answer = tmp / "answer.json"
         answer.write_text(json.dumps(store_answer(db, PROJECT, now, POOL)), encoding="utf-8")
-        signet = [str(write_standin(tmp / "bin")), "hook", "session-start"]
+        standin = str(write_standin(tmp / "bin"))
         args = ["-H", "claude-code", "--project", PROJECT]
         env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNET")}
         env["SIGNET_STANDIN_ANSWER"] = str(answer)
+        env["SIGNET_DAEMON_URL"] = NO_DAEMON
+        prompts = _prompts(db, sizes["runs"] + WARMUP)
         cfg = parse_command(["--db", str(db), "--model", str(model), "serve"], env)[0]
         files = cfg.files
-        hook = [sys.executable, "-m", "signet_scorer.hook", "--db", str(db), "--signet", signet[0]]
+        hook = [sys.executable, "-m", "signet_scorer.hook", "--db", str(db), "--signet", standin]
         hook += ["--limit", str(LIMIT), "--model"]
         rows: list[Row] = []
         try:
@@ -235,21 +250,37 @@ def hook_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
                     raise RuntimeError(f"the resident scorer did not start; see {files.log}")
                 _log.info(f"bench hook: {sizes['runs']} runs, {tag} ...")
                 path = model if has_model else tmp / "absent.onnx"
+                name = "user-prompt-submit" if tag.startswith("prompt") else "session-start"
                 own, wrapped, cpu, differ = _pairs(
-                    [*signet, *args],
-                    [*hook, str(path), "session-start", *args],
+                    [standin, "hook", name, *args],
+                    [*hook, str(path), name, *args],
                     {**env, **extra},
                     sizes["runs"],
                     tag,
                     after=(lambda: stop_resident(files)) if resident == "cold" else None,
+                    prompts=prompts if name == "user-prompt-submit" else None,
                 )
                 if resident == "up":
-                    _check_served(files, 2 * (sizes["runs"] + WARMUP))
+                    per_run = 1 if name == "user-prompt-submit" else 2
+                    _check_served(files, per_run * (sizes["runs"] + WARMUP))
                     stop_resident(files)
                 rows += _scenario_rows(tag, own, wrapped, cpu, differ)
         finally:
             stop_resident(files)
     return rows
+
+
+def _prompts(db: Path, n: int) -> list[str]:
+    """`n` prompts, each the first words of a memory of the project (the newest first)."""
+    con = open_readonly(db)
+    try:
+        rows = con.execute(
+            "SELECT content FROM memories WHERE project = ? ORDER BY created_at DESC LIMIT ?",
+            [PROJECT, n],
+        ).fetchall()
+    finally:
+        con.close()
+    return [" ".join(str(r[0]).split()[:PROMPT_WORDS]) for r in rows] or ["memory"]
 
 
 def _check_served(files: Any, requests: int) -> None:
@@ -264,6 +295,14 @@ def _scenario_rows(
     tag: str, own: np.ndarray, wrapped: np.ndarray, cpu: np.ndarray, differ: int
 ) -> list[Row]:
     """One scenario's rows (module docstring)."""
+    if tag == "prompt":
+        return [
+            *_rows("prompt_overhead", wrapped - own, "p95 <= 50 ms"),
+            Row("prompt_added", "share", differ / len(own), "-", n=len(own)),
+            *_rows("prompt_overhead_cpu", cpu),
+        ]
+    if tag == "prompt_failopen":
+        return _rows("prompt_failopen", wrapped - own)
     if tag == "failopen":
         return _rows("hook_failopen", wrapped - own)
     if tag == "slow":

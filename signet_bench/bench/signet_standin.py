@@ -1,5 +1,5 @@
-"""A stand-in for Signet's command line, `signet hook session-start`, for the session-start
-hook's tests and benchmark: a small script (`write_standin`) that prints what Signet's CLI
+"""A stand-in for Signet's command line, `signet hook session-start` and `signet hook
+user-prompt-submit`, for the hook wrapper's tests and benchmark: a small script (`write_standin`) that prints what Signet's CLI
 prints, in the harness's format, for a recorded daemon answer, and that can be told to fail.
 
 What it prints follows Signet's CLI (`surfaces/cli/src/commands/hook.ts` of release 0.145):
@@ -10,6 +10,13 @@ over `--json`) the compact `{"continue":true,"suppressOutput":true,"hookSpecific
 are written as JavaScript writes them (an integral float without its `.0`). `-H` is
 required; an unknown option fails as the CLI fails. `SIGNET_NO_HOOKS=1` or `SIGNET_BYPASS=1`:
 nothing, exit 0.
+
+`hook user-prompt-submit` (no `--agent-id` or `--context`) prints, as 0.145.7 does, the
+daemon's prompt answer: `SIGNET_STANDIN_PROMPT_ANSWER` (a JSON file) or, without it, what the
+daemon answers when no entity of the prompt is known (an empty inject); stdin without a prompt
+gets the daemon's HTTP 400. Every failure exits 0 with its `[signet] ... hook skipped` line on
+stderr (Codex: the empty envelope): `offline`/`identity` (daemon not running), `error` (HTTP
+500); `malformed`, `crash` and `slow` as for session start.
 
 Environment (read on every call):
 - `SIGNET_STANDIN_ANSWER`: a JSON file holding the daemon's answer (`signet_answer` makes one);
@@ -37,12 +44,15 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "EMPTY_PROMPT_ANSWER",
     "MODES",
     "PREAMBLE",
+    "PROMPT_HOOK",
     "codex_output",
     "memory_line",
     "session_start",
     "signet_answer",
+    "user_prompt_submit",
     "write_standin",
 ]
 
@@ -58,6 +68,10 @@ PREAMBLE = (
 STATIC_IDENTITY = "[signet: daemon offline — running with static identity]\n\n# Identity\nsignet"
 STUB = "[signet active]\n[memory active | /remember | /recall]\n(session already started)"
 _VALUE_OPTIONS = ("-H", "--harness", "--project", "--agent-id", "--context")
+_PROMPT_OPTIONS = ("-H", "--harness", "--project")
+PROMPT_HOOK = "user-prompt-submit"
+# What 0.145.7's daemon answers a prompt naming no entity it knows (nothing to inject).
+EMPTY_PROMPT_ANSWER = {"inject": "", "memoryCount": 0, "engine": "entity-context"}
 # What JavaScript's `trim` removes: WhiteSpace and LineTerminator code points.
 _JS_WHITESPACE = (
     "\t\n\v\f\r \u00a0\u1680"
@@ -118,19 +132,21 @@ def signet_answer(
     }
 
 
-def codex_output(context: str | None) -> str:
+def codex_output(context: str | None, event: str = "SessionStart") -> str:
     """What the CLI prints for Codex (compact, `additionalContext` only when not empty)."""
     trimmed = (context or "").strip(_JS_WHITESPACE)
-    inner: dict[str, Any] = {"hookEventName": "SessionStart"}
+    inner: dict[str, Any] = {"hookEventName": event}
     if trimmed:
         inner["additionalContext"] = trimmed
     return _dumps({"continue": True, "suppressOutput": True, "hookSpecificOutput": inner}) + "\n"
 
 
 def _parse(args: Sequence[str]) -> tuple[dict[str, str], set[str]] | str:
-    """(options, flags) of `hook session-start ARGS`, or the CLI's error text."""
-    if list(args[:2]) != ["hook", "session-start"]:
+    """(options, flags) of `hook session-start ARGS` or `hook user-prompt-submit ARGS`, or the
+    CLI's error text."""
+    if list(args[:2]) not in (["hook", "session-start"], ["hook", PROMPT_HOOK]):
         return "error: unknown command\n"
+    table = _PROMPT_OPTIONS if args[1] == PROMPT_HOOK else _VALUE_OPTIONS
     opts: dict[str, str] = {}
     flags: set[str] = set()
     rest = list(args[2:])
@@ -138,7 +154,7 @@ def _parse(args: Sequence[str]) -> tuple[dict[str, str], set[str]] | str:
         token = rest.pop(0)
         if token in ("--json", "--codex-json"):
             flags.add(token)
-        elif token in _VALUE_OPTIONS:
+        elif token in table:
             if not rest:
                 return f"error: option '{token}' argument missing\n"
             opts["harness" if token in ("-H", "--harness") else token] = rest.pop(0)
@@ -198,16 +214,65 @@ def _offline(mode: str, flags: set[str]) -> tuple[bytes, bytes, int]:
     return out.encode(), "[signet] daemon offline — using static identity\n".encode(), 0
 
 
+def _prompt_text(stdin: bytes) -> str:
+    try:
+        body = json.loads(stdin.decode("utf-8", "replace").strip() or "null")
+    except ValueError:
+        return ""
+    if not isinstance(body, dict):
+        return ""
+    for key in ("user_message", "userMessage", "prompt", "user_prompt", "userPrompt"):
+        if isinstance(body.get(key), str) and body[key].strip():
+            return body[key].strip()
+    return ""
+
+
+def _skipped(flags: set[str], said: str) -> tuple[bytes, bytes, int]:
+    """The prompt hook's CLI when the daemon call fails: its line on stderr, exit 0."""
+    out = codex_output(None, "UserPromptSubmit") if "--codex-json" in flags else ""
+    return out.encode(), f"[signet] {said}, hook skipped\n".encode(), 0
+
+
+def user_prompt_submit(
+    flags: set[str], stdin: bytes, env: Mapping[str, str]
+) -> tuple[bytes, bytes, int]:
+    """(stdout, stderr, exit code) of `signet hook user-prompt-submit` (module docstring)."""
+    mode = env.get("SIGNET_STANDIN_MODE", "answer")
+    if mode == "malformed":
+        return env.get("SIGNET_STANDIN_GARBAGE", '{"inject": "cut sh').encode(), b"", 0
+    if mode in ("offline", "identity"):
+        return _skipped(flags, "daemon not running")
+    if mode == "error":
+        return _skipped(flags, f"daemon {PROMPT_HOOK} failed with HTTP 500")
+    if mode == "crash":
+        return b"", b"TypeError: Cannot read properties of undefined\n    at hook.ts:230\n", -15
+    if mode == "slow":
+        time.sleep(float(env.get("SIGNET_STANDIN_SLEEP_S", "1")))
+    if not _prompt_text(stdin):
+        return _skipped(flags, f"daemon {PROMPT_HOOK} failed with HTTP 400")
+    path = env.get("SIGNET_STANDIN_PROMPT_ANSWER")
+    answer = json.loads(Path(path).read_text(encoding="utf-8")) if path else EMPTY_PROMPT_ANSWER
+    inject = answer.get("inject") if isinstance(answer, dict) else None
+    if "--codex-json" in flags:
+        return codex_output(inject, "UserPromptSubmit").encode(), b"", 0
+    if "--json" in flags:
+        return (_dumps(answer, 2) + "\n").encode(), b"", 0
+    return ((inject + "\n").encode() if inject else b""), b"", 0
+
+
 def session_start(
     args: Sequence[str], stdin: bytes, env: Mapping[str, str]
 ) -> tuple[bytes, bytes, int]:
-    """(stdout, stderr, exit code) of `signet ARGS` with this stdin (module docstring)."""
+    """(stdout, stderr, exit code) of `signet ARGS` with this stdin (module docstring): either
+    hook command."""
     if env.get("SIGNET_NO_HOOKS") == "1" or env.get("SIGNET_BYPASS") == "1":
         return b"", b"", 0
     parsed = _parse(args)
     if isinstance(parsed, str):
         return b"", parsed.encode(), 1
     _, flags = parsed
+    if args[1] == PROMPT_HOOK:
+        return user_prompt_submit(flags, stdin, env)
     mode = env.get("SIGNET_STANDIN_MODE", "answer")
     if mode == "malformed":
         return env.get("SIGNET_STANDIN_GARBAGE", '{"inject": "cut sh').encode(), b"", 0

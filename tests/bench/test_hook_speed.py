@@ -6,10 +6,11 @@ from __future__ import annotations
 import sqlite3
 from datetime import UTC, datetime
 
-from signet_bench.bench.hook_speed import memory_date, store_answer, store_memories
+from signet_bench.bench.hook_speed import store_answer, store_memories
 from signet_bench.store.timestamps import parse_ts
 from signet_bench.world.synth.build import build_persona_store
 from signet_scorer.hook.inject import find_block
+from signet_scorer.hook.prompt import memory_date
 
 
 def test_memory_dates_are_written_as_signets_locale_date():

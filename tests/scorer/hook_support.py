@@ -84,9 +84,12 @@ def small_world(root: Path) -> World:
     return World(db, model, answer, write_standin(root / "bin"))
 
 
-def stdin_for(session_key: str, cwd: str = PROJECT) -> bytes:
-    """The harness's stdin at a session start."""
-    return json.dumps({"session_id": session_key, "cwd": cwd, "source": "startup"}).encode()
+def stdin_for(session_key: str, cwd: str = PROJECT, prompt: str | None = None) -> bytes:
+    """The harness's stdin at a session start (with `prompt`: at a user's prompt)."""
+    body = {"session_id": session_key, "cwd": cwd, "source": "startup"}
+    if prompt is not None:
+        body = {"session_id": session_key, "cwd": cwd, "prompt": prompt}
+    return json.dumps(body).encode()
 
 
 def run_process(argv: Sequence[str], stdin: bytes, env: Mapping[str, str]) -> SignetResult:
@@ -97,9 +100,15 @@ def run_process(argv: Sequence[str], stdin: bytes, env: Mapping[str, str]) -> Si
     return SignetResult(done.stdout, done.stderr, done.returncode)
 
 
-def signet_prints(world: World, args: Sequence[str], stdin: bytes, env: Mapping[str, str]):
-    """What the stand-in `signet hook session-start ARGS` prints."""
-    return run_process([str(world.signet), "hook", "session-start", *args], stdin, env)
+def signet_prints(
+    world: World,
+    args: Sequence[str],
+    stdin: bytes,
+    env: Mapping[str, str],
+    hook: str = "session-start",
+):
+    """What the stand-in `signet hook <hook> ARGS` prints."""
+    return run_process([str(world.signet), "hook", hook, *args], stdin, env)
 
 
 def hook_prints(
@@ -111,11 +120,12 @@ def hook_prints(
     return run_process([*argv, *args], stdin, env)
 
 
-def standin_runner(env: Mapping[str, str]):
-    """The stand-in's answers in this process: a runner for `signet_scorer.hook.cli.run_hook`."""
+def standin_runner(env: Mapping[str, str], hook: str = "session-start"):
+    """The stand-in's answers in this process: a runner for `signet_scorer.hook.cli.run_hook`
+    (or `signet_scorer.hook.prompt.run_prompt_hook`, hook "user-prompt-submit")."""
 
     def runner(args: Sequence[str], stdin: bytes):
-        return finished(SignetResult(*session_start(["hook", "session-start", *args], stdin, env)))
+        return finished(SignetResult(*session_start(["hook", hook, *args], stdin, env)))
 
     return runner
 

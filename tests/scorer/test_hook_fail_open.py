@@ -38,6 +38,7 @@ from tests.scorer.hook_support import (
 )
 
 FORMATS = list(HARNESS_ARGS)
+PROMPT = "spacing margin breakpoint tailwind lightningcss portfolio carousel datagrid"
 WRAPPER = [sys.executable, "-m", "signet_scorer.hook"]
 
 
@@ -254,21 +255,24 @@ def _resident_state(folder: Path, state: str) -> None:
         files.lock.write_bytes(dead)
 
 
-def _logged(path: Path, key: str) -> list[tuple[str, str]]:
+def _logged(path: Path, key: str, hook: str = "session-start") -> list[tuple[str, str]]:
     if not path.exists():
         return []
     con = sqlite3.connect(path)
     try:
         rows = con.execute(
-            "SELECT outcome, reason FROM hook_invocations WHERE session_key = ?", [key]
+            "SELECT outcome, reason FROM hook_invocations WHERE session_key = ? AND hook = ?",
+            [key, hook],
         ).fetchall()
     finally:
         con.close()
     return rows
 
 
-def test_every_bad_setting_prints_exactly_what_signet_prints(world, tmp_path):
-    """The acceptance test: at least 50 invocations with settings the wrapper cannot use."""
+@pytest.mark.parametrize("hook", ["session-start", "user-prompt-submit"])
+def test_every_bad_setting_prints_exactly_what_signet_prints(world, tmp_path, hook):
+    """The acceptance test: at least 50 invocations with settings the wrapper cannot use, for
+    each hook command (the prompt's stdin holds a prompt the store's memories match)."""
     p = Place(tmp_path)
     p.corrupt.write_bytes(world.model.read_bytes()[:5000])  # an ONNX file cut short
     cases = _cases(world, p)
@@ -283,23 +287,22 @@ def test_every_bad_setting_prints_exactly_what_signet_prints(world, tmp_path):
     for i, (name, case) in enumerate(cases.items()):
         fmt = FORMATS[i % len(FORMATS)]
         key = f"fail-open-{i}"
-        stdin = stdin_for(key) if i % 7 else b"  not json at all "
+        stdin = stdin_for(key, prompt=PROMPT if hook != "session-start" else None)
+        stdin = stdin if i % 7 else b"  not json at all "
         env = world.env(HOME=str(p.home), PATH=path, SIGNET_STANDIN_MODE=case.mode, **case.env)
         if case.resident:
             _resident_state(world.model.parent, case.resident)
         try:
-            hook = run_process(
-                [*WRAPPER, *case.options, "session-start", *HARNESS_ARGS[fmt]], stdin, env
-            )
+            got = run_process([*WRAPPER, *case.options, hook, *HARNESS_ARGS[fmt]], stdin, env)
         finally:
             if case.resident:  # the wrapper may have started one after printing
                 stop_resident(resident_files(world.model.parent))
-        signet = signet_prints(world, HARNESS_ARGS[fmt], stdin, env)
-        if hook != signet:
-            failed.append((name, fmt, hook, signet))
+        signet = signet_prints(world, HARNESS_ARGS[fmt], stdin, env, hook)
+        if got != signet:
+            failed.append((name, fmt, got, signet))
             continue
         if i % 7:  # a readable session key: the row is found by it
-            rows = _logged(logs[case.log], key)
+            rows = _logged(logs[case.log], key, hook)
             ok = len(rows) == 1 and rows[0][0] == "signet" and rows[0][1]
             if not ok or (case.needle is not None and case.needle not in rows[0][1]):
                 failed.append((name, "log", case.log, rows))

@@ -118,7 +118,7 @@ def test_the_resident_reports_a_store_it_cannot_open_as_the_hook_would(world, re
 def test_the_hooks_own_process_loads_neither_numpy_nor_onnxruntime(world, resident):
     probe = (
         "import json, sys\n"
-        "from signet_scorer.hook.cli import run_hook, save_record\n"
+        "from signet_scorer.hook.cli import run_hook\nfrom signet_scorer.hook.run import save_record\n"
         f"run = run_hook({[*world.options(**AUTO), 'session-start', *HARNESS_ARGS['plain']]!r},"
         f" {stdin_for('res-light')!r})\n"
         "save_record(run)\n"

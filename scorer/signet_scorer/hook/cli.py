@@ -77,8 +77,10 @@ from pathlib import Path
 from signet_scorer.budget import choose, token_costs
 from signet_scorer.hook.config import (
     DOCTOR,
+    HOOK_COMMANDS,
     SESSION_START,
     USAGE,
+    USER_PROMPT_SUBMIT,
     Command,
     HookConfig,
     read_command,
@@ -102,8 +104,16 @@ from signet_scorer.hook.opening import (
     open_store_for,
     read_basis,
 )
+from signet_scorer.hook.run import (
+    HookRun,
+    as_asked,
+    as_run,
+    bypassed,
+    open_log,
+    read_stdin,
+    save_record,
+)
 from signet_scorer.hook.signet import (
-    SignetCall,
     SignetResult,
     SignetRunner,
     exit_like,
@@ -124,51 +134,13 @@ if TYPE_CHECKING:
     from signet_scorer.hook.resident_link import ResidentLink
     from signet_scorer.scorer import Scorer
 
-__all__ = ["HookRun", "main", "read_stdin", "run_hook", "save_record", "signet_output"]
+__all__ = ["main", "run_hook", "serve_argv", "signet_output"]
 
 COMMAND = SESSION_START
 START_WAIT_S = 60.0  # `start` waits this long for the resident to answer
 
 
 # --- one invocation -----------------------------------------------------------------------------
-
-
-class HookRun:
-    """What the wrapper prints and how it exits (`stdout`, `stderr`, `code`), what it records
-    (`invocation`, empty: nothing to record; `injections`; `log`, where the record goes;
-    `writer`, the log already opened for it, a `signet_scorer.hook.log.InjectionLog`), and whether
-    to start the resident scorer once it is done (`start_resident`)."""
-
-    __slots__ = (
-        "code",
-        "injections",
-        "invocation",
-        "log",
-        "start_resident",
-        "stderr",
-        "stdout",
-        "writer",
-    )
-
-    def __init__(
-        self,
-        stdout: bytes,
-        stderr: bytes,
-        code: int,
-        invocation: dict[str, Any] | None = None,
-        injections: list[dict[str, Any]] | None = None,
-        log: Path | None = None,
-        writer: Any = None,
-    ) -> None:
-        self.stdout, self.stderr, self.code = stdout, stderr, code
-        self.invocation = invocation if invocation is not None else {}
-        self.injections = injections if injections is not None else []
-        self.log, self.writer = log, writer
-        self.start_resident = False
-
-
-def _as_run(res: SignetResult) -> HookRun:
-    return HookRun(res.stdout, res.stderr, res.code)
 
 
 def signet_output(output: str, res: SignetResult) -> tuple[bytes, Any, str | None]:
@@ -285,22 +257,10 @@ class _Attempt:
         return max(1e-3, min(ANSWER_TIMEOUT_S, left))
 
 
-def _open_log(path: Path) -> Any:
-    """The injection log opened for writing, or None (no workbench folder, or it fails)."""
-    if not path.parent.is_dir():
-        return None
-    try:
-        from signet_scorer.hook.log import InjectionLog
-
-        return InjectionLog(path)
-    except Exception:  # noqa: BLE001 - the record is best effort, the harness is served
-        return None
-
-
 def _prepare(att: _Attempt) -> None:
     """While Signet works: the log, then the resident scorer or the model and the store, or
     the reason there is nothing to do."""
-    att.writer = _open_log(att.cfg.log)
+    att.writer = open_log(att.cfg.log)
     if att.inp.malformed:
         att.fail("stdin is not a JSON object")
         return
@@ -481,11 +441,6 @@ def _record(att: _Attempt, res: SignetResult, answer: Any, ms: float) -> HookRun
     return HookRun(b"", b"", res.code, invocation, rows, att.cfg.log, att.writer)
 
 
-def _bypassed(env: Mapping[str, str]) -> bool:
-    """Signet's own switches that make every hook exit at once, printing nothing."""
-    return env.get("SIGNET_NO_HOOKS") == "1" or env.get("SIGNET_BYPASS") == "1"
-
-
 def run_hook(
     argv: Sequence[str],
     stdin: bytes | None,
@@ -513,10 +468,10 @@ def run_hook(
     run = runner or start_signet(cfg.signet, env)
     data = stdin or b""
     if command.problems:  # a setting of the wrapper's own: Signet exactly as asked
-        return _as_asked(command, stdin, run(args, data), started, clock)
-    inv = None if _bypassed(env) else parse_invocation(args)
+        return as_asked(command, stdin, run(args, data), started, clock)
+    inv = None if bypassed(env) else parse_invocation(args)
     if inv is None:  # Signet exactly as asked
-        return _as_run(run(args, data).result())
+        return as_run(run(args, data).result())
     call = run(inv.json_args, data)
     from datetime import UTC, datetime
 
@@ -547,49 +502,6 @@ def run_hook(
     return done
 
 
-def _as_asked(
-    command: Command,
-    stdin: bytes | None,
-    call: SignetCall,
-    started: float,
-    clock: Callable[[], float],
-) -> HookRun:
-    """Signet run with the harness's own arguments, its output as it is, and the invocation's
-    record: outcome "signet", the reason every problem of the wrapper's settings (and why
-    Signet did not start, when it did not). The record is best effort."""
-    from datetime import UTC, datetime
-
-    res = call.result()
-    done = _as_run(res)
-    reasons = [str(p) for p in command.problems]
-    failure = getattr(call, "failure", None)
-    if failure is not None:
-        reasons.append(str(failure))
-    try:
-        at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        args = command.args
-        inv = parse_invocation(args)
-        inp = hook_input(stdin, inv) if inv is not None else None
-        output = "codex" if "--codex-json" in args else "json" if "--json" in args else "plain"
-        done.invocation = {
-            "session_key": inp.session_key if inp else "",
-            "agent_id": inp.agent_id if inp else "default",
-            "at": at,
-            "harness": inv.options["harness"] if inv else None,
-            "project": (inp.project or None) if inp else None,
-            "output": output,
-            "outcome": "signet",
-            "reason": "; ".join(reasons),
-            "model_path": str(command.config.model),
-            "signet_exit": res.code,
-            "duration_ms": (clock() - started) * 1000.0,
-        }
-        done.log = command.config.log
-    except Exception:  # noqa: BLE001 - the record is best effort, the harness is served
-        done.invocation = {}
-    return done
-
-
 def _finish(att: _Attempt, res: SignetResult, clock: Callable[[], float]) -> HookRun:
     """Once Signet has answered: the scorer's output or Signet's, and the record."""
     printed, answer, why = signet_output(att.inv.output, res)
@@ -602,40 +514,6 @@ def _finish(att: _Attempt, res: SignetResult, clock: Callable[[], float]) -> Hoo
     done.stdout = printed if att.reason else out or printed
     done.stderr = res.stderr
     return done
-
-
-def save_record(run: HookRun) -> None:
-    """Append the run's record to the injection log, when its folder exists, and close it; a
-    failure to write it never changes what the harness got (the output is already printed).
-    (While the resident scorer runs it keeps the log open, so this is not the log's last
-    connection: closing it neither checkpoints nor syncs, and the next opener has no write-
-    ahead log to recover.)"""
-    writer = run.writer
-    if run.invocation and writer is None and run.log is not None:
-        writer = _open_log(run.log)
-    if writer is None:
-        return
-    try:
-        with contextlib.suppress(Exception):  # best effort: the harness is already served
-            if run.invocation:
-                writer.record(run.invocation, run.injections)
-    finally:
-        writer.close()
-
-
-def read_stdin() -> bytes | None:
-    """The harness's stdin as Signet's CLI (0.145.7) reads it: None for a terminal (not
-    read); else all of it, up to its end of file, however long that takes."""
-    try:
-        fd = sys.stdin.fileno()
-        if os.isatty(fd):
-            return None
-        chunks: list[bytes] = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except (OSError, ValueError):
-        return None
 
 
 # --- the resident scorer's commands -------------------------------------------------------------
@@ -686,12 +564,38 @@ def resident_command(cfg: HookConfig, command: str) -> int:
     return 0
 
 
+def _finish_run(run: HookRun, cfg: HookConfig) -> None:
+    """Print the run's output, record it, start the resident scorer when it did not answer,
+    and end the process as Signet's command ended."""
+    for stream, data in ((sys.stdout, run.stdout), (sys.stderr, run.stderr)):
+        stream.buffer.write(data)
+        stream.flush()
+    save_record(run)
+    if run.start_resident:
+        _start_resident(cfg)
+    # End at once, as Signet's command ended: the interpreter's teardown (onnxruntime's
+    # included) would add tens of milliseconds to every hook and print nothing.
+    os._exit(exit_like(run.code))
+
+
+def _main_prompt(args: list[str], env: dict[str, str], command: Command) -> int:
+    """`user-prompt-submit`: Signet's prompt hook with the scorer's memories added."""
+    # here: the prompt hook's module loads only for its command (start-up time)
+    import warnings
+
+    from signet_scorer.hook.prompt import run_prompt_hook
+
+    warnings.simplefilter("ignore")  # stderr is Signet's alone
+    _finish_run(run_prompt_hook(args, read_stdin(), env=env, command=command), command.config)
+    return 0  # not reached
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The console script: for `session-start`, print what `run_hook` gives, record it, start
     the resident scorer when it did not answer, and exit as Signet's command did (the process
     ends here); the other commands return their exit code."""
     args = sys.argv[1:] if argv is None else list(argv)
-    if args[:1] in (["-h"], ["--help"]) and COMMAND not in args:
+    if args[:1] in (["-h"], ["--help"]) and not any(h in args for h in HOOK_COMMANDS):
         sys.stdout.write(USAGE)
         return 0
     if args == ["--version"]:  # alone: with a command it is an option, and session-start fails open
@@ -710,6 +614,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if code is not None:
             return code
     command = read_command(args, env)
+    if command.name == USER_PROMPT_SUBMIT:
+        return _main_prompt(args, env, command)
     if command.name != COMMAND:
         if command.name is None or command.problems:
             sys.stderr.write(f"signet-bench-hook: {usage_error(command)}")
@@ -718,13 +624,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     import warnings
 
     warnings.simplefilter("ignore")  # stderr is Signet's alone
-    run = run_hook(args, read_stdin(), env=env, command=command)
-    for stream, data in ((sys.stdout, run.stdout), (sys.stderr, run.stderr)):
-        stream.buffer.write(data)
-        stream.flush()
-    save_record(run)
-    if run.start_resident:
-        _start_resident(command.config)
-    # End at once, as Signet's command ended: the interpreter's teardown (onnxruntime's
-    # included) would add tens of milliseconds to every session start and print nothing.
-    os._exit(exit_like(run.code))
+    _finish_run(run_hook(args, read_stdin(), env=env, command=command), command.config)
+    return 0  # not reached

@@ -2,15 +2,17 @@
 from an environment variable), the command and Signet's arguments after it. Standard library
 only, and neither `dataclasses` nor `typing` at run time: this runs on every session start.
 
-Commands: `session-start ARGS...` (Signet's hook with the scorer's order), `serve` (the
+Commands: `session-start ARGS...` (Signet's hook with the scorer's order),
+`user-prompt-submit ARGS...` (Signet's prompt hook with the scorer's memories for the prompt
+added, `signet_scorer.hook.prompt`), `serve` (the
 resident scorer in the foreground), `start` (the resident, detached), `stop`, `status` and
 `doctor` (what the hook would use and whether it serves, `signet_scorer.hook.doctor`).
 
 Reading never fails (`read_command`): a setting that cannot be used (an unknown option, an
 option without its value, a value out of range, a path that is not there, a `--signet` that
-cannot run) is a `Problem`, and the configuration holds the default in its place. For
-`session-start` any problem means Signet runs exactly as the harness asked, its output
-unchanged, and the problem is recorded (`signet_scorer.hook.cli`); only without a `session-start`
+cannot run) is a `Problem`, and the configuration holds the default in its place. For a
+hook command (`HOOK_COMMANDS`) any problem means Signet runs exactly as the harness asked, its
+output unchanged, and the problem is recorded (`signet_scorer.hook.cli`); only without a hook
 command is a problem the wrapper's own usage error (`parse_command`).
 """
 
@@ -45,11 +47,14 @@ __all__ = [
     "DEFAULT_DB",
     "DEFAULT_IDLE_S",
     "DEFAULT_LIMIT",
+    "DEFAULT_MAX_CHARS",
     "DEFAULT_SIGNET",
+    "HOOK_COMMANDS",
     "OPTIONS",
     "RESIDENT_MODES",
     "SESSION_START",
     "USAGE",
+    "USER_PROMPT_SUBMIT",
     "Command",
     "HookConfig",
     "Problem",
@@ -64,22 +69,30 @@ __all__ = [
 ]
 
 SESSION_START = "session-start"
+USER_PROMPT_SUBMIT = "user-prompt-submit"
+HOOK_COMMANDS = (SESSION_START, USER_PROMPT_SUBMIT)  # Signet's hooks the wrapper stands in for
 DOCTOR = "doctor"
-COMMANDS = (SESSION_START, "serve", "start", "stop", "status", DOCTOR)
+COMMANDS = (*HOOK_COMMANDS, "serve", "start", "stop", "status", DOCTOR)
 DEFAULT_DB = "~/.agents/memory/memories.db"  # without SIGNET_PATH (workbench.default_store)
 DEFAULT_SIGNET = "signet"  # on PATH
 DEFAULT_LIMIT = 50  # Signet's own recallLimit
+# What Signet 0.145.7 allows a prompt's inject: `hooks.userPromptSubmit.maxInjectChars`'s default
+# (`platform/daemon/src/hooks-config.ts`); the prompt hook's section is held to it.
+DEFAULT_MAX_CHARS = 500
 DEFAULT_BUDGET_MS = 5_000.0
 DEFAULT_IDLE_S = 1800.0  # the resident scorer exits after this long without a request
 RESIDENT_MODES = ("auto", "off")
 USAGE = (
     "usage: signet-bench-hook [--db PATH] [--workbench PATH] [--model PATH] [--signet PATH]\n"
     "                         [--limit K] [--max-tokens N] [--budget-ms MS] [--tz ZONE]\n"
-    "                         [--resident auto|off] [--idle-s S] COMMAND\n"
+    "                         [--max-chars N] [--resident auto|off] [--idle-s S] COMMAND\n"
     "       signet-bench-hook --version\n"
     "commands:\n"
     "  session-start ARGS...  Signet's `signet hook session-start ARGS` (same stdin) with the\n"
     "                         scorer's order\n"
+    "  user-prompt-submit ARGS...  Signet's `signet hook user-prompt-submit ARGS` (same\n"
+    "                         stdin) with the scorer's memories for the prompt added, at most\n"
+    "                         --max-chars characters (default 500, Signet's maxInjectChars)\n"
     "  serve                  the resident scorer, in the foreground\n"
     "  start                  the resident scorer, detached\n"
     "  stop                   stop the resident scorer\n"
@@ -96,6 +109,7 @@ OPTIONS = {
     "--limit": ("limit", "SIGNET_BENCH_LIMIT"),
     "--max-tokens": ("max_tokens", "SIGNET_BENCH_MAX_TOKENS"),
     "--budget-ms": ("budget_ms", "SIGNET_BENCH_BUDGET_MS"),
+    "--max-chars": ("max_chars", "SIGNET_BENCH_MAX_CHARS"),
     "--tz": ("tz", "SIGNET_BENCH_TZ"),
     "--resident": ("resident", "SIGNET_BENCH_RESIDENT"),
     "--idle-s": ("idle_s", "SIGNET_BENCH_IDLE_S"),
@@ -119,6 +133,7 @@ if TYPE_CHECKING:  # the fields' types, for type checkers (`typing` stays unload
         tz: str | None
         resident: str
         idle_s: float
+        max_chars: int
 
     class _Problem(NamedTuple):
         setting: str
@@ -133,7 +148,8 @@ if TYPE_CHECKING:  # the fields' types, for type checkers (`typing` stays unload
         problems: list[Problem]
 else:
     _HookConfig = namedtuple(
-        "HookConfig", "db workbench model signet limit max_tokens budget_ms tz resident idle_s"
+        "HookConfig",
+        "db workbench model signet limit max_tokens budget_ms tz resident idle_s max_chars",
     )
     _Problem = namedtuple("Problem", "setting source value why")
     _Command = namedtuple("Command", "config name args problems")
@@ -143,8 +159,8 @@ class HookConfig(_HookConfig):
     """Where the store (`db`), `workbench`, `model` and `signet` are, the wrapper's limits
     (`limit`: K, the memories it injects at most; `max_tokens`: their estimated tokens at most,
     None: no cap; `budget_ms`: its time), the user's `tz` (None: the machine's, see `zone`), whether to use
-    the resident scorer (`resident`: auto or off) and how long it waits for a request before
-    it exits (`idle_s`)."""
+    the resident scorer (`resident`: auto or off), how long it waits for a request before
+    it exits (`idle_s`) and the characters a prompt's section may take (`max_chars`)."""
 
     __slots__ = ()
 
@@ -218,16 +234,17 @@ def scan_argv(
     argv: Sequence[str],
 ) -> tuple[dict[str, tuple[str, str, str]], str | None, list[str], list[Problem]]:
     """The options given before the command (field -> (option, source, text)), the command,
-    the arguments after it and the problems met. The first `session-start` is the command
-    wherever it stands (what is before it is the wrapper's, right or wrong); another command
-    counts only when no `session-start` follows. A command's name is never an option's
-    value: an option right before one has no value."""
+    the arguments after it and the problems met. The first hook command (`HOOK_COMMANDS`) is
+    the command wherever it stands (what is before it is the wrapper's, right or wrong);
+    another command counts only when no hook command follows. A command's name is never an
+    option's value: an option right before one has no value."""
     given: dict[str, tuple[str, str, str]] = {}
     problems: list[Problem] = []
     i = 0
     while i < len(argv):
         token = argv[i]
-        if token == SESSION_START or (token in COMMANDS and SESSION_START not in argv[i:]):
+        hook_later = any(h in argv[i:] for h in HOOK_COMMANDS)
+        if token in HOOK_COMMANDS or (token in COMMANDS and not hook_later):
             return given, token, list(argv[i + 1 :]), problems
         name, eq, text = token.partition("=")
         i += 1
@@ -344,7 +361,7 @@ class _Reader:
 
 def _config(read: _Reader, check_paths: bool) -> HookConfig:
     """The configuration (`check_paths`: the store, workbench and model given must be there,
-    and the `signet` given runnable, as a session start needs them)."""
+    and the `signet` given runnable, as a hook command needs them)."""
     as_file = _file if check_paths else _path
     db = read.get("db", as_file, None) or default_store(read.env)
     workbench = read.get("workbench", _workbench if check_paths else _path, None)
@@ -367,15 +384,16 @@ def _config(read: _Reader, check_paths: bool) -> HookConfig:
         tz=read.get("tz", _zone, None),
         resident=read.get("resident", _resident, RESIDENT_MODES[0]),
         idle_s=read.get("idle_s", lambda t: _number(t, float, 0, above=True), DEFAULT_IDLE_S),
+        max_chars=read.get("max_chars", lambda t: _number(t, int, 1), DEFAULT_MAX_CHARS),
     )
 
 
 def read_command(argv: Sequence[str], env: Mapping[str, str]) -> Command:
     """The wrapper's invocation: never fails; what cannot be used is listed in `problems`
-    (module docstring). For `session-start` the paths given are checked as well."""
+    (module docstring). For a hook command the paths given are checked as well."""
     given, name, args, problems = scan_argv(argv)
-    config = _config(_Reader(given, env, problems), check_paths=name == SESSION_START)
-    if name is not None and name != SESSION_START and args:
+    config = _config(_Reader(given, env, problems), check_paths=name in HOOK_COMMANDS)
+    if name is not None and name not in HOOK_COMMANDS and args:
         problems.append(
             Problem(
                 name, _COMMAND_LINE, " ".join(args), "takes no arguments (options go before it)"
@@ -389,12 +407,12 @@ def usage_error(command: Command) -> str:
     command of its own), its usage last."""
     lines = [str(p) for p in command.problems]
     if command.name is None:
-        lines.append(f"missing the command: {SESSION_START}")
+        lines.append(f"missing the command: {' or '.join(HOOK_COMMANDS)}")
     return "\n".join(lines) + "\n" + USAGE
 
 
 def parse_command(argv: Sequence[str], env: Mapping[str, str]) -> tuple[HookConfig, str, list[str]]:
-    """The wrapper's options, the command and, for `session-start`, Signet's arguments; a
+    """The wrapper's options, the command and, for a hook command, Signet's arguments; a
     UsageError naming every problem (`read_command` is the lenient reading)."""
     command = read_command(argv, env)
     if command.name is None or command.problems:

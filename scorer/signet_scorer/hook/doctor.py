@@ -32,6 +32,7 @@ from signet_scorer.hook.config import (
     DOCTOR,
     OPTIONS,
     SESSION_START,
+    USER_PROMPT_SUBMIT,
     HookConfig,
     read_command,
     scan_argv,
@@ -67,6 +68,7 @@ _NAMES = {
     "tz": "time zone",
     "resident": "resident",
     "idle_s": "idle",
+    "max_chars": "prompt chars",
 }
 _TIME = "REPLACE(REPLACE({}, 'T', ' '), 'Z', '')"  # both of Signet's time formats, as text
 
@@ -304,12 +306,15 @@ def last_invocations(log: Path, n: int = LAST_INVOCATIONS) -> list[dict[str, Any
     )
     con = sqlite3.connect(log.resolve().as_uri() + "?mode=ro", uri=True, timeout=1.0)
     try:
+        has_hook = any(r[1] == "hook" for r in con.execute("PRAGMA table_info(hook_invocations)"))
+        hook = "COALESCE(hook, 'session-start')" if has_hook else "'session-start'"
         rows = con.execute(
-            f"SELECT {', '.join(cols)} FROM hook_invocations ORDER BY id DESC LIMIT ?", [n]
+            f"SELECT {', '.join(cols)}, {hook} FROM hook_invocations ORDER BY id DESC LIMIT ?",
+            [n],
         ).fetchall()
     finally:
         con.close()
-    return [dict(zip(cols, r, strict=True)) for r in rows]
+    return [dict(zip((*cols, "hook"), r, strict=True)) for r in rows]
 
 
 def _check_log(cfg: HookConfig) -> dict[str, Any]:
@@ -415,7 +420,10 @@ def _verdict(report: dict[str, Any], cfg: HookConfig) -> tuple[bool, str]:
             "the scorer is ready: no session start has come through signet-bench-hook "
             "with these settings yet (install it in the harness's hook settings)"
         )
-    last = invocations[0]
+    starts = [i for i in invocations if i.get("hook", SESSION_START) == SESSION_START]
+    if not starts:
+        return True, "the scorer is ready: the log's last invocations are prompts only"
+    last = starts[0]
     if last["outcome"] != "scorer":
         return True, (
             f"the scorer is ready, but the last session start ({last['at']}) kept "
@@ -519,15 +527,17 @@ def _resident_line(r: Mapping[str, Any], has_model: bool) -> str:
 def _invocation_line(inv: Mapping[str, Any]) -> str:
     who = " ".join(str(inv[k]) for k in ("harness", "project") if inv.get(k))
     key = inv["session_key"] or "(no session key)"
+    prompt = inv.get("hook") == USER_PROMPT_SUBMIT
     if inv["outcome"] == "scorer":
         what = (
-            f"served: the scorer's order, {inv['injected']} of {inv['pool']} memories "
+            f"served: the scorer's {'memories for the prompt' if prompt else 'order'}, "
+            f"{inv['injected']} of {inv['pool']} memories "
             f"(model {inv['model_version'] or 'unversioned'})"
         )
     else:
         what = f"failed open (Signet's output): {inv['reason']}"
     ms = "" if inv["duration_ms"] is None else f", {inv['duration_ms']:.0f} ms"
-    return f"  {inv['at']}  {key}  {who}: {what}{ms}"
+    return f"  {inv['at']}  {key}  {who}{' prompt' if prompt else ''}: {what}{ms}"
 
 
 def _value(field: str, row: Mapping[str, Any]) -> str:
@@ -579,9 +589,9 @@ def render(report: Mapping[str, Any]) -> str:
     if log.get("problem"):
         lines.append(f"{'log:':<11}{log['problem']}")
     elif invs:
-        lines.append(
-            f"{'log:':<11}{log['path']}: the last {len(invs)} session starts, newest first"
-        )
+        kinds = {i.get("hook", SESSION_START) for i in invs}
+        what = "session starts" if kinds == {SESSION_START} else "invocations (prompts marked)"
+        lines.append(f"{'log:':<11}{log['path']}: the last {len(invs)} {what}, newest first")
         lines += [_invocation_line(i) for i in invs]
     elif not log["folder_exists"]:
         lines.append(

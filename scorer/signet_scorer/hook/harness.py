@@ -31,14 +31,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OUTPUTS",
+    "PROMPT_OPTIONS",
     "HookInput",
     "Invocation",
+    "PromptInput",
     "Unusable",
     "answer_output",
+    "codex_output",
     "empty_output",
     "hook_input",
     "is_text",
     "parse_invocation",
+    "prompt_input",
 ]
 
 OUTPUTS = ("plain", "codex", "json")
@@ -49,6 +53,8 @@ _VALUE_OPTIONS = {
     "--agent-id": "agent_id",
     "--context": "context",
 }
+# `signet hook user-prompt-submit` takes neither `--agent-id` nor `--context`.
+PROMPT_OPTIONS = {"-H": "harness", "--harness": "harness", "--project": "project"}
 _FLAGS = {"--json": "json", "--codex-json": "codex"}
 _SESSION_KEYS = ("session_key", "sessionKey", "session_id", "sessionId")
 _PARENT_KEYS = (
@@ -90,20 +96,23 @@ class Invocation(_Invocation):
     __slots__ = ()
 
 
-def _option(token: str) -> tuple[str, str | None] | None:
+def _option(token: str, table: Mapping[str, str]) -> tuple[str, str | None] | None:
     """(option, inline value) of a value option token (`--project=x`, `-Hx`), else None."""
     name, eq, value = token.partition("=")
-    if name in _VALUE_OPTIONS and name.startswith("--"):
+    if name in table and name.startswith("--"):
         return name, value if eq else None
     if token.startswith("-H") and not token.startswith("--"):
         return "-H", token[2:] or None
     return None
 
 
-def parse_invocation(args: Sequence[str]) -> Invocation | None:
-    """The harness's arguments for `signet hook session-start`, or None when they hold
-    anything the CLI's option table does not (an unknown option, a positional argument, a
-    missing value, no harness): such a call is passed to Signet untouched."""
+def parse_invocation(
+    args: Sequence[str], table: Mapping[str, str] = _VALUE_OPTIONS
+) -> Invocation | None:
+    """The harness's arguments for `signet hook session-start` (`table`: its value options;
+    `PROMPT_OPTIONS` for `user-prompt-submit`), or None when they hold anything the CLI's
+    option table does not (an unknown option, a positional argument, a missing value, no
+    harness): such a call is passed to Signet untouched."""
     options: dict[str, str] = {}
     flags: set[str] = set()
     kept: list[str] = []
@@ -116,7 +125,7 @@ def parse_invocation(args: Sequence[str]) -> Invocation | None:
                 kept.append(token)
             i += 1
             continue
-        found = _option(token)
+        found = _option(token, table)
         if found is None:
             return None
         name, value = found
@@ -129,7 +138,7 @@ def parse_invocation(args: Sequence[str]) -> Invocation | None:
         else:
             kept.append(token)
             i += 1
-        options[_VALUE_OPTIONS[name]] = value
+        options[table[name]] = value
     if "harness" not in options:
         return None
     output = "codex" if "codex" in flags else "json" if "json" in flags else "plain"
@@ -200,6 +209,56 @@ def hook_input(data: bytes | None, inv: Invocation) -> HookInput:
     )
 
 
+if TYPE_CHECKING:
+
+    class _PromptInput(NamedTuple):
+        parsed: dict[str, Any] | None
+        malformed: bool
+        session_key: str
+        project: str
+        agent_id: str
+        prompt: str
+else:
+    _PromptInput = namedtuple("PromptInput", "parsed malformed session_key project agent_id prompt")
+
+
+class PromptInput(_PromptInput):
+    """What `signet hook user-prompt-submit` reads from the harness's stdin and its daemon
+    makes of it: `HookInput`'s fields and the user's `prompt` (trimmed; "" when none)."""
+
+    __slots__ = ()
+
+
+def prompt_input(data: bytes | None, inv: Invocation) -> PromptInput:
+    """The stdin as the CLI takes it (`buildUserPromptSubmitBody`) and the daemon resolves
+    it: the prompt is `user_message`/`userMessage`, else `prompt`/`user_prompt`/`userPrompt`;
+    the agent is named by `signet_agent_id`/`signetAgentId`/`agentId` (or `agent_id` when it is
+    not Claude Code's own), else by an `agent:<id>:...` session key, else "default"."""
+    base = hook_input(data, inv)
+    b = base.parsed or {}
+    native = _pick(b.get("agent_id")) if inv.options["harness"] == "claude-code" else ""
+    agent = _pick(
+        b.get("signet_agent_id"),
+        b.get("signetAgentId"),
+        b.get("agentId"),
+        "" if native else b.get("agent_id"),
+    )
+    agent = js_trim(agent)
+    parts = base.session_key.split(":")
+    if not agent and parts[0] == "agent" and len(parts) > 1 and js_trim(parts[1]):
+        agent = js_trim(parts[1])
+    prompt = _pick(b.get("prompt"), b.get("user_prompt"), b.get("userPrompt"))
+    message = _pick(b.get("user_message"), b.get("userMessage"), prompt)
+    return PromptInput(
+        parsed=base.parsed,
+        malformed=base.malformed,
+        session_key=base.session_key,
+        project=base.project,
+        agent_id=agent or "default",
+        prompt=js_trim(message) or js_trim(prompt),
+    )
+
+
 def _has_parent(body: Mapping[str, Any]) -> bool:
     return bool(_pick(*(body.get(k) for k in _PARENT_KEYS)))
 
@@ -207,9 +266,11 @@ def _has_parent(body: Mapping[str, Any]) -> bool:
 # --- output -------------------------------------------------------------------------------------
 
 
-def _codex(context: str | None) -> bytes:
+def codex_output(context: str | None, event: str = "SessionStart") -> bytes:
+    """The CLI's Codex envelope for `event` (`buildCodexHookOutput`): compact, the trimmed
+    context as `additionalContext`, left out when empty."""
     trimmed = js_trim(context) if context is not None else ""
-    inner: dict[str, Any] = {"hookEventName": "SessionStart"}
+    inner: dict[str, Any] = {"hookEventName": event}
     if trimmed:
         inner["additionalContext"] = trimmed
     body = {"continue": True, "suppressOutput": True, "hookSpecificOutput": inner}
@@ -218,7 +279,7 @@ def _codex(context: str | None) -> bytes:
 
 def empty_output(output: str) -> bytes:
     """What the CLI prints when its `--json` call printed nothing (no daemon, no identity)."""
-    return _codex(None) if output == "codex" else b""
+    return codex_output(None) if output == "codex" else b""
 
 
 def _truthy(value: Any) -> bool:
@@ -250,5 +311,5 @@ def answer_output(output: str, answer: Any) -> bytes:
         return utf8(stringify(answer, 2)) + b"\n"
     inject = _inject(answer)
     if output == "codex":
-        return _codex(inject)
+        return codex_output(inject)
     return utf8(inject) + b"\n" if inject else b""

@@ -39,6 +39,7 @@ from signet_scorer.contract import CONTEXT_TOP
 from signet_scorer.features import CandidateInfo, SessionInfo, candidate_features
 from signet_scorer.hook.store import (
     PoolRow,
+    StoreMemories,
     previous_session,
     read_embeddings,
     read_memories,
@@ -64,6 +65,8 @@ __all__ = [
     "RankError",
     "Ranking",
     "SessionBasis",
+    "candidate_info",
+    "graph_columns",
     "rerank",
     "session_basis",
     "session_query",
@@ -132,7 +135,7 @@ def _pool(recorded: Sequence[PoolRow], answer_ids: Sequence[str]) -> list[str]:
     return ids + [m for m in answer_ids if m not in seen]
 
 
-def _graph(
+def graph_columns(
     con: sqlite3.Connection, ids: Sequence[str], recorded: Sequence[PoolRow], agent_id: str
 ) -> GraphColumns:
     """The knowledge-graph columns of `ids`: the recorded rows' when any carries a slot (a
@@ -150,6 +153,24 @@ def _graph(
     if recorded_structure(rec.entity_slot, rec.aspect_slot):
         return rec
     return session_columns(rec, ids, read_structure(con, ids, agent_id=agent_id))
+
+
+def candidate_info(
+    mem: StoreMemories, emb: Sequence[np.ndarray | None], graph: GraphColumns
+) -> CandidateInfo:
+    """The feature inputs of a pool: its store rows, which have an embedding, its graph."""
+    return CandidateInfo(
+        created_at=mem.created_at,
+        importance=mem.importance,
+        access_count=mem.access_count,
+        has_embedding=np.array([v is not None for v in emb], dtype=bool),
+        superseded_at=np.where(mem.superseded, 0.0, np.nan),  # recorded by now: before start
+        entity_slot=graph.entity_slot,
+        aspect_slot=graph.aspect_slot,
+        is_constraint=mem.is_constraint | graph.is_constraint,
+        structural_density=graph.structural_density,
+        is_traversal=graph.is_traversal,
+    )
 
 
 def session_query(
@@ -176,20 +197,9 @@ def session_query(
     ctx = context_embedding(np.array(used).reshape(-1, dim), np.array(top).reshape(-1, dim))
     if ctx.vector is None:
         raise RankError("no context: no memory of the pool or the previous session is embedded")
-    graph = _graph(con, ids, recorded, session.agent_id)
+    graph = graph_columns(con, ids, recorded, session.agent_id)
     track = read_track_record(con, ids, session.now, agent_id=session.agent_id, history=basis.track)
-    info = CandidateInfo(
-        created_at=mem.created_at,
-        importance=mem.importance,
-        access_count=mem.access_count,
-        has_embedding=np.array([v is not None for v in emb]),
-        superseded_at=np.where(mem.superseded, 0.0, np.nan),  # recorded by now: before start
-        entity_slot=graph.entity_slot,
-        aspect_slot=graph.aspect_slot,
-        is_constraint=mem.is_constraint | graph.is_constraint,
-        structural_density=graph.structural_density,
-        is_traversal=graph.is_traversal,
-    )
+    info = candidate_info(mem, emb, graph)
     vectors = [v for v in emb if v is not None]
     prev_start = None if basis.prev_start is None else datetime.fromtimestamp(basis.prev_start, UTC)
     feats = candidate_features(info, SessionInfo(session.now, session.tz, project, prev_start))

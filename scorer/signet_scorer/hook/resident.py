@@ -125,6 +125,8 @@ class Resident:
             return self._prepare(request, conn)
         if request is not None and op == "rerank":
             return self._rerank(request, conn)
+        if request is not None and op == "prompt":
+            return self._prompt(request, conn)
         if op == "status":
             return self.status()
         return {"ok": False, "error": f"ValueError: unknown request {str(op)[:40]!r}"}
@@ -173,6 +175,32 @@ class Resident:
             "pool": int(r.pool),
             "context_rule": r.context_rule,
         }
+
+    def _prompt(self, msg: dict[str, Any], conn: _Connection) -> dict[str, Any]:
+        """A user's prompt ranked as the hook ranks it in-process (`prompt_rank.rank_prompt`),
+        on the store opened read-only for this request."""
+        if msg.get("protocol") != PROTOCOL or msg.get("code") != self.code:
+            conn.stale = True  # stops once the hook has its answer
+            return {"stale": True}
+        from signet_scorer.hook.opening import failure_text, open_store_for
+        from signet_scorer.hook.prompt_rank import prompt_ask, rank_prompt, ranking_reply
+
+        con = None
+        try:
+            ask = prompt_ask(msg)
+            scorer, why = self.models.get(Path(msg["model"]))
+            if scorer is None:
+                return {"ok": False, "reason": why or "no model"}
+            con, why = open_store_for(Path(msg["db"]), float(msg["timeout_s"]))
+            if why is not None:
+                return {"ok": False, "reason": why}
+            reply = ranking_reply(rank_prompt(con, scorer, ask))
+        except Exception as exc:  # noqa: BLE001 - reported as the hook reports it in-process
+            return {"ok": False, "reason": f"ranking failed: {failure_text(exc)}"}
+        finally:
+            if con is not None:
+                con.close()
+        return {"ok": True, "model_version": scorer.info.model_version, **reply}
 
     def status(self) -> dict[str, Any]:
         with self._state:

@@ -19,6 +19,11 @@ One connection per session start; each request is a line of JSON and gets one li
 - `rerank` (`ids`, `limit`): the ranking of `signet_scorer.hook.rank.rerank` for the prepared
   session, `{"ok": true, "order", "scores", "pool", "context_rule"}`, or `{"ok": false,
   "error"}` (what it raised, as the in-process hook reports it);
+- `prompt` (`protocol`, `code`, `db`, `model`, `timeout_s`, `session`, `prompt`, `recalled`,
+  `exclude`, `limit`), for a user's prompt: the ranking of
+  `signet_scorer.hook.prompt_rank.rank_prompt`, `{"ok": true, "model_version", "memories":
+  [[id, content, created_at, score, pool_rank], ...], "pool", "context_rule"}`, or `{"ok":
+  false, "reason"}` (why not: the hook keeps Signet's output), or `{"stale": true}`;
 - `status`: the resident's pid, uptime, idle timeout, requests and models.
 
 Whatever else happens (no socket, a refused connection, no answer within the timeout, a reply
@@ -229,8 +234,39 @@ class ResidentLink:
             raise Unavailable("the resident's ranking is not this protocol's")
         return ranking
 
+    def prompt(self, ask: dict[str, Any], timeout_s: float) -> tuple[Any, str | None]:
+        """(the ranking's reply, None) for a prompt (`ask`: the `prompt` request's fields but
+        the protocol's), or (None, why not); Unavailable when it is stale or not answering."""
+        message = {"op": "prompt", "protocol": PROTOCOL, "code": code_fingerprint(), **ask}
+        reply = self.ask(message, timeout_s)
+        if reply.get("stale") is True:
+            raise Unavailable("the resident runs other code than this hook; it stops")
+        if reply.get("ok") is False and isinstance(reply.get("reason"), str):
+            return None, reply["reason"]
+        if reply.get("ok") is True and _prompt_reply(reply, int(ask["limit"])):
+            return reply, None
+        raise Unavailable("the resident's prompt reply is not this protocol's")
+
     def close(self) -> None:
         self.sock.close()
+
+
+def _prompt_reply(reply: dict[str, Any], limit: int) -> bool:
+    """Whether a prompt reply reads as the protocol's: at most `limit` memories, each [id,
+    content, created_at, score, pool_rank], a pool at least as large, a rule and a version."""
+    mems, pool = js_list(reply.get("memories")), reply.get("pool")
+    if mems is None or len(mems) > limit or type(pool) is not int or pool < len(mems):
+        return False
+    kinds = (str, str, str, float, int)
+    for m in mems:
+        row = js_list(m)
+        if (
+            row is None
+            or len(row) != 5
+            or any(type(v) is not k for v, k in zip(row, kinds, strict=True))
+        ):
+            return False
+    return isinstance(reply.get("context_rule"), str) and _text_or_none(reply.get("model_version"))
 
 
 def _text_or_none(value: object) -> bool:

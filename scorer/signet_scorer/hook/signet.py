@@ -24,7 +24,7 @@ else:
 
 __all__ = ["SignetCall", "SignetResult", "SignetRunner", "finished", "start_signet"]
 
-SUBCOMMAND = ("hook", "session-start")
+HOOK = "hook"  # Signet's command group; the hook's name follows it
 NOT_FOUND = 127  # what a shell exits with for a command it cannot find
 NOT_RUNNABLE = 126  # ... and for one it cannot run
 
@@ -55,7 +55,7 @@ class SignetCall:
         return self._result
 
 
-# How the wrapper reaches Signet: (Signet's arguments after `hook session-start`, stdin) -> a
+# How the wrapper reaches Signet: (Signet's arguments after `hook <name>`, stdin) -> a
 # started call. `start_signet` runs the binary; an in-process caller may give its own.
 SignetRunner = Callable[[Sequence[str], bytes], SignetCall]
 
@@ -66,15 +66,15 @@ def finished(result: SignetResult, failure: str | None = None) -> SignetCall:
 
 
 def start_signet(
-    binary: str, env: Mapping[str, str] | None = None
+    binary: str, env: Mapping[str, str] | None = None, hook: str = "session-start"
 ) -> Callable[[Sequence[str], bytes], SignetCall]:
-    """A runner of `<binary> hook session-start ARGS` with the given stdin (environment: ours,
+    """A runner of `<binary> hook <hook> ARGS` with the given stdin (environment: ours,
     unless `env`). A binary that cannot be started ends with a shell's exit code for it, 127
     (not found) or 126, and prints nothing: a shell's own message differs from shell to shell,
     and the wrapper prints none of its own; the call's `failure` says why."""
 
     def runner(args: Sequence[str], stdin: bytes) -> SignetCall:
-        argv = [binary, *SUBCOMMAND, *args]
+        argv = [binary, HOOK, hook, *args]
         try:
             proc = subprocess.Popen(
                 argv,

@@ -1,0 +1,238 @@
+"""Rank the store's memories for a user's prompt with the scorer: the prompt hook's ranking, in
+the hook's own process or its resident scorer alike (`signet_scorer.hook.prompt`).
+
+- **Candidates**, read-only, only memories Signet would show the agent
+  (`signet_scorer.hook.access`), none the session already injected: the memories the daemon's
+  recall returned for the prompt (`/api/memory/recall`, its hybrid of the prompt's embedding
+  and keywords; the hook asks it), in its order, then the prompt's terms through FTS5
+  (`memories_fts`, BM25 order), at most `POOL` in all. Without the daemon's recall the pool is
+  lexical only; `context_rule` says which (`fts+recall` or `fts`).
+- **Context**: the unit mean of the embeddings of the pool's first 10 embedded memories (the
+  best matches of the prompt stand for it: the scorer has no embedder of its own).
+- **Query**: the prompt's terms (the lexical signal) and its capitalised words (entities).
+- **Features**: now, in the user's time zone; the knowledge-graph columns from the store's
+  graph; each candidate's track record in the agent's judged sessions, as at session start.
+
+Imports numpy and the serving modules; the scorer (onnxruntime) is given by the caller.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from signet_scorer.context import context_embedding
+from signet_scorer.contract import CONTEXT_TOP
+from signet_scorer.features import SessionInfo, candidate_features
+from signet_scorer.hook.access import agent_scope, visible_clause
+from signet_scorer.hook.rank import HookSession, RankError, candidate_info, graph_columns
+from signet_scorer.hook.store import read_embeddings, read_memories
+from signet_scorer.query import ScoreQuery
+from signet_scorer.signals import query_entities
+from signet_scorer.tokenize import project_slot
+from signet_scorer.track_record import read_track_record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from signet_scorer.scorer import Scorer
+
+__all__ = [
+    "POOL",
+    "PromptAsk",
+    "PromptRanking",
+    "prompt_ask",
+    "prompt_candidates",
+    "prompt_terms",
+    "rank_prompt",
+    "ranking_reply",
+]
+
+POOL = 100  # candidates scored at most (Signet's session-start candidatePoolLimit)
+MAX_TERMS = 24
+_TERM = re.compile(r"[a-z0-9][a-z0-9_\-]{2,}")
+_STOP_WORDS = (
+    "the and for are but not you all any can had her was one our out has him his how its may "
+    "new now old see two way who did get let say she too use that with have this will your "
+    "from they been were what when which their there would could should about into than then "
+    "them these those also just like some more most such only over very make does done here "
+    "please want need help tell show give"
+)
+_STOP = frozenset(_STOP_WORDS.split())
+
+
+@dataclass(frozen=True, slots=True)
+class PromptAsk:
+    """One prompt to rank for: the session, the prompt, the memories the daemon's recall
+    returned for it best first (None: recall was not reached), the memories the session already
+    injected and how many to return at most."""
+
+    session: HookSession
+    prompt: str
+    recalled: tuple[str, ...] | None
+    exclude: frozenset[str]
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class PromptRanking:
+    """The memories to offer, best first (`ids`, `contents`, `created_at` as the store has it,
+    the scorer's `scores`), their positions in the candidate pool before scoring (1-based:
+    `pool_ranks`), the pool's size and the rule of its sources and context."""
+
+    ids: tuple[str, ...]
+    contents: tuple[str, ...]
+    created_at: tuple[str, ...]
+    scores: tuple[float, ...]
+    pool_ranks: tuple[int, ...]
+    pool: int
+    context_rule: str
+
+
+def prompt_ask(request: dict[str, Any]) -> PromptAsk:
+    """The prompt of a `prompt` request (`signet_scorer.hook.resident_link`): its `session`
+    (`HookSession`'s fields, `now` in ISO 8601), `prompt`, `recalled` (a list or null),
+    `exclude` and `limit`."""
+    session = dict(request["session"])
+    session["now"] = datetime.fromisoformat(session["now"])
+    recalled = request.get("recalled")
+    return PromptAsk(
+        session=HookSession(**session),
+        prompt=str(request["prompt"]),
+        recalled=None if recalled is None else tuple(str(m) for m in recalled),
+        exclude=frozenset(str(m) for m in request.get("exclude") or ()),
+        limit=int(request["limit"]),
+    )
+
+
+def ranking_reply(ranking: PromptRanking) -> dict[str, Any]:
+    """A ranking as the `prompt` request's reply carries it (without `ok` and the version)."""
+    rows = zip(
+        ranking.ids,
+        ranking.contents,
+        ranking.created_at,
+        ranking.scores,
+        ranking.pool_ranks,
+        strict=True,
+    )
+    return {
+        "memories": [[m, c, t, float(s), int(r)] for m, c, t, s, r in rows],
+        "pool": ranking.pool,
+        "context_rule": ranking.context_rule,
+    }
+
+
+def prompt_terms(prompt: str) -> list[str]:
+    """The prompt's search terms: lowercased runs of >= 3 letters, digits, `_` or `-` that are
+    not common words, first seen first, at most `MAX_TERMS`."""
+    found = (t.strip("-_") for t in _TERM.findall(prompt.lower()))
+    return list(dict.fromkeys(t for t in found if len(t) >= 3 and t not in _STOP))[:MAX_TERMS]
+
+
+def _fts(
+    con: sqlite3.Connection, terms: Sequence[str], where: str, args: list[object]
+) -> list[str]:
+    """The visible memories matching any term, best BM25 first (none: no FTS table)."""
+    if not terms:
+        return []
+    match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    sql = (
+        "SELECT m.id FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
+        f"WHERE memories_fts MATCH ? AND {where} ORDER BY f.rank LIMIT {POOL}"
+    )
+    try:
+        return [str(r[0]) for r in con.execute(sql, [match, *args])]
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
+
+
+def _visible(
+    con: sqlite3.Connection, ids: Sequence[str], where: str, args: list[object]
+) -> set[str]:
+    if not ids:
+        return set()
+    sql = f"SELECT m.id FROM memories m WHERE m.id IN ({','.join('?' * len(ids))}) AND {where}"
+    return {str(r[0]) for r in con.execute(sql, [*ids, *args])}
+
+
+def prompt_candidates(con: sqlite3.Connection, ask: PromptAsk) -> list[str]:
+    """The pool (module docstring): recalled memories first, then FTS hits, only those the
+    agent may be shown and the session has not injected, at most `POOL`."""
+    where, args = visible_clause(con, agent_scope(con, ask.session.agent_id))
+    recalled = list(dict.fromkeys(ask.recalled or ()))
+    shown = _visible(con, recalled, where, args)
+    pool = [m for m in recalled if m in shown]
+    pool += _fts(con, prompt_terms(ask.prompt), where, args)
+    return [m for m in dict.fromkeys(pool) if m not in ask.exclude][:POOL]
+
+
+def _query(con: sqlite3.Connection, ask: PromptAsk, ids: list[str], dim: int, slots: int):
+    """The score query of the pool and its context's rule."""
+    session = ask.session
+    mem = read_memories(con, ids, session.project)
+    vectors = read_embeddings(con, ids, dim)
+    emb = [vectors.get(m) for m in ids]
+    top = [v for v in emb if v is not None][:CONTEXT_TOP]
+    ctx = context_embedding(np.zeros((0, dim)), np.array(top).reshape(-1, dim))
+    if ctx.vector is None:
+        raise RankError("no context: no memory of the prompt's candidates is embedded")
+    graph = graph_columns(con, ids, [], session.agent_id)
+    track = read_track_record(con, ids, session.now, agent_id=session.agent_id)
+    info = SessionInfo(session.now, session.tz, session.project or None, None)
+    embedded = [v for v in emb if v is not None]
+    query = ScoreQuery(
+        context_embedding=ctx.vector,
+        candidate_ids=ids,
+        candidate_embeddings=np.stack(embedded) if len(embedded) == len(emb) else emb,
+        candidate_texts=mem.contents,
+        candidate_features=candidate_features(candidate_info(mem, emb, graph), info),
+        project_slot=project_slot(session.project or None, slots),
+        query_terms=prompt_terms(ask.prompt),
+        query_entities=query_entities(ask.prompt) or None,
+        candidate_sources=None if all(s is None for s in mem.sources) else mem.sources,
+        candidate_track_record=track.values,
+    )
+    return query, ctx.rule
+
+
+def rank_prompt(con: sqlite3.Connection, scorer: Scorer, ask: PromptAsk) -> PromptRanking:
+    """The pool's memories the scorer ranks highest for the prompt, at most `ask.limit`, best
+    first. Raises RankError (or a store error) when the prompt cannot be scored."""
+    info = scorer.info
+    if info is None:
+        raise RankError(scorer.reason or "no model")
+    if not ask.prompt:
+        raise RankError("the prompt is empty")
+    ids = prompt_candidates(con, ask)
+    source = "fts+recall" if ask.recalled is not None else "fts"
+    if not ids:
+        raise RankError(f"no memory the agent may be shown matches the prompt ({source})")
+    query, rule = _query(con, ask, ids, info.native_dim, info.project_slots)
+    result = scorer.score(query)
+    if result.scores is None:
+        raise RankError(f"the scorer failed: {result.reason}")
+    chosen = list(result.scores)[: ask.limit]
+    position = {m: i for i, m in enumerate(ids)}
+    rows = {
+        r[0]: (str(r[1]), str(r[2]))
+        for r in con.execute(
+            f"SELECT id, content, created_at FROM memories WHERE id IN ({','.join('?' * len(chosen))})",
+            [m for m, _ in chosen],
+        )
+    }
+    return PromptRanking(
+        ids=tuple(m for m, _ in chosen),
+        contents=tuple(rows[m][0] for m, _ in chosen),
+        created_at=tuple(rows[m][1] for m, _ in chosen),
+        scores=tuple(float(s) for _, s in chosen),
+        pool_ranks=tuple(position[m] + 1 for m, _ in chosen),
+        pool=len(ids),
+        context_rule=f"{source}; {rule}",
+    )
