@@ -187,3 +187,11 @@ def test_a_log_written_before_hooks_were_named_reads_as_session_start(tmp_path):
     assert read_hook_invocations(wb)["hook"].to_list() == [SESSION_START]
     record_invocation(log, {**_invocation("s2"), "hook": USER_PROMPT_SUBMIT}, _rows("s2", ["x"]))
     assert read_hook_invocations(wb)["hook"].to_list() == [SESSION_START, USER_PROMPT_SUBMIT]
+
+
+def test_a_prompt_row_that_breaks_the_log_s_rules_fails_loudly(tmp_path):
+    log = hook_log_path(tmp_path / "workbench.duckdb")
+    bad = [{**_rows("s1", ["a"])[0], "signet_rank": None}]
+    with pytest.raises(sqlite3.IntegrityError):  # only a memory already held is skipped
+        record_invocation(log, {**_invocation("s1"), "hook": USER_PROMPT_SUBMIT}, bad)
+    assert read_hook_invocations(tmp_path / "workbench.duckdb").height == 0  # rolled back

@@ -97,8 +97,13 @@ LOG_DDL = (
 _ADD_HOOK = "ALTER TABLE hook_invocations ADD COLUMN hook TEXT NOT NULL DEFAULT 'session-start'"
 
 
-def _insert(table: str, columns: Sequence[str], verb: str = "INSERT") -> str:
-    return f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+def _insert(table: str, columns: Sequence[str], tail: str = "") -> str:
+    marks = ", ".join("?" * len(columns))
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}){tail}"
+
+
+# a prompt's memory the session already holds is skipped; any other constraint still fails
+_SKIP_HELD = " ON CONFLICT (session_key, agent_id, memory_id) DO NOTHING"
 
 
 class InjectionLog:
@@ -151,11 +156,7 @@ class InjectionLog:
             prompt = hook == USER_PROMPT_SUBMIT
             if key and (prompt or seen is None):
                 con.executemany(
-                    _insert(
-                        "hook_injections",
-                        INJECTION_COLUMNS,
-                        "INSERT OR IGNORE" if prompt else "INSERT",
-                    ),
+                    _insert("hook_injections", INJECTION_COLUMNS, _SKIP_HELD if prompt else ""),
                     [
                         [{**r, "invocation_id": rid}.get(c) for c in INJECTION_COLUMNS]
                         for r in injections
