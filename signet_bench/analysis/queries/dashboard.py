@@ -15,7 +15,9 @@ the predictor's (simulated stores), else the model the workbench serves, scored 
 store's judged sessions (`served`). Where current Signet's session-start hook ran
 through the workbench's wrapper, its record beside the workbench (the store's when none is
 named) says what was injected: the label sources count it and the injections panel sets it
-beside Signet's choice.
+beside Signet's choice. What the user-prompt-submit wrapper (or the replayed loop) added at the
+prompts is in the same record: the panel sets each hook's injections, and how often the session
+used them, side by side (`hook_usage`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,14 @@ from signet_bench.analysis.queries import status as st
 from signet_bench.analysis.queries import training as t
 from signet_bench.analysis.queries.derived import derived_frames, served_sessions, store_line
 from signet_bench.analysis.queries.entities import FocalEntities, focal_entities
+from signet_bench.analysis.queries.hook_usage import (
+    BY_HOOK_SCHEMA,
+    INJECTION_SCHEMA,
+    PER_SESSION_SCHEMA,
+    injections_by_hook,
+    usage_by_hook,
+    usage_per_session,
+)
 from signet_bench.analysis.queries.injections import (
     HOOK_COLUMNS,
     injection_contrast,
@@ -103,12 +113,17 @@ class DashboardDetails:
     (`learn.samples.label_sources`), `focal` its sessions' focal entities, `injections`
     Signet's injections against the scorer's picks and the session-start wrapper's injections
     per session (`injections.injection_contrast`), `reordered` each memory the wrapper
-    injected with its rank and Signet's (`injections.served_ranks`)."""
+    injected with its rank and Signet's (`injections.served_ranks`), `hooks` each hook's
+    injections, session start's and the prompts', and whether they were used
+    (`hook_usage.injections_by_hook`)."""
 
     label_sources: pl.DataFrame
     focal: FocalEntities
     injections: pl.DataFrame
     reordered: pl.DataFrame = dataclasses.field(default_factory=pl.DataFrame)
+    hooks: pl.DataFrame = dataclasses.field(
+        default_factory=lambda: pl.DataFrame(schema=INJECTION_SCHEMA)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,11 +153,16 @@ class DashboardView:
 @dataclass(frozen=True, slots=True)
 class DetailsView:
     """The lower panels' frames for the sessions in view: per focal entity, per session
-    Signet's injections against the scorer's picks, and the wrapper's reordering."""
+    Signet's injections against the scorer's picks (with each hook's counts,
+    `hook_usage.PER_SESSION_SCHEMA`), the wrapper's reordering, and per hook its injections
+    and how often they were used (`hook_usage.usage_by_hook`)."""
 
     entities: pl.DataFrame
     injections: pl.DataFrame
     reordered: pl.DataFrame = dataclasses.field(default_factory=pl.DataFrame)
+    hooks: pl.DataFrame = dataclasses.field(
+        default_factory=lambda: pl.DataFrame(schema=BY_HOOK_SCHEMA)
+    )
 
 
 def model_available(workbench: Path | None) -> bool | None:
@@ -206,6 +226,7 @@ def load_details(
         focal=focal_entities(con),
         injections=injection_contrast(con, workbench=hook_wb),
         reordered=served_ranks(con, hook_wb),
+        hooks=injections_by_hook(con, hook_wb),
     )
 
 
@@ -231,13 +252,19 @@ def _runs_in(runs: pl.DataFrame, view: pl.DataFrame, sessions: pl.DataFrame) -> 
     return kept if hi is None else kept.filter(pl.col("created_at") < hi)
 
 
-def _injections_in(injections: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
-    """The injection contrast of the sessions in view, by session number."""
+def _injections_in(
+    injections: pl.DataFrame, sessions: pl.DataFrame, per_session: pl.DataFrame
+) -> pl.DataFrame:
+    """The injection contrast of the sessions in view, by session number, with each hook's
+    counts (`per_session`: `hook_usage.usage_per_session`; 0 where a session has none)."""
     if injections.height == 0:
         return injections
+    counts = [c for c in PER_SESSION_SCHEMA if c != "session_key"]
     return (
         sessions.select("n", "session_key", "project")
         .join(injections, on="session_key")
+        .join(per_session, on="session_key", how="left")
+        .with_columns(pl.col(counts).fill_null(0))
         .sort("n")
         .with_columns(_project_of_hook())
         .select(
@@ -253,6 +280,7 @@ def _injections_in(injections: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataF
             "signet_relevance_sum",
             "scorer_relevance_sum",
             *HOOK_COLUMNS,
+            *counts,
             "session_key",
         )
     )
@@ -352,7 +380,8 @@ def _served_in(served: pl.DataFrame, view: pl.DataFrame) -> pl.DataFrame:
 
 def details_view(details: DashboardDetails, view: DashboardView) -> DetailsView:
     """The lower panels' frames for the sessions of `view`."""
-    injections = _injections_in(details.injections, view.sessions)
+    hooks = details.hooks.join(view.sessions.select("session_key"), on="session_key", how="semi")
+    injections = _injections_in(details.injections, view.sessions, usage_per_session(hooks))
     reordered = details.reordered
     if reordered.height:
         reordered = (
@@ -364,6 +393,7 @@ def details_view(details: DashboardDetails, view: DashboardView) -> DetailsView:
         entities=s.entity_slices(view.sessions, details.focal.pairs),
         injections=injections,
         reordered=reordered,
+        hooks=usage_by_hook(hooks),
     )
 
 

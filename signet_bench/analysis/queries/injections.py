@@ -207,7 +207,8 @@ def served_ranks(
 
 def injection_table(contrast: pl.DataFrame) -> pl.DataFrame:
     """The contrast as the panel's table shows it: without the sums behind the means and the
-    wrapper's memory lists, and without the wrapper's columns when no session has its record."""
+    wrapper's memory lists, without the wrapper's columns when no session has its record, and
+    without the prompt-time counts when no prompt injected."""
     hidden = [
         "signet_relevance_sum",
         "scorer_relevance_sum",
@@ -217,6 +218,8 @@ def injection_table(contrast: pl.DataFrame) -> pl.DataFrame:
     ]
     if "hook" in contrast.columns and contrast["hook"].null_count() == contrast.height:
         hidden += list(HOOK_COLUMNS)
+    if "prompts" in contrast.columns and not contrast["prompts"].fill_null(0).sum():
+        hidden += ["prompts", "prompt_injected", "prompt_used"]
     return contrast.drop(hidden, strict=False)
 
 
