@@ -2,8 +2,9 @@
 (the first render), `dashboard_view` derives every panel's frame from it for the chosen
 projects and dates (a filter change: in-memory work only, no store access). What only the
 lower panels show and costs seconds on a big store (the label sources, focal entities and the
-injection contrast) is read apart, by `load_details`, and filtered by `details_view`, so the
-status card and the timeline are drawn first.
+injection contrast, each hook's injections) is read apart, by `load_details`, and filtered by
+`details_view`, so the status card and the timeline are drawn first; `start_details` reads it
+on a connection and thread of its own while the upper panels are read and drawn.
 
 Both release lines: on a current store, which keeps no comparison rows, the comparisons (and
 the success-rate EMA in them) are the ones the workbench recomputes from its sessions
@@ -25,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -37,13 +39,14 @@ from signet_bench.analysis.queries import drift as d
 from signet_bench.analysis.queries import sessions as s
 from signet_bench.analysis.queries import status as st
 from signet_bench.analysis.queries import training as t
-from signet_bench.analysis.queries.derived import derived_frames, served_sessions, store_line
+from signet_bench.analysis.queries.derived import served_sessions, store_line
 from signet_bench.analysis.queries.entities import FocalEntities, focal_entities
 from signet_bench.analysis.queries.hook_usage import (
     BY_HOOK_SCHEMA,
     INJECTION_SCHEMA,
     PER_SESSION_SCHEMA,
     injections_by_hook,
+    signet_starts,
     usage_by_hook,
     usage_per_session,
 )
@@ -52,7 +55,9 @@ from signet_bench.analysis.queries.injections import (
     injection_contrast,
     served_ranks,
 )
+from signet_bench.analysis.queries.label_counts import label_source_counts
 from signet_bench.analysis.queries.served import SERVED_SCHEMA
+from signet_bench.analysis.queries.source import open_store
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.metrics import Interval, bootstrap_interval, wilson_interval
 from signet_bench.daemon.predictor_state import PredictorState
@@ -80,6 +85,7 @@ __all__ = [
     "model_available",
     "model_parameters",
     "next_step",
+    "start_details",
     "verdict",
     "verdict_evidence",
 ]
@@ -213,16 +219,34 @@ def load_dashboard(
     )
 
 
+def start_details(db: str | Path, workbench: str | Path | None) -> Future[DashboardDetails]:
+    """`load_details` on a store connection of its own, in a thread started now (it keeps the
+    calling thread's priority, `app.priority`): its reads run while the upper panels are
+    read and drawn, on the other core, and its result is waited for only by the panels that
+    show it."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dashboard-details")
+    try:
+        return pool.submit(_details_apart, Path(db), workbench)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _details_apart(db: Path, workbench: str | Path | None) -> DashboardDetails:
+    con = open_store(db)
+    try:
+        return load_details(con, db, workbench)
+    finally:
+        con.close()
+
+
 def load_details(
     con: duckdb.DuckDBPyConnection, db: str | Path, workbench: str | Path | None
 ) -> DashboardDetails:
-    """Read what the lower panels show (the label sources in a child process, see
-    `derived`), with the session-start wrapper's record beside `workbench` (default: the
-    store's)."""
+    """Read what the lower panels show, with the session-start wrapper's record beside
+    `workbench` (default: the store's)."""
     hook_wb = Path(workbench) if workbench is not None else default_workbench(db)
-    derived = derived_frames(db, workbench=hook_wb, frames=("label_sources",))
     return DashboardDetails(
-        label_sources=derived.label_sources,
+        label_sources=label_source_counts(con, hook_wb),
         focal=focal_entities(con),
         injections=injection_contrast(con, workbench=hook_wb),
         reordered=served_ranks(con, hook_wb),
@@ -380,8 +404,11 @@ def _served_in(served: pl.DataFrame, view: pl.DataFrame) -> pl.DataFrame:
 
 def details_view(details: DashboardDetails, view: DashboardView) -> DetailsView:
     """The lower panels' frames for the sessions of `view`."""
-    hooks = details.hooks.join(view.sessions.select("session_key"), on="session_key", how="semi")
-    injections = _injections_in(details.injections, view.sessions, usage_per_session(hooks))
+    keys = view.sessions.select("session_key")
+    hooks = details.hooks.join(keys, on="session_key", how="semi")
+    signet = signet_starts(details.injections).join(keys, on="session_key", how="semi")
+    per_session = usage_per_session(hooks, signet)
+    injections = _injections_in(details.injections, view.sessions, per_session)
     reordered = details.reordered
     if reordered.height:
         reordered = (
@@ -393,7 +420,7 @@ def details_view(details: DashboardDetails, view: DashboardView) -> DetailsView:
         entities=s.entity_slices(view.sessions, details.focal.pairs),
         injections=injections,
         reordered=reordered,
-        hooks=usage_by_hook(hooks),
+        hooks=usage_by_hook(hooks, signet),
     )
 
 

@@ -9,11 +9,12 @@ Used: the evidence of the session that the label function reads for the memory
 relevance at least `high_continuity_threshold` (where the label function counts a judged
 memory as evidence of missing context). One rule for both hooks, so their shares compare.
 
-`injections_by_hook` reads them (the log beside a workbench, the store's evidence);
-`injection_evidence` reads the evidence in one pass over the store's candidate rows (the
-injected ones and every row of the sessions the log names); the rest are pure functions over
-frames: `hook_injections` sets each hook's injections beside their evidence,
-`usage_per_session` and `usage_by_hook` count them, `hook_usage_summary` says it in words.
+`candidate_evidence` is the store's candidate rows with their evidence, the query both
+`injections.injection_contrast` (Signet's own injections, counted per session in its one pass
+over the rows: `signet_starts`) and `injection_evidence` (the rows of the sessions the hook log
+names) read; `injections_by_hook` sets the wrappers' injections beside it. The rest are pure
+functions over frames: `usage_per_session` and `usage_by_hook` count them,
+`hook_usage_summary` says it in words.
 """
 
 from __future__ import annotations
@@ -37,13 +38,16 @@ __all__ = [
     "INJECTION_SCHEMA",
     "PER_SESSION_SCHEMA",
     "PROMPT_OPT_IN",
+    "SIGNET_SCHEMA",
+    "candidate_evidence",
     "hook_injections",
     "hook_usage_summary",
     "injection_evidence",
     "injections_by_hook",
+    "signet_starts",
     "usage_by_hook",
     "usage_per_session",
-    "used",
+    "used_sql",
 ]
 
 SIGNET = "signet"  # `chosen_by` of Signet's own session-start injections
@@ -51,12 +55,19 @@ SIGNET = "signet"  # `chosen_by` of Signet's own session-start injections
 EVIDENCE_SCHEMA: dict[str, pl.DataType] = {
     "session_key": pl.String(),
     "memory_id": pl.String(),
-    "signet_injected": pl.Boolean(),  # Signet's `was_injected`
-    "hits": pl.Int64(),  # FTS hits or recalls after the start, whichever is more
-    "agent_rating": pl.Float64(),
+    "used": pl.Boolean(),  # `used_sql`
     "relevance": pl.Float64(),  # the judge's
 }
-"""A candidate row's evidence of use (`injection_evidence`)."""
+"""A candidate row's use (`injection_evidence`)."""
+
+SIGNET_SCHEMA: dict[str, pl.DataType] = {
+    "session_key": pl.String(),
+    "injected": pl.Int64(),
+    "used": pl.Int64(),
+    "judged": pl.Int64(),
+    "relevance_sum": pl.Float64(),
+}
+"""Per session, Signet's own session-start injections (`signet_starts`)."""
 
 INJECTION_SCHEMA: dict[str, pl.DataType] = {
     "session_key": pl.String(),
@@ -101,29 +112,48 @@ PROMPT_OPT_IN = (
 """Why the log holds no prompt-time injection, and how to opt in."""
 
 
-def used(cfg: PredictorConfig = DEFAULT_CONFIG) -> pl.Expr:
-    """Whether an injected memory was used (the module's rule), over `EVIDENCE_SCHEMA`'s
-    columns; false where the session kept no evidence of it."""
+def used_sql(cfg: PredictorConfig = DEFAULT_CONFIG) -> str:
+    """Whether an injected memory was used (the module's rule), in SQL over the columns of
+    `candidate_evidence`; false where the session kept no evidence of it."""
+    high = float(cfg.high_continuity_threshold)
     return (
-        (pl.col("hits").fill_null(0) > 0)
-        | (pl.col("agent_rating") > 0).fill_null(False)
-        | (pl.col("relevance") >= cfg.high_continuity_threshold).fill_null(False)
-    ).alias("used")
+        f"(COALESCE(hits, 0) > 0 OR COALESCE(agent_rating > 0, false)"
+        f" OR COALESCE(relevance >= {high!r}, false))"
+    )
 
 
 _EVIDENCE_SQL = """
-SELECT sm.session_key, sm.memory_id,
-       COALESCE(TRY_CAST(sm.was_injected AS BIGINT), 0) <> 0 AS signet_injected,
+SELECT sm.session_key, sm.memory_id, sm.source,
+       COALESCE(TRY_CAST(sm.was_injected AS BIGINT), 0) <> 0 AS injected,
+       TRY_CAST(sm.predictor_score AS DOUBLE) AS score,
        GREATEST(COALESCE(TRY_CAST({fts} AS BIGINT), 0), COALESCE(r.recalls, 0)) AS hits,
        TRY_CAST({agent_rating} AS DOUBLE) AS agent_rating,
        TRY_CAST({relevance} AS DOUBLE) AS relevance
 FROM store.session_memories sm
 LEFT JOIN ({recalls}) r ON r.session_key = sm.session_key AND r.memory_id = sm.memory_id
-WHERE {agent} AND (COALESCE(TRY_CAST(sm.was_injected AS BIGINT), 0) <> 0
-                   OR sm.session_key IN (SELECT UNNEST(?::VARCHAR[])))
+WHERE {agent}
 """
 
 _NO_RECALLS = "SELECT NULL::VARCHAR AS session_key, NULL::VARCHAR AS memory_id, 0 AS recalls"
+
+
+def candidate_evidence(con: duckdb.DuckDBPyConnection, agent_id: str = DEFAULT_AGENT) -> str:
+    """A query of `agent_id`'s candidate rows (the store's only agent's on a 0.58 store) with
+    their evidence of use: `session_key`, `memory_id`, `source`, `injected` (Signet's),
+    `score` (the predictor's), `hits` (FTS hits or recalls after the start, whichever is
+    more), `agent_rating`, `relevance` (the judge's); what `used_sql` reads."""
+    have = set(attached_tables(con).columns.get("session_memories", ()))
+
+    def column(name: str) -> str:
+        return f"sm.{name}" if name in have else "NULL"
+
+    return _EVIDENCE_SQL.format(
+        fts=column("fts_hit_count"),
+        agent_rating=column("agent_relevance_score"),
+        relevance=column("relevance_score"),
+        recalls=_recalls_sql(con, agent_id),
+        agent=agent_condition(con, "session_memories", agent_id, "sm.agent_id"),
+    )
 
 
 def _recalls_sql(con: duckdb.DuckDBPyConnection, agent_id: str) -> str:
@@ -144,62 +174,65 @@ def _recalls_sql(con: duckdb.DuckDBPyConnection, agent_id: str) -> str:
 
 
 def injection_evidence(
-    con: duckdb.DuckDBPyConnection, session_keys: list[str], agent_id: str = DEFAULT_AGENT
+    con: duckdb.DuckDBPyConnection,
+    session_keys: list[str],
+    agent_id: str = DEFAULT_AGENT,
+    cfg: PredictorConfig = DEFAULT_CONFIG,
 ) -> pl.DataFrame:
-    """`EVIDENCE_SCHEMA` for every row Signet injected and every candidate row of
-    `session_keys` (the sessions the hook log names), `agent_id`'s on a current store."""
-    have = set(attached_tables(con).columns.get("session_memories", ()))
-
-    def column(name: str) -> str:
-        return f"sm.{name}" if name in have else "NULL"
-
-    sql = _EVIDENCE_SQL.format(
-        fts=column("fts_hit_count"),
-        agent_rating=column("agent_relevance_score"),
-        relevance=column("relevance_score"),
-        recalls=_recalls_sql(con, agent_id),
-        agent=agent_condition(con, "session_memories", agent_id, "sm.agent_id"),
+    """`EVIDENCE_SCHEMA` for every candidate row of `session_keys` (the sessions the hook log
+    names), `agent_id`'s on a current store."""
+    sql = (
+        f"SELECT session_key, memory_id, {used_sql(cfg)} AS used, relevance "
+        f"FROM ({candidate_evidence(con, agent_id)}) "
+        "WHERE session_key IN (SELECT UNNEST(?::VARCHAR[]))"
     )
     frame = con.execute(sql, [session_keys]).pl()
     return frame.select(pl.col(c).cast(t) for c, t in EVIDENCE_SCHEMA.items())
 
 
 def hook_injections(
-    evidence: pl.DataFrame,
-    served: pl.DataFrame,
-    prompts: pl.DataFrame,
-    cfg: PredictorConfig = DEFAULT_CONFIG,
+    evidence: pl.DataFrame, served: pl.DataFrame, prompts: pl.DataFrame
 ) -> pl.DataFrame:
-    """`INJECTION_SCHEMA`: session start's injections (in a session the wrapper served, what it
-    injected, `served`: `store.hook_log.served_injections`; elsewhere Signet's injected rows)
-    and the prompts' (`prompts`: `store.hook_log.prompt_injections`), each with its
-    evidence (`evidence`: `injection_evidence`) and whether it was used."""
+    """`INJECTION_SCHEMA`: what the wrappers injected, at session start where it served
+    (`served`: `store.hook_log.served_injections`) and at the prompts (`prompts`:
+    `store.hook_log.prompt_injections`), each with its use (`evidence`:
+    `injection_evidence`; not used where the store has no row of it)."""
     keys = ["session_key", "memory_id"]
-    facts = evidence.select(*keys, used(cfg), "relevance")
-    signet = evidence.filter(pl.col("signet_injected")).join(
-        served.select("session_key").unique(), on="session_key", how="anti"
+    start = served.select(
+        *keys, pl.lit(None, pl.Int64).alias("i"), pl.lit(SESSION_START).alias("hook")
     )
-    parts = [
-        signet.select(*keys, pl.lit(SIGNET).alias("chosen_by"), pl.lit(None, pl.Int64).alias("i")),
-        served.select(*keys, pl.lit(SERVED).alias("chosen_by"), pl.lit(None, pl.Int64).alias("i")),
-    ]
-    start = pl.concat(parts).with_columns(pl.lit(SESSION_START).alias("hook"))
     prompt = prompts.select(
         *keys,
-        pl.lit(SERVED).alias("chosen_by"),
         pl.col("invocation_id").cast(pl.Int64).alias("i"),
         pl.lit(USER_PROMPT_SUBMIT).alias("hook"),
     )
-    rows = pl.concat([start, prompt]).join(facts, on=keys, how="left")
+    rows = pl.concat([start, prompt]).join(evidence, on=keys, how="left")
     return rows.select(
         "session_key",
         "hook",
-        "chosen_by",
+        pl.lit(SERVED).alias("chosen_by"),
         pl.col("i").alias("invocation_id"),
         "memory_id",
         pl.col("used").fill_null(False),
         "relevance",
     ).select(pl.col(c).cast(t) for c, t in INJECTION_SCHEMA.items())
+
+
+def signet_starts(contrast: pl.DataFrame) -> pl.DataFrame:
+    """`SIGNET_SCHEMA` of the sessions in `contrast` (`injections.injection_contrast`) where
+    Signet's own session-start injection was shown: it injected and no wrapper served."""
+    shown = (pl.col("signet_injected") > 0) & (pl.col("hook") != "served").fill_null(True)
+    return (
+        contrast.filter(shown)
+        .select(
+            "session_key",
+            pl.col("signet_injected").alias("injected"),
+            pl.col("signet_used").alias("used"),
+            pl.col("signet_judged").alias("judged"),
+            pl.col("signet_relevance_sum").alias("relevance_sum"),
+        )
+        .select(pl.col(c).cast(t) for c, t in SIGNET_SCHEMA.items())
+    )
 
 
 def injections_by_hook(
@@ -208,52 +241,72 @@ def injections_by_hook(
     agent_id: str = DEFAULT_AGENT,
     cfg: PredictorConfig = DEFAULT_CONFIG,
 ) -> pl.DataFrame:
-    """`hook_injections` of the store `con` reads and the hook log beside `workbench` (none:
-    Signet's session-start injections alone), `agent_id`'s where the store keeps agent ids."""
-    empty = pl.DataFrame(schema={"session_key": pl.String(), "memory_id": pl.String()})
-    served, prompts = empty, empty.with_columns(pl.lit(None, pl.Int64).alias("invocation_id"))
-    if workbench is not None:
-        keyed = "agent_id" in attached_tables(con).columns.get("session_memories", ())
-        record = hook_record(workbench, agent_id if keyed else None)
-        served, prompts = served_injections(record), prompt_injections(record)
+    """`hook_injections` of the hook log beside `workbench` (none: empty) and the store `con`
+    reads, `agent_id`'s where the store keeps agent ids."""
+    if workbench is None:
+        return pl.DataFrame(schema=INJECTION_SCHEMA)
+    keyed = "agent_id" in attached_tables(con).columns.get("session_memories", ())
+    record = hook_record(workbench, agent_id if keyed else None)
+    served, prompts = served_injections(record), prompt_injections(record)
     named = pl.concat([served["session_key"], prompts["session_key"]]).unique().to_list()
-    evidence = injection_evidence(con, named, agent_id)
-    return hook_injections(evidence, served, prompts, cfg)
+    if not named:
+        return pl.DataFrame(schema=INJECTION_SCHEMA)
+    return hook_injections(injection_evidence(con, named, agent_id, cfg), served, prompts)
 
 
-def usage_per_session(injections: pl.DataFrame) -> pl.DataFrame:
+def usage_per_session(injections: pl.DataFrame, signet: pl.DataFrame) -> pl.DataFrame:
     """`PER_SESSION_SCHEMA`: per session with an injection, how many of session start's it
-    used, and the prompts that injected, their memories and how many of those it used."""
+    used (`signet`: `signet_starts`, or the wrapper's, `injections`: `hook_injections`), and
+    the prompts that injected, their memories and how many of those it used."""
     start = pl.col("hook") == SESSION_START
     prompt = pl.col("hook") == USER_PROMPT_SUBMIT
-    frame = injections.group_by("session_key").agg(
+    counts = [c for c in PER_SESSION_SCHEMA if c != "session_key"]
+    hooks = injections.group_by("session_key").agg(
         (start & pl.col("used")).sum().alias("start_used"),
         pl.col("invocation_id").filter(prompt).n_unique().alias("prompts"),
         prompt.sum().alias("prompt_injected"),
         (prompt & pl.col("used")).sum().alias("prompt_used"),
+    )
+    own = signet.select("session_key", pl.col("used").cast(pl.Int64).alias("start_used"))
+    frame = (
+        pl.concat([hooks.with_columns(pl.col(counts).cast(pl.Int64)), own], how="diagonal")
+        .group_by("session_key")
+        .agg(pl.col(c).fill_null(0).sum() for c in counts)
     )
     return frame.select(pl.col(c).cast(t) for c, t in PER_SESSION_SCHEMA.items()).sort(
         "session_key"
     )
 
 
-def usage_by_hook(injections: pl.DataFrame) -> pl.DataFrame:
-    """`BY_HOOK_SCHEMA`: per hook (session start, then prompt time) and chooser (Signet, the
-    scorer), its sessions, memories injected and per session, how many and which share of
-    them were used, and the judge's mean relevance over the judged ones."""
-    frame = (
-        injections.group_by("hook", "chosen_by")
-        .agg(
-            pl.col("session_key").n_unique().alias("sessions"),
-            pl.len().alias("injected"),
-            pl.col("used").sum().alias("used"),
-            pl.col("relevance").count().alias("judged"),
-            pl.col("relevance").mean().alias("relevance"),
-        )
-        .with_columns(
-            (pl.col("injected") / pl.col("sessions")).alias("per_session"),
-            (pl.col("used") / pl.col("injected")).alias("used_share"),
-        )
+def usage_by_hook(injections: pl.DataFrame, signet: pl.DataFrame) -> pl.DataFrame:
+    """`BY_HOOK_SCHEMA`: per hook (session start, then prompt time) and chooser (Signet:
+    `signet`, `signet_starts`; the scorer: `injections`, `hook_injections`), its sessions,
+    memories injected and per session, how many and which share of them were used, and the
+    judge's mean relevance over the judged ones."""
+    wrapped = injections.group_by("hook", "chosen_by").agg(
+        pl.col("session_key").n_unique().alias("sessions"),
+        pl.len().alias("injected"),
+        pl.col("used").sum().alias("used"),
+        pl.col("relevance").count().alias("judged"),
+        pl.col("relevance").sum().alias("relevance_sum"),
+    )
+    own = signet.select(
+        pl.lit(SESSION_START).alias("hook"),
+        pl.lit(SIGNET).alias("chosen_by"),
+        pl.len().alias("sessions"),
+        pl.col("injected").sum(),
+        pl.col("used").sum(),
+        pl.col("judged").sum(),
+        pl.col("relevance_sum").sum(),
+    ).filter(pl.col("sessions") > 0)
+    frame = pl.concat(
+        [own.cast(wrapped.schema), wrapped] if wrapped.height else [own], how="vertical"
+    ).with_columns(
+        (pl.col("injected") / pl.col("sessions")).alias("per_session"),
+        (pl.col("used") / pl.col("injected")).alias("used_share"),
+        pl.when(pl.col("judged") > 0)
+        .then(pl.col("relevance_sum") / pl.col("judged"))
+        .alias("relevance"),
     )
     order = pl.col("hook") != SESSION_START, pl.col("chosen_by") != SIGNET
     return frame.sort(order).select(pl.col(c).cast(t) for c, t in BY_HOOK_SCHEMA.items())

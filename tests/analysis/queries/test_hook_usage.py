@@ -16,10 +16,11 @@ from signet_bench.analysis.queries.hook_usage import (
     PROMPT_OPT_IN,
     hook_usage_summary,
     injections_by_hook,
+    signet_starts,
     usage_by_hook,
     usage_per_session,
 )
-from signet_bench.analysis.queries.injections import injection_table
+from signet_bench.analysis.queries.injections import injection_contrast, injection_table
 from signet_bench.analysis.queries.source import open_store
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.store.read import read_sessions
@@ -82,38 +83,43 @@ def prompted(bare_current, tmp_path_factory) -> dict:
     }
 
 
-def _injections(store: Path, workbench: Path | None) -> pl.DataFrame:
+def _injections(store: Path, workbench: Path | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The wrappers' injections and Signet's own session starts, as the dashboard reads them."""
     con = open_store(store)
     try:
-        return injections_by_hook(con, workbench)
+        contrast = injection_contrast(con, workbench=workbench)
+        return injections_by_hook(con, workbench), signet_starts(contrast)
     finally:
         con.close()
 
 
 def test_each_injection_is_used_as_its_sessions_evidence_says(prompted):
     store, facts = prompted["store"], prompted["facts"]
-    rows = _injections(store, default_workbench(store))
+    rows, signet = _injections(store, default_workbench(store))
     prompt = rows.filter(hook="user-prompt-submit")
     assert prompt["session_key"].unique().to_list() == [prompted["key"]]  # not the other agent's
     assert prompt["memory_id"].to_list() == prompted["prompted"]  # the repeat ignored
     assert prompt["invocation_id"].n_unique() == 2
     assert prompt["used"].to_list() == [True, False, False, True]
-    start = rows.filter(hook="session-start")
-    served = start.filter(session_key=prompted["served"])
+    served = rows.filter(hook="session-start")
+    assert served["session_key"].unique().to_list() == [prompted["served"]]
     assert served["chosen_by"].unique().to_list() == ["scorer"]  # what the wrapper injected
     assert sorted(served["memory_id"]) == sorted(prompted["shown"])
-    signet = start.filter(chosen_by="signet")
-    expected = {(k, m): u for (k, m), (w, u) in facts.items() if w and k != prompted["served"]}
-    got = {(r["session_key"], r["memory_id"]): r["used"] for r in signet.iter_rows(named=True)}
-    assert got == expected
     for row in served.iter_rows(named=True):
         assert row["used"] == facts[(row["session_key"], row["memory_id"])][1]
+    expected: dict[str, list[int]] = {}
+    for (key, _), (injected, was_used) in facts.items():
+        if injected and key != prompted["served"]:  # where Signet's own choice was shown
+            counts = expected.setdefault(key, [0, 0])
+            counts[0], counts[1] = counts[0] + 1, counts[1] + was_used
+    got = {r["session_key"]: [r["injected"], r["used"]] for r in signet.iter_rows(named=True)}
+    assert got == expected
 
 
 def test_the_counts_per_hook_and_per_session(prompted):
     store = prompted["store"]
-    rows = _injections(store, default_workbench(store))
-    by_hook = usage_by_hook(rows)
+    rows, signet = _injections(store, default_workbench(store))
+    by_hook = usage_by_hook(rows, signet)
     assert by_hook.select("hook", "chosen_by").rows() == [
         ("session-start", "signet"),
         ("session-start", "scorer"),
@@ -123,11 +129,17 @@ def test_the_counts_per_hook_and_per_session(prompted):
     assert (prompt["sessions"], prompt["injected"], prompt["used"]) == (1, 4, 2)
     assert prompt["used_share"] == pytest.approx(0.5)
     assert prompt["per_session"] == pytest.approx(4.0)
-    signet = by_hook.row(0, named=True)
+    own = by_hook.row(0, named=True)
     injected = [u for (k, _), (w, u) in prompted["facts"].items() if w and k != prompted["served"]]
-    assert (signet["injected"], signet["used"]) == (len(injected), sum(injected))
-    per = usage_per_session(rows).filter(session_key=prompted["key"]).row(0, named=True)
-    assert (per["prompts"], per["prompt_injected"], per["prompt_used"]) == (2, 4, 2)
+    assert (own["injected"], own["used"]) == (len(injected), sum(injected))
+    assert own["sessions"] == signet.height
+    served = by_hook.row(1, named=True)
+    assert (served["sessions"], served["injected"]) == (1, len(prompted["shown"]))
+    per = usage_per_session(rows, signet)
+    row = per.filter(session_key=prompted["key"]).row(0, named=True)
+    assert (row["prompts"], row["prompt_injected"], row["prompt_used"]) == (2, 4, 2)
+    own_used = signet.filter(session_key=prompted["key"])["used"].item()
+    assert row["start_used"] == own_used  # session start's, Signet's choice there
     text = hook_usage_summary(by_hook)
     assert "At the prompts, the scorer added 4 memories in 1 session (4.0 per session), 50% " in (
         text
@@ -137,10 +149,9 @@ def test_the_counts_per_hook_and_per_session(prompted):
 
 def test_without_prompt_time_injections_the_dashboard_says_why_and_how(prompted):
     store = prompted["store"]
-    rows = _injections(store, None)
-    assert rows["hook"].unique().to_list() == ["session-start"]
-    assert rows["chosen_by"].unique().to_list() == ["signet"]
-    text = hook_usage_summary(usage_by_hook(rows))
+    rows, signet = _injections(store, None)
+    assert rows.height == 0
+    text = hook_usage_summary(usage_by_hook(rows, signet))
     assert text.startswith("Session start injected Signet's choice: ")
     assert text.endswith(f"No prompt-time injection is in the hook log: {PROMPT_OPT_IN}.")
     assert "signet-bench-hook user-prompt-submit" in PROMPT_OPT_IN
