@@ -39,8 +39,9 @@ def _(con, db_path):
 def _(bench_dir, con, db_path, workbench_path):
     # The first chart is sent: the session's reads from here on yield to the browser drawing it.
     yield_to_interface(con, mo.app_meta().mode)
+    pending_details = dash.start_details(db_path, workbench_path)
     data = dash.load_dashboard(con, db_path, workbench_path, DEFAULT_CONFIG, bench_dir)
-    return (data,)
+    return data, pending_details
 
 
 @app.cell
@@ -139,10 +140,9 @@ def _(view):
 
 
 @app.cell
-def _(con, db_path, workbench_path):
-    # Last in the file, so every panel above is drawn before these seconds-long reads run
-    # (marimo runs cells that are ready in the order they appear).
-    details = dash.load_details(con, db_path, workbench_path)
+def _(pending_details):
+    # Last in the file: every panel above is drawn while these reads finish apart.
+    details = pending_details.result()
     return (details,)
 
 

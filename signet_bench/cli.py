@@ -61,8 +61,9 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH also writes it as J
   dashboard  the dashboard on a year of heavy use (18,750 sessions, 1.5M session_memories):
            each query (ms), first render p50/max (ms), filter change p50/p95 (ms);
            --browser: also the app served as `signet-bench app` serves it, opened 5 times in
-           headless Chromium, seconds from navigation to the first drawn chart
-           (dashboard_first_chart p50/max; marimo_first_chart: a one-chart notebook)
+           headless Chromium, seconds from navigation to the first drawn chart and to every
+           cell done (dashboard_first_chart, dashboard_complete p50/max; marimo_first_chart:
+           a one-chart notebook; both dashboard rows also as ratio_p50 to it)
   hook     signet-bench-hook around a stand-in `signet hook session-start` with a trained
            model on a 4,000-memory store, process start included (200 runs each): the
            stand-in, the hook and its overhead with its resident scorer running, the overhead
@@ -298,7 +299,9 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", default=None, help="also write the results as JSON to this path")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     p.add_argument(
-        "--browser", action="store_true", help="dashboard: also the first chart in Chromium"
+        "--browser",
+        action="store_true",
+        help="dashboard: also the first chart and the whole page in Chromium",
     )
     _add_bench_locomo(p)
     p.add_argument("--results", default="bench-results", help="report: folder of bench JSON")

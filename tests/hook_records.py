@@ -1,7 +1,7 @@
-"""The session-start wrapper's record for tests: session starts written into a store's
+"""The wrappers' record for tests: session starts and prompts written into a store's
 `hook_injections.db` by the wrapper's own writer (`signet_scorer.hook.log.record_invocation`), as it
 records a session it served (the scorer's choice) or one it failed open on (Signet's answer as
-printed), beside the store's default workbench."""
+printed), and the memories it added at a prompt, beside the store's default workbench."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from signet_bench.store.hook_log import hook_log_path
 from signet_bench.store.read import read_sessions
-from signet_scorer.hook.log import record_invocation
+from signet_scorer.hook.log import USER_PROMPT_SUBMIT, record_invocation
 from signet_scorer.workbench import default_workbench
 
 AT = "2026-04-20T09:30:00.123Z"
@@ -69,6 +69,47 @@ def record_start(
             "chosen_by": "scorer" if served else "signet",
             "model_version": "v1",
             "injected_at": AT,
+        }
+        for rank, m in enumerate(memory_ids, 1)
+    ]
+    return record_invocation(hook_log_path(default_workbench(store)), invocation, rows)
+
+
+def record_prompt(
+    store: Path, key: str, memory_ids: Sequence[str], *, at: str = AT, agent: str = "default"
+) -> int:
+    """One prompt of session `key` at which the user-prompt-submit wrapper added `memory_ids`
+    (the scorer's order), in the record beside `store`'s default workbench. Returns the
+    invocation's id."""
+    invocation = {
+        "at": at,
+        "session_key": key,
+        "agent_id": agent,
+        "harness": "claude-code",
+        "project": None,
+        "output": "plain",
+        "outcome": "scorer",
+        "reason": None,
+        "model_path": "/models/model.onnx",
+        "model_version": "v1",
+        "pool": len(memory_ids) + 10,
+        "injected": len(memory_ids),
+        "context_rule": "prompt",
+        "signet_exit": 0,
+        "duration_ms": 40.0,
+        "hook": USER_PROMPT_SUBMIT,
+    }
+    rows = [
+        {
+            "session_key": key,
+            "agent_id": agent,
+            "memory_id": m,
+            "rank": rank,
+            "signet_rank": rank,  # NOT NULL in the log; Signet injects no memory at a prompt
+            "score": 1.0 / (rank + 1),
+            "chosen_by": "scorer",
+            "model_version": "v1",
+            "injected_at": at,
         }
         for rank, m in enumerate(memory_ids, 1)
     ]

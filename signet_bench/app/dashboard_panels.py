@@ -15,6 +15,7 @@ import polars as pl
 
 from signet_bench.analysis.queries import dashboard as dash
 from signet_bench.analysis.queries.derived import label_sources_text
+from signet_bench.analysis.queries.hook_usage import hook_usage_summary
 from signet_bench.analysis.queries.injections import injection_summary, injection_table
 from signet_bench.analysis.queries.inspector import SessionDetail
 from signet_bench.analysis.queries.sessions import projects_of
@@ -450,8 +451,27 @@ def injections(lower: dash.DetailsView) -> mo.Html:
             mo.callout(mo.md(injection_summary(lower.injections)), kind="neutral"),
             table(rows.sort("n", descending=True), page_size=8) if rows.height else mo.md("-"),
             *_reordering(lower.reordered),
+            *_by_hook(lower.hooks),
         ]
     )
+
+
+def _by_hook(hooks: pl.DataFrame) -> list[mo.Html]:
+    """Session start's injections beside the prompts': how many, how often used, per hook."""
+    return [
+        mo.md(
+            "### Session start and prompt time\n"
+            "Per hook and chooser (Signet, or the scorer where a wrapper served): the sessions "
+            "with its injections, the memories injected and per session, how many the session "
+            "then **used** (FTS hits of its prompts or recalls of the memory, the agent's rating "
+            "above 0, or the judge's relevance of at least "
+            f"{DEFAULT_CONFIG.high_continuity_threshold:g}: the evidence the labels read) and "
+            "the judge's mean relevance of the judged ones. Per session, `start_used`, "
+            "`prompts`, `prompt_injected` and `prompt_used` in the table above."
+        ),
+        mo.callout(mo.md(hook_usage_summary(hooks)), kind="neutral"),
+        table(hooks, show_search=False, show_download=False) if hooks.height else mo.md("-"),
+    ]
 
 
 def _reordering(reordered: Any) -> list[mo.Html]:

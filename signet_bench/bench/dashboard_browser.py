@@ -10,15 +10,26 @@ visible with a non-zero box and holds painted pixels. marimo creates that canvas
 chart's data has arrived, and the pixel check leaves out a canvas laid out but not yet painted;
 the selector names no panel, so whichever chart is drawn first counts.
 
+The page is complete when every cell of the notebook is done: the kernel has reported each
+cell named in its `kernel-ready` message idle again after the page's first run (its `cell-op`
+messages on the page's websocket, read as the browser receives them), every output sent.
+
 Rows (docs/specification.md §12; metrics `p50` and `max`, unit `s`, `n` runs):
   dashboard_first_chart  the dashboard on the store (goal <= 3 s)
+  dashboard_complete     the same page loads until every cell is done
   marimo_first_chart     a one-chart notebook (`FLOOR_NOTEBOOK`) served and opened the same
                          way, in the same runs: the part of the time that is marimo's and the
                          browser's whatever the notebook (on 2 cores, it follows the load)
+and the ratios to `marimo_first_chart`'s p50 in the same run (metric `ratio_p50`, unit `x`):
+`dashboard_first_chart` (goal <= 1.15) and `dashboard_complete` (goal <= 2), so a figure
+measured on a slower host compares with one measured on a faster host.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import math
 import sys
 import tempfile
 import time
@@ -34,8 +45,11 @@ from signet_bench.errors import UserError
 
 __all__ = [
     "CHART_SELECTOR",
+    "COMPLETE_RATIO_GOAL",
     "FIRST_CHART_GOAL_S",
+    "FIRST_CHART_RATIO_GOAL",
     "FLOOR_NOTEBOOK",
+    "CellWatch",
     "FirstChart",
     "browser_rows",
     "chromium_path",
@@ -46,6 +60,8 @@ __all__ = [
 CHROMIUM_PATHS = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
 CHART_SELECTOR = ".vega-embed canvas"
 FIRST_CHART_GOAL_S = 3.0
+FIRST_CHART_RATIO_GOAL = 1.15  # dashboard_first_chart / marimo_first_chart, p50s of one run
+COMPLETE_RATIO_GOAL = 2.0  # dashboard_complete / marimo_first_chart
 BROWSER_RUNS = 5
 CHART_TIMEOUT_S = 120.0
 VIEWPORT = {"width": 1400, "height": 1000}
@@ -92,20 +108,55 @@ _PAINTED_JS = """canvas => {
 @dataclass(frozen=True, slots=True)
 class FirstChart:
     """One page load: seconds from the request to the first drawn chart, that chart's canvas
-    box in CSS pixels and its painted pixels."""
+    box in CSS pixels and its painted pixels, and seconds from the request to every cell done
+    (`complete`; NaN when not waited for)."""
 
     seconds: float
     width: float
     height: float
     painted: int
+    complete: float = math.nan
 
 
-def first_chart(browser, url: str, timeout_s: float = CHART_TIMEOUT_S) -> FirstChart:
+class CellWatch:
+    """The kernel's cell statuses as a page's websocket brings them: `done` is the clock's
+    time at which every cell `kernel-ready` named was reported idle after the first run."""
+
+    def __init__(self, clock=time.perf_counter) -> None:
+        self.clock = clock
+        self.status: dict[str, str] = {}
+        self.cells: frozenset[str] = frozenset()
+        self.done: float | None = None
+
+    def frame(self, payload: str | bytes) -> None:
+        """One websocket message (JSON; others ignored)."""
+        try:
+            message = json.loads(payload)
+        except (ValueError, TypeError):
+            return
+        if not isinstance(message, dict) or self.done is not None:
+            return
+        op, data = message.get("op"), message.get("data") or {}
+        if op == "kernel-ready":
+            self.cells = frozenset(data.get("cell_ids") or ())
+        elif op == "cell-op" and data.get("status"):
+            self.status[data["cell_id"]] = data["status"]
+            ran = self.cells and self.cells <= self.status.keys()
+            if ran and all(self.status[c] == "idle" for c in self.cells):
+                self.done = self.clock()
+
+
+def first_chart(
+    browser, url: str, timeout_s: float = CHART_TIMEOUT_S, *, complete: bool = False
+) -> FirstChart:
     """Open `url` in a new context of the Playwright `browser` (empty cache) and wait for the
-    first drawn chart (`CHART_SELECTOR` visible)."""
+    first drawn chart (`CHART_SELECTOR` visible), and with `complete` for every cell done
+    (`CellWatch`)."""
     context = browser.new_context(viewport=VIEWPORT)
     try:
         page = context.new_page()
+        watch = CellWatch()
+        page.on("websocket", lambda ws: ws.on("framereceived", watch.frame))
         t0 = time.perf_counter()
         page.goto(url, wait_until="commit")
         chart = page.locator(CHART_SELECTOR).first
@@ -117,9 +168,20 @@ def first_chart(browser, url: str, timeout_s: float = CHART_TIMEOUT_S) -> FirstC
         seconds = time.perf_counter() - t0
         box = canvas.bounding_box() or {"width": 0.0, "height": 0.0}
         painted = int(canvas.evaluate(_PAINTED_JS))
-        return FirstChart(seconds, float(box["width"]), float(box["height"]), painted)
+        done = _wait_done(page, watch, t0 + timeout_s) if complete else math.nan
+        return FirstChart(seconds, float(box["width"]), float(box["height"]), painted, done - t0)
     finally:
         context.close()
+
+
+def _wait_done(page, watch: CellWatch, deadline: float) -> float:
+    """The time every cell was done (`watch.done`); the page's events are delivered while it
+    waits, and the time is taken as the message arrives, not when this loop sees it."""
+    while watch.done is None:
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"not every cell was done within {CHART_TIMEOUT_S:g} s")
+        page.wait_for_timeout(50)
+    return watch.done
 
 
 def _rows(name: str, charts: Sequence[FirstChart], goal: str | None) -> list[Row]:
@@ -132,11 +194,24 @@ def _rows(name: str, charts: Sequence[FirstChart], goal: str | None) -> list[Row
 
 
 def first_chart_rows(dashboard: Sequence[FirstChart], floor: Sequence[FirstChart]) -> list[Row]:
-    """The `dashboard_first_chart` and `marimo_first_chart` rows (p50 and max, in s)."""
+    """The `dashboard_first_chart`, `dashboard_complete` (where the runs waited for it) and
+    `marimo_first_chart` rows (p50 and max, in s), then the dashboard's ratios to marimo's
+    first chart (p50 over p50)."""
     if not dashboard or not floor:
         raise ValueError("no browser run to report")
-    ours = _rows("dashboard_first_chart", dashboard, f"<= {FIRST_CHART_GOAL_S:g} s")
-    return ours + _rows("marimo_first_chart", floor, None)
+    rows = _rows("dashboard_first_chart", dashboard, f"<= {FIRST_CHART_GOAL_S:g} s")
+    done = [dataclasses.replace(c, seconds=c.complete) for c in dashboard]
+    waited = all(math.isfinite(c.seconds) for c in done)
+    if waited:
+        rows += _rows("dashboard_complete", done, None)
+    rows += _rows("marimo_first_chart", floor, None)
+    marimo = float(np.median([c.seconds for c in floor]))
+    ratios = [("dashboard_first_chart", dashboard, FIRST_CHART_RATIO_GOAL)]
+    ratios += [("dashboard_complete", done, COMPLETE_RATIO_GOAL)] if waited else []
+    for name, charts, goal in ratios:
+        p50 = float(np.median([c.seconds for c in charts]))
+        rows.append(Row(name, "ratio_p50", p50 / marimo, "x", n=len(charts), goal=f"<= {goal:g}"))
+    return rows
 
 
 def _floor_command(notebook: Path, port: int) -> list[str]:
@@ -168,7 +243,7 @@ def _measure(browser, db: Path, runs: int, logs: Path) -> list[Row]:
         for name, command in commands.items():
             port = free_port()
             with serve(command(port), port, logs / f"{name}-{i}.log") as url:
-                charts[name].append(first_chart(browser, url))
+                charts[name].append(first_chart(browser, url, complete=name == "dashboard"))
     return first_chart_rows(charts["dashboard"], charts["floor"])
 
 

@@ -21,6 +21,8 @@ These times are the server's. With `browser=True` (`--browser`), also what a vis
 (`bench.dashboard_browser`):
   dashboard_first_chart  p50/max  seconds from navigation to the first chart drawn in headless
                       Chromium, each run on a newly started app (goal <= 3 s)
+  dashboard_complete  p50/max  seconds from navigation to every cell done
+  ratio_p50           both rows against marimo's one-chart notebook in the same runs
 """
 
 from __future__ import annotations

@@ -57,6 +57,7 @@ from signet_bench.store.corpus import Corpus, read_corpus
 from signet_bench.store.hook_log import hook_record, served_injections
 from signet_bench.store.read import (
     DEFAULT_AGENT,
+    SESSION_START_SURFACE,
     open_readonly,
     read_path_feedback,
     read_recall_events,
@@ -79,7 +80,6 @@ from signet_scorer.workbench import HOOK_LOG_FILE, default_workbench
 __all__ = [
     "HOOK_SOURCE",
     "LABEL_SOURCES",
-    "SESSION_START_SURFACE",
     "LabelSignals",
     "SampleRules",
     "Selection",
@@ -115,10 +115,6 @@ the store but the wrapper's record beside its workbench."""
 HOOK_SOURCE = "session_start_hook"
 """The `source` of a candidate row `shown_candidates` adds for a memory the wrapper injected
 that is not among Signet's candidate rows of the session."""
-
-SESSION_START_SURFACE = "api.hooks.session-start"
-"""The surface of the recall events current Signet writes for what session start injected (it
-claims them so that later recalls do not repeat them): the injection itself, no evidence."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,6 +62,7 @@ __all__ = [
     "BUSY_TIMEOUT_MS",
     "DEFAULT_AGENT",
     "PREDICTOR_TABLES",
+    "SESSION_START_SURFACE",
     "MemoryTable",
     "SkippedTable",
     "StoreLike",
@@ -94,6 +95,10 @@ StoreLike = str | Path | sqlite3.Connection
 DEFAULT_AGENT = "default"
 """The agent whose sessions a current store's readers return unless told otherwise (Signet's
 default agent id; a 0.58 store has no agents)."""
+
+SESSION_START_SURFACE = "api.hooks.session-start"
+"""The surface of the recall events current Signet writes for what session start injected (it
+claims them so that later recalls do not repeat them): the injection itself, no evidence."""
 
 # Wait this long for the daemon's write lock instead of failing at once (stdlib and DuckDB).
 BUSY_TIMEOUT_MS = 5_000

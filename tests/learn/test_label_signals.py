@@ -14,12 +14,11 @@ from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.labels import fts_adjustment
 from signet_bench.learn.samples import (
     LABEL_SOURCES,
-    SESSION_START_SURFACE,
     label_sources,
     load_samples,
     read_label_signals,
 )
-from signet_bench.store.read import open_readonly, read_sessions
+from signet_bench.store.read import SESSION_START_SURFACE, open_readonly, read_sessions
 
 TZ = "Europe/Berlin"  # the light persona's zone
 CFG = DEFAULT_CONFIG

@@ -27,7 +27,7 @@ from signet_bench.learn.model.checkpoint import load_checkpoint, save_checkpoint
 from signet_bench.learn.model.params import init_params
 from signet_bench.store.read import read_sessions
 from signet_scorer.signals import signal_column
-from tests.hook_records import record_start, served_and_failed, session_rows
+from tests.hook_records import record_prompt, record_start, served_and_failed, session_rows
 from tests.lines import as_signet_leaves_it, simulated_store
 
 CHROMIUM = chromium_path()
@@ -223,6 +223,32 @@ def test_current_store_dashboard_with_the_wrappers_record(browser, bare_current,
         assert page.get_by_text("hook_outside").count() > 0  # the table's wrapper columns
         assert page.get_by_text(INTERNAL_ERROR).count() == 0
         _screenshot(page, "dashboard-current-hook")
+        page.close()
+
+
+def test_current_store_dashboard_sets_prompt_time_beside_session_start(
+    browser, bare_current, tmp_path
+):
+    """With prompts recorded by the user-prompt-submit wrapper, the injections panel counts them
+    per session and sets them beside session start's per hook; without, it says why none."""
+    store, served, _, shown = served_and_failed(bare_current, tmp_path / "prompted.db")
+    rest = [m for m, _, _ in session_rows(store, served) if m not in shown]
+    record_prompt(store, served, rest[:3])
+    with _served("dashboard", "--db", str(store)) as url:
+        page = _open(browser, url)
+        summary = page.get_by_text("At the prompts, the scorer added 3 memories in 1 session").first
+        summary.wait_for(timeout=90_000)
+        assert "Session start injected Signet's choice: " in summary.inner_text()
+        assert page.get_by_text("Session start and prompt time").count() > 0
+        assert page.get_by_text("prompt_injected").count() > 0  # the per-session column
+        assert page.get_by_text(INTERNAL_ERROR).count() == 0
+        _screenshot(page, "dashboard-current-prompts")
+        page.close()
+    with _served("dashboard", "--db", str(bare_current)) as url:
+        page = _open(browser, url)
+        none = page.get_by_text("No prompt-time injection is in the hook log").first
+        none.wait_for(timeout=90_000)
+        assert "signet-bench-hook user-prompt-submit" in none.inner_text()
         page.close()
 
 

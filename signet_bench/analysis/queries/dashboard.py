@@ -2,8 +2,9 @@
 (the first render), `dashboard_view` derives every panel's frame from it for the chosen
 projects and dates (a filter change: in-memory work only, no store access). What only the
 lower panels show and costs seconds on a big store (the label sources, focal entities and the
-injection contrast) is read apart, by `load_details`, and filtered by `details_view`, so the
-status card and the timeline are drawn first.
+injection contrast, each hook's injections) is read apart, by `load_details`, and filtered by
+`details_view`, so the status card and the timeline are drawn first; `start_details` reads it
+on a connection and thread of its own while the upper panels are read and drawn.
 
 Both release lines: on a current store, which keeps no comparison rows, the comparisons (and
 the success-rate EMA in them) are the ones the workbench recomputes from its sessions
@@ -15,7 +16,9 @@ the predictor's (simulated stores), else the model the workbench serves, scored 
 store's judged sessions (`served`). Where current Signet's session-start hook ran
 through the workbench's wrapper, its record beside the workbench (the store's when none is
 named) says what was injected: the label sources count it and the injections panel sets it
-beside Signet's choice.
+beside Signet's choice. What the user-prompt-submit wrapper (or the replayed loop) added at the
+prompts is in the same record: the panel sets each hook's injections, and how often the session
+used them, side by side (`hook_usage`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -35,14 +39,25 @@ from signet_bench.analysis.queries import drift as d
 from signet_bench.analysis.queries import sessions as s
 from signet_bench.analysis.queries import status as st
 from signet_bench.analysis.queries import training as t
-from signet_bench.analysis.queries.derived import derived_frames, served_sessions, store_line
+from signet_bench.analysis.queries.derived import served_sessions, store_line
 from signet_bench.analysis.queries.entities import FocalEntities, focal_entities
+from signet_bench.analysis.queries.hook_usage import (
+    BY_HOOK_SCHEMA,
+    INJECTION_SCHEMA,
+    PER_SESSION_SCHEMA,
+    injections_by_hook,
+    signet_starts,
+    usage_by_hook,
+    usage_per_session,
+)
 from signet_bench.analysis.queries.injections import (
     HOOK_COLUMNS,
     injection_contrast,
     served_ranks,
 )
+from signet_bench.analysis.queries.label_counts import label_source_counts
 from signet_bench.analysis.queries.served import SERVED_SCHEMA
+from signet_bench.analysis.queries.source import open_store
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.metrics import Interval, bootstrap_interval, wilson_interval
 from signet_bench.daemon.predictor_state import PredictorState
@@ -70,6 +85,7 @@ __all__ = [
     "model_available",
     "model_parameters",
     "next_step",
+    "start_details",
     "verdict",
     "verdict_evidence",
 ]
@@ -103,12 +119,17 @@ class DashboardDetails:
     (`learn.samples.label_sources`), `focal` its sessions' focal entities, `injections`
     Signet's injections against the scorer's picks and the session-start wrapper's injections
     per session (`injections.injection_contrast`), `reordered` each memory the wrapper
-    injected with its rank and Signet's (`injections.served_ranks`)."""
+    injected with its rank and Signet's (`injections.served_ranks`), `hooks` each hook's
+    injections, session start's and the prompts', and whether they were used
+    (`hook_usage.injections_by_hook`)."""
 
     label_sources: pl.DataFrame
     focal: FocalEntities
     injections: pl.DataFrame
     reordered: pl.DataFrame = dataclasses.field(default_factory=pl.DataFrame)
+    hooks: pl.DataFrame = dataclasses.field(
+        default_factory=lambda: pl.DataFrame(schema=INJECTION_SCHEMA)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,11 +159,16 @@ class DashboardView:
 @dataclass(frozen=True, slots=True)
 class DetailsView:
     """The lower panels' frames for the sessions in view: per focal entity, per session
-    Signet's injections against the scorer's picks, and the wrapper's reordering."""
+    Signet's injections against the scorer's picks (with each hook's counts,
+    `hook_usage.PER_SESSION_SCHEMA`), the wrapper's reordering, and per hook its injections
+    and how often they were used (`hook_usage.usage_by_hook`)."""
 
     entities: pl.DataFrame
     injections: pl.DataFrame
     reordered: pl.DataFrame = dataclasses.field(default_factory=pl.DataFrame)
+    hooks: pl.DataFrame = dataclasses.field(
+        default_factory=lambda: pl.DataFrame(schema=BY_HOOK_SCHEMA)
+    )
 
 
 def model_available(workbench: Path | None) -> bool | None:
@@ -193,19 +219,38 @@ def load_dashboard(
     )
 
 
+def start_details(db: str | Path, workbench: str | Path | None) -> Future[DashboardDetails]:
+    """`load_details` on a store connection of its own, in a thread started now (it keeps the
+    calling thread's priority, `app.priority`): its reads run while the upper panels are
+    read and drawn, on the other core, and its result is waited for only by the panels that
+    show it."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dashboard-details")
+    try:
+        return pool.submit(_details_apart, Path(db), workbench)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _details_apart(db: Path, workbench: str | Path | None) -> DashboardDetails:
+    con = open_store(db)
+    try:
+        return load_details(con, db, workbench)
+    finally:
+        con.close()
+
+
 def load_details(
     con: duckdb.DuckDBPyConnection, db: str | Path, workbench: str | Path | None
 ) -> DashboardDetails:
-    """Read what the lower panels show (the label sources in a child process, see
-    `derived`), with the session-start wrapper's record beside `workbench` (default: the
-    store's)."""
+    """Read what the lower panels show, with the session-start wrapper's record beside
+    `workbench` (default: the store's)."""
     hook_wb = Path(workbench) if workbench is not None else default_workbench(db)
-    derived = derived_frames(db, workbench=hook_wb, frames=("label_sources",))
     return DashboardDetails(
-        label_sources=derived.label_sources,
+        label_sources=label_source_counts(con, hook_wb),
         focal=focal_entities(con),
         injections=injection_contrast(con, workbench=hook_wb),
         reordered=served_ranks(con, hook_wb),
+        hooks=injections_by_hook(con, hook_wb),
     )
 
 
@@ -231,13 +276,19 @@ def _runs_in(runs: pl.DataFrame, view: pl.DataFrame, sessions: pl.DataFrame) -> 
     return kept if hi is None else kept.filter(pl.col("created_at") < hi)
 
 
-def _injections_in(injections: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
-    """The injection contrast of the sessions in view, by session number."""
+def _injections_in(
+    injections: pl.DataFrame, sessions: pl.DataFrame, per_session: pl.DataFrame
+) -> pl.DataFrame:
+    """The injection contrast of the sessions in view, by session number, with each hook's
+    counts (`per_session`: `hook_usage.usage_per_session`; 0 where a session has none)."""
     if injections.height == 0:
         return injections
+    counts = [c for c in PER_SESSION_SCHEMA if c != "session_key"]
     return (
         sessions.select("n", "session_key", "project")
         .join(injections, on="session_key")
+        .join(per_session, on="session_key", how="left")
+        .with_columns(pl.col(counts).fill_null(0))
         .sort("n")
         .with_columns(_project_of_hook())
         .select(
@@ -253,6 +304,7 @@ def _injections_in(injections: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataF
             "signet_relevance_sum",
             "scorer_relevance_sum",
             *HOOK_COLUMNS,
+            *counts,
             "session_key",
         )
     )
@@ -352,7 +404,11 @@ def _served_in(served: pl.DataFrame, view: pl.DataFrame) -> pl.DataFrame:
 
 def details_view(details: DashboardDetails, view: DashboardView) -> DetailsView:
     """The lower panels' frames for the sessions of `view`."""
-    injections = _injections_in(details.injections, view.sessions)
+    keys = view.sessions.select("session_key")
+    hooks = details.hooks.join(keys, on="session_key", how="semi")
+    signet = signet_starts(details.injections).join(keys, on="session_key", how="semi")
+    per_session = usage_per_session(hooks, signet)
+    injections = _injections_in(details.injections, view.sessions, per_session)
     reordered = details.reordered
     if reordered.height:
         reordered = (
@@ -364,6 +420,7 @@ def details_view(details: DashboardDetails, view: DashboardView) -> DetailsView:
         entities=s.entity_slices(view.sessions, details.focal.pairs),
         injections=injections,
         reordered=reordered,
+        hooks=usage_by_hook(hooks, signet),
     )
 
 

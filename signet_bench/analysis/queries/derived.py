@@ -10,7 +10,8 @@ DuckDB; one process must never use both libraries on a file, so `derived_frames`
 in a child process (`python -m signet_bench.analysis.queries.derived DB OUT_DIR`) and reads
 back its Parquet files. The child computes only the frames asked for: a 0.58 store's sessions
 need none (it keeps its comparisons), and the label sources, which read every session's signals
-(seconds on a year of heavy use), are asked for on their own so no panel waits for them.
+(seconds on a year of heavy use), are asked for on their own. The dashboard counts them with
+DuckDB aggregates instead (`label_counts`, held to this frame by its tests).
 """
 
 from __future__ import annotations

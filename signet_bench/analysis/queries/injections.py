@@ -24,6 +24,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from signet_bench.analysis.queries.hook_usage import candidate_evidence, used_sql
 from signet_bench.analysis.queries.source import agent_condition
 from signet_bench.analysis.wording import plural
 from signet_bench.store.duck import attached_tables
@@ -62,11 +63,9 @@ WHERE {agent} AND session_key IN (SELECT UNNEST(?::VARCHAR[]))
 
 _CONTRAST_SQL = """
 WITH sm AS (
-    SELECT session_key, memory_id, COALESCE(TRY_CAST(was_injected AS BIGINT), 0) <> 0 AS injected,
-           TRY_CAST(predictor_score AS DOUBLE) AS score,
-           TRY_CAST(relevance_score AS DOUBLE) AS relevance
-    FROM store.session_memories
-    WHERE source IS DISTINCT FROM 'fts_only' AND {agent}
+    SELECT session_key, memory_id, injected, score, relevance, {used} AS used
+    FROM ({evidence})
+    WHERE source IS DISTINCT FROM 'fts_only'
 ),
 ranked AS (
     SELECT *, COUNT(*) FILTER (WHERE injected) OVER (PARTITION BY session_key) AS n_injected,
@@ -78,6 +77,7 @@ ranked AS (
 picked AS (SELECT *, COALESCE(scorer_rank <= n_injected, false) AS pick FROM ranked)
 SELECT session_key,
        COUNT(*) FILTER (WHERE injected) AS signet_injected,
+       COUNT(*) FILTER (WHERE injected AND used) AS signet_used,
        COUNT(*) FILTER (WHERE pick) AS scorer_picks,
        COUNT(*) FILTER (WHERE injected AND pick) AS both_chose,
        SUM(relevance) FILTER (WHERE injected) AS signet_relevance_sum,
@@ -143,14 +143,15 @@ def injection_contrast(
     agent_id: str = DEFAULT_AGENT,
     workbench: str | Path | None = None,
 ) -> pl.DataFrame:
-    """Per session: `signet_injected`, `scorer_picks` (0 when the scorer scored none of its
+    """Per session: `signet_injected` (and `signet_used`: of them, the ones the session used,
+    `hook_usage.used_sql`), `scorer_picks` (0 when the scorer scored none of its
     candidates), `both_chose`, the judge's mean relevance of each choice over its judged
     memories (`signet_relevance`, `scorer_relevance`; null when none was judged) with the
     counts behind them (`signet_judged`, `scorer_judged`); `agent_id`'s sessions on a current
     store. Then `HOOK_COLUMNS` from the wrapper's record beside `workbench` (`hook_contrast`;
     null without one); in a session the wrapper served, the scorer's picks are what it
     injected (the store's scores, if any, did not choose them)."""
-    sql = _CONTRAST_SQL.format(agent=agent_condition(con, "session_memories", agent_id))
+    sql = _CONTRAST_SQL.format(evidence=candidate_evidence(con, agent_id), used=used_sql())
     frame = con.sql(sql).pl()
     hook = hook_contrast(con, workbench, agent_id)
     joined = frame.join(hook, on="session_key", how="left")
@@ -207,7 +208,8 @@ def served_ranks(
 
 def injection_table(contrast: pl.DataFrame) -> pl.DataFrame:
     """The contrast as the panel's table shows it: without the sums behind the means and the
-    wrapper's memory lists, and without the wrapper's columns when no session has its record."""
+    wrapper's memory lists, without the wrapper's columns when no session has its record, and
+    without the prompt-time counts when no prompt injected."""
     hidden = [
         "signet_relevance_sum",
         "scorer_relevance_sum",
@@ -217,6 +219,8 @@ def injection_table(contrast: pl.DataFrame) -> pl.DataFrame:
     ]
     if "hook" in contrast.columns and contrast["hook"].null_count() == contrast.height:
         hidden += list(HOOK_COLUMNS)
+    if "prompts" in contrast.columns and not contrast["prompts"].fill_null(0).sum():
+        hidden += ["prompts", "prompt_injected", "prompt_used"]
     return contrast.drop(hidden, strict=False)
 
 
