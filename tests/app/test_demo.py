@@ -14,7 +14,7 @@ from signet_bench.analysis.queries.source import open_store
 from signet_bench.analysis.queries.status import read_state
 from signet_bench.app.demo import DEMO_BENCH, DemoProgress, comparison_blocks, run_demo
 from signet_scorer import Scorer
-from tests.analysis.queries.stores import DEMO_MEMORIES, DEMO_SESSIONS, small_demo
+from tests.analysis.queries.stores import DEMO_MEMORIES, DEMO_SESSIONS
 
 
 def _workbench_counts(path) -> tuple[int, int, int]:
@@ -25,8 +25,8 @@ def _workbench_counts(path) -> tuple[int, int, int]:
         )
 
 
-def test_the_demo_holds_every_state_the_dashboard_shows(tmp_path_factory):
-    paths = small_demo(tmp_path_factory.getbasetemp() / "shared-demo")
+def test_the_demo_holds_every_state_the_dashboard_shows(demo):
+    paths = demo
     con = open_store(paths.store)
     try:
         state = read_state(con)
@@ -50,8 +50,8 @@ def test_the_demo_holds_every_state_the_dashboard_shows(tmp_path_factory):
     } <= names
 
 
-def test_a_second_run_changes_nothing(tmp_path_factory):
-    paths = small_demo(tmp_path_factory.getbasetemp() / "shared-demo")
+def test_a_second_run_changes_nothing(demo):
+    paths = demo
     before = _workbench_counts(paths.workbench)
     files = {p: p.read_bytes() for p in paths.bench_dir.iterdir()}
     model = paths.model.read_bytes()

@@ -153,7 +153,7 @@ def test_dashboard_in_a_browser(browser, demo):
             "Errors",
             "Health",
         ):
-            assert page.get_by_text(panel).count() > 0, panel
+            page.get_by_text(panel).first.wait_for(timeout=60_000)  # cells render in turn
         # the lower panels: read after every panel above is drawn
         page.get_by_text("Success by project and entity").first.wait_for(timeout=60_000)
         page.get_by_text("Labels learn from").first.wait_for(timeout=60_000)

@@ -18,6 +18,8 @@ from tests.lines import as_signet_leaves_it
 DEMO_SESSIONS = 80
 DEMO_MEMORIES = 200
 YOUNG_SESSIONS = 5
+YOUNG_DB = "young.db"
+ONE_SESSION_DB = "one-session.db"
 
 
 @functools.cache
@@ -31,7 +33,7 @@ def small_demo(root: Path) -> DemoPaths:
 def young_store(root: Path) -> Path:
     """A light persona after a few sessions: collecting data, no model yet."""
     root.mkdir(parents=True, exist_ok=True)
-    db = root / "young.db"
+    db = root / YOUNG_DB
     build_persona_store("light", db, seed=3, n_memories=120)
     simulate(db, YOUNG_SESSIONS, SimOptions(scorer="model", seed=3))
     return db
@@ -45,11 +47,16 @@ def one_session_store(root: Path) -> Path:
     db = root / "simulated.db"
     build_persona_store("light", db, seed=4, n_memories=120, schema="current")
     simulate(db, 1, SimOptions(scorer="none", seed=4))
-    return as_signet_leaves_it(db, root / "one-session.db")
+    return as_signet_leaves_it(db, root / ONE_SESSION_DB)
 
 
 ARCHITECT_SESSIONS = 12
 ARCHITECT_MEMORIES = 300
+
+
+def architect_db(schema: str) -> str:
+    """The architect store's file name for release line `schema`."""
+    return f"architect-{schema}.db"
 
 
 @functools.cache
@@ -57,7 +64,7 @@ def architect_store(root: Path, schema: str = "0.58") -> Path:
     """The architect persona (a knowledge graph: four products, pinned entities) after a few
     sessions of the loop, which walks its graph at every session start."""
     root.mkdir(parents=True, exist_ok=True)
-    db = root / f"architect-{schema}.db"
+    db = root / architect_db(schema)
     build_persona_store("architect", db, seed=5, n_memories=ARCHITECT_MEMORIES, schema=schema)
     simulate(db, ARCHITECT_SESSIONS, SimOptions(scorer="random", seed=5))
     return db
