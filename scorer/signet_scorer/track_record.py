@@ -426,7 +426,10 @@ class _HistoryRows:
 def _history_rows(
     con: sqlite3.Connection, keys: Sequence[str], sm: set[str], agent: str
 ) -> tuple[_HistoryRows, tuple[str, ...]]:
-    """The rows of the sessions `keys` with their six terms (`_counts_sql`'s, row by row)."""
+    """The rows of the sessions `keys` with their six terms (`_counts_sql`'s, row by row),
+    but for the rows whose terms are all 0 (most: neither injected, nor hit, nor rated): a
+    memory with only such rows counts as one without history, and the user's mean adds its
+    memories' sums one after the other, to which a sum of 0 adds nothing."""
     terms, missing = _terms(sm)
     agent_sql = " AND sm.agent_id = ?" if "agent_id" in sm else ""
     keys = sorted(set(keys))
@@ -437,6 +440,7 @@ def _history_rows(
             f"SELECT sm.session_key, sm.memory_id, {_TIME.format('sm.created_at')}, "
             f"{', '.join(terms)} FROM session_memories sm "
             f"WHERE sm.session_key IN ({','.join('?' * len(part))}){agent_sql} "
+            f"AND (({terms[0]}) OR ({terms[3]}) OR ({terms[4]}) != 0) "
             "ORDER BY sm.session_key, sm.rowid"
         )
         out += con.execute(query, [*part, *([agent] if agent_sql else [])]).fetchall()

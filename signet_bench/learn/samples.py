@@ -681,6 +681,7 @@ def load_samples(
     corpus: Corpus | None = None,
     workbench: str | Path | None = None,
     select: Selection = Selection(),
+    progress: bool = False,
 ) -> tuple[list[SessionSample], int]:
     """All trainable sessions of a store, oldest first (the newest `limit`), and how many
     scored sessions were skipped, labelled from every signal the store keeps (`LabelSignals`)
@@ -688,7 +689,8 @@ def load_samples(
     `corpus`: the store's corpus when the caller holds it already (the session loop, whose
     memories do not change while it runs). `window` > 0: only the newest `window` scored
     sessions are read and assembled (and counted as skipped), so a training's time and memory
-    do not grow with the store; each sample is the one a full load gives."""
+    do not grow with the store; each sample is the one a full load gives. `progress`: a bar
+    of the sessions assembled."""
     limit, min_confidence, window = select.limit, select.min_confidence, select.window
     con = store if isinstance(store, sqlite3.Connection) else open_readonly(store)
     if workbench is None and not isinstance(store, sqlite3.Connection):
@@ -711,6 +713,7 @@ def load_samples(
         rows = sessions.rename({"created_at": "end"}).iter_rows(named=True)
         todo = [s for s in rows if part is None or s["session_key"] in part.keys]
         kept = [s for s in todo if s["confidence"] is not None and s["confidence"] >= threshold]
+        bar = _bar(len(todo)) if progress else None
         for s, track in zip(kept, _track_records(con, kept, raw), strict=True):
             s["track_record"] = track
     finally:
@@ -733,4 +736,16 @@ def load_samples(
             skipped += 1
         else:
             out.append(sample)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
     return out[-limit:], skipped
+
+
+def _bar(total: int):  # the tqdm bar (its type loads with it)
+    """A bar of the sessions a load assembles, below any bar already drawn."""
+    # here: tqdm loads only when a bar is drawn (start-up time)
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="samples", unit="session", leave=False)
