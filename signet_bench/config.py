@@ -150,6 +150,13 @@ class PredictorConfig:
     training_window_sessions: int = 600
     holdout_max_sessions: int = 100
     epoch_session_budget: int = 250
+    # Project decision: a held-out training takes at most this many optimizer steps (each fit
+    # of it; 0: no bound), so its cost is fixed whatever the history; and a scheduled retrain
+    # starts from the served model instead of the shipped base when the held-out sessions show
+    # it no worse (`learn.train.warm_start`), so the steps go to what the newest sessions add
+    # (docs/concepts.md §4.5).
+    training_step_budget: int = 400
+    warm_start: bool = True
     # Project decision: with fewer trainable sessions than this a training serves its start
     # (the free ranker it starts as) unchanged: the labels of a handful of sessions, most of
     # them on what the baseline injected in cold start, mislead (docs/concepts.md §4.1; 0 switches
@@ -323,6 +330,7 @@ _ZERO_ALLOWED = {
     "training_window_sessions",
     "holdout_max_sessions",
     "epoch_session_budget",
+    "training_step_budget",
 }
 
 
@@ -337,7 +345,7 @@ def _check_range(name: str, value: Any) -> None:
                 f"predictor.{key}: expected one of {', '.join(TRAINING_JUDGES)}, got {value!r}"
             )
         return
-    if name in ("enabled", "agent_feedback", "holdout_on_ratings", "holdout_demote"):
+    if name in ("enabled", "agent_feedback", "holdout_on_ratings", "holdout_demote", "warm_start"):
         if not isinstance(value, bool):
             raise ConfigError(f"predictor.{key}: expected true/false, got {value!r}")
         return

@@ -26,6 +26,7 @@ numpy only.
 
 from __future__ import annotations
 
+import bisect
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ __all__ = [
     "TrackRecord",
     "read_track_history",
     "read_track_record",
+    "read_track_records",
     "track_record",
     "user_mean",
 ]
@@ -131,9 +133,9 @@ def _columns(con: sqlite3.Connection, table: str) -> set[str]:
     return {str(r[1]) for r in con.execute(f"PRAGMA table_info({table})")}
 
 
-def _counts_sql(sm: set[str], scores: set[str], by_agent: bool) -> tuple[str, list[str]]:
-    """The per-memory aggregate over the judged sessions' rows written before the start, and the
-    `session_memories` columns it had to take as absent."""
+def _terms(sm: set[str]) -> tuple[list[str], list[str]]:
+    """The six per-row terms the aggregate sums (`TrackCounts`' order) and the
+    `session_memories` columns they had to take as absent."""
     wanted = ("relevance_score", "fts_hit_count", "agent_relevance_score")
     missing = [c for c in wanted if c not in sm]
     inj = "COALESCE(sm.was_injected, 0) != 0"
@@ -141,13 +143,22 @@ def _counts_sql(sm: set[str], scores: set[str], by_agent: bool) -> tuple[str, li
     fts = "COALESCE(sm.fts_hit_count, 0)" if "fts_hit_count" in sm else "0"
     rate = "sm.agent_relevance_score" if "agent_relevance_score" in sm else "NULL"
     cnt = "MAX(COALESCE(sm.agent_feedback_count, 1), 1)" if "agent_feedback_count" in sm else "1"
-    picked = (
-        f"SUM({inj}), SUM({inj} AND {rel} IS NOT NULL), "
-        f"SUM(CASE WHEN {inj} AND {rel} IS NOT NULL THEN MIN(MAX({rel}, 0.0), 1.0) ELSE 0 END), "
-        f"SUM(NOT ({inj}) AND {fts} > 0), "
-        f"SUM(CASE WHEN {rate} IS NOT NULL THEN {cnt} ELSE 0 END), "
-        f"SUM(CASE WHEN {rate} IS NOT NULL THEN MIN(MAX({rate}, -1.0), 1.0) * {cnt} ELSE 0 END)"
-    )
+    terms = [
+        inj,
+        f"{inj} AND {rel} IS NOT NULL",
+        f"CASE WHEN {inj} AND {rel} IS NOT NULL THEN MIN(MAX({rel}, 0.0), 1.0) ELSE 0 END",
+        f"NOT ({inj}) AND {fts} > 0",
+        f"CASE WHEN {rate} IS NOT NULL THEN {cnt} ELSE 0 END",
+        f"CASE WHEN {rate} IS NOT NULL THEN MIN(MAX({rate}, -1.0), 1.0) * {cnt} ELSE 0 END",
+    ]
+    return terms, [f"session_memories.{c}" for c in missing]
+
+
+def _counts_sql(sm: set[str], scores: set[str], by_agent: bool) -> tuple[str, list[str]]:
+    """The per-memory aggregate over the judged sessions' rows written before the start, and the
+    `session_memories` columns it had to take as absent."""
+    terms, missing = _terms(sm)
+    picked = ", ".join(f"SUM({t})" for t in terms)
     scored_by = " WHERE agent_id = ?" if by_agent and "agent_id" in scores else ""
     judged = (
         f"SELECT session_key FROM session_scores{scored_by} GROUP BY session_key "
@@ -159,7 +170,7 @@ def _counts_sql(sm: set[str], scores: set[str], by_agent: bool) -> tuple[str, li
         f"SELECT sm.memory_id, {picked} FROM session_memories sm WHERE sm.session_key IN "
         f"({judged}) AND {_TIME.format('sm.created_at')} < ?{agent} GROUP BY sm.memory_id"
     )
-    return sql, [f"session_memories.{c}" for c in missing]
+    return sql, missing
 
 
 def _ended_queries(con: sqlite3.Connection) -> tuple[dict[str, str], list[str]]:
@@ -284,3 +295,207 @@ def read_track_record(
     counts = history.counts(memory_ids, superseded)
     mean = history.mean
     return TrackRecord(track_record(counts, mean), mean, (*history.missing, *lacks))
+
+
+# --- many session starts at once (the trainer) --------------------------------------------------
+
+
+def _superseded_times(
+    con: sqlite3.Connection, ids: Sequence[str]
+) -> tuple[dict[str, str], list[str]]:
+    """Of `ids`, the earliest time (`_TIME` text) each was deleted or superseded by any source
+    `_superseded` reads, and the sources the store lacks: a memory is superseded before a start
+    exactly when that time is earlier (the same conditions, the time left open)."""
+    tables = _tables(con)
+    found: dict[str, str] = {}
+    missing: list[str] = []
+    queries: list[str] = []
+    mem = _columns(con, "memories")
+    if {"is_deleted", "deleted_at"} <= mem:
+        queries.append(
+            f"SELECT id, MIN({_TIME.format('deleted_at')}) FROM memories WHERE id IN ({{}}) "
+            "AND COALESCE(is_deleted, 0) != 0 AND deleted_at IS NOT NULL GROUP BY id"
+        )
+    else:
+        missing.append("memories.deleted_at")
+    if "memory_history" in tables:
+        events = ",".join(f"'{e}'" for e in _HISTORY_EVENTS)
+        queries.append(
+            f"SELECT memory_id, MIN({_TIME.format('created_at')}) FROM memory_history "
+            f"WHERE memory_id IN ({{}}) AND event IN ({events}) GROUP BY memory_id"
+        )
+    else:
+        missing.append("memory_history")
+    attrs: set[str] = _columns(con, "entity_attributes") if "entity_attributes" in tables else set()
+    if {"memory_id", "updated_at"} <= attrs and attrs & {"status", "superseded_by"}:
+        conds = [
+            c
+            for c, col in (
+                ("status = 'superseded'", "status"),
+                ("superseded_by IS NOT NULL", "superseded_by"),
+            )
+            if col in attrs
+        ]
+        queries.append(
+            f"SELECT memory_id, MIN({_TIME.format('updated_at')}) FROM entity_attributes "
+            f"WHERE memory_id IN ({{}}) AND updated_at IS NOT NULL AND ({' OR '.join(conds)}) "
+            "GROUP BY memory_id"
+        )
+    else:
+        missing.append("entity_attributes")
+    for start in range(0, len(ids), _CHUNK):
+        part = list(ids[start : start + _CHUNK])
+        for sql in queries:
+            for mid, at in con.execute(sql.format(",".join("?" * len(part))), part):
+                if at is not None and (str(mid) not in found or str(at) < found[str(mid)]):
+                    found[str(mid)] = str(at)
+    return found, missing
+
+
+_CHUNK = 10_000  # ids per IN list (SQLite allows 32,766 parameters)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Judged:
+    """Every session judged so far in `_counts_sql`'s order reversed (oldest judgement first):
+    keys and the time of each one's first score (`_TIME` text)."""
+
+    keys: list[str]
+    times: list[str]
+
+    def latest(self, at: str) -> list[str]:
+        """The keys of the `TRACK_SESSIONS` latest sessions judged before `at`."""
+        end = bisect.bisect_left(self.times, at)
+        return self.keys[max(0, end - TRACK_SESSIONS) : end]
+
+
+def _judged(con: sqlite3.Connection, scores: set[str], by_agent: bool, agent: str) -> _Judged:
+    scored_by = " WHERE agent_id = ?" if by_agent and "agent_id" in scores else ""
+    sql = (
+        f"SELECT session_key, MIN({_TIME.format('created_at')}) FROM session_scores{scored_by} "
+        "GROUP BY session_key"
+    )
+    rows = sorted(
+        ((str(r[1]), str(r[0])) for r in con.execute(sql, [agent] if scored_by else [])),
+    )
+    return _Judged([k for _, k in rows], [t for t, _ in rows])
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _HistoryRows:
+    """The `session_memories` rows of judged sessions, one per row, in the order the per-start
+    aggregate sums them (by session key, then row id): per row its memory's position in
+    `memories` (sorted: the aggregate's group order), its time as a position in `times` (the
+    sorted `_TIME` texts) and the six terms `_counts_sql` sums; `keys`: each session's rows."""
+
+    keys: dict[str, tuple[int, int]]  # session key -> (first row, end)
+    memory: np.ndarray  # (r,) int64
+    memories: np.ndarray  # (m,) str, sorted
+    time: np.ndarray  # (r,) int64
+    times: np.ndarray  # (t,) str, sorted
+    terms: np.ndarray  # (6, r) float64
+    names: list[str]  # `memories` as text
+
+    def history(
+        self, judged: list[str], before: datetime, ids: list[str], missing: tuple[str, ...]
+    ) -> TrackHistory:
+        """What `read_track_history(con, before)` reads, from these rows (`judged`: the keys
+        of the sessions it counts), its `rows` restricted to the memories `ids`."""
+        spans = [self.keys[k] for k in sorted(judged) if k in self.keys]
+        idx = np.concatenate([np.arange(a, b) for a, b in spans]) if spans else np.zeros(0, int)
+        idx = idx[self.time[idx] < np.searchsorted(self.times, _time(before))]
+        mem = self.memory[idx]
+        present = np.bincount(mem, minlength=self.memories.size) > 0
+        col = np.cumsum(present) - 1  # a memory's column among the present ones
+        width = int(np.count_nonzero(present))
+        # bincount adds in row order from 0.0, as SQLite's SUM does: the same sums, bit for bit;
+        # laid out as `read_track_history`'s (the transpose of one row per memory), so that
+        # the user's mean adds them in the same order too
+        cols, vals = col[mem], self.terms[:, idx]
+        sums = np.stack([np.bincount(cols, weights=v, minlength=width) for v in vals], axis=1).T
+        at = np.minimum(np.searchsorted(self.memories, ids), max(self.memories.size - 1, 0))
+        rows = {
+            m: int(col[j])
+            for m, j in zip(ids, at.tolist(), strict=True)
+            if self.memories.size and self.names[j] == m and present[j]
+        }
+        return TrackHistory(before, rows, np.nan_to_num(sums), missing)
+
+
+def _history_rows(
+    con: sqlite3.Connection, keys: Sequence[str], sm: set[str], agent: str
+) -> tuple[_HistoryRows, tuple[str, ...]]:
+    """The rows of the sessions `keys` with their six terms (`_counts_sql`'s, row by row),
+    but for the rows whose terms are all 0 (most: neither injected, nor hit, nor rated): a
+    memory with only such rows counts as one without history, and the user's mean adds its
+    memories' sums one after the other, to which a sum of 0 adds nothing."""
+    terms, missing = _terms(sm)
+    agent_sql = " AND sm.agent_id = ?" if "agent_id" in sm else ""
+    keys = sorted(set(keys))
+    out: list[tuple[object, ...]] = []
+    for start in range(0, len(keys), _CHUNK):
+        part = keys[start : start + _CHUNK]
+        query = (
+            f"SELECT sm.session_key, sm.memory_id, {_TIME.format('sm.created_at')}, "
+            f"{', '.join(terms)} FROM session_memories sm "
+            f"WHERE sm.session_key IN ({','.join('?' * len(part))}){agent_sql} "
+            f"AND (({terms[0]}) OR ({terms[3]}) OR ({terms[4]}) != 0) "
+            "ORDER BY sm.session_key, sm.rowid"
+        )
+        out += con.execute(query, [*part, *([agent] if agent_sql else [])]).fetchall()
+    spans: dict[str, tuple[int, int]] = {}
+    for i, r in enumerate(out):
+        k = str(r[0])
+        spans[k] = (spans[k][0] if k in spans else i, i + 1)
+    memories, memory = np.unique(
+        np.asarray([str(r[1]) for r in out], dtype=str), return_inverse=True
+    )
+    times, time = np.unique(np.asarray([str(r[2]) for r in out], dtype=str), return_inverse=True)
+    values = np.array([r[3:] for r in out], dtype=np.float64).reshape(-1, 6).T
+    rows = _HistoryRows(
+        spans,
+        np.asarray(memory, dtype=np.int64).reshape(-1),
+        memories,
+        np.asarray(time, dtype=np.int64).reshape(-1),
+        times,
+        np.ascontiguousarray(values),
+        [str(m) for m in memories.tolist()],
+    )
+    return rows, tuple(missing)
+
+
+def read_track_records(
+    con: sqlite3.Connection,
+    starts: Sequence[tuple[Sequence[str], datetime]],
+    *,
+    agent_id: str = DEFAULT_AGENT,
+) -> list[TrackRecord]:
+    """`read_track_record(con, ids, before)` for each (ids, before) of `starts`, equal to it bit
+    for bit, from one read of the judged sessions' rows (the trainer's samples: hundreds of
+    session starts, each of which would aggregate the rows of its 200 judged sessions anew).
+    Read only."""
+    tables = _tables(con)
+    lacks = tuple(t for t in ("session_memories", "session_scores") if t not in tables)
+    ids = sorted({str(m) for memory_ids, _ in starts for m in memory_ids})
+    earliest, gone = _superseded_times(con, ids) if ids else ({}, [])
+    judged = None
+    rows: _HistoryRows | None = None
+    missing: tuple[str, ...] = lacks
+    if not lacks:
+        sm, scores = _columns(con, "session_memories"), _columns(con, "session_scores")
+        judged = _judged(con, scores, "agent_id" in sm, agent_id)
+        wanted = {k for _, before in starts for k in judged.latest(_time(before))}
+        rows, missing = _history_rows(con, sorted(wanted), sm, agent_id)
+    out: list[TrackRecord] = []
+    for memory_ids, before in starts:
+        at = _time(before)
+        uniq = list(dict.fromkeys(str(m) for m in memory_ids))
+        if judged is None or rows is None:
+            history = TrackHistory(before, {}, np.zeros((6, 0)), lacks)
+        else:
+            history = rows.history(judged.latest(at), before, uniq, missing)
+        superseded = {m for m in uniq if earliest.get(m, at) < at}
+        counts = history.counts(memory_ids, superseded)
+        lack = (*history.missing, *(gone if uniq else []))
+        out.append(TrackRecord(track_record(counts, history.mean), history.mean, lack))
+    return out

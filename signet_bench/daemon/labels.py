@@ -340,8 +340,9 @@ def edited_recently(
     since = at - cfg.edited_recent_days * SECONDS_PER_DAY
     out = np.zeros(len(edited_at), dtype=bool)
     for i, times in enumerate(edited_at):
-        t = np.asarray(times, dtype=np.float64)
-        out[i] = bool(np.any((t >= since) & (t <= at)))
+        if len(times):  # most memories were never edited
+            t = np.asarray(times, dtype=np.float64)
+            out[i] = bool(np.any((t >= since) & (t <= at)))
     return out
 
 

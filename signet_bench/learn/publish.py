@@ -255,6 +255,7 @@ def train_and_publish(
             previous_is_trained=base is not None if request.protect is None else request.protect,
             canary=plan.canary,
             replay=plan.replay,
+            served_through=plan.served_through if fresh else None,
         ),
         options=TrainOptions(time_cap_s=request.time_cap_s, progress=progress),
     )
@@ -363,6 +364,7 @@ class TrainingPlan:
     epochs: int
     canary: list[SessionSample] | None = None  # None: split from `samples` (a full run)
     replay: list[SessionSample] | None = None
+    served_through: str | None = None  # the newest session the base model had seen (ISO)
 
 
 def scheduled_request(
@@ -414,7 +416,7 @@ def plan_training(
     learning rate."""
     run_cfg = cfg.replace(learning_rate=cfg.learning_rate * request.lr_scale)
     if request.mode != "incremental" or trained_through is None:
-        return TrainingPlan(list(samples), run_cfg, request.epochs)
+        return TrainingPlan(list(samples), run_cfg, request.epochs, served_through=trained_through)
     new_keys = {s.session_key for s in samples if format_iso(s.start) > trained_through}
     train_on, canary, replay = incremental_split(samples, new_keys, cfg)
     if not train_on:
@@ -466,6 +468,7 @@ def train_store(
         corpus=corpus,
         workbench=_hook_workbench(request.out_dir),
         select=Selection(limit=request.limit, window=run_cfg.training_window_sessions),
+        progress=progress,
     )
     run_id = run_id or str(uuid.uuid4())
     if len(samples) < 2 and not (request.out_dir / CHECKPOINT_FILE).exists():

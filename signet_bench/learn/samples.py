@@ -32,6 +32,7 @@ the labels are exactly the store's.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import sqlite3
 import zlib
 from collections.abc import Sequence
@@ -74,12 +75,13 @@ from signet_scorer.structure import (
     recorded_structure,
     session_columns,
 )
-from signet_scorer.track_record import read_track_record
+from signet_scorer.track_record import read_track_record, read_track_records
 from signet_scorer.workbench import HOOK_LOG_FILE, default_workbench
 
 __all__ = [
     "HOOK_SOURCE",
     "LABEL_SOURCES",
+    "CandidateRows",
     "LabelSignals",
     "SampleRules",
     "Selection",
@@ -340,6 +342,80 @@ def signals_frame(signals: LabelSignals) -> pl.DataFrame:
     ).drop("path_rating")
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class CandidateRows:
+    """A session's candidate rows as the sample reads them, one numpy column each (the
+    conversions of `_columns`); `split` gives every session's from one conversion of the
+    whole frame, so a load converts its columns once, not once a session."""
+
+    memory_id: list[str]
+    source: np.ndarray  # (n,) object
+    rank: np.ndarray
+    was_injected: np.ndarray  # (n,) bool
+    relevance_score: np.ndarray  # (n,) float64, NaN unrated
+    fts_hit_count: np.ndarray  # (n,) int64
+    agent_relevance_score: np.ndarray  # (n,) float64, NaN unrated
+    recall_count: np.ndarray | float  # (n,) float64, or 0 for every row (the loop's rows)
+    path_reward: np.ndarray | float  # (n,) float64, or NaN for every row
+    entity_slot: np.ndarray  # (n,) float64, -1 unrecorded
+    aspect_slot: np.ndarray  # (n,) float64, -1 unrecorded
+    structural_density: np.ndarray  # (n,) float64, 0 unrecorded
+    is_constraint: np.ndarray  # (n,) bool
+
+    @classmethod
+    def of(cls, cand: pl.DataFrame) -> CandidateRows:
+        """The rows of one session's frame, in its order."""
+        return cls(*_columns(cand))
+
+    @classmethod
+    def split(cls, cands: pl.DataFrame) -> dict[str, CandidateRows]:
+        """Every session's rows of `cands`, by session key, each in the frame's order."""
+        keys = cands["session_key"].to_numpy()
+        if keys.size == 0:
+            return {}
+        order = np.argsort(keys, kind="stable")
+        cols = _columns(cands)
+        cols[0] = np.asarray(cols[0], dtype=object)
+        cols = [c if isinstance(c, float) else c[order] for c in cols]
+        ordered = keys[order]
+        edges = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+        bounds = np.concatenate(([0], edges, [ordered.size])).tolist()
+        out: dict[str, CandidateRows] = {}
+        for lo, hi in itertools.pairwise(bounds):
+            part = [c if isinstance(c, float) else c[lo:hi] for c in cols]
+            part[0] = part[0].tolist()
+            out[str(ordered[lo])] = cls(*part)
+        return out
+
+    def take(self, keep: np.ndarray) -> CandidateRows:
+        """The rows at positions `keep` (or where a boolean `keep` is True)."""
+        idx = np.flatnonzero(keep) if np.asarray(keep).dtype == bool else np.asarray(keep)
+        parts = [getattr(self, f.name) for f in dataclasses.fields(self)]
+        ids = [self.memory_id[i] for i in idx.tolist()]
+        rest = [c if isinstance(c, float) else c[idx] for c in parts[1:]]
+        return CandidateRows(ids, *rest)
+
+
+def _columns(cand: pl.DataFrame) -> list:
+    """The numpy columns of `CandidateRows` (its field order) from a frame of candidate rows:
+    each the same value row by row whichever rows the frame holds."""
+    return [
+        cand["memory_id"].to_list(),
+        cand["source"].to_numpy().astype(object),
+        cand["rank"].to_numpy(),
+        cand["was_injected"].to_numpy().astype(bool),
+        cand["relevance_score"].cast(pl.Float64).fill_null(np.nan).to_numpy(),
+        cand["fts_hit_count"].fill_null(0).to_numpy().astype(np.int64),
+        cand["agent_relevance_score"].cast(pl.Float64).fill_null(np.nan).to_numpy(),
+        _optional(cand, "recall_count", 0.0),
+        _optional(cand, "path_reward", np.nan),
+        cand["entity_slot"].cast(pl.Float64).fill_null(-1).to_numpy(),
+        cand["aspect_slot"].cast(pl.Float64).fill_null(-1).to_numpy(),
+        cand["structural_density"].cast(pl.Float64).fill_null(0).to_numpy(),
+        cand["is_constraint"].fill_null(False).to_numpy().astype(bool),
+    ]
+
+
 def _optional(cand: pl.DataFrame, name: str, default: float) -> np.ndarray | float:
     """A candidate column the loop's own rows lack (`signals_frame` adds it): its values
     with nulls as `default`, or `default` for every row when the column is absent."""
@@ -365,63 +441,73 @@ def scored_sessions(sessions: pl.DataFrame, candidates: pl.DataFrame) -> pl.Data
     return latest.join(starts, on="session_key", how="inner").sort(["start", "session_key"])
 
 
-def _recorded_graph(cand: pl.DataFrame) -> GraphColumns:
+def _recorded_graph(rows: CandidateRows) -> GraphColumns:
     """The knowledge-graph columns the daemon recorded with a session's candidate rows."""
     return GraphColumns(
-        entity_slot=cand["entity_slot"].cast(pl.Float64).fill_null(-1).to_numpy(),
-        aspect_slot=cand["aspect_slot"].cast(pl.Float64).fill_null(-1).to_numpy(),
-        structural_density=cand["structural_density"].cast(pl.Float64).fill_null(0).to_numpy(),
-        is_traversal=(cand["source"] == "ka_traversal").to_numpy(),
-        is_constraint=cand["is_constraint"].fill_null(False).to_numpy().astype(bool),
+        entity_slot=rows.entity_slot,
+        aspect_slot=rows.aspect_slot,
+        structural_density=rows.structural_density,
+        is_traversal=rows.source == "ka_traversal",
+        is_constraint=rows.is_constraint,
     )
 
 
-def session_graph(cand: pl.DataFrame, structure: MemoryStructure | None = None) -> GraphColumns:
+def session_graph(
+    cand: pl.DataFrame | CandidateRows, structure: MemoryStructure | None = None
+) -> GraphColumns:
     """The knowledge-graph columns of a session's candidate rows: the recorded ones when the
     rows carry any, else computed from `structure` (the store's graph, `session_structure`), as
     the session-start hook takes them (`signet_scorer.structure.session_columns`)."""
-    return session_columns(_recorded_graph(cand), cand["memory_id"].to_list(), structure)
+    rows = cand if isinstance(cand, CandidateRows) else CandidateRows.of(cand)
+    return session_columns(_recorded_graph(rows), list(rows.memory_id), structure)
 
 
 def session_structure(
-    con: sqlite3.Connection, candidates: pl.DataFrame, agent_id: str = DEFAULT_AGENT
+    con: sqlite3.Connection,
+    candidates: pl.DataFrame,
+    agent_id: str = DEFAULT_AGENT,
+    *,
+    rows: dict[str, CandidateRows] | None = None,
 ) -> MemoryStructure:
     """The store's graph read once for the memories of every session whose candidate rows
-    record no knowledge-graph columns (the ones `session_graph` computes)."""
+    record no knowledge-graph columns (the ones `session_graph` computes); `rows`: the
+    sessions' rows of `candidates` already split (`CandidateRows.split`)."""
     bare: set[str] = set()
-    for _, cand in candidates.group_by("session_key"):
-        rec = _recorded_graph(cand)
-        if not recorded_structure(rec.entity_slot, rec.aspect_slot):
-            bare.update(cand["memory_id"].to_list())
+    split = CandidateRows.split(candidates) if rows is None else rows
+    for cand in split.values():
+        if not recorded_structure(cand.entity_slot, cand.aspect_slot):
+            bare.update(cand.memory_id)
     return read_structure(con, sorted(bare), agent_id=agent_id)
 
 
 def label_input(
-    corpus: Corpus, inputs: SessionInputs, cand: pl.DataFrame, session: dict, end_s: float
+    corpus: Corpus,
+    inputs: SessionInputs,
+    cand: pl.DataFrame | CandidateRows,
+    session: dict,
+    end_s: float,
 ) -> SessionLabelInput:
     """The label function's input for a session's candidates (`cand` aligned with `inputs`)."""
+    c = cand if isinstance(cand, CandidateRows) else CandidateRows.of(cand)
     rows = inputs.rows
     cos = inputs.embeddings @ inputs.context
     start_s = inputs.start.timestamp()
     return SessionLabelInput.build(
         inputs.memory_ids,
-        cand["was_injected"].to_numpy().astype(bool),
+        c.was_injected,
         continuity_score=float(session["score"]),
         confidence=float(session["confidence"]),
         novel_context_count=int(session.get("novel_context_count") or 0),
-        relevance_score=cand["relevance_score"].cast(pl.Float64).fill_null(np.nan).to_numpy(),
-        fts_hit_count=cand["fts_hit_count"].fill_null(0).to_numpy().astype(np.int64),
-        agent_relevance_score=cand["agent_relevance_score"]
-        .cast(pl.Float64)
-        .fill_null(np.nan)
-        .to_numpy(),
+        relevance_score=c.relevance_score,
+        fts_hit_count=c.fts_hit_count,
+        agent_relevance_score=c.agent_relevance_score,
         cosine_to_context=np.where(inputs.has_embedding, cos, 0.0),
         superseded=np.isfinite(corpus.superseded_at[rows]),
         deleted_at_hours_after_injection=(corpus.deleted_at[rows] - start_s) / 3600.0,
         access_count=corpus.access_count[rows].astype(np.int64),
         edited_recently=edited_recently([corpus.edited_at[r] for r in rows], end_s),
-        recall_count=_optional(cand, "recall_count", 0.0),
-        path_reward=_optional(cand, "path_reward", np.nan),
+        recall_count=c.recall_count,
+        path_reward=c.path_reward,
     )
 
 
@@ -463,13 +549,32 @@ def build_sample(
     `session_memories` rows; `query` its session-start query (`daemon.session_query.start_query`);
     `structure` the store's graph for rows that record no knowledge-graph columns
     (`session_graph`; None: they have none)."""
-    tz, cfg, seed = rules.tz, rules.cfg, rules.seed
-    cand = cand.filter(pl.col("memory_id").is_in(list(corpus.row_of)))
+    cand = _in_corpus(cand, corpus)
     if cand.height == 0:
         return None
-    cand = cand.sort([pl.col("source") == "fts_only", "rank", "memory_id"])
-    rows = corpus.rows(cand["memory_id"].to_list())
-    baseline = rows[(cand["source"] != "fts_only").to_numpy()]
+    return _sample(corpus, session, CandidateRows.of(cand), previous, rules, query, structure)
+
+
+def _in_corpus(cand: pl.DataFrame, corpus: Corpus, by: Sequence[str] = ()) -> pl.DataFrame:
+    """The candidate rows of memories in the corpus, in the order a sample reads them (the
+    start pool by rank, then the fts_only rows; memory id on ties), first by `by`."""
+    cand = cand.filter(pl.col("memory_id").is_in(list(corpus.row_of)))
+    return cand.sort([*by, pl.col("source") == "fts_only", "rank", "memory_id"])
+
+
+def _sample(
+    corpus: Corpus,
+    session: dict,
+    cand: CandidateRows,
+    previous: PreviousSession | None,
+    rules: SampleRules,
+    query: SessionQuery,
+    structure: MemoryStructure | None,
+) -> SessionSample | None:
+    """`build_sample` on a session's rows in the corpus, in order (`_in_corpus`)."""
+    tz, cfg, seed = rules.tz, rules.cfg, rules.seed
+    rows = corpus.rows(cand.memory_id)
+    baseline = rows[cand.source != "fts_only"]
     ctx = session_context(
         corpus.embeddings,
         corpus.has_embedding,
@@ -506,7 +611,7 @@ def build_sample(
     return SessionSample.from_inputs(
         inputs.take(keep),
         labels[keep],
-        cand["rank"].to_numpy()[keep],
+        cand.rank[keep],
         confidence=float(session["confidence"]),
         continuity=float(session["score"]),
         rated=ratings(label_in)[keep],
@@ -521,11 +626,24 @@ def track_records(con: sqlite3.Connection, session: dict, cand: pl.DataFrame) ->
     return dict(zip(ids, found.values.tolist(), strict=True))
 
 
-def track_values(track: dict[str, float] | None, cand: pl.DataFrame) -> np.ndarray | None:
+def _track_records(
+    con: sqlite3.Connection, sessions: Sequence[dict], rows: dict[str, CandidateRows]
+) -> list[dict[str, float]]:
+    """`track_records` of every session in `sessions` from one read of the store
+    (`signet_scorer.track_record.read_track_records`: the same values, bit for bit)."""
+    ids = [list(dict.fromkeys(rows[s["session_key"]].memory_id)) for s in sessions]
+    found = read_track_records(con, [(i, s["start"]) for i, s in zip(ids, sessions, strict=True)])
+    return [dict(zip(i, f.values.tolist(), strict=True)) for i, f in zip(ids, found, strict=True)]
+
+
+def track_values(
+    track: dict[str, float] | None, cand: pl.DataFrame | CandidateRows
+) -> np.ndarray | None:
     """The track records of `cand`'s rows (None without them)."""
     if track is None:
         return None
-    return np.array([track[m] for m in cand["memory_id"].to_list()], dtype=np.float32)
+    ids = cand.memory_id if isinstance(cand, CandidateRows) else cand["memory_id"].to_list()
+    return np.array([track[m] for m in ids], dtype=np.float32)
 
 
 @dataclass(frozen=True, slots=True)
@@ -559,6 +677,7 @@ def load_samples(
     corpus: Corpus | None = None,
     workbench: str | Path | None = None,
     select: Selection = Selection(),
+    progress: bool = False,
 ) -> tuple[list[SessionSample], int]:
     """All trainable sessions of a store, oldest first (the newest `limit`), and how many
     scored sessions were skipped, labelled from every signal the store keeps (`LabelSignals`)
@@ -566,7 +685,8 @@ def load_samples(
     `corpus`: the store's corpus when the caller holds it already (the session loop, whose
     memories do not change while it runs). `window` > 0: only the newest `window` scored
     sessions are read and assembled (and counted as skipped), so a training's time and memory
-    do not grow with the store; each sample is the one a full load gives."""
+    do not grow with the store; each sample is the one a full load gives. `progress`: a bar
+    of the sessions assembled."""
     limit, min_confidence, window = select.limit, select.min_confidence, select.window
     con = store if isinstance(store, sqlite3.Connection) else open_readonly(store)
     if workbench is None and not isinstance(store, sqlite3.Connection):
@@ -579,39 +699,49 @@ def load_samples(
         cands = signals_frame(signals)
         sessions = scored_sessions(signals.sessions, cands)
         jobs = StartQueries.read(con)
-        structure = session_structure(con, cands)
+        # every session's columns from one conversion of the frame (not a frame per session)
+        raw = CandidateRows.split(cands)
+        structure = session_structure(con, cands, rows=raw)
         if sessions.height == 0:
             return [], 0
         by_key = {k[0]: g for k, g in cands.group_by("session_key")}
         threshold = cfg.min_scorer_confidence if min_confidence is None else min_confidence
         rows = sessions.rename({"created_at": "end"}).iter_rows(named=True)
         todo = [s for s in rows if part is None or s["session_key"] in part.keys]
-        for s in todo:
-            if s["confidence"] is not None and s["confidence"] >= threshold:
-                s["track_record"] = track_records(con, s, by_key[s["session_key"]])
+        kept = [s for s in todo if s["confidence"] is not None and s["confidence"] >= threshold]
+        bar = _bar(len(todo)) if progress else None
+        for s, track in zip(kept, _track_records(con, kept, raw), strict=True):
+            s["track_record"] = track
     finally:
         if not isinstance(store, sqlite3.Connection):
             con.close()
     previous = previous_sessions(sessions, by_key)
+    ordered = CandidateRows.split(_in_corpus(cands, corpus, by=["session_key"]))
     out: list[SessionSample] = []
     skipped = 0
     for s in todo:
         # sessions outside the window are read only as the previous session of one in it
         conf = s["confidence"]
         sample = None
-        if conf is not None and conf >= threshold:
+        cand = ordered.get(s["session_key"])
+        if conf is not None and conf >= threshold and cand is not None:
             prev = previous[s["session_key"]]
-            sample = build_sample(
-                corpus,
-                s,
-                by_key[s["session_key"]],
-                prev,
-                SampleRules(tz, cfg, seed),
-                query=jobs.query(s.get("project"), s["start"]),
-                structure=structure,
-            )
+            query = jobs.query(s.get("project"), s["start"])
+            sample = _sample(corpus, s, cand, prev, SampleRules(tz, cfg, seed), query, structure)
         if sample is None:
             skipped += 1
         else:
             out.append(sample)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
     return out[-limit:], skipped
+
+
+def _bar(total: int):  # the tqdm bar (its type loads with it)
+    """A bar of the sessions a load assembles, below any bar already drawn."""
+    # here: tqdm loads only when a bar is drawn (start-up time)
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="samples", unit="session", leave=False)

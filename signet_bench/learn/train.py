@@ -47,6 +47,7 @@ from signet_bench.learn.model.scorer import (
 )
 from signet_bench.learn.samples import SessionSample
 from signet_bench.learn.serving import ServingChoice, choose_served, served_base
+from signet_bench.store.timestamps import format_iso
 
 __all__ = [
     "CanaryMetrics",
@@ -61,6 +62,7 @@ __all__ = [
     "split_canary",
     "to_batch",
     "train_model",
+    "warm_start",
 ]
 
 Params = dict[str, np.ndarray]
@@ -297,21 +299,24 @@ class _Draw:
 @dataclass(frozen=True, slots=True)
 class _Steps:
     """What every step of a run draws from: `n_recent` sessions of `train` (or of those `draw`
-    picks from it) plus `n_replay` of the replay buffer."""
+    picks from it) plus `n_replay` of the replay buffer; `limit`: the steps left in the run's
+    budget."""
 
     train: Sequence[SessionSample]
     replay: Sequence[SessionSample]
     n_recent: int
     n_replay: int
     draw: _Draw | None
+    limit: int | None = None  # the steps this epoch may take (None: a whole pass)
 
 
 def _epoch(
     work: Params, opt: Adam, steps_of: _Steps, how: _Fit, prior: _Prior | None = None
 ) -> tuple[list[float], int, bool]:
     """One shuffled pass over the run's sessions in steps (`_Steps`), updating `work` in
-    place under `how`'s settings; stops at a non-finite loss or once `how.time_up()` after a
-    step: (step losses, steps taken, whether the time cap hit)."""
+    place under `how`'s settings; stops at a non-finite loss, after `steps_of.limit` steps,
+    or once `how.time_up()` after a step: (step losses, steps taken, whether the time cap
+    hit)."""
     train, replay = steps_of.train, steps_of.replay
     n_recent, n_replay = steps_of.n_recent, steps_of.n_replay
     rng = how.rng
@@ -319,6 +324,8 @@ def _epoch(
     losses = []
     steps = 0
     for i in range(0, len(order), n_recent):
+        if steps_of.limit is not None and steps >= steps_of.limit:
+            break
         chunk = [train[j] for j in order[i : i + n_recent]]
         if n_replay and replay:
             chunk += [replay[j] for j in rng.integers(0, len(replay), n_replay)]
@@ -348,9 +355,10 @@ def _run_epochs(
     budget: int = 0,
 ) -> _Epochs:
     """Up to `how.epochs` epochs of Adam on `work` (in place), each over at most `budget`
-    sessions of `train` (`_Draw`; 0: all of them); stops after a non-finite epoch loss, at
-    the time cap, once the loss has converged (< 1e-6), or when `watch` (the held-out
-    sessions) has seen no gain for `holdout_patience` epochs."""
+    sessions of `train` (`_Draw`; 0: all of them), at most `how.max_steps` steps in all (0:
+    no bound; the last epoch may be cut short); stops after a non-finite epoch loss, at the
+    time cap, at the step budget, once the loss has converged (< 1e-6), or when `watch` (the
+    held-out sessions) has seen no gain for `holdout_patience` epochs."""
     cfg, epochs, batch_size = how.cfg, how.epochs, how.batch_size
     opt = Adam(work, cfg)
     draw = _Draw.for_run(train, budget)
@@ -366,18 +374,23 @@ def _run_epochs(
 
         bar = tqdm(total=epochs, desc="training", unit="epoch", leave=False)
     for _ in range(epochs):
-        losses, taken, capped = _epoch(work, opt, steps_of, how, prior)
+        left = how.max_steps - steps if how.max_steps > 0 else None
+        losses, taken, capped = _epoch(work, opt, replace(steps_of, limit=left), how, prior)
         steps += taken
         stopped = "time-cap" if capped else None
+        if stopped is None and left is not None and steps >= how.max_steps:
+            stopped = "step-budget"
         mean = float(np.mean(losses)) if losses else float("nan")
         curve.append(mean)
         if bar is not None:
             bar.update(1)
             bar.set_postfix(loss=f"{mean:.4f}")
-        if stopped or not math.isfinite(mean):
+        if stopped == "time-cap" or not math.isfinite(mean):
             break
         if watch is not None and not watch(len(curve), work):
             stopped = "held-out"
+            break
+        if stopped:  # the step budget: the held-out sessions judged its last epoch
             break
         if mean < 1e-6:
             stopped = "converged"
@@ -477,7 +490,8 @@ def _result(
 
 @dataclass(frozen=True, slots=True)
 class _Fit:
-    """How every fit of one run trains (the run's settings, shared by its folds)."""
+    """How every fit of one run trains (the run's settings, shared by its folds; `max_steps`:
+    each fit's step budget, `training_step_budget` for a held-out run)."""
 
     cfg: PredictorConfig
     epochs: int
@@ -486,6 +500,7 @@ class _Fit:
     time_up: Callable[[], bool]
     progress: bool
     frozen: Mapping[str, np.ndarray]
+    max_steps: int = 0  # optimizer steps per fit (0: no bound)
 
 
 def _fit(
@@ -648,6 +663,36 @@ def _held_out_result(
     )
 
 
+def warm_start(
+    samples: Sequence[SessionSample],
+    start: Params,
+    served: tuple[Params, str],
+    cfg: PredictorConfig,
+) -> Params:
+    """The weights a scheduled retrain starts from: the served model (`served`: its weights
+    and the ISO start of the newest session it had seen) when `warm_start` is on, it has the
+    start's shapes, every session the held-out gate judges on (`holdout_plan`, the time
+    hold-out) is newer than any it learned from (else it would be judged in sample, and so
+    would a candidate grown from it), and there it ranks no worse than `start` by mean
+    NDCG@10; else `start` (the shipped base or its free ranker). A model already fitted to
+    this user needs fewer steps to take in the newest sessions than the base, so a bounded
+    run (`training_step_budget`) ends nearer its best; the candidate is still judged against
+    the base and the free rankers (`serving.choose_served`)."""
+    weights, through = served
+    same = set(weights) == set(start) and all(
+        np.shape(weights[k]) == np.shape(start[k]) for k in start
+    )
+    if not cfg.warm_start or not same or len(samples) < 2:
+        return start
+    plan = holdout_plan(samples, cfg)
+    held = [samples[i] for i in plan.held]
+    if plan.method != "time" or min(format_iso(s.start) for s in held) <= through:
+        return start
+    warm = session_ndcgs(held, session_probs(weights, held, cfg), cfg)
+    cold = session_ndcgs(held, session_probs(start, held, cfg), cfg)
+    return weights if float(np.mean(warm)) >= float(np.mean(cold)) else start
+
+
 def run_start(
     samples: Sequence[SessionSample], base: Params | None, dim: int, cfg: PredictorConfig
 ) -> Params:
@@ -668,13 +713,16 @@ class Guard:
     (`previous_is_trained`; default: whether there is one), and the canary and replay buffer
     (default: taken from the samples, a full retrain; an incremental run trains on the new
     sessions with both taken from the whole history); `base`: the shipped base a held-out run
-    starts from and serves unless its model is shown better (default `learn.base`)."""
+    starts from and serves unless its model is shown better (default `learn.base`);
+    `served_through`: the newest session the served model had seen, which lets a fresh
+    held-out run start from it (`warm_start`; None: never)."""
 
     reference: Params | None = None
     previous_is_trained: bool | None = None
     canary: Sequence[SessionSample] | None = None
     replay: Sequence[SessionSample] | None = None
     base: Params | None = None  # the shipped base (default `learn.base`): start and fallback
+    served_through: str | None = None  # ISO start of the newest session `reference` had seen
 
 
 @dataclass(frozen=True, slots=True)
@@ -730,9 +778,14 @@ def train_model(
             lambda: time.perf_counter() - t0 > cap,
             progress,
             {**held, **(frozen or {})},
+            cfg.training_step_budget,
         )
         shipped = run_start(samples, guard.base, dim, cfg)
-        fitted = _held_out_fit(samples, shipped if current is None else base, how)
+        start = shipped if current is None else base
+        through = guard.served_through
+        if current is None and had_model and reference is not None and through and learned:
+            start = warm_start(samples, shipped, (reference, through), cfg)
+        fitted = _held_out_fit(samples, start, how)
         served = served if had_model else None
         return _held_out_result(fitted, served, cfg, t0, learned, shipped)
     work = copy_params(base)

@@ -103,7 +103,9 @@ class Simulator:
         self.truth = self.world.truth
         self.truth_rows = self.world.positions(store.corpus.ids)
         if trainer is None:
-            self.trainer = make_trainer(opts.scorer, store, cfg, self.world.tz)
+            self.trainer = make_trainer(
+                opts.scorer, store, cfg, self.world.tz, progress=opts.progress
+            )
         else:
             self.trainer = trainer(store, cfg)
         self.loop = Lifecycle(store, self.world, self.trainer, opts.loop(), cfg)

@@ -221,12 +221,13 @@ def _finite_loss(loss: object) -> float:
 class InProcessTrainer:
     """The accepted weights scored in process; a due training runs `train.train_store` on the
     loop's connection (the store is only read), the same path as `signet-bench train`; an
-    accepted model is used from the next session on."""
+    accepted model is used from the next session on. `progress`: the training's own bars
+    (sample assembly, epochs) show under the loop's."""
 
     name = "model"
 
-    def __init__(self, store: LoopStore, cfg: PredictorConfig) -> None:
-        self.store, self.cfg = store, cfg
+    def __init__(self, store: LoopStore, cfg: PredictorConfig, *, progress: bool = False) -> None:
+        self.store, self.cfg, self.progress = store, cfg, progress
         self.model: Params | None = _served_model(store, cfg)
         self.start_alpha = shipped_base_alpha()
 
@@ -242,7 +243,12 @@ class InProcessTrainer:
         store = self.store
         try:
             run = train_store(
-                request, cfg=self.cfg, db=store.con, corpus=store.corpus, run_id=job.run_id
+                request,
+                cfg=self.cfg,
+                db=store.con,
+                corpus=store.corpus,
+                run_id=job.run_id,
+                progress=self.progress,
             )
         except (NothingToTrain, TooLittleData):
             return TrainOutcome(accepted=False)
@@ -336,12 +342,15 @@ class SidecarTrainer:
         self.client.close()
 
 
-def make_trainer(scorer: str, store: LoopStore, cfg: PredictorConfig, tz: str) -> Trainer:
+def make_trainer(
+    scorer: str, store: LoopStore, cfg: PredictorConfig, tz: str, *, progress: bool = False
+) -> Trainer:
     """The strategy `--scorer` names, on an open store (`tz`: the user's time zone, which the
-    sidecar's trainer reads its sessions in)."""
+    sidecar's trainer reads its sessions in; `progress`: the in-process trainer draws its
+    own bars under the loop's, so a training does not stall the loop's progress)."""
     check_scorer(scorer)
     if scorer == "model":
-        return InProcessTrainer(store, cfg)
+        return InProcessTrainer(store, cfg, progress=progress)
     if scorer == "sidecar":
         return SidecarTrainer(store, cfg, tz)
     return RandomScorer() if scorer == "random" else NoScorer()

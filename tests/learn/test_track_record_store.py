@@ -19,10 +19,11 @@ from signet_bench.replay.loop import SimOptions, Simulator
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.timestamps import format_iso, parse_ts
 from signet_bench.world.synth.build import build_persona_store
+from signet_scorer import track_record
 from signet_scorer.contract import SIGNAL_NAMES
 from signet_scorer.hook.rank import HookSession, RankError, session_query
 from signet_scorer.signals import signal_column
-from signet_scorer.track_record import read_track_record
+from signet_scorer.track_record import TRACK_SESSIONS, read_track_record, read_track_records
 
 SESSIONS = 24
 COL = signal_column("track_record")
@@ -279,3 +280,35 @@ def test_the_trainers_samples_and_the_hook_agree(world):
     finally:
         con.close()
     assert compared >= len(samples) // 2
+
+
+@pytest.mark.parametrize("sessions", [TRACK_SESSIONS, 5])
+def test_many_starts_at_once_equal_each_start_read_alone(world, sessions, monkeypatch):
+    """`read_track_records` (the trainer's one read for every session start of a training)
+    gives each start exactly what `read_track_record` gives it alone: values bit for bit, the
+    user's mean, what the store lacks; also when each start counts only its 5 latest judged
+    sessions (so the judged window slides across the starts)."""
+    monkeypatch.setattr(track_record, "TRACK_SESSIONS", sessions)
+    path, _ = world
+    con = _ro(path)
+    try:
+        everything = _ids(con)
+        cands = dict(
+            con.execute(
+                "SELECT session_key, GROUP_CONCAT(memory_id) FROM session_memories GROUP BY 1"
+            )
+        )
+        starts = [(cands[k].split(",") + everything[-3:], at) for k, at in _starts(path)]
+        starts += [(everything, at + timedelta(minutes=1)) for _, at in _starts(path)[::5]]
+        starts.append(([], starts[-1][1]))
+        bulk = read_track_records(con, starts)
+        alone = [read_track_record(con, ids, at) for ids, at in starts]
+    finally:
+        con.close()
+    assert len(bulk) == len(starts) > SESSIONS
+    for got, want in zip(bulk, alone, strict=True):
+        assert got.values.dtype == want.values.dtype
+        assert got.values.tobytes() == want.values.tobytes()
+        assert got.mean == want.mean and got.missing == want.missing
+    # the starts differ: the comparison is not between constants
+    assert len({r.mean for r in alone}) > 3

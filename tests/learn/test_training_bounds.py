@@ -1,7 +1,9 @@
 """A training's cost is bounded whatever the history: each epoch passes over at most the
-session budget (its newest half always), the time hold-out is capped, and a training reads
-only the newest sessions of its store. A history within the bounds trains exactly as without
-them, and above them a candidate is still served only if it beats the held-out bar."""
+session budget (its newest half always), a run over at most the step budget, the time
+hold-out is capped, and a training reads only the newest sessions of its store, assembling
+their samples in bulk. A history within the bounds trains exactly as without them, above them
+a candidate is still served only if it beats the held-out bar, and a scheduled retrain starts
+from the served model only where the held-out sessions judge it fairly."""
 
 from __future__ import annotations
 
@@ -14,13 +16,32 @@ import pytest
 
 from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG, from_mapping
+from signet_bench.daemon.context import previous_sessions
+from signet_bench.daemon.session_query import StartQueries
 from signet_bench.learn.holdout import holdout_plan
-from signet_bench.learn.samples import Selection, load_samples
-from signet_bench.learn.train import Guard, _Draw, train_model
+from signet_bench.learn.samples import (
+    SampleRules,
+    Selection,
+    build_sample,
+    load_samples,
+    read_label_signals,
+    scored_sessions,
+    session_structure,
+    signals_frame,
+    track_records,
+)
+from signet_bench.learn.train import Guard, _Draw, train_model, warm_start
+from signet_bench.store.corpus import read_corpus
+from signet_bench.store.read import open_readonly
+from signet_bench.store.timestamps import format_iso
+from signet_scorer.signals import signal_column
 
 DIM = 16
 UNBOUNDED = DEFAULT_CONFIG.replace(
-    training_window_sessions=0, holdout_max_sessions=0, epoch_session_budget=0
+    training_window_sessions=0,
+    holdout_max_sessions=0,
+    epoch_session_budget=0,
+    training_step_budget=0,
 )
 
 
@@ -133,9 +154,17 @@ def test_over_budget_a_worse_candidate_keeps_the_served_model():
 
 def test_the_bounds_have_seed_style_names_and_zero_switches_them_off():
     cfg = from_mapping(
-        {"trainingWindowSessions": 0, "holdoutMaxSessions": 0, "epochSessionBudget": 0}
+        {
+            "trainingWindowSessions": 0,
+            "holdoutMaxSessions": 0,
+            "epochSessionBudget": 0,
+            "trainingStepBudget": 0,
+        }
     )
     assert cfg == UNBOUNDED
+    assert not from_mapping({"warmStart": False}).warm_start
+    with pytest.raises(ValueError, match="predictor.warmStart: expected true/false"):
+        from_mapping({"warmStart": 1})
     with pytest.raises(ValueError, match="predictor.epochSessionBudget: -1 must be positive"):
         from_mapping({"epochSessionBudget": -1})
     with pytest.raises(ValueError, match="predictor.trainingWindowSessions: expected a whole"):
@@ -164,3 +193,105 @@ def _same_sample(a, b) -> None:
             assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), f.name  # NaN: unrated
         else:
             assert x == y, f.name
+
+
+def test_a_held_out_run_takes_at_most_its_step_budget_whatever_the_history():
+    """The step budget bounds a run however many sessions and epochs it is given; the
+    held-out sessions judge the epoch it cut short, and within the budget nothing changes."""
+    cfg = DEFAULT_CONFIG.replace(training_step_budget=11, holdout_patience=100)
+    for n in (60, 200):
+        res = train_model(_samples(n, seed=6), None, cfg=cfg, epochs=50, seed=0)
+        assert res.steps == 11 and res.stopped_early == "step-budget"
+        assert res.holdout is not None and res.best_epoch is not None
+        assert res.best_epoch <= res.epochs_run
+    data = _samples(60, seed=6)
+    free = train_model(data, None, cfg=cfg.replace(training_step_budget=0), epochs=50, seed=0)
+    assert free.steps > 11 and free.stopped_early != "step-budget"
+    _same_run(
+        train_model(data, None, cfg=cfg.replace(training_step_budget=0), epochs=2, seed=0),
+        train_model(data, None, cfg=cfg.replace(training_step_budget=1000), epochs=2, seed=0),
+    )
+
+
+def test_a_scheduled_retrain_starts_from_the_served_model_only_when_fair_and_no_worse():
+    """The served model is the start when it ranks the held-out sessions no worse than the
+    base and learned from none of them; a model worse there, one that saw them, or the
+    option off leave the base as the start. A fresh run given the served model and the
+    newest session it saw starts from it (its first held-out value is the served model's)."""
+    cfg = DEFAULT_CONFIG
+    data = _samples(120, seed=7)
+    fold = holdout_plan(data, cfg).folds[0]
+    older = [data[i] for i in fold.train]
+    base = train_model(data, None, epochs=0, seed=0).params
+    good = train_model(data, None, epochs=8, seed=0, guard=Guard(canary=older)).params
+    flipped = [dataclasses.replace(s, labels=-s.labels) for s in data]
+    bad = train_model(flipped, None, epochs=8, seed=0, guard=Guard(canary=older)).params
+    before = format_iso(min(data[i].start for i in fold.held) - timedelta(seconds=1))
+    after = format_iso(max(s.start for s in data))
+    assert warm_start(data, base, (good, before), cfg) is good
+    assert warm_start(data, base, (bad, before), cfg) is base
+    assert warm_start(data, base, (good, after), cfg) is base
+    assert warm_start(data, base, (good, before), cfg.replace(warm_start=False)) is base
+    guard = Guard(reference=good, previous_is_trained=True, served_through=before)
+    warm = train_model(data, None, epochs=1, seed=0, guard=guard)
+    cold = train_model(
+        data, None, epochs=1, seed=0, guard=dataclasses.replace(guard, served_through=None)
+    )
+    assert warm.holdout.served is not None
+    assert warm.holdout.candidate != cold.holdout.candidate or warm.best_epoch != cold.best_epoch
+
+
+def _one_by_one(store, tz: str = "UTC", seed: int = 0) -> list:
+    """Every trainable session's sample assembled on its own, from its own frame of candidate
+    rows and its own track-record read (`build_sample`, the loop's path; `track_records`)."""
+    con = open_readonly(store)
+    try:
+        corpus = read_corpus(con)
+        signals = read_label_signals(con)
+        cands = signals_frame(signals)
+        sessions = scored_sessions(signals.sessions, cands)
+        jobs = StartQueries.read(con)
+        structure = session_structure(con, cands)
+        by_key = {k[0]: g for k, g in cands.group_by("session_key")}
+        rows = list(sessions.rename({"created_at": "end"}).iter_rows(named=True))
+        threshold = DEFAULT_CONFIG.min_scorer_confidence
+        rows = [s for s in rows if s["confidence"] is not None and s["confidence"] >= threshold]
+        for s in rows:
+            s["track_record"] = track_records(con, s, by_key[s["session_key"]])
+    finally:
+        con.close()
+    previous = previous_sessions(sessions, by_key)
+    out = []
+    for s in rows:
+        query = jobs.query(s.get("project"), s["start"])
+        rules = SampleRules(tz, DEFAULT_CONFIG, seed)
+        key = s["session_key"]
+        sample = build_sample(
+            corpus, s, by_key[key], previous[key], rules, query=query, structure=structure
+        )
+        if sample is not None:
+            out.append(sample)
+    return out
+
+
+def _equal(a, b) -> bool:
+    if isinstance(a, np.ndarray):
+        nan = a.dtype.kind == "f"
+        return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=nan)
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def test_the_bulk_load_gives_each_sample_as_a_session_by_session_assembly(line_store):
+    """`load_samples` reads the store once for every session (columns, track records) and
+    gives, bit for bit, the samples a session-by-session assembly gives."""
+    bulk, _ = load_samples(line_store, tz="UTC", seed=2)
+    alone = _one_by_one(line_store, seed=2)
+    assert [s.session_key for s in bulk] == [s.session_key for s in alone]
+    assert len(bulk) > 10
+    for a, b in zip(bulk, alone, strict=True):
+        for name in a.__slots__:
+            assert _equal(getattr(a, name), getattr(b, name)), (a.session_key, name)
+    tracks = np.concatenate([s.signals[:, signal_column("track_record")] for s in bulk])
+    assert np.unique(tracks).size > 5  # the track records are compared, not constants
