@@ -165,17 +165,22 @@ def _parse(args: Sequence[str]) -> tuple[dict[str, str], set[str]] | str:
     return opts, flags
 
 
-def _session_key(stdin: bytes) -> str:
+def _stdin_text(stdin: bytes, keys: tuple[str, ...]) -> str:
+    """The first of `keys` that holds a non-blank string in stdin's JSON object, else ""."""
     try:
         body = json.loads(stdin.decode("utf-8", "replace").strip() or "null")
     except ValueError:
         return ""
     if not isinstance(body, dict):
         return ""
-    for key in ("session_key", "sessionKey", "session_id", "sessionId"):
+    for key in keys:
         if isinstance(body.get(key), str) and body[key].strip():
             return body[key]
     return ""
+
+
+def _session_key(stdin: bytes) -> str:
+    return _stdin_text(stdin, ("session_key", "sessionKey", "session_id", "sessionId"))
 
 
 def _seen(state: Path, args: Sequence[str], stdin: bytes) -> bool:
@@ -215,16 +220,8 @@ def _offline(mode: str, flags: set[str]) -> tuple[bytes, bytes, int]:
 
 
 def _prompt_text(stdin: bytes) -> str:
-    try:
-        body = json.loads(stdin.decode("utf-8", "replace").strip() or "null")
-    except ValueError:
-        return ""
-    if not isinstance(body, dict):
-        return ""
-    for key in ("user_message", "userMessage", "prompt", "user_prompt", "userPrompt"):
-        if isinstance(body.get(key), str) and body[key].strip():
-            return body[key].strip()
-    return ""
+    keys = ("user_message", "userMessage", "prompt", "user_prompt", "userPrompt")
+    return _stdin_text(stdin, keys).strip()
 
 
 def _skipped(flags: set[str], said: str) -> tuple[bytes, bytes, int]:

@@ -79,6 +79,21 @@ class SessionInputs:
     def __len__(self) -> int:
         return len(self.memory_ids)
 
+    def scorer_columns(
+        self,
+    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, tuple[np.ndarray, ...], np.ndarray, int]:
+        """The session's scorer inputs in `learn.model.scorer.SessionArrays`' order (context,
+        embeddings, which have one, token buckets, features, project slot): the one place a
+        session's candidates become the model's input, for a sample or a ranking."""
+        return (
+            self.context,
+            self.embeddings,
+            self.has_embedding,
+            self.tokens,
+            self.features,
+            self.project_slot,
+        )
+
     def take(self, idx: np.ndarray) -> SessionInputs:
         """The same session restricted to candidates `idx` (positions or a boolean mask)."""
         idx = np.flatnonzero(idx) if np.asarray(idx).dtype == bool else np.asarray(idx)

@@ -81,6 +81,7 @@ from signet_scorer.workbench import HOOK_LOG_FILE, default_workbench
 __all__ = [
     "HOOK_SOURCE",
     "LABEL_SOURCES",
+    "LABEL_SOURCE_SCHEMA",
     "CandidateRows",
     "LabelSignals",
     "SampleRules",
@@ -113,6 +114,16 @@ LABEL_SOURCES: tuple[tuple[str, str, str], ...] = (
 )
 """The label sources: (name, where the store keeps it, what it is). The last is no table of
 the store but the wrapper's record beside its workbench."""
+
+LABEL_SOURCE_SCHEMA: dict[str, pl.DataType] = {
+    "source": pl.String(),
+    "where": pl.String(),
+    "what": pl.String(),
+    "present": pl.Boolean(),
+    "sessions": pl.Int64(),
+    "rows": pl.Int64(),
+}
+"""The columns of `label_sources`' frame, one row per entry of `LABEL_SOURCES`."""
 
 HOOK_SOURCE = "session_start_hook"
 """The `source` of a candidate row `shown_candidates` adds for a memory the wrapper injected
@@ -166,12 +177,7 @@ class SessionSample:
             confidence,
             continuity,
             inputs.memory_ids.astype(object),
-            inputs.context,
-            inputs.embeddings,
-            inputs.has_embedding,
-            inputs.tokens,
-            inputs.features,
-            inputs.project_slot,
+            *inputs.scorer_columns(),
             np.asarray(labels, dtype=np.float64),
             np.asarray(baseline_rank, dtype=np.int64),
             inputs.signals,
@@ -264,15 +270,7 @@ def label_sources(signals: LabelSignals) -> pl.DataFrame:
         (name, where, what, where in signals.present, n_sessions, n_rows)
         for (name, where, what), (n_sessions, n_rows) in zip(LABEL_SOURCES, counts, strict=True)
     ]
-    schema = {
-        "source": pl.String,
-        "where": pl.String,
-        "what": pl.String,
-        "present": pl.Boolean,
-        "sessions": pl.Int64,
-        "rows": pl.Int64,
-    }
-    return pl.DataFrame(rows, schema=schema, orient="row")
+    return pl.DataFrame(rows, schema=LABEL_SOURCE_SCHEMA, orient="row")
 
 
 def shown_candidates(candidates: pl.DataFrame, hook: pl.DataFrame) -> pl.DataFrame:

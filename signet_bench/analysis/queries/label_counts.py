@@ -18,22 +18,13 @@ import duckdb
 import polars as pl
 
 from signet_bench.analysis.queries.source import agent_condition
-from signet_bench.learn.samples import LABEL_SOURCES
+from signet_bench.learn.samples import LABEL_SOURCE_SCHEMA, LABEL_SOURCES
 from signet_bench.store.duck import attached_tables
 from signet_bench.store.hook_log import hook_record, served_injections
 from signet_bench.store.read import DEFAULT_AGENT, SESSION_START_SURFACE
 from signet_scorer.workbench import HOOK_LOG_FILE
 
 __all__ = ["label_source_counts"]
-
-_SCHEMA = {
-    "source": pl.String,
-    "where": pl.String,
-    "what": pl.String,
-    "present": pl.Boolean,
-    "sessions": pl.Int64,
-    "rows": pl.Int64,
-}
 
 
 def _rows_of(where: str, columns: dict[str, tuple[str, ...]]) -> tuple[str, str] | None:
@@ -117,4 +108,4 @@ def label_source_counts(
         table, _, column = where.partition(".")
         present = table in columns and (not column or column in columns[table])
         out.append((name, where, what, present, *counts.get(where, (0, 0))))
-    return pl.DataFrame(out, schema=_SCHEMA, orient="row")
+    return pl.DataFrame(out, schema=LABEL_SOURCE_SCHEMA, orient="row")

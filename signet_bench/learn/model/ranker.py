@@ -44,14 +44,6 @@ class ModelRanker:
 
     def _softmax(self, inputs: SessionInputs) -> np.ndarray:
         """The scorer's softmax over these candidates (all distinct, with a context)."""
-        session = SessionArrays(
-            inputs.context,
-            inputs.embeddings,
-            inputs.has_embedding,
-            inputs.tokens,
-            inputs.features,
-            inputs.project_slot,
-            inputs.signals,
-        )
+        session = SessionArrays(*inputs.scorer_columns(), inputs.signals)
         scores = score_session(self.params, session, self.cfg)
         return np.asarray(scores, dtype=np.float64)
