@@ -34,7 +34,11 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH also writes it as J
            those: query, prior, context, project, time, superseded, structure, effect_<effect>);
            the truth's variance shares; on a persona with a knowledge graph (architect) the
            pool recall of each session's 10 most relevant memories with and without the graph
-           (pool_recall_graph, pool_recall_nograph, their difference; per seed too)
+           (pool_recall_graph, pool_recall_nograph, their difference; per seed too); with
+           --prompt-time the loop ranks at every prompt too: prompt_<ranker> NDCG@10 and
+           relevant_recall@5/10 against each prompt's planted truth, the served model against
+           the strongest free ranker of the prompt, and the session's relevant memories session
+           start and the prompts reached together (session_start+prompt-session_start)
   train    500 sessions x ~80 candidates x 50 epochs: wall time (s), peak memory (MB);
            then one scheduled training per size of a heavy user's history (--sizes, default
            250,1000,3000,5000; --no-history leaves it out): its wall time (s), peak memory
@@ -166,7 +170,7 @@ def _bench_rows(args: argparse.Namespace) -> list:
             raise UserError("bench quality --dataset locomo needs --data PATH (LoCoMo JSON)")
         run = LocomoRun(seed=args.seed, quick=args.quick, graded=args.graded, split=args.split)
         return locomo_rows(args.data, run, base=args.base)
-    from signet_bench.bench.quality import quality_rows
+    from signet_bench.bench.quality import RunScope, quality_rows
 
     personas = args.personas or [args.persona]
     seeds = args.seeds or [args.seed]
@@ -180,7 +184,7 @@ def _bench_rows(args: argparse.Namespace) -> list:
         ablations=_ablations(args.ablations),
         cfg=load_config(args.config),
         checkpoints=args.checkpoints,
-        n_memories=args.memories,
+        scope=RunScope(args.memories, args.prompt_time),
     )
 
 
@@ -344,6 +348,12 @@ def _add_bench_runs(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--memories", type=int, default=None, help="quality: resize the personas' stores"
+    )
+    p.add_argument(
+        "--prompt-time",
+        action="store_true",
+        help="quality: the loop also ranks and injects at every prompt, and the prompts are "
+        "judged (rows prompt_*, session_start+prompt)",
     )
     p.add_argument(
         "--config", default=None, help="quality, train: agent.yaml with a predictor: block"
