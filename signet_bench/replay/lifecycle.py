@@ -110,7 +110,7 @@ from signet_scorer.context import SessionContextVector, mean_unit
 from signet_scorer.features import SessionInfo
 from signet_scorer.hook.log import USER_PROMPT_SUBMIT, InjectionLog
 from signet_scorer.structure import GraphColumns
-from signet_scorer.track_record import read_track_record
+from signet_scorer.track_record import TrackHistory, read_track_history, read_track_record
 from signet_scorer.workbench import WORKBENCH_FILE
 
 if TYPE_CHECKING:
@@ -417,18 +417,19 @@ class Lifecycle:
         other draws do not move). Returns their texts and the prompts' rankings."""
         prompts = self.world.prompts(plan, sorted(injected), rng)
         turns: list[PromptTurn] = []
-        scorer = None
+        scorer, history = None, None
         if self.opts.prompt_time is not None:
             stream = np.random.default_rng([self.opts.seed, idx, _PROMPT_STREAM])
             scorer = self.trainer.scorer(stream)
+            history = read_track_history(self.con, plan.start)  # as session start read it
         shown = set(injected)
         for prompt in prompts:
             hits = fts_search(self.con, recall_terms(prompt.text), limit=20)[:10]
             if hits:
                 at = format_iso(prompt.at)
                 w.track_fts_hits(self.con, plan.session_key, [m for m, _ in hits], at)
-            if self.opts.prompt_time is not None:
-                turns.append(self._prompt_turn(plan, prev, prompt, scorer, shown))
+            if history is not None:
+                turns.append(self._prompt_turn(plan, prev, prompt, (scorer, history), shown))
                 shown.update(turns[-1].injected)
             if prompt.feedback:
                 block = json.dumps({"memory_feedback": dict(prompt.feedback)})
@@ -441,13 +442,16 @@ class Lifecycle:
         plan: SessionContext,
         prev: PreviousSession | None,
         prompt: Prompt,
-        scorer: ScoreFn | None,
+        scoring: tuple[ScoreFn | None, TrackHistory],
         shown: set[str],
     ) -> PromptTurn:
         """One prompt's ranking: its pool (`prompt_time.prompt_pool`, the memories `shown` in
         the session left out), the inputs the scorer sees (the prompt's embedding as the
-        context, its terms and names as the query, the time of the prompt), the scorer's
-        scores and what it injects within the limits (the pool's order where nothing scored)."""
+        context, its terms and names as the query, the time of the prompt; the candidates'
+        track records before the session, from the `scoring` history read at its start), the
+        scorer's scores and what it injects within the limits (the pool's order where nothing
+        scored)."""
+        scorer, history = scoring
         limits = self.opts.prompt_time or PromptLimits()
         vector = self.world.embed_query(prompt.text)
         at_s = prompt.at.timestamp()
@@ -467,7 +471,8 @@ class Lifecycle:
             cfg=self.cfg,
             query=prompt_query(prompt.text),
             origin=CandidateOrigin(
-                store=self.con, track_record=read_track_record(self.con, ids, prompt.at).values
+                store=self.con,
+                track_record=read_track_record(self.con, ids, plan.start, history=history).values,
             ),
         )
         scores = None if scorer is None or ctx is None else scorer(inputs)

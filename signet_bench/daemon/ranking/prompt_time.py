@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from signet_bench.daemon.ranking.baseline import rank_order
+from signet_bench.daemon.ranking.baseline import rank_order, top_k_indices
 from signet_bench.daemon.ranking.fts import fts_search, recall_terms
 from signet_bench.store.corpus import Corpus
 from signet_bench.store.graph import EntityGraph
@@ -87,8 +87,8 @@ def _live(corpus: Corpus, at_s: float, exclude: Collection[str]) -> np.ndarray:
     """(N,) bool: the memories a prompt at `at_s` may inject (created, not deleted, not
     superseded, not in `exclude`)."""
     ok = ~corpus.absent_at(at_s) & ~corpus.superseded_by(at_s)
-    if exclude:
-        ok &= ~np.isin(corpus.id_text, np.asarray(sorted(exclude), dtype=str))
+    gone = [corpus.row_of[m] for m in exclude if m in corpus.row_of]
+    ok[np.asarray(gone, dtype=np.int64)] = False
     return ok
 
 
@@ -112,7 +112,7 @@ def hybrid_recall(
     if norm > 0:
         cand = np.flatnonzero(ok & corpus.has_embedding)
         cos = corpus.embeddings[cand] @ (np.asarray(vector, dtype=np.float32) / norm)
-        best = rank_order(cos, corpus.id_text[cand])[:k]
+        best = top_k_indices(cos, corpus.id_text[cand], k)
         for row, c in zip(cand[best].tolist(), cos[best].tolist(), strict=True):
             merged.setdefault(row, [0.0, 0.0])[0] = float(c)
     rows = np.fromiter(merged, dtype=np.int64, count=len(merged))
