@@ -376,13 +376,18 @@ def _add_bench_runs(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
+    from signet_bench.daemon.ranking.prompt_time import PromptLimits
     from signet_bench.replay.loop import SimOptions, simulate
 
     chosen = {name: getattr(args, name) for name in _SIM_OPTIONS}
     given = (args.inject_k, args.inject_tokens) != (None, None)
     choice = Budget(args.inject_k, args.inject_tokens) if given else None
     opts = SimOptions(
-        **chosen, train_epochs=args.epochs, progress=sys.stderr.isatty(), choice=choice
+        **chosen,
+        train_epochs=args.epochs,
+        progress=sys.stderr.isatty(),
+        choice=choice,
+        prompt_time=PromptLimits() if args.prompt_time else None,
     )
     report = simulate(args.db, args.sessions, opts, load_config(args.config))
     print(report.summary())
@@ -441,6 +446,12 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
         default=None,
         metavar="N",
         help="inject the best memories within N tokens (a quarter of their length)",
+    )
+    p.add_argument(
+        "--prompt-time",
+        action="store_true",
+        help="also rank and inject at every prompt (Signet 0.58's prompt budget: 5 memories in "
+        "500 characters), recorded in the hook log beside the loop's workbench",
     )
     p.add_argument("--config", default=None, help=_CONFIG_HELP)
 

@@ -24,6 +24,10 @@ current at the session start:
               stored only in the truth table (no feature, text or embedding shows it);
     relevance = base * recency * weight * useful, in [0, 1].
 
+One prompt of a session (`prompt_relevance`) keeps the session's relevance for what the prompt
+is about (its topic, global memories, the entity it names, the time window it mentions) and
+weights the rest by PROMPT_ASIDE.
+
 A memory superseded by the session start scores STALE + STALE_SLOPE * relevance (about -0.3,
 below every current memory); one deleted by the user scores DELETED (-0.5); one created after
 the session start scores NOT_YET (0). The truth is stored next to the memories in two extra
