@@ -34,7 +34,11 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH also writes it as J
            those: query, prior, context, project, time, superseded, structure, effect_<effect>);
            the truth's variance shares; on a persona with a knowledge graph (architect) the
            pool recall of each session's 10 most relevant memories with and without the graph
-           (pool_recall_graph, pool_recall_nograph, their difference; per seed too)
+           (pool_recall_graph, pool_recall_nograph, their difference; per seed too); with
+           --prompt-time the loop ranks at every prompt too: prompt_<ranker> NDCG@10 and
+           relevant_recall@5/10 against each prompt's planted truth, the served model against
+           the strongest free ranker of the prompt, and the session's relevant memories session
+           start and the prompts reached together (session_start+prompt-session_start)
   train    500 sessions x ~80 candidates x 50 epochs: wall time (s), peak memory (MB);
            then one scheduled training per size of a heavy user's history (--sizes, default
            250,1000,3000,5000; --no-history leaves it out): its wall time (s), peak memory
@@ -168,7 +172,7 @@ def _bench_rows(args: argparse.Namespace) -> list:
             raise UserError("bench quality --dataset locomo needs --data PATH (LoCoMo JSON)")
         run = LocomoRun(seed=args.seed, quick=args.quick, graded=args.graded, split=args.split)
         return locomo_rows(args.data, run, base=args.base)
-    from signet_bench.bench.quality import quality_rows
+    from signet_bench.bench.quality import RunScope, quality_rows
 
     personas = args.personas or [args.persona]
     seeds = args.seeds or [args.seed]
@@ -182,7 +186,7 @@ def _bench_rows(args: argparse.Namespace) -> list:
         ablations=_ablations(args.ablations),
         cfg=load_config(args.config),
         checkpoints=args.checkpoints,
-        n_memories=args.memories,
+        scope=RunScope(args.memories, args.prompt_time),
     )
 
 
@@ -350,6 +354,12 @@ def _add_bench_runs(p: argparse.ArgumentParser) -> None:
         "--memories", type=int, default=None, help="quality: resize the personas' stores"
     )
     p.add_argument(
+        "--prompt-time",
+        action="store_true",
+        help="quality: the loop also ranks and injects at every prompt, and the prompts are "
+        "judged (rows prompt_*, session_start+prompt)",
+    )
+    p.add_argument(
         "--config", default=None, help="quality, train: agent.yaml with a predictor: block"
     )
     p.add_argument(
@@ -370,13 +380,18 @@ def _add_bench_runs(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
+    from signet_bench.daemon.ranking.prompt_time import PromptLimits
     from signet_bench.replay.loop import SimOptions, simulate
 
     chosen = {name: getattr(args, name) for name in _SIM_OPTIONS}
     given = (args.inject_k, args.inject_tokens) != (None, None)
     choice = Budget(args.inject_k, args.inject_tokens) if given else None
     opts = SimOptions(
-        **chosen, train_epochs=args.epochs, progress=sys.stderr.isatty(), choice=choice
+        **chosen,
+        train_epochs=args.epochs,
+        progress=sys.stderr.isatty(),
+        choice=choice,
+        prompt_time=PromptLimits() if args.prompt_time else None,
     )
     report = simulate(args.db, args.sessions, opts, load_config(args.config))
     print(report.summary())
@@ -435,6 +450,12 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
         default=None,
         metavar="N",
         help="inject the best memories within N tokens (a quarter of their length)",
+    )
+    p.add_argument(
+        "--prompt-time",
+        action="store_true",
+        help="also rank and inject at every prompt (Signet 0.58's prompt budget: 5 memories in "
+        "500 characters), recorded in the hook log beside the loop's workbench",
     )
     p.add_argument("--config", default=None, help=_CONFIG_HELP)
 

@@ -149,10 +149,12 @@ from signet_bench.daemon.context import previous_sessions
 from signet_bench.daemon.metrics import bootstrap_interval, ndcg_at_k
 from signet_bench.daemon.predictor_state import effective_alpha, on_session_start
 from signet_bench.daemon.ranking.baseline import rank_order
+from signet_bench.daemon.ranking.prompt_time import PromptLimits
 from signet_bench.daemon.ranking.ranker import (
     CosineRanker,
     EffectiveScoreRanker,
     FusedRanker,
+    HybridRanker,
     Ranker,
 )
 from signet_bench.daemon.ranking.session_start import GraphWalk, SessionStartResult, session_start
@@ -160,6 +162,7 @@ from signet_bench.learn.model.params import query_held
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.samples import SessionSample, load_samples, scored_sessions
 from signet_bench.learn.train import Guard, TrainOptions, run_start, train_model
+from signet_bench.replay.lifecycle import PromptTurn
 from signet_bench.replay.loop import SimOptions, Simulator
 from signet_bench.store.corpus import Corpus
 from signet_bench.store.graph import EntityGraph
@@ -167,7 +170,12 @@ from signet_bench.store.read import read_session_memories, read_sessions
 from signet_bench.world.synth.build import build_persona_store
 from signet_bench.world.synth.persona import Persona
 from signet_bench.world.synth.plans import SessionContext
-from signet_bench.world.synth.truth import EFFECTS, true_relevance, variance_shares
+from signet_bench.world.synth.truth import (
+    EFFECTS,
+    prompt_relevance,
+    true_relevance,
+    variance_shares,
+)
 from signet_scorer.budget import token_costs
 from signet_scorer.contract import SESSION_FEATURES
 from signet_scorer.features import feature_index, feature_indices
@@ -178,6 +186,8 @@ __all__ = [
     "Judging",
     "Offline",
     "PoolRecall",
+    "PromptHeld",
+    "RunScope",
     "TopK",
     "ablate_inputs",
     "ablate_samples",
@@ -193,6 +203,7 @@ __all__ = [
     "live_scores",
     "pool_recall",
     "pool_recall_rows",
+    "prompt_rows",
     "quality_rows",
     "session_relevant",
     "start_pool",
@@ -286,6 +297,12 @@ FAMILIARITY = (
     ("fused_served", "cosine"),
 )
 FAMILIAR_ONLY = "served_familiar_only"  # the counterfactual of `familiar_only`
+# Prompt time (`--prompt-time`): the rankers of each prompt's pool, the free ones the served
+# model answers to (the strongest of them on the checkpoint's prompts is the bar), and the
+# choices `relevant_recall@K` judges (Signet 0.58 injects at most 5 per prompt)
+PROMPT_RANKERS = ("baseline", "cosine", "hybrid", "predictor_served", "predictor_live")
+PROMPT_FREE = ("cosine", "hybrid")
+PROMPT_KS = (5, 10)
 
 Params = dict[str, np.ndarray]
 _log = logging.getLogger(__name__)
@@ -357,15 +374,33 @@ def ablation_selection(ablations: bool | Sequence[str]) -> frozenset[str]:
 
 
 @dataclass(frozen=True, slots=True)
+class PromptHeld:
+    """One prompt of a held-out session: its pool as the loop built it, the relevance the
+    persona planted for the prompt (`truth.prompt_relevance`), the corpus rows of its truly
+    relevant memories (`truly_relevant` of that relevance, over the memories live then and not
+    injected in the session before it) and what the loop's scorer in place then scored (the
+    pool's own order where nothing scored)."""
+
+    inputs: SessionInputs
+    relevance: np.ndarray
+    relevant: np.ndarray
+    live: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
 class HeldOut:
     """One held-out session's candidate pool, as the loop built it at the session start, with
-    the relevance the persona planted."""
+    the relevance the persona planted; with prompt time, its prompts' pools and what session
+    start and the prompts injected."""
 
     inputs: SessionInputs
     relevance: np.ndarray  # true relevance at the session start
     plan: SessionContext  # the planned session (its focus topic, project and start)
     truth_rows: np.ndarray  # the candidates' rows in the store's truth
     live: np.ndarray  # what the loop's own model in place then scored (`live_scores`)
+    prompts: tuple[PromptHeld, ...] = ()
+    start_injected: tuple[str, ...] = ()
+    prompt_injected: tuple[str, ...] = ()
 
 
 def _ablated(item: SessionSample | SessionInputs, group: str | None) -> dict[str, Any]:
@@ -524,10 +559,12 @@ def _train(
 @dataclass(frozen=True, slots=True)
 class Judging:
     """When a run is judged: after each of its first `checkpoints` sessions, on the `held_out`
-    sessions that follow."""
+    sessions that follow; with `prompt_time`, the loop ranks and injects at every prompt too
+    and the prompts are judged as well (`prompt_rows`)."""
 
     checkpoints: Sequence[int]
     held_out: int
+    prompt_time: bool = False
 
 
 def simulate_run(
@@ -549,7 +586,8 @@ def simulate_run(
     t0 = time.perf_counter()
     build_persona_store(persona, path, seed=seed, embedder=embedder, n_memories=n_memories)
     _log.info(f"  [{label} seed {seed}] store built in {time.perf_counter() - t0:.1f} s")
-    sim = Simulator(path, SimOptions(scorer="model", seed=seed), cfg)
+    limits = PromptLimits() if judging.prompt_time else None
+    sim = Simulator(path, SimOptions(scorer="model", seed=seed, prompt_time=limits), cfg)
     last = max(checkpoints)
     horizon = len(sim.plan(last + held_out))
     judged = range(min(checkpoints), horizon)  # every checkpoint's held-out sessions
@@ -582,7 +620,36 @@ def held_out_session(sim: Simulator, i: int) -> HeldOut | None:
         return None
     rec = sim.records[i]
     live = live_scores(rec.start, inputs)
-    return HeldOut(inputs, sim.true_relevance(i), rec.plan, sim.truth_rows[rec.inputs.rows], live)
+    start = tuple(str(m) for m in rec.start.injected_ids)
+    prompts, shown = [], set(start)
+    for turn in rec.prompts:
+        held = prompt_held(sim, rec.plan, turn, shown)
+        if held is not None:
+            prompts.append(held)
+        shown.update(turn.injected)
+    asked = tuple(m for turn in rec.prompts for m in turn.injected)
+    rows = sim.truth_rows[rec.inputs.rows]
+    return HeldOut(
+        inputs, sim.true_relevance(i), rec.plan, rows, live, tuple(prompts), start, asked
+    )
+
+
+def prompt_held(
+    sim: Simulator, plan: SessionContext, turn: PromptTurn, shown: Collection[str]
+) -> PromptHeld | None:
+    """A prompt's `PromptHeld` (`shown`: the memories the session injected before it); None
+    when it cannot be ranked (no context, fewer than two candidates, or no planted topic)."""
+    inputs = turn.inputs
+    if inputs is None or inputs.context is None or len(inputs) < 2 or turn.about is None:
+        return None
+    rel = prompt_relevance(sim.truth, plan, turn.about)[sim.truth_rows]
+    corpus = sim.corpus
+    live = ~corpus.absent_at(turn.at.timestamp()) & ~np.isin(corpus.id_text, list(shown))
+    relevant = truly_relevant(rel, corpus.ids, live)
+    scores = turn.scores
+    if scores is None or not np.isfinite(scores).any():
+        scores = -np.arange(len(inputs), dtype=np.float64)  # the pool's own order chose
+    return PromptHeld(inputs, rel[inputs.rows], relevant, np.asarray(scores, dtype=np.float64))
 
 
 def live_scores(start: SessionStartResult, inputs: SessionInputs) -> np.ndarray:
@@ -1157,7 +1224,166 @@ def _choice_rows(
     return rows
 
 
+def _pool_order(inputs: SessionInputs) -> np.ndarray:
+    """The prompt pool's own order as scores (the release line's rule, then the recall)."""
+    return -np.arange(len(inputs), dtype=np.float64)
+
+
+def prompt_scores(run: Run, n: int, cfg: PredictorConfig) -> list[dict[str, list[np.ndarray]]]:
+    """Per held-out session of checkpoint `n` (in pool order), every `PROMPT_RANKERS` ranker's
+    scores of each of its prompts' pools: the pool's own order, cosine and the hybrid of the
+    prompt, the model served at `n` and the loop's own scorer at the time."""
+    served = run.checkpoints[n].served
+    model = None if served is None else ModelRanker(served, cfg)
+    fixed: dict[str, Ranker] = {"cosine": CosineRanker(), "hybrid": HybridRanker()}
+    out = []
+    for h in run.pools[n]:
+        per: dict[str, list[np.ndarray]] = {name: [] for name in PROMPT_RANKERS}
+        for p in h.prompts:
+            per["baseline"].append(_pool_order(p.inputs))
+            for name, r in fixed.items():
+                per[name].append(r.score(p.inputs))
+            served_scores = _pool_order(p.inputs) if model is None else model.score(p.inputs)
+            per["predictor_served"].append(served_scores)
+            per["predictor_live"].append(p.live)
+        out.append(per)
+    return out
+
+
+def _prompt_means(
+    held: Sequence[HeldOut], scores: Sequence[dict[str, list[np.ndarray]]], k: int | None
+) -> dict[str, np.ndarray]:
+    """Per ranker, each session's mean over its prompts of NDCG@10 (`k` None) or of
+    `relevant_recall@k` (prompts with a truly relevant memory only); NaN for a session with
+    none; sessions without prompts are left out."""
+    out: dict[str, list[float]] = {name: [] for name in PROMPT_RANKERS}
+    for h, per in zip(held, scores, strict=True):
+        if not h.prompts:
+            continue
+        for name in PROMPT_RANKERS:
+            vals = []
+            for p, sc in zip(h.prompts, per[name], strict=True):
+                ids = p.inputs.memory_ids
+                if k is None:
+                    vals.append(ndcg_at_k(p.relevance, sc, ids, k=K))
+                elif len(p.relevant):
+                    first = p.inputs.rows[rank_order(sc, ids)[:k]]
+                    vals.append(float(np.isin(p.relevant, first).mean()))
+            out[name].append(float(np.mean(vals)) if vals else np.nan)
+    return {name: np.array(v, dtype=np.float64) for name, v in out.items()}
+
+
+def reached(h: HeldOut, relevant: np.ndarray, corpus: Corpus) -> tuple[float, float]:
+    """The share of a session's truly relevant memories (`relevant`: corpus rows) that its
+    start injected, and that its start and its prompts injected together (NaN, NaN: none)."""
+    if not len(relevant):
+        return np.nan, np.nan
+    start = corpus.rows(list(h.start_injected))
+    both = corpus.rows(list(h.start_injected) + list(h.prompt_injected))
+    return float(np.isin(relevant, start).mean()), float(np.isin(relevant, both).mean())
+
+
+def _delta_seed_rows(
+    name: str, metric: str, per_seed: list[tuple[int, np.ndarray]], n: int, unit: str
+) -> list[Row]:
+    """Each seed's mean of a paired difference (`<seed_s>/name`) and the worst of them
+    (`name`, metric `<metric>_worst_seed`), as `worst_seed_rows` reports them."""
+    prefix, _, base = name.rpartition("/") if "/" in name else ("", "", name)
+    prefix = f"{prefix}/" if prefix else ""
+    rows = [_row(f"{prefix}seed_{s}/{base}", metric, d, n, s, unit) for s, d in per_seed if d.size]
+    if not rows:
+        return []
+    worst = min(rows, key=lambda row: row.value)
+    return [*rows, dataclasses.replace(worst, name=name, metric=f"{metric}_worst_seed")]
+
+
+def prompt_rows(
+    runs: list[Run], checkpoints: Sequence[int], prefix: str, cfg: PredictorConfig
+) -> list[Row]:
+    """Prompt time per checkpoint N, pooled over `runs` (one value per held-out session: the
+    mean over its prompts, against each prompt's planted truth): `prompt_<ranker>` NDCG@10 and
+    `relevant_recall@K` (K in `PROMPT_KS`); the served model against the strongest free ranker
+    of the prompt on these prompts (`prompt_predictor_served-prompt_<free>`, and the loop's
+    own, `prompt_predictor_live-prompt_<free>`: `ndcg@10_delta`, per seed and the worst); and
+    the truly relevant memories of each session (`session_relevant`) that session start
+    injected (`session_start`) against those it and the prompts injected together
+    (`session_start+prompt`), `relevant_reached` and their paired difference. No rows when the
+    runs ranked no prompt."""
+    if not any(h.prompts for r in runs for h in r.held):
+        return []
+    rows: list[Row] = []
+    seed = runs[0].seed
+    for n in checkpoints:
+        held = [list(r.pools[n]) for r in runs]
+        scores = [prompt_scores(r, n, cfg) for r in runs]
+        ndcg = [_prompt_means(hs, sc, None) for hs, sc in zip(held, scores, strict=True)]
+        pooled = {k: np.concatenate([p[k] for p in ndcg]) for k in PROMPT_RANKERS}
+        rows += [_row(f"{prefix}prompt_{k}", "ndcg@10", pooled[k], n, seed) for k in PROMPT_RANKERS]
+        free = max(PROMPT_FREE, key=lambda k: (float(np.mean(pooled[k])), k))
+        for a in ("predictor_served", "predictor_live"):
+            name = f"{prefix}prompt_{a}-prompt_{free}"
+            rows.append(_row(name, "ndcg@10_delta", pooled[a] - pooled[free], n, seed))
+            per_seed = [(r.seed, p[a] - p[free]) for r, p in zip(runs, ndcg, strict=True)]
+            rows += _delta_seed_rows(name, "ndcg@10_delta", per_seed, n, "ndcg")
+        for k in PROMPT_KS:
+            recall = [_prompt_means(hs, sc, k) for hs, sc in zip(held, scores, strict=True)]
+            for name in PROMPT_RANKERS:
+                got = np.concatenate([p[name] for p in recall])
+                got = got[np.isfinite(got)]
+                if got.size:
+                    rows.append(
+                        _row(
+                            f"{prefix}prompt_{name}", f"relevant_recall@{k}", got, n, seed, "share"
+                        )
+                    )
+        rows += _reached_rows(runs, held, n, prefix)
+        _log.info(
+            f"  prompts after {n}: "
+            + ", ".join(f"{k} {pooled[k].mean():.4f}" for k in PROMPT_RANKERS)
+            + f" (strongest free: {free})"
+        )
+    return rows
+
+
+def _reached_rows(runs: list[Run], held: list[list[HeldOut]], n: int, prefix: str) -> list[Row]:
+    """`session_start`, `session_start+prompt` and their difference: `relevant_reached`."""
+    per_seed: list[tuple[int, np.ndarray]] = []
+    alone, both = [], []
+    for r, hs in zip(runs, held, strict=True):
+        got = np.array([reached(h, session_relevant(r, h), r.sim.corpus) for h in hs if h.prompts])
+        got = got[np.isfinite(got).all(axis=1)] if got.size else np.zeros((0, 2))
+        alone.append(got[:, 0])
+        both.append(got[:, 1])
+        per_seed.append((r.seed, got[:, 1] - got[:, 0]))
+    a, b = np.concatenate(alone), np.concatenate(both)
+    if not a.size:
+        return []
+    seed = runs[0].seed
+    name = f"{prefix}session_start+prompt-session_start"
+    rows = [
+        _row(f"{prefix}session_start", "relevant_reached", a, n, seed, "share"),
+        _row(f"{prefix}session_start+prompt", "relevant_reached", b, n, seed, "share"),
+        _row(name, "relevant_reached_delta", b - a, n, seed, "share"),
+        *_delta_seed_rows(name, "relevant_reached_delta", per_seed, n, "share"),
+    ]
+    _log.info(
+        f"  reached after {n}: session start {a.mean():.3f}, with the prompts {b.mean():.3f} "
+        f"({(b - a).mean():+.3f})"
+    )
+    return rows
+
+
 UNCAPPED_TRAINING_S = 1e6
+
+
+@dataclass(frozen=True, slots=True)
+class RunScope:
+    """How each store of a quality run is made and run beyond its persona and seed:
+    `n_memories` resizes the persona (None: its own size); `prompt_time` makes the loop rank
+    and inject at every prompt too, and judges the prompts (`prompt_rows`)."""
+
+    n_memories: int | None = None
+    prompt_time: bool = False
 
 
 def persona_rows(
@@ -1174,6 +1400,7 @@ def persona_rows(
     share_rows = truth_share_rows(runs, prefix)
     rows = share_rows + curve_rows(runs, checkpoints, prefix, cfg)
     rows += budget_rows(runs, checkpoints, prefix, cfg)
+    rows += prompt_rows(runs, checkpoints, prefix, cfg)
     rows += pool_recall_rows(runs, checkpoints, prefix)
     if selected:
         ablated = runs[:1] if quick else runs
@@ -1193,13 +1420,13 @@ def quality_rows(
     ablations: bool | Sequence[str] = True,
     cfg: PredictorConfig = DEFAULT_CONFIG,
     checkpoints: Sequence[int] | None = None,
-    n_memories: int | None = None,
+    scope: RunScope = RunScope(),
 ) -> list[Row]:
     """Simulate every persona on every seed, evaluate each checkpoint's rankers on the
     held-out sessions (pooled per persona), ablate; the rows. `cfg` is the predictor's
     configuration (a training schedule to try, say); `checkpoints` replaces the default
     session counts (a shorter horizon for many seeds); `ablations` names the ones to run
-    (`ablation_selection`); `n_memories` resizes the personas."""
+    (`ablation_selection`); `scope` how each store is made and run (`RunScope`)."""
     if checkpoints is None:
         checkpoints = QUICK_CHECKPOINTS if quick else CHECKPOINTS
     if not checkpoints or min(checkpoints) < 1:
@@ -1226,11 +1453,11 @@ def quality_rows(
                     simulate_run(
                         persona,
                         s,
-                        Judging(checkpoints, held_out),
+                        Judging(checkpoints, held_out, scope.prompt_time),
                         tmp,
                         cfg,
                         embedder,
-                        n_memories=n_memories,
+                        n_memories=scope.n_memories,
                     )
                     for s in seeds
                 ]

@@ -55,7 +55,7 @@ from signet_bench.daemon.labels import (
 )
 from signet_bench.daemon.session_query import NO_QUERY, SessionQuery, StartQueries
 from signet_bench.store.corpus import Corpus, read_corpus
-from signet_bench.store.hook_log import hook_record, served_injections
+from signet_bench.store.hook_log import hook_record, prompt_injections, served_injections
 from signet_bench.store.read import (
     DEFAULT_AGENT,
     SESSION_START_SURFACE,
@@ -82,6 +82,7 @@ __all__ = [
     "HOOK_SOURCE",
     "LABEL_SOURCES",
     "LABEL_SOURCE_SCHEMA",
+    "PROMPT_SOURCE",
     "CandidateRows",
     "LabelSignals",
     "SampleRules",
@@ -128,6 +129,14 @@ LABEL_SOURCE_SCHEMA: dict[str, pl.DataType] = {
 HOOK_SOURCE = "session_start_hook"
 """The `source` of a candidate row `shown_candidates` adds for a memory the wrapper injected
 that is not among Signet's candidate rows of the session."""
+
+PROMPT_SOURCE = "user_prompt_submit_hook"
+"""The `source` of a candidate row `shown_candidates` adds for a memory a prompt injected
+(the user-prompt-submit wrapper's record) that has no candidate row of the session; such rows
+sort after the session-start pool, as `fts_only` rows do."""
+
+AFTER_START = ("fts_only", PROMPT_SOURCE)
+"""The sources of candidate rows recorded after the session start (not its pool)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +202,9 @@ class LabelSignals:
     session after its start, not session start's own claims); `present` holds
     the tables and `table.column`s of `LABEL_SOURCES` the store has, so a source the store lacks
     is told from one it keeps empty. `hook`: what the session-start wrapper injected in the
-    sessions it served (`store.hook_log.served_injections`), empty without its record."""
+    sessions it served (`store.hook_log.served_injections`), empty without its record;
+    `prompted`: what the user-prompt-submit wrapper injected at the sessions' prompts
+    (`store.hook_log.prompt_injections`: session_key, memory_id, rank), empty without it."""
 
     sessions: pl.DataFrame
     candidates: pl.DataFrame
@@ -203,6 +214,11 @@ class LabelSignals:
     hook: pl.DataFrame = field(
         default_factory=lambda: pl.DataFrame(
             schema={"session_key": pl.String, "memory_id": pl.String, "signet_rank": pl.Int64}
+        )
+    )
+    prompted: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(
+            schema={"session_key": pl.String, "memory_id": pl.String, "rank": pl.Int64}
         )
     )
 
@@ -244,7 +260,8 @@ def read_label_signals(
     )
     if record is None:
         return signals
-    return dataclasses.replace(signals, hook=served_injections(record))
+    prompted = prompt_injections(record).select("session_key", "memory_id", "rank")
+    return dataclasses.replace(signals, hook=served_injections(record), prompted=prompted)
 
 
 def _sessions_with(frame: pl.DataFrame, keep: pl.Expr | None = None) -> tuple[int, int]:
@@ -273,48 +290,74 @@ def label_sources(signals: LabelSignals) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=LABEL_SOURCE_SCHEMA, orient="row")
 
 
-def shown_candidates(candidates: pl.DataFrame, hook: pl.DataFrame) -> pl.DataFrame:
+def shown_candidates(
+    candidates: pl.DataFrame, hook: pl.DataFrame, prompted: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """The candidate rows with `was_injected` saying what was shown: in every session with
     candidate rows that the wrapper served (`hook`: `served_injections`), exactly the memories
     it injected; a memory it injected without a row of the session gets one (`HOOK_SOURCE`,
     after Signet's start pool in the order of Signet's answer, at the session's first row's
-    time, no judge or agent rating). Other sessions keep Signet's rows as they are."""
+    time, no judge or agent rating). Other sessions keep Signet's rows as they are. Then what
+    the sessions' prompts injected (`prompted`: `prompt_injections`) is shown too, whoever
+    served the start: its rows are marked injected, and a memory without a row gets one
+    (`PROMPT_SOURCE`, after the session's rows, in the prompts' order); session start's own
+    choice is left as it was."""
     keys = ["session_key", "memory_id"]
     shown = hook.join(candidates.select("session_key").unique(), on="session_key", how="semi")
-    if shown.height == 0:
-        return candidates
-    served = pl.col("session_key").is_in(shown["session_key"].unique().to_list())
-    flags = shown.select(*keys, pl.lit(True).alias("_shown"))
-    as_shown = pl.when(served).then(pl.col("_shown").fill_null(False))
-    marked = (
-        candidates.join(flags, on=keys, how="left", maintain_order="left")
-        .with_columns(as_shown.otherwise(pl.col("was_injected")).alias("was_injected"))
-        .drop("_shown")
-    )
-    extra = shown.join(candidates, on=keys, how="anti")
-    if extra.height == 0:
-        return marked
-    pools = candidates.group_by("session_key").agg(
-        pl.col("created_at").min(),
-        pl.col("rank").filter(pl.col("source") != "fts_only").max().fill_null(-1).alias("last"),
-    )
-    added = (
-        extra.sort("session_key", "signet_rank")
-        .join(pools, on="session_key", how="left")
-        .select(
-            *keys,
-            pl.lit(HOOK_SOURCE).alias("source"),
-            (pl.col("last") + pl.int_range(1, pl.len() + 1).over("session_key")).alias("rank"),
-            pl.lit(True).alias("was_injected"),
-            pl.lit(0).alias("fts_hit_count"),
-            pl.lit(False).alias("is_constraint"),
-            pl.lit(0).alias("agent_feedback_count"),
-            "created_at",
+    marked = candidates
+    if shown.height:
+        served = pl.col("session_key").is_in(shown["session_key"].unique().to_list())
+        flags = shown.select(*keys, pl.lit(True).alias("_shown"))
+        as_shown = pl.when(served).then(pl.col("_shown").fill_null(False))
+        marked = (
+            candidates.join(flags, on=keys, how="left", maintain_order="left")
+            .with_columns(as_shown.otherwise(pl.col("was_injected")).alias("was_injected"))
+            .drop("_shown")
         )
+        marked = _added_rows(marked, shown.sort("session_key", "signet_rank"), HOOK_SOURCE)
+    if prompted is None or prompted.height == 0:
+        return marked
+    asked = prompted.join(marked.select("session_key").unique(), on="session_key", how="semi")
+    if asked.height == 0:
+        return marked
+    flags = asked.select(*keys).unique().with_columns(pl.lit(True).alias("_asked"))
+    marked = (
+        marked.join(flags, on=keys, how="left", maintain_order="left")
+        .with_columns(pl.col("was_injected") | pl.col("_asked").fill_null(False))
+        .drop("_asked")
+    )
+    return _added_rows(marked, asked, PROMPT_SOURCE)
+
+
+def _added_rows(candidates: pl.DataFrame, injected: pl.DataFrame, source: str) -> pl.DataFrame:
+    """`candidates` with a row for each of the `injected` memories (in their order) that has
+    none in its session: `source`, injected, ranked after the session's start pool (after its
+    rows, for a prompt's), at the session's first row's time, no judge or agent rating."""
+    keys = ["session_key", "memory_id"]
+    extra = injected.join(candidates, on=keys, how="anti").unique(keys, maintain_order=True)
+    if extra.height == 0:
+        return candidates
+    last = (
+        pl.col("rank")
+        if source == PROMPT_SOURCE
+        else pl.col("rank").filter(pl.col("source") != "fts_only")
+    )
+    pools = candidates.group_by("session_key").agg(
+        pl.col("created_at").min(), last.max().fill_null(-1).alias("last")
+    )
+    added = extra.join(pools, on="session_key", how="left", maintain_order="left").select(
+        *keys,
+        pl.lit(source).alias("source"),
+        (pl.col("last") + pl.int_range(1, pl.len() + 1).over("session_key")).alias("rank"),
+        pl.lit(True).alias("was_injected"),
+        pl.lit(0).alias("fts_hit_count"),
+        pl.lit(False).alias("is_constraint"),
+        pl.lit(0).alias("agent_feedback_count"),
+        "created_at",
     )
     added = added.select(pl.col(c).cast(candidates.schema[c]) for c in added.columns)
     order = ["created_at", "session_key", "rank", "memory_id"]
-    return pl.concat([marked, added], how="diagonal").sort(order, maintain_order=True)
+    return pl.concat([candidates, added], how="diagonal").sort(order, maintain_order=True)
 
 
 def signals_frame(signals: LabelSignals) -> pl.DataFrame:
@@ -330,7 +373,7 @@ def signals_frame(signals: LabelSignals) -> pl.DataFrame:
     paths = signals.path_feedback.group_by(keys).agg(
         pl.col("reward").mean().alias("path_reward"), pl.col("rating").mean().alias("path_rating")
     )
-    shown = shown_candidates(signals.candidates, signals.hook)
+    shown = shown_candidates(signals.candidates, signals.hook, signals.prompted)
     joined = shown.join(recalls, on=keys, how="left", maintain_order="left").join(
         paths, on=keys, how="left", maintain_order="left"
     )
@@ -557,7 +600,7 @@ def _in_corpus(cand: pl.DataFrame, corpus: Corpus, by: Sequence[str] = ()) -> pl
     """The candidate rows of memories in the corpus, in the order a sample reads them (the
     start pool by rank, then the fts_only rows; memory id on ties), first by `by`."""
     cand = cand.filter(pl.col("memory_id").is_in(list(corpus.row_of)))
-    return cand.sort([*by, pl.col("source") == "fts_only", "rank", "memory_id"])
+    return cand.sort([*by, pl.col("source").is_in(AFTER_START), "rank", "memory_id"])
 
 
 def _sample(
@@ -572,7 +615,7 @@ def _sample(
     """`build_sample` on a session's rows in the corpus, in order (`_in_corpus`)."""
     tz, cfg, seed = rules.tz, rules.cfg, rules.seed
     rows = corpus.rows(cand.memory_id)
-    baseline = rows[cand.source != "fts_only"]
+    baseline = rows[~np.isin(cand.source, AFTER_START)]
     ctx = session_context(
         corpus.embeddings,
         corpus.has_embedding,
@@ -592,7 +635,7 @@ def _sample(
         ctx,
         cfg=cfg,
         query=query,
-        # fts_only rows sort last: the first rows are the start pool
+        # rows recorded after the start sort last: the first rows are the start pool
         origin=CandidateOrigin(
             signal_pool=len(baseline),
             graph=session_graph(cand, structure),

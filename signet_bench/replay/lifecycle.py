@@ -1,7 +1,8 @@
 """The daemon's session lifecycle over one store, step by step as Signet runs it:
 
 start (pre-filter -> baseline -> scorer -> RRF(alpha) -> diversity -> exploration -> inject; every
-candidate recorded) -> the prompts (real FTS5 queries, `fts_only` upserts, agent feedback) ->
+candidate recorded) -> the prompts (real FTS5 queries, `fts_only` upserts, agent feedback; with
+`LoopOptions.prompt_time`, each prompt's own ranking: `_prompt_turn`) ->
 end (the continuity judge's ratings, session score, summary job) -> labels (the trainer's own
 sample assembly on the rows just recorded) -> comparison row -> EMA, alpha, drift -> training
 every `trainIntervalSessions`.
@@ -19,6 +20,17 @@ tables for, stay in the loop's state (`daemon.comparison_log` recomputes the com
 the store). The corpus, the
 context rule, the candidate inputs, the labels and the training are the same functions the
 trainer (`learn/samples.py`, `learn/train.py`) uses.
+
+Prompt time (opt-in, `LoopOptions.prompt_time`): at each prompt the pool of
+`daemon.ranking.prompt_time` (the release line's prompt-time rule and the prompt's hybrid
+recall, the session's injected memories left out) is ranked by the session's scorer with the
+prompt as its query (its embedding the context, its terms and names the query); what it injects
+is recorded as the user-prompt-submit wrapper records it on a real install: in the hook log
+beside the loop's workbench (`store.hook_log`, hook `user-prompt-submit`), written after the
+session's transaction commits. The judge is shown those memories as the transcript shows them
+(rated like recalled ones; the session's score stays session start's), and the labels count them
+as shown (`learn.samples.shown_candidates`). The agent's feedback still rates session start's
+memories only.
 """
 
 from __future__ import annotations
@@ -60,6 +72,7 @@ from signet_bench.daemon.predictor_state import (
 from signet_bench.daemon.ranking.baseline import rank_order
 from signet_bench.daemon.ranking.compat import signet058_session_start
 from signet_bench.daemon.ranking.fts import fts_search, recall_terms
+from signet_bench.daemon.ranking.prompt_time import PromptLimits, choose, prompt_pool
 from signet_bench.daemon.ranking.ranker import CosineRanker
 from signet_bench.daemon.ranking.session_start import (
     GraphWalk,
@@ -69,31 +82,46 @@ from signet_bench.daemon.ranking.session_start import (
     session_start,
 )
 from signet_bench.daemon.ranking.traversal import Traversal, TraversalFlags
-from signet_bench.daemon.session_query import SessionQuery, start_query
+from signet_bench.daemon.session_query import SessionQuery, prompt_query, start_query
 from signet_bench.errors import UserError
-from signet_bench.learn.samples import SampleRules, SessionSample, build_sample, scored_sessions
+from signet_bench.learn.samples import (
+    SampleRules,
+    SessionSample,
+    build_sample,
+    scored_sessions,
+    shown_candidates,
+)
 from signet_bench.replay.loop_store import LoopStore
-from signet_bench.replay.trainers import Trainer, TrainingJob
+from signet_bench.replay.trainers import ScoreFn, Trainer, TrainingJob, model_dir
 from signet_bench.store import sim as sim_tables
 from signet_bench.store import write as w
 from signet_bench.store.graph import read_graph
-from signet_bench.store.read import read_session_memories, read_sessions, release_line
+from signet_bench.store.hook_log import SERVED, hook_log_path
+from signet_bench.store.read import (
+    DEFAULT_AGENT,
+    read_session_memories,
+    read_sessions,
+    release_line,
+)
 from signet_bench.store.timestamps import format_iso
-from signet_bench.world.interface import Judgement, SessionView, World
+from signet_bench.world.interface import Judgement, Prompt, SessionView, World
 from signet_scorer.budget import Budget
-from signet_scorer.context import SessionContextVector
+from signet_scorer.context import SessionContextVector, mean_unit
 from signet_scorer.features import SessionInfo
+from signet_scorer.hook.log import USER_PROMPT_SUBMIT, InjectionLog
 from signet_scorer.structure import GraphColumns
-from signet_scorer.track_record import read_track_record
+from signet_scorer.track_record import TrackHistory, read_track_history, read_track_record
+from signet_scorer.workbench import WORKBENCH_FILE
 
 if TYPE_CHECKING:
-    from signet_bench.world.synth.plans import SessionContext
+    from signet_bench.world.synth.plans import PromptTopic, SessionContext
 
 __all__ = [
     "COMPARE_DELAY",
     "MODES",
     "Lifecycle",
     "LoopOptions",
+    "PromptTurn",
     "SessionRecord",
     "SimReport",
     "check_mode",
@@ -101,6 +129,8 @@ __all__ = [
 
 MODES = ("ours", "signet-0.58")
 HARNESS = "simulated"
+PROMPT_CONTEXT_RULE = "prompt"  # a prompt's context: its own embedding at unit length
+_PROMPT_STREAM = 0x9A0B  # seeds a session's prompt-time scorer apart from its start's
 COMPARE_DELAY = timedelta(minutes=2)
 """How long after a session's end the summary worker compares it (and a training it makes due
 starts)."""
@@ -127,6 +157,7 @@ class LoopOptions:
     train_epochs: int = DEFAULT_CONFIG.full_training_epochs
     progress: bool = False
     choice: Budget | None = None  # ours only: Signet 0.58's replay injects as it did
+    prompt_time: PromptLimits | None = None  # rank and inject at each prompt (None: off)
 
 
 @dataclass(slots=True)
@@ -167,15 +198,31 @@ class SimReport:
         return "\n".join(lines)
 
 
+@dataclass(frozen=True, eq=False)
+class PromptTurn:
+    """One prompt's ranking: the prompt (its text, time and what it is about), its pool's
+    inputs as the scorer saw them (None: an empty pool), the scorer's scores (None: nothing
+    scored; the pool's own order chose) and the memories it injected, best first."""
+
+    text: str
+    at: datetime
+    about: PromptTopic | None
+    inputs: SessionInputs | None
+    scores: np.ndarray | None
+    injected: tuple[str, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class SessionRecord:
     """What the loop computed for one session: its inputs at the start (the candidate pool as
-    every ranker sees it), the session start's result, and its training sample at the end."""
+    every ranker sees it), the session start's result, its training sample at the end, and
+    each prompt's ranking (with `LoopOptions.prompt_time`)."""
 
     plan: SessionContext
     inputs: SessionInputs
     start: SessionStartResult
     sample: SessionSample | None
+    prompts: tuple[PromptTurn, ...] = ()
 
 
 # -- the loop ---------------------------------------------------------------------------------
@@ -327,12 +374,14 @@ class Lifecycle:
             rows = _candidate_rows(res, inputs)
             w.record_session_candidates(self.con, plan.session_key, rows, at)
             injected = set(res.injected_ids)
-            said = self._prompts(plan, rng, injected)
+            said, turns = self._prompts(idx, plan, rng, injected, prev)
+            prompted = [m for t in turns for m in t.injected]
             cosine = CosineRanker().score(inputs)
             cos_top = inputs.memory_ids[rank_order(cosine, inputs.memory_ids)][: cfg.comparison_k]
-            judged = self._judge(plan, rng, injected, cos_top.tolist(), said, focal)
+            also = _Shown(cos_top.tolist(), said, prompted)
+            judged = self._judge(plan, rng, injected, also, focal)
             cand = read_session_memories(self.con, [plan.session_key])
-            sample = self._sample(plan, prev, cand, judged)
+            sample = self._sample(plan, prev, cand, judged, prompted)
             trainable = sample is not None
             comp, due = self._compare(idx, plan, cand, judged, alpha, trainable, report, focal)
             rated = cand.filter(pl.col("relevance_score").is_not_null())
@@ -345,65 +394,145 @@ class Lifecycle:
         except BaseException:
             self.con.execute("ROLLBACK")
             raise
+        self._log_prompts(plan, turns)
         self.previous.record(plan.session_key, plan.project, plan.start, cand)
         if idx in self.keep:
-            self.records[idx] = SessionRecord(plan, inputs, res, sample)
+            self.records[idx] = SessionRecord(plan, inputs, res, sample, tuple(turns))
         report.sessions_run += 1
         report.exploration_rows += int(res.explored_id is not None)
         if due:  # on the committed store, as the daemon's trainer reads it
             self._train(report, judged.end + COMPARE_DELAY)
 
     def _prompts(
-        self, plan: SessionContext, rng: np.random.Generator, injected: set[str]
-    ) -> tuple[str, ...]:
+        self,
+        idx: int,
+        plan: SessionContext,
+        rng: np.random.Generator,
+        injected: set[str],
+        prev: PreviousSession | None,
+    ) -> tuple[tuple[str, ...], list[PromptTurn]]:
         """The world's prompts as the daemon's hooks record them: each one's FTS hits, and the
-        agent's feedback on the injected memories where it gave any. Returns their texts."""
+        agent's feedback on the injected memories where it gave any; with prompt time on, each
+        one's own ranking (`_prompt_turn`, from a random stream of its own, so the session's
+        other draws do not move). Returns their texts and the prompts' rankings."""
         prompts = self.world.prompts(plan, sorted(injected), rng)
+        turns: list[PromptTurn] = []
+        scorer, history = None, None
+        if self.opts.prompt_time is not None:
+            stream = np.random.default_rng([self.opts.seed, idx, _PROMPT_STREAM])
+            scorer = self.trainer.scorer(stream)
+            history = read_track_history(self.con, plan.start)  # as session start read it
+        shown = set(injected)
         for prompt in prompts:
             hits = fts_search(self.con, recall_terms(prompt.text), limit=20)[:10]
             if hits:
                 at = format_iso(prompt.at)
                 w.track_fts_hits(self.con, plan.session_key, [m for m, _ in hits], at)
+            if history is not None:
+                turns.append(self._prompt_turn(plan, prev, prompt, (scorer, history), shown))
+                shown.update(turns[-1].injected)
             if prompt.feedback:
                 block = json.dumps({"memory_feedback": dict(prompt.feedback)})
                 fb = parse_feedback(block, injected)
                 w.record_agent_feedback(self.con, plan.session_key, fb.scores)
-        return tuple(p.text for p in prompts)
+        return tuple(p.text for p in prompts), turns
+
+    def _prompt_turn(
+        self,
+        plan: SessionContext,
+        prev: PreviousSession | None,
+        prompt: Prompt,
+        scoring: tuple[ScoreFn | None, TrackHistory],
+        shown: set[str],
+    ) -> PromptTurn:
+        """One prompt's ranking: its pool (`prompt_time.prompt_pool`, the memories `shown` in
+        the session left out), the inputs the scorer sees (the prompt's embedding as the
+        context, its terms and names as the query, the time of the prompt; the candidates'
+        track records before the session, from the `scoring` history read at its start), the
+        scorer's scores and what it injects within the limits (the pool's order where nothing
+        scored)."""
+        scorer, history = scoring
+        limits = self.opts.prompt_time or PromptLimits()
+        vector = self.world.embed_query(prompt.text)
+        at_s = prompt.at.timestamp()
+        pool = prompt_pool(
+            self.corpus, self.con, self.graph, (prompt.text, vector, at_s), self.line, shown, limits
+        )
+        if not len(pool):
+            return PromptTurn(prompt.text, prompt.at, prompt.about, None, None, ())
+        ctx = None if vector is None else mean_unit(np.asarray(vector, np.float32)[None, :])
+        ids = self.corpus.ids[pool.rows]
+        inputs = session_inputs(
+            self.corpus,
+            pool.rows,
+            plan.session_key,
+            SessionInfo(prompt.at, self.world.tz, plan.project, prev.start if prev else None),
+            SessionContextVector(ctx, PROMPT_CONTEXT_RULE if ctx is not None else "none"),
+            cfg=self.cfg,
+            query=prompt_query(prompt.text),
+            origin=CandidateOrigin(
+                store=self.con,
+                track_record=read_track_record(self.con, ids, plan.start, history=history).values,
+            ),
+        )
+        scores = None if scorer is None or ctx is None else scorer(inputs)
+        picked = choose(scores, inputs.memory_ids, inputs.contents, limits)
+        chosen = tuple(str(m) for m in inputs.memory_ids[picked])
+        return PromptTurn(prompt.text, prompt.at, prompt.about, inputs, scores, chosen)
+
+    def _log_prompts(self, plan: SessionContext, turns: Sequence[PromptTurn]) -> None:
+        """The prompts' rankings in the hook log beside the loop's workbench, one
+        user-prompt-submit invocation per prompt, as the wrapper records them (the scorer's
+        choice where it scored, else the pool's own order, recorded as Signet's)."""
+        if not turns:
+            return
+        folder = model_dir(self.store.path)
+        folder.mkdir(parents=True, exist_ok=True)
+        log = InjectionLog(hook_log_path(folder / WORKBENCH_FILE))
+        try:
+            for turn in turns:
+                invocation, rows = _prompt_rows(plan, turn, str(self.state.model_version))
+                log.record(invocation, rows)
+        finally:
+            log.close()
 
     def _judge(
         self,
         plan: SessionContext,
         rng,
         injected: set[str],
-        also: Sequence[str] = (),
-        prompts: Sequence[str] = (),
+        shown: _Shown | None = None,
         focal: w.FocalEntityRecord = w.NO_FOCAL_ENTITIES,
     ) -> Judgement:
         """The continuity judge's verdict and its rows. The judge is shown what the transcript
-        shows (the injected memories and those the prompts recalled) and, in its second pass,
-        the rest of the comparison's evaluation pool (the top 10 of the baseline's and the
-        predictor's rankings, from the recorded rows as `compare_session` ranks them). Without
-        the second pass, the ranking that decides the injection would be judged and the other
-        would not, and its unrated picks would count as 0. `also` are more memories the second
-        pass rates: the cosine ranking's top 10, so that the recorded `sim_sessions.cosine_ndcg`
-        judges the obvious alternative as fairly as the two."""
+        shows (the injected memories, those the prompts recalled and those they injected) and,
+        in its second pass, the rest of the comparison's evaluation pool (the top 10 of the
+        baseline's and the predictor's rankings, from the recorded rows as `compare_session`
+        ranks them). Without the second pass, the ranking that decides the injection would be
+        judged and the other would not, and its unrated picks would count as 0. `shown.also`
+        are more memories the second pass rates: the cosine ranking's top 10, so that the
+        recorded `sim_sessions.cosine_ndcg` judges the obvious alternative as fairly as the
+        two. The session's score is its start's injected memories' (prompt time's are rated as
+        recalled ones)."""
+        shown = shown or _Shown()
         rows_df = read_session_memories(self.con, [plan.session_key])
         ids = np.asarray(rows_df["memory_id"].to_list(), dtype=str)
         inj = np.isin(ids, sorted(injected))
         pool = evaluation_pool(
             ranked_ids(rows_df["effective_score"].fill_null(np.nan).to_numpy(), ids),
             ranked_ids(rows_df["predictor_score"].fill_null(np.nan).to_numpy(), ids),
-            [*ids[inj].tolist(), *also],
+            [*ids[inj].tolist(), *shown.also],
             self.cfg.comparison_k,
         )
+        recalled = rows_df["fts_hit_count"].to_numpy() > 0
         view = SessionView(
             memory_ids=ids,
             injected=inj,
-            recalled=rows_df["fts_hit_count"].to_numpy() > 0,
+            recalled=recalled | np.isin(ids, list(shown.prompted)),
             pool=np.isin(ids, pool),
             created_s=self.corpus.created_at[self.corpus.rows(ids)],
             contents=tuple(self.corpus.contents[int(r)] for r in self.corpus.rows(ids)),
-            prompts=tuple(prompts),
+            prompts=tuple(shown.prompts),
         )
         judged = self.world.judge(plan, view, rng)
         rel = np.asarray(judged.relevance, dtype=np.float64)
@@ -411,7 +540,7 @@ class Lifecycle:
         w.write_relevance_scores(
             self.con, plan.session_key, dict(zip(ids[rated], rel[rated].tolist(), strict=True))
         )
-        self._end_rows(plan, judged, int(inj.sum()), len(prompts), focal)
+        self._end_rows(plan, judged, int(inj.sum()), len(shown.prompts), focal)
         return judged
 
     def _end_rows(
@@ -476,11 +605,29 @@ class Lifecycle:
         )
 
     def _sample(
-        self, plan: SessionContext, prev: PreviousSession | None, cand: pl.DataFrame, j: Judgement
+        self,
+        plan: SessionContext,
+        prev: PreviousSession | None,
+        cand: pl.DataFrame,
+        j: Judgement,
+        prompted: Sequence[str] = (),
     ) -> SessionSample | None:
-        """The session's training sample, by the trainer's own assembly (None: not trainable)."""
+        """The session's training sample, by the trainer's own assembly (None: not trainable);
+        the memories its prompts injected count as shown, as the trainer reads them from the
+        hook log (`shown_candidates`)."""
         if j.confidence < self.cfg.min_scorer_confidence:
             return None
+        if prompted:
+            asked = pl.DataFrame(
+                {
+                    "session_key": [plan.session_key] * len(prompted),
+                    "memory_id": list(prompted),
+                    "rank": list(range(1, len(prompted) + 1)),
+                },
+                schema={"session_key": pl.String, "memory_id": pl.String, "rank": pl.Int64},
+            )
+            none = asked.clear().rename({"rank": "signet_rank"})
+            cand = shown_candidates(cand, none, asked)
         session = {
             "session_key": plan.session_key,
             "project": plan.project,
@@ -637,6 +784,59 @@ class Lifecycle:
         report.seconds = time.perf_counter() - t0
         report.final_state = self.state
         return report
+
+
+@dataclass(frozen=True, slots=True)
+class _Shown:
+    """What the judge is shown beyond session start's injection: `also` (more memories its
+    second pass rates), the session's prompts and the memories they injected."""
+
+    also: Sequence[str] = ()
+    prompts: Sequence[str] = ()
+    prompted: Sequence[str] = ()
+
+
+def _prompt_rows(
+    plan: SessionContext, turn: PromptTurn, model_version: str
+) -> tuple[dict[str, object], list[dict[str, object]]]:
+    """A prompt's ranking as the hook log's invocation and injection rows."""
+    at = format_iso(turn.at)
+    scored = turn.scores is not None and bool(np.isfinite(turn.scores).any())
+    chosen_by = SERVED if scored else "signet"
+    invocation = {
+        "at": at,
+        "session_key": plan.session_key,
+        "agent_id": DEFAULT_AGENT,
+        "harness": HARNESS,
+        "project": plan.project,
+        "output": "plain",
+        "outcome": chosen_by,
+        "reason": None if scored else "no-scores",
+        "model_version": model_version,
+        "pool": 0 if turn.inputs is None else len(turn.inputs),
+        "injected": len(turn.injected),
+        "context_rule": None if turn.inputs is None else turn.inputs.context_rule,
+        "signet_exit": 0,
+        "hook": USER_PROMPT_SUBMIT,
+    }
+    if turn.inputs is None:
+        return invocation, []
+    pos = {m: i for i, m in enumerate(turn.inputs.memory_ids.tolist())}
+    rows = [
+        {
+            "session_key": plan.session_key,
+            "agent_id": DEFAULT_AGENT,
+            "memory_id": m,
+            "rank": r,
+            "signet_rank": pos[m] + 1,
+            "score": float(turn.scores[pos[m]]) if scored and turn.scores is not None else None,
+            "chosen_by": chosen_by,
+            "model_version": model_version,
+            "injected_at": at,
+        }
+        for r, m in enumerate(turn.injected, 1)
+    ]
+    return invocation, rows
 
 
 def _graph_columns(flags: TraversalFlags | None) -> GraphColumns | None:

@@ -19,6 +19,7 @@ import numpy as np
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.candidates import SessionInputs
 from signet_bench.daemon.predictor_state import PredictorState
+from signet_bench.daemon.ranking.prompt_time import PromptLimits
 from signet_bench.errors import UserError
 from signet_bench.replay.lifecycle import (
     Lifecycle,
@@ -56,6 +57,7 @@ class SimOptions:
     progress: bool = False
     schema: str | None = None  # the release line the store must be (None: whichever it is)
     choice: Budget | None = None  # inject the best K within tokens (None: the char budget)
+    prompt_time: PromptLimits | None = None  # rank and inject at each prompt (None: off)
 
     def loop(self) -> LoopOptions:
         """The daemon's own options."""
@@ -65,6 +67,7 @@ class SimOptions:
             train_epochs=self.train_epochs,
             progress=self.progress,
             choice=self.choice,
+            prompt_time=self.prompt_time,
         )
 
     def world(self, cfg: PredictorConfig) -> WorldOptions:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 if TYPE_CHECKING:
-    from signet_bench.world.synth.plans import SessionContext
+    from signet_bench.world.synth.plans import PromptTopic, SessionContext
 
 __all__ = ["Judgement", "Prompt", "SessionView", "World"]
 
@@ -20,11 +20,13 @@ __all__ = ["Judgement", "Prompt", "SessionView", "World"]
 @dataclass(frozen=True, slots=True)
 class Prompt:
     """A user prompt of a session, when it was sent, and the agent's feedback after it (memory
-    id -> rating in [-1, 1], of memories injected at the start; empty: no feedback)."""
+    id -> rating in [-1, 1], of memories injected at the start; empty: no feedback); `about`:
+    what a synthetic world planted it to be about (None: unknown), for per-prompt truth."""
 
     text: str
     at: datetime
     feedback: Mapping[str, float] = field(default_factory=dict)
+    about: PromptTopic | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,4 +84,9 @@ class World(Protocol):
 
     def judge(self, plan: SessionContext, view: SessionView, rng: np.random.Generator) -> Judgement:
         """The continuity judge's verdict on the finished session."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray | None:
+        """The text's embedding by the store's embedder, as the daemon embeds a prompt for
+        its vector recall (None: the embedder cannot be reached; the recall is lexical)."""
         ...

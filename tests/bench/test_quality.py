@@ -4,14 +4,21 @@ import pytest
 from signet_bench.bench.quality import (
     ABLATIONS,
     EFFECT_MIN_SHARE,
+    PROMPT_FREE,
+    PROMPT_RANKERS,
     Judging,
+    _prompt_means,
     ablate_samples,
     ablation_frozen,
     familiar_masks,
     familiar_only,
     familiar_sessions,
     familiarity_rows,
+    prompt_rows,
+    prompt_scores,
     quality_rows,
+    reached,
+    session_relevant,
     simulate_run,
     worst_seed_rows,
 )
@@ -370,5 +377,36 @@ def test_budget_rows_count_the_truly_relevant_in_each_rankers_first_k(tmp_path):
             assert worst.value == pytest.approx(delta.value)  # one seed: it is the worst
         pool = by["held_out", "pool_size"].value
         assert pool == pytest.approx(np.mean([len(h.inputs) for h in held])) and pool > 50
+    finally:
+        run.sim.close()
+
+
+def test_prompt_rows_judge_each_prompt_against_its_own_truth(tmp_path):
+    """With prompt time, every checkpoint has the prompt rankers' NDCG@10, the served model
+    against the strongest free ranker of the prompt, and what session start and the prompts
+    reached together, computed from the prompts the loop ranked."""
+    run = simulate_run("light", 4, Judging((4,), 4, prompt_time=True), tmp_path, embedder="topic")
+    try:
+        rows = prompt_rows([run], (4,), "", DEFAULT_CONFIG)
+        got = {(r.name, r.metric): r for r in rows}
+        for name in PROMPT_RANKERS:
+            assert 0.0 <= got[(f"prompt_{name}", "ndcg@10")].value <= 1.0
+        held = run.pools[4]
+        assert held and all(h.prompts for h in held)
+        means = _prompt_means(held, prompt_scores(run, 4, DEFAULT_CONFIG), None)
+        free = max(PROMPT_FREE, key=lambda k: (float(np.mean(means[k])), k))
+        delta = got[(f"prompt_predictor_served-prompt_{free}", "ndcg@10_delta")]
+        assert delta.value == pytest.approx(float(np.mean(means["predictor_served"] - means[free])))
+        assert delta.n == 4
+        both = np.array([reached(h, session_relevant(run, h), run.sim.corpus) for h in held])
+        both = both[np.isfinite(both).all(axis=1)]
+        gain = got[("session_start+prompt-session_start", "relevant_reached_delta")]
+        assert gain.value == pytest.approx(float(np.mean(both[:, 1] - both[:, 0])))
+        assert (both[:, 1] >= both[:, 0]).all()  # the prompts only add to what was shown
+        # a prompt's truth is about its own prompt: its truly relevant ones are not yet shown
+        for h in held:
+            shown = set(h.start_injected)
+            for p in h.prompts:
+                assert not shown & set(run.sim.corpus.ids[p.relevant].tolist())
     finally:
         run.sim.close()

@@ -27,9 +27,11 @@ __all__ = [
     "ENTITY_PROMPT_SHARE",
     "TIME_PROMPT_SHARE",
     "TOPIC_PERSISTENCE",
+    "PromptTopic",
     "SessionContext",
     "make_context",
     "plan_sessions",
+    "planned_prompts",
     "prompts_for",
 ]
 
@@ -106,11 +108,23 @@ def plan_sessions(persona: Persona, n: int, *, start: datetime, seed: int) -> li
     return out
 
 
-def prompts_for(
+@dataclass(frozen=True, slots=True)
+class PromptTopic:
+    """What a planned prompt is about: the session's focus topic, the active time window it
+    mentions (None: none) and the entity it names (None: none); the per-prompt truth
+    (`truth.prompt_relevance`) reads it."""
+
+    topic: str
+    time_pattern: str | None = None
+    entity: str | None = None
+
+
+def planned_prompts(
     ctx: SessionContext, n: int, rng: np.random.Generator, *, entities: Sequence[str] = ()
-) -> list[str]:
-    """`n` user prompts about the session's focus topic; some mention an active time window,
-    and with `entities` (names), some name one of them ("paylane: how do I ...")."""
+) -> list[tuple[str, PromptTopic]]:
+    """`n` user prompts about the session's focus topic, each with what it is about; some
+    mention an active time window, and with `entities` (names), some name one of them
+    ("paylane: how do I ...")."""
     topic = get_topic(ctx.focus_topic)
     active = [
         name
@@ -123,7 +137,16 @@ def prompts_for(
         if active and rng.random() < TIME_PROMPT_SHARE:
             tp = active[int(rng.integers(len(active)))]
         text = prompt_text(topic, rng, time_pattern=tp)
+        entity = None
         if entities and rng.random() < ENTITY_PROMPT_SHARE:
-            text = f"{entities[int(rng.integers(len(entities)))]}: {text}"
-        prompts.append(text)
+            entity = entities[int(rng.integers(len(entities)))]
+            text = f"{entity}: {text}"
+        prompts.append((text, PromptTopic(ctx.focus_topic, tp, entity)))
     return prompts
+
+
+def prompts_for(
+    ctx: SessionContext, n: int, rng: np.random.Generator, *, entities: Sequence[str] = ()
+) -> list[str]:
+    """The texts of `planned_prompts` (the same draws)."""
+    return [text for text, _ in planned_prompts(ctx, n, rng, entities=entities)]

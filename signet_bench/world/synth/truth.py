@@ -24,6 +24,10 @@ current at the session start:
               stored only in the truth table (no feature, text or embedding shows it);
     relevance = base * recency * weight * useful, in [0, 1].
 
+One prompt of a session (`prompt_relevance`) keeps the session's relevance for what the prompt
+is about (its topic, global memories, the entity it names, the time window it mentions) and
+weights the rest by PROMPT_ASIDE.
+
 A memory superseded by the session start scores STALE + STALE_SLOPE * relevance (about -0.3,
 below every current memory); one deleted by the user scores DELETED (-0.5); one created after
 the session start scores NOT_YET (0). The truth is stored next to the memories in two extra
@@ -60,7 +64,7 @@ from signet_bench.world.synth.graph import MIN_DEPENDENCY_CONFIDENCE, MIN_DEPEND
 from signet_bench.world.synth.persona import Persona
 
 if TYPE_CHECKING:
-    from signet_bench.world.synth.plans import SessionContext
+    from signet_bench.world.synth.plans import PromptTopic, SessionContext
 
 __all__ = [
     "ALL_HOURS_MASK",
@@ -74,6 +78,7 @@ __all__ = [
     "graph_truth",
     "live_rows",
     "load_truth",
+    "prompt_relevance",
     "read_synth_meta",
     "save_truth",
     "true_relevance",
@@ -96,6 +101,7 @@ NOT_YET = 0.0
 REQUIRED = 1.0
 FOCAL = 0.85
 NEIGHBOUR = 0.6
+PROMPT_ASIDE = 0.5  # a prompt's weight on what the session needs but the prompt is not about
 
 EFFECTS: tuple[str, ...] = (
     "topic",
@@ -430,6 +436,25 @@ def true_relevance(
     if "deleted" not in off:
         rel = np.where(deleted, DELETED, rel)
     return np.where(truth.created_s > t, NOT_YET, rel)
+
+
+def prompt_relevance(truth: MemoryTruth, ctx: SessionContext, about: PromptTopic) -> np.ndarray:
+    """Planted relevance of every memory to one prompt of session `ctx`: the session's
+    (`true_relevance` at its start) restricted to what the prompt is about. A memory keeps its
+    relevance when it is on the prompt's topic (any project), a global preference, an attribute
+    of the entity the prompt names, or a memory of the time window it mentions; any other
+    positive relevance (another topic of the project, a focal entity the prompt does not name,
+    another time window) is weighted by `PROMPT_ASIDE`: the session still needs it, this
+    prompt less. Stale, deleted and not-yet memories keep their scores. Without a topic,
+    entity or window to restrict by, this is the session's truth."""
+    rel = true_relevance(truth, ctx)
+    on = (truth.topic == about.topic) | truth.is_global
+    if about.time_pattern is not None:
+        on |= truth.time_pattern == about.time_pattern
+    if about.entity is not None and truth.graph is not None and truth.subject is not None:
+        named = np.flatnonzero(truth.graph.names == about.entity)
+        on |= np.isin(truth.subject, named)
+    return np.where((rel > 0) & ~on, rel * PROMPT_ASIDE, rel)
 
 
 def live_rows(truth: MemoryTruth, ctx: SessionContext) -> np.ndarray:

@@ -28,7 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.world.embed import Embedder, EmbedderError, get_embedder
 from signet_bench.world.interface import Judgement, Prompt, SessionView
+from signet_bench.world.synth.embedding import TopicEmbedder
 from signet_bench.world.synth.judge import (
     AGENT_RATINGS_PER_PROMPT,
     SILENT_NOISE_FACTOR,
@@ -37,9 +39,20 @@ from signet_bench.world.synth.judge import (
     novel_context_count,
 )
 from signet_bench.world.synth.persona import Persona
-from signet_bench.world.synth.plans import SessionContext, plan_sessions, prompts_for
+from signet_bench.world.synth.plans import (
+    PromptTopic,
+    SessionContext,
+    plan_sessions,
+    planned_prompts,
+)
 from signet_bench.world.synth.text import conversation_text
-from signet_bench.world.synth.truth import MemoryTruth, load_truth, true_relevance
+from signet_bench.world.synth.truth import (
+    MemoryTruth,
+    load_truth,
+    prompt_relevance,
+    read_synth_meta,
+    true_relevance,
+)
 
 __all__ = ["PROMPT_GAP", "SyntheticWorld", "WorldOptions"]
 
@@ -65,20 +78,43 @@ class SyntheticWorld:
     """The persona's sessions, prompts and ratings, from the store's planted truth."""
 
     def __init__(
-        self, persona: Persona, truth: MemoryTruth, opts: WorldOptions = WorldOptions()
+        self,
+        persona: Persona,
+        truth: MemoryTruth,
+        opts: WorldOptions = WorldOptions(),
+        meta: dict[str, str] | None = None,
     ) -> None:
         self.persona, self.truth, self.opts = persona, truth, opts
         self.tz: str = persona.tz
         self.now: datetime = truth.now
         self._index = {m: i for i, m in enumerate(truth.ids)}
+        self.meta = meta or {}  # the store's `synth_persona` rows (its embedder)
+        self._embedder: Embedder | None | bool = False  # False: not looked up yet
 
     @classmethod
     def load(
         cls, store: str | Path | sqlite3.Connection, opts: WorldOptions = WorldOptions()
     ) -> SyntheticWorld:
-        """The world of a synthetic store (its persona and truth tables)."""
+        """The world of a synthetic store (its persona, truth tables and embedder)."""
         persona, truth = load_truth(store)
-        return cls(persona, truth, opts)
+        return cls(persona, truth, opts, read_synth_meta(store))
+
+    def embed_query(self, text: str) -> np.ndarray | None:
+        """The text's embedding by the embedder the store's memories were embedded with
+        (`query_embedder`; None without one)."""
+        if self._embedder is False:
+            self._embedder = query_embedder(self.meta)
+        emb = self._embedder
+        if not isinstance(emb, Embedder):
+            return None
+        return np.asarray(emb.embed([text])[0], dtype=np.float32)
+
+    def prompt_relevance(
+        self, plan: SessionContext, about: PromptTopic, memory_ids: Sequence[str] | np.ndarray
+    ) -> np.ndarray:
+        """The planted relevance of `memory_ids` to one prompt of session `plan`
+        (`truth.prompt_relevance`)."""
+        return prompt_relevance(self.truth, plan, about)[self.positions(memory_ids)]
 
     def positions(self, memory_ids: Sequence[str] | np.ndarray) -> np.ndarray:
         """Indices of `memory_ids` in the truth (KeyError for an unknown id)."""
@@ -110,14 +146,15 @@ class SyntheticWorld:
         truth = true_relevance(self.truth, plan) if rate else None
         shown = np.asarray(injected, dtype=str)
         out = []
-        for j, text in enumerate(prompts_for(plan, n, rng, entities=self.topic_entities(plan))):
+        planned = planned_prompts(plan, n, rng, entities=self.topic_entities(plan))
+        for j, (text, about) in enumerate(planned):
             feedback: dict[str, float] = {}
             if truth is not None and len(shown):
                 k = min(len(shown), AGENT_RATINGS_PER_PROMPT)
                 pick = rng.choice(shown, size=k, replace=False)
                 scores = agent_ratings(truth[self.positions(pick)], rng)
                 feedback = {str(m): round(float(s), 3) for m, s in zip(pick, scores, strict=True)}
-            out.append(Prompt(text, plan.start + PROMPT_GAP * (j + 1), feedback))
+            out.append(Prompt(text, plan.start + PROMPT_GAP * (j + 1), feedback, about))
         return out
 
     def judge(self, plan: SessionContext, view: SessionView, rng: np.random.Generator) -> Judgement:
@@ -159,6 +196,21 @@ class SyntheticWorld:
             transcript=header,
             conversation=_conversation(header, view, truth),
         )
+
+
+def query_embedder(meta: dict[str, str]) -> Embedder | None:
+    """The embedder a synthetic store's `synth_persona` rows name: the seeded topic embedder
+    at the store's seed and dimension, or a registered one (wordllama); None for any other
+    (an Ollama model: it is not reached from the replay) or when it cannot be loaded."""
+    name = meta.get("embedder", "")
+    if name == TopicEmbedder.name:
+        return TopicEmbedder(int(meta.get("seed", 0)), int(meta.get("embedding_dim", 768)))
+    if name.startswith("wordllama"):
+        try:
+            return get_embedder("wordllama")
+        except EmbedderError:
+            return None
+    return None
 
 
 def _transcript(plan: SessionContext, entities: Sequence[str]) -> str:

@@ -14,6 +14,7 @@ from signet_bench.world.synth.plans import (
     TOPIC_PERSISTENCE,
     make_context,
     plan_sessions,
+    planned_prompts,
     prompts_for,
 )
 from signet_bench.world.synth.text import tokens
@@ -112,3 +113,19 @@ def test_prompts_mention_an_active_time_window_sometimes():
     assert any("friday" in p for p in prompts)
     tuesday = make_context("k", "docsite", "deploy", friday - timedelta(days=3), "America/Denver")
     assert not any("friday" in p for p in prompts_for(tuesday, 200, np.random.default_rng(1)))
+
+
+def test_planned_prompts_say_what_each_prompt_is_about():
+    friday = datetime(2026, 3, 20, 15, 0, tzinfo=ZoneInfo("America/Denver"))
+    ctx = make_context("k", "docsite", "deploy", friday, "America/Denver")
+    planned = planned_prompts(ctx, 200, np.random.default_rng(1), entities=("paylane", "ledger"))
+    assert [text for text, _ in planned] == prompts_for(
+        ctx, 200, np.random.default_rng(1), entities=("paylane", "ledger")
+    )
+    assert {about.topic for _, about in planned} == {"deploy"}
+    for text, about in planned:
+        assert (about.entity is not None) == text.startswith(("paylane: ", "ledger: "))
+        if about.entity is not None:
+            assert text.startswith(f"{about.entity}: ")
+        assert (about.time_pattern == "friday_deploy") == ("friday" in text)
+    assert any(a.entity for _, a in planned) and any(a.time_pattern for _, a in planned)

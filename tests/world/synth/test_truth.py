@@ -12,15 +12,17 @@ import pytest
 from signet_bench.errors import UserError
 from signet_bench.store.schema import connect_writer, create_store
 from signet_bench.world.synth.persona import TIME_PATTERNS, get_persona
-from signet_bench.world.synth.plans import make_context
+from signet_bench.world.synth.plans import PromptTopic, make_context
 from signet_bench.world.synth.truth import (
     ALL_HOURS_MASK,
     ALL_WEEKDAYS_MASK,
     EFFECTS,
+    PROMPT_ASIDE,
     MemoryTruth,
     _coalition_values,
     live_rows,
     load_truth,
+    prompt_relevance,
     save_truth,
     true_relevance,
     variance_shares,
@@ -351,3 +353,26 @@ def test_variance_shares_over_given_pools():
     assert shares["usefulness"] > 0.3 and shares["importance"] > 0.05
     with pytest.raises(ValueError, match="one per plan"):
         variance_shares(t, plans, every[:2])
+
+
+def test_a_prompt_keeps_what_it_is_about_and_weighs_the_rest_down():
+    t = _truth(
+        [
+            {},  # same project, the prompt's topic
+            {"topic": "auth"},  # same project, another topic: the session needs it less now
+            {"is_global": True, "project": "", "topic": "habits"},  # a global preference
+            {"topic": "auth", "friday": True},  # another topic, the prompt's time window
+            {"topic": "auth", "stale_since": NOW - timedelta(days=1)},  # stale stays stale
+        ]
+    )
+    ctx = _ctx(when=datetime(2026, 3, 20, 15, 0, tzinfo=UTC))  # Friday afternoon
+    session = true_relevance(t, ctx)
+    plain = prompt_relevance(t, ctx, PromptTopic("postgres"))
+    assert plain[0] == session[0] and plain[2] == session[2]
+    assert plain[1] == pytest.approx(PROMPT_ASIDE * session[1]) and plain[1] > 0
+    assert plain[3] == pytest.approx(PROMPT_ASIDE * session[3])
+    assert plain[4] == session[4] < 0
+    windowed = prompt_relevance(t, ctx, PromptTopic("postgres", time_pattern="friday_deploy"))
+    assert windowed[3] == session[3] > plain[3]
+    other = prompt_relevance(t, ctx, PromptTopic("auth"))  # a prompt on another topic
+    assert other[1] == session[1] and other[0] == pytest.approx(PROMPT_ASIDE * session[0])

@@ -1,0 +1,204 @@
+"""Prompt time in the replayed loop: each prompt's pool is ranked by the session's scorer with the
+prompt as its query, injects within Signet's prompt-time budget, never repeats a memory of the
+session nor injects a deleted or superseded one, is recorded in the hook log as the
+user-prompt-submit wrapper records it, and its injections count as shown in the labels while
+session start's stay as they were. Off by default."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import polars as pl
+import pytest
+
+from signet_bench.daemon.ranking.prompt_time import (
+    PromptLimits,
+    choose,
+    named_entity_rows,
+    prompt_pool,
+)
+from signet_bench.daemon.session_query import prompt_query
+from signet_bench.learn.model.ranker import ModelRanker
+from signet_bench.learn.samples import (
+    PROMPT_SOURCE,
+    read_label_signals,
+    shown_candidates,
+    signals_frame,
+)
+from signet_bench.replay.loop import SimOptions, Simulator
+from signet_bench.replay.trainers import model_dir
+from signet_bench.store.corpus import read_corpus
+from signet_bench.store.graph import read_graph
+from signet_bench.store.hook_log import (
+    hook_log_path,
+    hook_record,
+    hook_sessions,
+    prompt_injections,
+    read_hook_invocations,
+)
+from signet_bench.world.synth.build import build_persona_store
+from signet_scorer.hook.log import USER_PROMPT_SUBMIT
+from signet_scorer.workbench import WORKBENCH_FILE
+
+SESSIONS = 5
+LIMITS = PromptLimits()
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory):
+    """A light user's first sessions with prompt time on, every record kept."""
+    path = tmp_path_factory.mktemp("prompt") / "light.db"
+    build_persona_store("light", path, seed=5, n_memories=150, embedder="topic")
+    sim = Simulator(path, SimOptions(scorer="model", seed=5, prompts=(4, 6), prompt_time=LIMITS))
+    sim.run(SESSIONS, keep=range(SESSIONS))
+    yield sim
+    sim.close()
+
+
+def _workbench(sim: Simulator):
+    return model_dir(sim.path) / WORKBENCH_FILE
+
+
+def test_each_prompt_injects_within_the_budget_and_never_twice(ran):
+    corpus = ran.corpus
+    turns = 0
+    for rec in ran.records.values():
+        seen = {str(m) for m in rec.start.injected_ids}
+        for turn in rec.prompts:
+            turns += 1
+            assert len(turn.injected) <= LIMITS.max_memories
+            rows = corpus.rows(list(turn.injected))
+            assert sum(len(corpus.contents[int(r)]) for r in rows) <= LIMITS.chars
+            assert not seen & set(turn.injected), "a memory injected twice in one session"
+            at = turn.at.timestamp()
+            assert not (corpus.absent_at(at)[rows] | corpus.superseded_by(at)[rows]).any()
+            if turn.inputs is not None:  # nothing the session showed is even a candidate
+                assert not seen & set(turn.inputs.memory_ids.tolist())
+            seen |= set(turn.injected)
+    assert turns >= 4 * SESSIONS
+    assert sum(len(t.injected) for r in ran.records.values() for t in r.prompts) > 0
+
+
+def test_the_scorer_ranks_the_prompt_pool_with_the_prompt_as_its_query(ran):
+    turn = next(t for r in ran.records.values() for t in r.prompts if t.inputs is not None)
+    inputs = turn.inputs
+    assert inputs.query == prompt_query(turn.text)
+    vector = ran.world.embed_query(turn.text)
+    assert inputs.context_rule == "prompt"
+    np.testing.assert_allclose(inputs.context, vector / np.linalg.norm(vector), atol=1e-6)
+    assert inputs.start == turn.at
+    # the model the loop served scored it, and what was injected is its best within the budget
+    model = ModelRanker(ran.model, ran.cfg).score(inputs)
+    np.testing.assert_allclose(turn.scores, model, rtol=1e-6)
+    picked = choose(model, inputs.memory_ids, inputs.contents, LIMITS)
+    assert turn.injected == tuple(inputs.memory_ids[picked].tolist())
+
+
+def test_the_hook_log_records_each_prompt_as_the_wrapper_does(ran):
+    wb = _workbench(ran)
+    invocations = read_hook_invocations(wb)
+    n_prompts = sum(len(r.prompts) for r in ran.records.values())
+    assert invocations.height == n_prompts
+    assert set(invocations["hook"].to_list()) == {USER_PROMPT_SUBMIT}
+    record = hook_record(wb)
+    logged = prompt_injections(record)
+    for rec in ran.records.values():
+        mine = logged.filter(pl.col("session_key") == rec.plan.session_key)
+        want = [m for t in rec.prompts for m in t.injected]
+        assert sorted(mine["memory_id"].to_list()) == sorted(want)
+    # session start's record is untouched: no session counts as served by a wrapper
+    assert hook_sessions(record).height == 0
+
+
+def test_prompt_injections_count_as_shown_and_session_start_keeps_its_own(ran):
+    signals = read_label_signals(ran.con, workbench=_workbench(ran))
+    assert signals.prompted.height > 0 and signals.hook.height == 0
+    frame = signals_frame(signals)
+    keys = ["session_key", "memory_id"]
+    asked = signals.prompted.select(keys).unique()
+    shown = frame.join(asked, on=keys, how="semi")
+    assert shown.height == asked.height and shown["was_injected"].all()
+    rest = frame.join(asked, on=keys, how="anti").sort(keys)
+    before = signals.candidates.join(asked, on=keys, how="anti").sort(keys)
+    assert rest["was_injected"].to_list() == before["was_injected"].to_list()
+    added = frame.filter(pl.col("source") == PROMPT_SOURCE)
+    assert added.height == asked.join(signals.candidates, on=keys, how="anti").height
+
+
+def test_a_prompt_row_goes_after_the_session_rows_and_a_start_row_is_only_marked():
+    t = pl.datetime(2026, 1, 1, time_zone="UTC")
+    cand = pl.DataFrame(
+        {
+            "session_key": ["s", "s", "s"],
+            "memory_id": ["a", "b", "c"],
+            "source": ["effective", "effective", "fts_only"],
+            "rank": [0, 1, 0],
+            "was_injected": [True, False, False],
+            "fts_hit_count": [0, 0, 2],
+            "is_constraint": [False, False, False],
+            "agent_feedback_count": [0, 0, 0],
+        }
+    ).with_columns(created_at=t)
+    hook = pl.DataFrame(
+        schema={"session_key": pl.String, "memory_id": pl.String, "signet_rank": pl.Int64}
+    )
+    prompted = pl.DataFrame(
+        {"session_key": ["s", "s", "x"], "memory_id": ["b", "d", "e"], "rank": [1, 2, 1]}
+    )
+    out = shown_candidates(cand, hook, prompted)
+    got = dict(zip(out["memory_id"].to_list(), out["was_injected"].to_list(), strict=True))
+    assert got == {"a": True, "b": True, "c": False, "d": True}  # "e": a session without rows
+    d = out.filter(pl.col("memory_id") == "d").row(0, named=True)
+    assert d["source"] == PROMPT_SOURCE and d["rank"] == 2 and d["fts_hit_count"] == 0
+
+
+def test_prompt_time_is_off_by_default(tmp_path):
+    path = tmp_path / "light.db"
+    build_persona_store("light", path, seed=6, n_memories=100, embedder="topic")
+    sim = Simulator(path, SimOptions(scorer="random", seed=6, prompts=(2, 3)))
+    try:
+        sim.run(2, keep=range(2))
+        assert all(rec.prompts == () for rec in sim.records.values())
+    finally:
+        sim.close()
+    assert not hook_log_path(model_dir(path) / WORKBENCH_FILE).exists()
+
+
+def test_current_signet_rule_is_the_named_people_and_projects_attributes(tmp_path):
+    path = tmp_path / "architect.db"
+    build_persona_store(
+        "architect", path, seed=3, n_memories=200, embedder="topic", schema="current"
+    )
+    con = sqlite3.connect(path)
+    try:
+        graph, corpus = read_graph(con), read_corpus(con)
+        at = float(np.nanmax(corpus.created_at)) + 1.0
+        ok = ~corpus.absent_at(at) & ~corpus.superseded_by(at)
+        person = next(
+            e
+            for e in np.flatnonzero(graph.entity_type == "person")
+            if any(
+                str(m) in corpus.row_of and ok[corpus.row_of[str(m)]]
+                for m in graph.attr_memory[graph.attr_entity == e]
+            )
+        )
+        name = str(graph.entity_name[person])
+        rows = named_entity_rows(graph, corpus, f"what did {name} say about it?", at, ok)
+        want = {corpus.row_of[str(m)] for m in graph.attr_memory[graph.attr_entity == person]}
+        assert set(rows.tolist()) == {r for r in want if ok[r]} and len(rows) > 0
+        # a system entity named in the prompt is no entity context of current Signet
+        system = next(iter(np.flatnonzero(graph.entity_type == "system")))
+        text = f"how does {graph.entity_name[system]} work?"
+        assert len(named_entity_rows(graph, corpus, text, at, ok)) == 0
+        pool = prompt_pool(corpus, con, graph, (f"{name}: the deploy", None, at), "current")
+        assert pool.rule[: len(rows)].all() and set(pool.rows[pool.rule].tolist()) == set(
+            rows.tolist()
+        )
+        first = str(corpus.ids[rows[0]])
+        again = prompt_pool(
+            corpus, con, graph, (f"{name}: the deploy", None, at), "current", {first}
+        )
+        assert first not in set(corpus.ids[again.rows].tolist())
+    finally:
+        con.close()
