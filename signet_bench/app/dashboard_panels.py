@@ -537,9 +537,10 @@ def label_sources(details: dash.DashboardDetails) -> mo.Html:
             mo.md(
                 "## Label sources\nWhat the training labels learn from, where the store keeps "
                 "it, and how many sessions carry it (the default agent's on a current store). "
-                "`hook_injections.db` is no part of the store: it is the session-start "
-                "wrapper's record beside the workbench, and in the sessions it served, its "
-                "injections replace Signet's as what was shown."
+                "`hook_injections.db` is no part of the store: it is the hook wrappers' record "
+                "beside the workbench. In the sessions the session-start wrapper served, its "
+                "injections replace Signet's as what was shown; what the prompt wrapper added "
+                "was shown as well."
             ),
             table(sources, show_search=False, show_download=False),
         ]

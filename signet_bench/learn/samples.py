@@ -111,7 +111,11 @@ LABEL_SOURCES: tuple[tuple[str, str, str], ...] = (
     ("agent feedback", "session_memories.agent_relevance_score", "the agent's own rating"),
     ("path feedback", "path_feedback_events", "the agent's rating and reward of a graph path"),
     ("recall events", "session_recall_events", "memories a recall brought into the session"),
-    ("hook injections", HOOK_LOG_FILE, "what the session-start wrapper injected instead"),
+    (
+        "hook injections",
+        HOOK_LOG_FILE,
+        "what the hook wrappers injected (at session start, in Signet's place)",
+    ),
 )
 """The label sources: (name, where the store keeps it, what it is). The last is no table of
 the store but the wrapper's record beside its workbench."""

@@ -51,7 +51,7 @@ def ran(tmp_path_factory):
     path = tmp_path_factory.mktemp("prompt") / "light.db"
     build_persona_store("light", path, seed=5, n_memories=150, embedder="topic")
     sim = Simulator(path, SimOptions(scorer="model", seed=5, prompts=(4, 6), prompt_time=LIMITS))
-    sim.run(SESSIONS, keep=range(SESSIONS))
+    sim.loop.run(SESSIONS, keep=range(SESSIONS))
     yield sim
     sim.close()
 
@@ -158,7 +158,7 @@ def test_prompt_time_is_off_by_default(tmp_path):
     build_persona_store("light", path, seed=6, n_memories=100, embedder="topic")
     sim = Simulator(path, SimOptions(scorer="random", seed=6, prompts=(2, 3)))
     try:
-        sim.run(2, keep=range(2))
+        sim.loop.run(2, keep=range(2))
         assert all(rec.prompts == () for rec in sim.records.values())
     finally:
         sim.close()
