@@ -1,7 +1,8 @@
 """The wrappers' record for tests: session starts and prompts written into a store's
 `hook_injections.db` by the wrapper's own writer (`signet_scorer.hook.log.record_invocation`), as it
 records a session it served (the scorer's choice) or one it failed open on (Signet's answer as
-printed), and the memories it added at a prompt, beside the store's default workbench."""
+printed), and the memories it added at a prompt, beside the store's default workbench; and the
+dashboard's reads of it (`dashboard_reads`)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,25 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
+from signet_bench.analysis.queries import dashboard as dash
+from signet_bench.analysis.queries.source import open_store
 from signet_bench.store.hook_log import hook_log_path
 from signet_bench.store.read import read_sessions
-from signet_scorer.hook.log import USER_PROMPT_SUBMIT, record_invocation
+from signet_scorer.hook.config import USER_PROMPT_SUBMIT
+from signet_scorer.hook.log import record_invocation
 from signet_scorer.workbench import default_workbench
 
 AT = "2026-04-20T09:30:00.123Z"
+
+
+def dashboard_reads(store: Path) -> tuple[dash.DashboardData, dash.DashboardDetails]:
+    """What the dashboard reads of `store` with no workbench named (the record beside the
+    store's default workbench, as the hook writes it): its upper and its lower panels' data."""
+    con = open_store(store)
+    try:
+        return dash.load_dashboard(con, store, None), dash.load_details(con, store, None)
+    finally:
+        con.close()
 
 
 def store_copy(store: Path, out: Path) -> Path:

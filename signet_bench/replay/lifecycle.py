@@ -108,7 +108,8 @@ from signet_bench.world.interface import Judgement, Prompt, SessionView, World
 from signet_scorer.budget import Budget
 from signet_scorer.context import SessionContextVector, mean_unit
 from signet_scorer.features import SessionInfo
-from signet_scorer.hook.log import USER_PROMPT_SUBMIT, InjectionLog
+from signet_scorer.hook.config import USER_PROMPT_SUBMIT
+from signet_scorer.hook.log import InjectionLog
 from signet_scorer.structure import GraphColumns
 from signet_scorer.track_record import TrackHistory, read_track_history, read_track_record
 from signet_scorer.workbench import WORKBENCH_FILE

@@ -38,7 +38,7 @@ from signet_bench.store.hook_log import (
     read_hook_invocations,
 )
 from signet_bench.world.synth.build import build_persona_store
-from signet_scorer.hook.log import USER_PROMPT_SUBMIT
+from signet_scorer.hook.config import USER_PROMPT_SUBMIT
 from signet_scorer.workbench import WORKBENCH_FILE
 
 SESSIONS = 5

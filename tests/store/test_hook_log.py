@@ -18,12 +18,11 @@ from signet_bench.store.hook_log import (
     read_hook_invocations,
     served_injections,
 )
+from signet_scorer.hook.config import SESSION_START, USER_PROMPT_SUBMIT
 from signet_scorer.hook.log import (
     INJECTION_COLUMNS,
     INVOCATION_COLUMNS,
     LOG_DDL,
-    SESSION_START,
-    USER_PROMPT_SUBMIT,
     record_invocation,
 )
 

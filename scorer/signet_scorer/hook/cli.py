@@ -109,6 +109,7 @@ from signet_scorer.hook.run import (
     as_asked,
     as_run,
     bypassed,
+    invocation_fields,
     open_log,
     read_stdin,
     save_record,
@@ -423,14 +424,7 @@ def _record(att: _Attempt, res: SignetResult, answer: Any, ms: float) -> HookRun
         {**key, **r, "model_version": version, "injected_at": at} for r in _injections(att, answer)
     ]
     invocation = {
-        **key,
-        "at": at,
-        "harness": att.inv.options["harness"],
-        "project": att.inp.project or None,
-        "output": att.inv.output,
-        "outcome": "signet" if att.reason else "scorer",
-        "reason": att.reason,
-        "model_path": str(att.cfg.model),
+        **invocation_fields(att.inv, att.inp, att.cfg, att.reason, at),
         "model_version": version,
         "pool": None if ranking is None else ranking.pool,
         "injected": len(rows),

@@ -34,7 +34,6 @@ __all__ = [
     "PROMPT_OPTIONS",
     "HookInput",
     "Invocation",
-    "PromptInput",
     "Unusable",
     "answer_output",
     "codex_output",
@@ -209,29 +208,9 @@ def hook_input(data: bytes | None, inv: Invocation) -> HookInput:
     )
 
 
-if TYPE_CHECKING:
-
-    class _PromptInput(NamedTuple):
-        parsed: dict[str, Any] | None
-        malformed: bool
-        session_key: str
-        project: str
-        agent_id: str
-        prompt: str
-else:
-    _PromptInput = namedtuple("PromptInput", "parsed malformed session_key project agent_id prompt")
-
-
-class PromptInput(_PromptInput):
-    """What `signet hook user-prompt-submit` reads from the harness's stdin and its daemon
-    makes of it: `HookInput`'s fields and the user's `prompt` (trimmed; "" when none)."""
-
-    __slots__ = ()
-
-
-def prompt_input(data: bytes | None, inv: Invocation) -> PromptInput:
+def prompt_input(data: bytes | None, inv: Invocation) -> tuple[HookInput, str]:
     """The stdin as the CLI takes it (`buildUserPromptSubmitBody`) and the daemon resolves
-    it: the prompt is `user_message`/`userMessage`, else `prompt`/`user_prompt`/`userPrompt`;
+    it, and the user's prompt (trimmed; "" when none): the prompt is `user_message`/`userMessage`, else `prompt`/`user_prompt`/`userPrompt`;
     the agent is named by `signet_agent_id`/`signetAgentId`/`agentId` (or `agent_id` when it is
     not Claude Code's own), else by an `agent:<id>:...` session key, else "default"."""
     base = hook_input(data, inv)
@@ -249,14 +228,7 @@ def prompt_input(data: bytes | None, inv: Invocation) -> PromptInput:
         agent = js_trim(parts[1])
     prompt = _pick(b.get("prompt"), b.get("user_prompt"), b.get("userPrompt"))
     message = _pick(b.get("user_message"), b.get("userMessage"), prompt)
-    return PromptInput(
-        parsed=base.parsed,
-        malformed=base.malformed,
-        session_key=base.session_key,
-        project=base.project,
-        agent_id=agent or "default",
-        prompt=js_trim(message) or js_trim(prompt),
-    )
+    return base._replace(agent_id=agent or "default"), js_trim(message) or js_trim(prompt)
 
 
 def _has_parent(body: Mapping[str, Any]) -> bool:

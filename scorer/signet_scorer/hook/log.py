@@ -28,24 +28,19 @@ from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from signet_scorer.hook.config import SESSION_START, USER_PROMPT_SUBMIT
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "HOOKS",
     "INJECTION_COLUMNS",
     "INVOCATION_COLUMNS",
     "LOG_DDL",
-    "SESSION_START",
-    "USER_PROMPT_SUBMIT",
     "InjectionLog",
     "record_invocation",
 ]
-
-SESSION_START = "session-start"
-USER_PROMPT_SUBMIT = "user-prompt-submit"
-HOOKS = (SESSION_START, USER_PROMPT_SUBMIT)  # Signet's hook commands the wrapper stands in for
 
 INVOCATION_COLUMNS = (
     "at",  # ISO time, UTC
@@ -63,7 +58,7 @@ INVOCATION_COLUMNS = (
     "context_rule",
     "signet_exit",
     "duration_ms",
-    "hook",  # one of HOOKS
+    "hook",  # one of `hook.config.HOOK_COMMANDS`
 )
 INJECTION_COLUMNS = (
     "session_key",

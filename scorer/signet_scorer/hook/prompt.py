@@ -44,8 +44,8 @@ from signet_scorer.budget import Budget, choose
 from signet_scorer.hook.config import USER_PROMPT_SUBMIT, Command, HookConfig, read_command
 from signet_scorer.hook.harness import (
     PROMPT_OPTIONS,
+    HookInput,
     Invocation,
-    PromptInput,
     answer_output,
     codex_output,
     is_text,
@@ -54,7 +54,14 @@ from signet_scorer.hook.harness import (
 )
 from signet_scorer.hook.js import JsNumber, js_list, js_object, parse_json
 from signet_scorer.hook.opening import failure_text, missing_model, open_scorer, open_store_for
-from signet_scorer.hook.run import HookRun, as_asked, as_run, bypassed, open_log
+from signet_scorer.hook.run import (
+    HookRun,
+    as_asked,
+    as_run,
+    bypassed,
+    invocation_fields,
+    open_log,
+)
 from signet_scorer.hook.signet import SignetResult, SignetRunner, start_signet
 
 TYPE_CHECKING = False
@@ -289,10 +296,24 @@ def extend_output(
 class _Prompt:
     """One invocation while it runs: what it was given, what it found, why it stopped."""
 
-    __slots__ = ("cfg", "down", "inp", "inv", "now", "ranked", "reason", "recall", "version")
+    __slots__ = (
+        "cfg",
+        "down",
+        "inp",
+        "inv",
+        "now",
+        "prompt",
+        "ranked",
+        "reason",
+        "recall",
+        "version",
+    )
 
-    def __init__(self, cfg: HookConfig, inv: Invocation, inp: PromptInput, now: datetime) -> None:
-        self.cfg, self.inv, self.inp, self.now = cfg, inv, inp, now
+    def __init__(
+        self, cfg: HookConfig, inv: Invocation, given: tuple[HookInput, str], now: datetime
+    ) -> None:
+        self.cfg, self.inv, self.now = cfg, inv, now
+        self.inp, self.prompt = given  # the harness's stdin and the user's prompt
         self.reason: str | None = None
         self.ranked: dict[str, Any] | None = None  # the ranking's reply
         self.version: str | None = None
@@ -318,14 +339,14 @@ class _Prompt:
             "model": str(self.cfg.model),
             "timeout_s": self.cfg.budget_ms / 1000.0,
             "session": session,
-            "prompt": inp.prompt,
+            "prompt": self.prompt,
             "recalled": recalled,
             "exclude": sorted(exclude),
             "limit": self.cfg.limit,
         }
 
 
-def _injected(writer: Any, inp: PromptInput) -> set[str]:
+def _injected(writer: Any, inp: HookInput) -> set[str]:
     """The memories the hook log holds for the session key and agent (none without a key)."""
     if writer is None or not inp.session_key:
         return set()
@@ -449,15 +470,7 @@ def _invocation(p: _Prompt, res: SignetResult, rows: list[Any], ms: float) -> di
         if p.recall != "recall":
             rule += f" (recall: {p.recall})"
     return {
-        "session_key": p.inp.session_key,
-        "agent_id": p.inp.agent_id,
-        "at": _utc_text(p.now),
-        "harness": p.inv.options["harness"],
-        "project": p.inp.project or None,
-        "output": p.inv.output,
-        "outcome": "signet" if p.reason else "scorer",
-        "reason": p.reason,
-        "model_path": str(p.cfg.model),
+        **invocation_fields(p.inv, p.inp, p.cfg, p.reason, _utc_text(p.now)),
         "model_version": p.version,
         "pool": None if ranked is None else ranked["pool"],
         "injected": len(rows),
@@ -503,13 +516,13 @@ def run_prompt_hook(
         p = _Prompt(cfg, inv, prompt_input(stdin, inv), now or datetime.now(UTC))
         if p.inp.malformed:
             p.fail("stdin is not a JSON object")
-        elif not p.inp.prompt:
+        elif not p.prompt:
             p.fail("stdin holds no prompt")
         elif (missing := missing_model(cfg.model)) is not None:
             p.fail(missing)
         writer = open_log(cfg.log)
         if p.reason is None:
-            _rank(p, _Recall(recall, p.inp.prompt, p.inp.agent_id, env), writer, load_scorer)
+            _rank(p, _Recall(recall, p.prompt, p.inp.agent_id, env), writer, load_scorer)
     except Exception as exc:  # noqa: BLE001 - fail open: Signet's output is printed
         if p is not None:
             p.fail(f"preparing failed: {failure_text(exc)}")

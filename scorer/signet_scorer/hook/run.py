@@ -13,9 +13,11 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from signet_scorer.hook.config import SESSION_START, USER_PROMPT_SUBMIT, Command
+from signet_scorer.hook.config import SESSION_START, USER_PROMPT_SUBMIT, Command, HookConfig
 from signet_scorer.hook.harness import (
     PROMPT_OPTIONS,
+    HookInput,
+    Invocation,
     hook_input,
     parse_invocation,
     prompt_input,
@@ -31,6 +33,7 @@ __all__ = [
     "as_asked",
     "as_run",
     "bypassed",
+    "invocation_fields",
     "open_log",
     "read_stdin",
     "save_record",
@@ -69,6 +72,24 @@ class HookRun:
         self.injections = injections if injections is not None else []
         self.log, self.writer = log, writer
         self.start_resident = False
+
+
+def invocation_fields(
+    inv: Invocation, inp: HookInput, cfg: HookConfig, reason: str | None, at: str
+) -> dict[str, Any]:
+    """The fields of an invocation's log row that both hooks fill alike (`hook.log`): who asked
+    and where, how Signet was asked, whose output was printed and why, the model served."""
+    return {
+        "session_key": inp.session_key,
+        "agent_id": inp.agent_id,
+        "at": at,
+        "harness": inv.options["harness"],
+        "project": inp.project or None,
+        "output": inv.output,
+        "outcome": "signet" if reason else "scorer",
+        "reason": reason,
+        "model_path": str(cfg.model),
+    }
 
 
 def as_run(res: SignetResult) -> HookRun:
@@ -117,7 +138,13 @@ def as_asked(
         args = command.args
         prompt = hook == USER_PROMPT_SUBMIT
         inv = parse_invocation(args, PROMPT_OPTIONS) if prompt else parse_invocation(args)
-        inp = None if inv is None else (prompt_input if prompt else hook_input)(stdin, inv)
+        inp = (
+            None
+            if inv is None
+            else prompt_input(stdin, inv)[0]
+            if prompt
+            else hook_input(stdin, inv)
+        )
         output = "codex" if "--codex-json" in args else "json" if "--json" in args else "plain"
         done.invocation = {
             "session_key": inp.session_key if inp else "",

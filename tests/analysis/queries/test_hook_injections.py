@@ -21,7 +21,7 @@ from signet_bench.analysis.queries.injections import (
 from signet_bench.analysis.queries.source import open_store
 from signet_bench.store.read import read_sessions
 from signet_scorer.workbench import default_workbench
-from tests.hook_records import record_start, session_rows, store_copy
+from tests.hook_records import dashboard_reads, record_start, session_rows, store_copy
 
 FAILED = "time budget exceeded (5210 ms > 5000 ms)"
 
@@ -131,13 +131,7 @@ def test_the_summary_and_table_say_what_the_wrapper_did(hooked):
 def test_the_dashboard_reads_the_record_beside_the_stores_workbench(hooked):
     """Without a workbench named, the dashboard looks beside the store's, as the hook writes:
     its panel frame and the label sources both name the served session."""
-    store = hooked["store"]
-    con = open_store(store)
-    try:
-        data = dash.load_dashboard(con, store, None)
-        details = dash.load_details(con, store, None)
-    finally:
-        con.close()
+    data, details = dashboard_reads(hooked["store"])
     lower = dash.details_view(details, dash.dashboard_view(data))
     served = lower.injections.filter(session_key=hooked["served"])
     assert served["hook"].to_list() == ["served"]

@@ -25,7 +25,13 @@ from signet_bench.analysis.queries.source import open_store
 from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.store.read import read_sessions
 from signet_scorer.workbench import default_workbench
-from tests.hook_records import record_prompt, record_start, session_rows, store_copy
+from tests.hook_records import (
+    dashboard_reads,
+    record_prompt,
+    record_start,
+    session_rows,
+    store_copy,
+)
 
 LATER = "2026-04-20T09:41:00.000Z"
 
@@ -160,13 +166,7 @@ def test_without_prompt_time_injections_the_dashboard_says_why_and_how(prompted)
 def test_the_dashboard_sets_the_prompts_beside_session_start(prompted):
     """The lower panels read the record beside the store's workbench: the per-session table
     gains the prompts' counts, and the per-hook comparison follows the sessions in view."""
-    store = prompted["store"]
-    con = open_store(store)
-    try:
-        data = dash.load_dashboard(con, store, None)
-        details = dash.load_details(con, store, None)
-    finally:
-        con.close()
+    data, details = dashboard_reads(prompted["store"])
     lower = dash.details_view(details, dash.dashboard_view(data))
     row = lower.injections.filter(session_key=prompted["key"]).row(0, named=True)
     assert (row["prompts"], row["prompt_injected"], row["prompt_used"]) == (2, 4, 2)
