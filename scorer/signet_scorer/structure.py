@@ -40,9 +40,9 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from signet_scorer.tokenize import hash_slot_32
+from signet_scorer.workbench import DEFAULT_AGENT
 
 __all__ = [
-    "DEFAULT_AGENT",
     "EMPTY_STRUCTURE",
     "MAX_BOUND_IDS",
     "NO_SLOT",
@@ -54,7 +54,6 @@ __all__ = [
     "structure_columns",
 ]
 
-DEFAULT_AGENT = "default"
 NO_SLOT = -1.0  # a slot column's value for "no primary attribute" (the feature is then 0)
 # Up to this many ids the query filters by them (bound parameters, well below SQLite's oldest
 # limit of 999); beyond it, it reads every memory's primary attribute and keeps those asked for.

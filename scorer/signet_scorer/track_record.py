@@ -34,6 +34,8 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from signet_scorer.workbench import DEFAULT_AGENT
+
 __all__ = [
     "NO_HISTORY_MEAN",
     "PRIOR_STRENGTH",
@@ -53,7 +55,6 @@ NO_HISTORY_MEAN = 0.5  # μ when no session was judged yet
 # The history read: the user's latest sessions judged before the start, so that a session start's
 # reading (the hook's, within its latency goal) does not grow with the store.
 TRACK_SESSIONS = 200
-DEFAULT_AGENT = "default"
 
 # Signet's two time formats (`2026-03-14T21:40:46.123Z`, `2026-03-14 21:40:46`) as one fixed-width
 # text that orders as time: 'T' and 'Z' dropped, milliseconds padded.

@@ -1,6 +1,6 @@
 """Where Signet's store and a store's workbench live, and the files kept beside the workbench:
-the trained checkpoint, the served model and the session-start hook's injection log; the one
-home of these names, for the scorer and the workbench alike. Standard library only; the library's readers (`signet_bench.analysis.queries.source`,
+the trained checkpoint, the served model and the hooks' injection log; and the agent Signet
+names when none is given (`DEFAULT_AGENT`); the one home of these names, for the scorer and the workbench alike. Standard library only; the library's readers (`signet_bench.analysis.queries.source`,
 `signet_bench.store.hook_log`) use the same names."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 
 __all__ = [
     "CHECKPOINT_FILE",
+    "DEFAULT_AGENT",
     "HOOK_LOG_FILE",
     "MODEL_DIR_SUFFIX",
     "SERVED_MODEL_FILE",
@@ -24,8 +25,11 @@ WORKBENCH_FILE = "workbench.duckdb"
 SERVED_MODEL_FILE = "model.onnx"  # the exported model beside the workbench
 CHECKPOINT_FILE = "model.sbm"  # the trained checkpoint beside it (the library's own format)
 MODEL_DIR_SUFFIX = ".predictor"  # the simulated daemon's folder of a store: `<db>.predictor/`
-HOOK_LOG_FILE = "hook_injections.db"  # what the session-start hook injected (SQLite)
+HOOK_LOG_FILE = "hook_injections.db"  # what the hooks injected (SQLite)
 SIGNET_PATH_VAR = "SIGNET_PATH"  # Signet's own way to move its folder, `~/.agents`
+DEFAULT_AGENT = "default"
+"""Signet's agent id where none is named: whose memories and sessions a current store's readers
+return unless told otherwise (a 0.58 store has no agents)."""
 
 
 def default_store(env: Mapping[str, str] | None = None) -> Path:

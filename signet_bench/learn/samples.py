@@ -57,7 +57,6 @@ from signet_bench.daemon.session_query import NO_QUERY, SessionQuery, StartQueri
 from signet_bench.store.corpus import Corpus, read_corpus
 from signet_bench.store.hook_log import hook_record, prompt_injections, served_injections
 from signet_bench.store.read import (
-    DEFAULT_AGENT,
     SESSION_START_SURFACE,
     open_readonly,
     read_path_feedback,
@@ -76,7 +75,7 @@ from signet_scorer.structure import (
     session_columns,
 )
 from signet_scorer.track_record import read_track_record, read_track_records
-from signet_scorer.workbench import HOOK_LOG_FILE, default_workbench
+from signet_scorer.workbench import DEFAULT_AGENT, HOOK_LOG_FILE, default_workbench
 
 __all__ = [
     "HOOK_SOURCE",

@@ -30,7 +30,6 @@ from signet_bench.daemon.predictor_state import DriftRule, initial_state, on_com
 from signet_bench.learn.samples import scored_sessions
 from signet_bench.replay.lifecycle import COMPARE_DELAY
 from signet_bench.store.read import (
-    DEFAULT_AGENT,
     open_readonly,
     read_comparisons,
     read_session_memories,
@@ -39,6 +38,7 @@ from signet_bench.store.read import (
     table_names,
 )
 from signet_bench.store.write import comparison_id
+from signet_scorer.workbench import DEFAULT_AGENT
 
 __all__ = ["derive_comparisons", "store_comparisons"]
 

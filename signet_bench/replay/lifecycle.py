@@ -98,7 +98,6 @@ from signet_bench.store import write as w
 from signet_bench.store.graph import read_graph
 from signet_bench.store.hook_log import SERVED, hook_log_path
 from signet_bench.store.read import (
-    DEFAULT_AGENT,
     read_session_memories,
     read_sessions,
     release_line,
@@ -112,7 +111,7 @@ from signet_scorer.hook.config import USER_PROMPT_SUBMIT
 from signet_scorer.hook.log import InjectionLog
 from signet_scorer.structure import GraphColumns
 from signet_scorer.track_record import TrackHistory, read_track_history, read_track_record
-from signet_scorer.workbench import WORKBENCH_FILE
+from signet_scorer.workbench import DEFAULT_AGENT, WORKBENCH_FILE
 
 if TYPE_CHECKING:
     from signet_bench.world.synth.plans import PromptTopic, SessionContext

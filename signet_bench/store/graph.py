@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 
 from signet_bench.store.errors import StoreTimestampError
-from signet_bench.store.read import DEFAULT_AGENT, open_readonly, quote_ident, table_names
+from signet_bench.store.read import open_readonly, quote_ident, table_names
 from signet_bench.store.timestamps import TimestampError, parse_ts
+from signet_scorer.workbench import DEFAULT_AGENT
 
 __all__ = ["GRAPH_TABLES", "EntityGraph", "read_graph"]
 

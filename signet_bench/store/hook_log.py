@@ -22,10 +22,9 @@ from pathlib import Path
 
 import polars as pl
 
-from signet_bench.store.read import DEFAULT_AGENT
 from signet_scorer.hook.config import SESSION_START, USER_PROMPT_SUBMIT
 from signet_scorer.hook.log import INJECTION_COLUMNS, INVOCATION_COLUMNS
-from signet_scorer.workbench import HOOK_LOG_FILE
+from signet_scorer.workbench import DEFAULT_AGENT, HOOK_LOG_FILE
 
 __all__ = [
     "SERVED",

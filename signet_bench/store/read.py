@@ -57,10 +57,10 @@ from signet_bench.store.schema import (
     release_line_of,
 )
 from signet_bench.store.timestamps import TimestampError, parse_ts
+from signet_scorer.workbench import DEFAULT_AGENT
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
-    "DEFAULT_AGENT",
     "PREDICTOR_TABLES",
     "SESSION_START_SURFACE",
     "MemoryTable",
@@ -92,9 +92,6 @@ __all__ = [
 
 StoreLike = str | Path | sqlite3.Connection
 
-DEFAULT_AGENT = "default"
-"""The agent whose sessions a current store's readers return unless told otherwise (Signet's
-default agent id; a 0.58 store has no agents)."""
 
 SESSION_START_SURFACE = "api.hooks.session-start"
 """The surface of the recall events current Signet writes for what session start injected (it

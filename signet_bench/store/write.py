@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 
 from signet_bench.store.content import content_hash, normalized_content, storage_content
-from signet_bench.store.read import DEFAULT_AGENT, release_line
+from signet_bench.store.read import release_line
 from signet_bench.store.timestamps import format_iso
+from signet_scorer.workbench import DEFAULT_AGENT
 
 __all__ = [
     "MEMORY_COLUMNS",

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["DEFAULT_AGENT", "AgentScope", "agent_scope", "visible_clause"]
+from signet_scorer.workbench import DEFAULT_AGENT
 
-DEFAULT_AGENT = "default"
+__all__ = ["AgentScope", "agent_scope", "visible_clause"]
 
 
 class AgentScope:

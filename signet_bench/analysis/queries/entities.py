@@ -20,7 +20,7 @@ import polars as pl
 from signet_bench.analysis.queries.source import agent_condition
 from signet_bench.analysis.wording import plural
 from signet_bench.store.duck import attached_tables
-from signet_bench.store.read import DEFAULT_AGENT
+from signet_scorer.workbench import DEFAULT_AGENT
 
 __all__ = ["FocalEntities", "focal_entities"]
 

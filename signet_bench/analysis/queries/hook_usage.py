@@ -29,8 +29,9 @@ from signet_bench.analysis.wording import plural
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.store.duck import attached_tables
 from signet_bench.store.hook_log import SERVED, hook_record, prompt_injections, served_injections
-from signet_bench.store.read import DEFAULT_AGENT, SESSION_START_SURFACE
+from signet_bench.store.read import SESSION_START_SURFACE
 from signet_scorer.hook.config import SESSION_START, USER_PROMPT_SUBMIT
+from signet_scorer.workbench import DEFAULT_AGENT
 
 __all__ = [
     "BY_HOOK_SCHEMA",

@@ -29,7 +29,7 @@ from signet_bench.analysis.queries.source import agent_condition
 from signet_bench.analysis.wording import plural
 from signet_bench.store.duck import attached_tables
 from signet_bench.store.hook_log import hook_record, hook_sessions, served_injections
-from signet_bench.store.read import DEFAULT_AGENT
+from signet_scorer.workbench import DEFAULT_AGENT
 
 __all__ = [
     "HOOK_COLUMNS",

@@ -21,8 +21,8 @@ from signet_bench.analysis.queries.source import agent_condition
 from signet_bench.learn.samples import LABEL_SOURCE_SCHEMA, LABEL_SOURCES
 from signet_bench.store.duck import attached_tables
 from signet_bench.store.hook_log import hook_record, served_injections
-from signet_bench.store.read import DEFAULT_AGENT, SESSION_START_SURFACE
-from signet_scorer.workbench import HOOK_LOG_FILE
+from signet_bench.store.read import SESSION_START_SURFACE
+from signet_scorer.workbench import DEFAULT_AGENT, HOOK_LOG_FILE
 
 __all__ = ["label_source_counts"]
 

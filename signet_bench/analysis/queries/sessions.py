@@ -24,7 +24,7 @@ import polars as pl
 from signet_bench.analysis.queries.source import agent_condition
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.store.duck import attached_tables, ts_expr
-from signet_bench.store.read import DEFAULT_AGENT
+from signet_scorer.workbench import DEFAULT_AGENT
 
 __all__ = [
     "CONFIDENCE_GROUPS",

@@ -30,8 +30,8 @@ import polars as pl
 
 from signet_bench.errors import UserError
 from signet_bench.store.duck import attached_tables, connect_duckdb
-from signet_bench.store.read import DEFAULT_AGENT
 from signet_bench.store.workbench import open_workbench
+from signet_scorer.workbench import DEFAULT_AGENT
 
 __all__ = [
     "BUSY_ATTEMPTS",
