@@ -34,6 +34,7 @@ __all__ = [
     "estimate_tokens",
     "length_tokens",
     "token_costs",
+    "utf16_units",
 ]
 
 CHARS_PER_TOKEN = 4  # Signet's estimate: a token per four characters, rounded up
@@ -63,9 +64,14 @@ def length_tokens(units: int) -> int:
     return -(-int(units) // CHARS_PER_TOKEN)
 
 
+def utf16_units(text: str) -> int:
+    """Its length as JavaScript counts it (UTF-16 code units: an astral character is two)."""
+    return len(text) + sum(1 for c in text if c > "\uffff")
+
+
 def estimate_tokens(text: str) -> int:
     """The tokens Signet counts for `text` (`length_tokens` of its UTF-16 length)."""
-    return length_tokens(len(text.encode("utf-16-le")) // 2)
+    return length_tokens(utf16_units(text))
 
 
 def token_costs(texts: Iterable[str]) -> list[int]:

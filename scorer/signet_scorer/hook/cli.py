@@ -113,6 +113,7 @@ from signet_scorer.hook.run import (
     open_log,
     read_stdin,
     save_record,
+    utc_text,
 )
 from signet_scorer.hook.signet import (
     SignetResult,
@@ -414,11 +415,9 @@ def _injections(att: _Attempt, answer: Any) -> list[dict[str, Any]]:
 
 def _record(att: _Attempt, res: SignetResult, answer: Any, ms: float) -> HookRun:
     """The invocation's row and its injections' rows, on a run whose output is filled later."""
-    from datetime import UTC
-
     version = att.model_version
     ranking = att.ranking if att.reason is None else None
-    at = att.now.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    at = utc_text(att.now)
     key = {"session_key": att.inp.session_key, "agent_id": att.inp.agent_id}
     rows = [
         {**key, **r, "model_version": version, "injected_at": at} for r in _injections(att, answer)

@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from signet_scorer.budget import Budget, choose
+from signet_scorer.budget import Budget, choose, utf16_units
 from signet_scorer.hook.config import USER_PROMPT_SUBMIT, Command, HookConfig, read_command
 from signet_scorer.hook.harness import (
     PROMPT_OPTIONS,
@@ -61,6 +61,7 @@ from signet_scorer.hook.run import (
     bypassed,
     invocation_fields,
     open_log,
+    utc_text,
 )
 from signet_scorer.hook.signet import SignetResult, SignetRunner, start_signet
 
@@ -218,11 +219,6 @@ class _Recall:
 # --- the section and the output -----------------------------------------------------------------
 
 
-def _units(text: str) -> int:
-    """Its length as JavaScript counts it (UTF-16 code units), as Signet's budget counts it."""
-    return len(text) + sum(1 for c in text if c > "\uffff")  # astral: two units
-
-
 def memory_date(created_at: str) -> str:
     """Signet's date of a memory line (`toLocaleDateString("en-US", {month: "short", day:
     "numeric", year: "numeric"})` in UTC: `Mar 5, 2026`)."""
@@ -240,10 +236,10 @@ def prompt_section(
     fit the characters left passed over (`signet_scorer.budget.choose`); ("", []) when none
     fits."""
     lines = ["- " + " ".join(c.split()) + f" ({memory_date(t)})" for c, t in memories]
-    room = max_chars - _units(HEADING)
+    room = max_chars - utf16_units(HEADING)
     if room <= 0:
         return "", []
-    chosen = choose([_units(line) + 1 for line in lines], Budget(limit, room))
+    chosen = choose([utf16_units(line) + 1 for line in lines], Budget(limit, room))
     if not chosen:
         return "", []
     return "\n".join([HEADING, *(lines[i] for i in chosen)]), chosen
@@ -410,17 +406,11 @@ def _rank(p: _Prompt, recall: _Recall | None, writer: Any, load: Callable[[Any],
     _rank_here(p, ask, load)
 
 
-def _utc_text(at: datetime) -> str:
-    from datetime import UTC
-
-    return at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def _rows(p: _Prompt, chosen: list[int]) -> list[dict[str, Any]]:
     """The hook log's rows of the memories added: rank in the section, rank in the candidate
     pool before scoring (`signet_rank`), the scorer's probability."""
     assert p.ranked is not None
-    at = _utc_text(p.now)
+    at = utc_text(p.now)
     mems = p.ranked["memories"]
     return [
         {
@@ -470,7 +460,7 @@ def _invocation(p: _Prompt, res: SignetResult, rows: list[Any], ms: float) -> di
         if p.recall != "recall":
             rule += f" (recall: {p.recall})"
     return {
-        **invocation_fields(p.inv, p.inp, p.cfg, p.reason, _utc_text(p.now)),
+        **invocation_fields(p.inv, p.inp, p.cfg, p.reason, utc_text(p.now)),
         "model_version": p.version,
         "pool": None if ranked is None else ranked["pool"],
         "injected": len(rows),

@@ -26,6 +26,7 @@ from signet_scorer.hook.signet import SignetCall, SignetResult
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from datetime import datetime
     from typing import Any
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "open_log",
     "read_stdin",
     "save_record",
+    "utc_text",
 ]
 
 
@@ -72,6 +74,13 @@ class HookRun:
         self.injections = injections if injections is not None else []
         self.log, self.writer = log, writer
         self.start_resident = False
+
+
+def utc_text(at: datetime) -> str:
+    """An aware time as the log writes it: ISO UTC to the millisecond with a `Z`."""
+    from datetime import UTC
+
+    return at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def invocation_fields(
@@ -134,7 +143,7 @@ def as_asked(
     if failure is not None:
         reasons.append(str(failure))
     try:
-        at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        at = utc_text(datetime.now(UTC))
         args = command.args
         prompt = hook == USER_PROMPT_SUBMIT
         inv = parse_invocation(args, PROMPT_OPTIONS) if prompt else parse_invocation(args)

@@ -32,6 +32,7 @@ import numpy as np
 
 from signet_bench.daemon.ranking.baseline import rank_order, top_k_indices
 from signet_bench.daemon.ranking.fts import fts_search, recall_terms
+from signet_bench.daemon.ranking.select import select_with_budget
 from signet_bench.store.corpus import Corpus
 from signet_bench.store.graph import EntityGraph
 
@@ -189,17 +190,10 @@ def choose(
 ) -> np.ndarray:
     """Positions of what a prompt injects, best first: the candidates by `scores` (None or
     no finite score: the pool's own order) as a greedy prefix within `limits` (it stops at the
-    first that does not fit)."""
+    first that does not fit: `select.select_with_budget`, then the count)."""
     n = len(ids)
     if scores is None or not np.isfinite(np.asarray(scores, dtype=np.float64)).any():
         order = np.arange(n)
     else:
         order = rank_order(np.asarray(scores, dtype=np.float64), ids)
-    out, used = [], 0
-    for i in order.tolist():
-        size = len(contents[i])
-        if len(out) >= limits.max_memories or used + size > limits.chars:
-            break
-        out.append(i)
-        used += size
-    return np.asarray(out, dtype=np.int64)
+    return select_with_budget(order, contents, limits.chars)[: limits.max_memories]
