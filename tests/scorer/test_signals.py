@@ -367,8 +367,10 @@ def test_adjacent_is_the_best_other_member_at_the_nearest_times_of_the_source(se
 def test_adjacent_skips_gaps_of_time_and_needs_sources_and_times():
     values = np.array([0.9, 0.1, 0.5, 0.7, 0.3])
     at = np.array([10.0, 20.0, 500.0, 20.0, 900.0])  # the memories' order, not their distance
-    got = adjacent_best(values, np.ones(5, bool), ["a"] * 5, at)
+    got = adjacent_best(values, np.ones(5, bool), ["a"] * 5, at, span=1)
     np.testing.assert_allclose(got, [0.7, 0.9, 0.7, 0.9, 0.5])
+    wider = adjacent_best(values, np.ones(5, bool), ["a"] * 5, at, span=2)
+    np.testing.assert_allclose(wider, [0.7, 0.9, 0.9, 0.9, 0.7])
     assert not adjacent_best(values, np.ones(5, bool), None, at).any()
     assert not adjacent_best(values, np.ones(5, bool), ["a"] * 5, None).any()
     assert not adjacent_best(values, np.ones(5, bool), ["a", "b", "c", "d", "e"], at).any()
