@@ -13,8 +13,8 @@ the dialog turns that answer them. The conversion:
 - **created_at** is the date-time of the memory's session (LoCoMo gives no zone: UTC) plus one
   second per dialog turn of the conversation before the memory's earliest source turn in that
   session (`turn_offsets`), so memories keep the conversation's order as a real store's
-  distinct extraction times do; a memory with no source turn in its session (a summary) takes
-  the session's time. The turn ids build this order only; no signal reads them.
+  distinct extraction times do; a session summary, and a memory with no source turn in its
+  session, take the session's time. The turn ids build this order only; no signal reads them.
 - **type and importance** (`memory_type_importance`): a base importance per kind (observation
   0.5, session summary 0.4, dialog turn 0.3: extracted facts matter more than raw talk); text
   stating a plan or decision is a `decision` (+0.2), a like or dislike a `preference`
