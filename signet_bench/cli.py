@@ -50,6 +50,7 @@ BENCH_HELP = """benchmarks (each prints a table; --json PATH also writes it as J
            process start to first answer (ms); resident memory after 10,000 scores (MB);
            score p99 while train_from_db runs and swaps the model (ms)
   quality --dataset locomo --data PATH [--split chronological|random] [--base FILE]
+           [--embedders wordllama,minilm]
            LoCoMo evidence retrieval on held-out questions per ranker (bm25, cosine,
            signet_hybrid, effective, cogmem_v9, cascade, hybrid, lexical, learned,
            learned_base_loco (trained on the other conversations), learned_base_shipped (or
@@ -171,7 +172,7 @@ def _bench_rows(args: argparse.Namespace) -> list:
         if not args.data:
             raise UserError("bench quality --dataset locomo needs --data PATH (LoCoMo JSON)")
         run = LocomoRun(seed=args.seed, quick=args.quick, graded=args.graded, split=args.split)
-        return locomo_rows(args.data, run, base=args.base)
+        return locomo_rows(args.data, run, base=args.base, embedders=args.embedders)
     from signet_bench.bench.quality import RunScope, quality_rows
 
     personas = args.personas or [args.persona]
@@ -274,6 +275,13 @@ def _add_bench_locomo(p: argparse.ArgumentParser) -> None:
         default="chronological",
         choices=["chronological", "random"],
         help="locomo: held-out questions (chronological: the later half; random: an experiment)",
+    )
+    p.add_argument(
+        "--embedders",
+        default=None,
+        type=lambda text: [x.strip() for x in text.split(",") if x.strip()],
+        help="locomo: the embedders to convert with, e.g. minilm or wordllama,minilm (default: "
+        "wordllama, and minilm when its optional packages are installed)",
     )
 
 

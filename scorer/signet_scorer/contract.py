@@ -114,6 +114,9 @@ SIGNAL_NAMES: tuple[str, ...] = (
     "session_max",
     "session_best_rank",
     "track_record",
+    "adjacent_max",
+    "adjacent_best_rank",
+    "adjacent_hybrid_rank",
 )
 N_SIGNALS = len(SIGNAL_NAMES)
 

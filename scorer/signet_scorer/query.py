@@ -4,8 +4,8 @@ plain data that both the in-process `Scorer.score` and the sidecar client's
 
 The query is not checked here: the server's parameter checks (`signet_scorer.scorer`) name any bad
 field, so the in-process scorer and the sidecar refuse the same queries with the same words.
-`query_terms`, `query_entities`, `candidate_sources` and `candidate_track_record` are our
-optional parameters (the candidates' signals, `signet_scorer.signals`); Signet's daemon never
+`query_terms`, `query_entities`, `candidate_sources`, `candidate_track_record` and
+`candidate_created_at` (epoch seconds) are our optional parameters (the candidates' signals, `signet_scorer.signals`); Signet's daemon never
 sends them.
 """
 
@@ -37,6 +37,7 @@ class ScoreQuery:
     query_entities: Sequence[str] | None = None
     candidate_sources: Sequence[str | None] | None = None
     candidate_track_record: Sequence[float | None] | np.ndarray | None = None
+    candidate_created_at: Sequence[float | None] | np.ndarray | None = None
 
     def rpc_params(self) -> dict[str, Any]:
         """The JSON-RPC `score` params: the parameters left at None are left out, arrays stay

@@ -8,12 +8,14 @@ sidecar names and defaults (docs/specification.md §8.1): a candidate whose embe
 the project slot to 0. The session-level features reach the query from the first candidate's row,
 exactly as the numpy model takes them.
 
-Four optional parameters are ours (Signet's daemon never sends them, and its requests score
+Five optional parameters are ours (Signet's daemon never sends them, and its requests score
 as before): `query_terms` (the session's keyword query), `query_entities` (the names in it),
-`candidate_sources` (each candidate's source session, or null) and `candidate_track_record`
+`candidate_sources` (each candidate's source session, or null), `candidate_track_record`
 (each candidate's track record, `signet_scorer.track_record`, or null: the mean of the given
-ones). From them and the candidates' texts and embeddings the server computes the candidates'
-signals (`signet_scorer.signals`: lexical, entity match, source neighbourhood, track record), the
+ones) and `candidate_created_at` (each candidate's creation time in epoch seconds, or null: its
+neighbours in the store's order). From them and the candidates' texts and embeddings the server
+computes the candidates' signals (`signet_scorer.signals`: lexical, entity match, source
+neighbourhood, track record, adjacency), the
 same function the trainer's samples use; without them the signals are 0. A graph exported with
 fewer signals is fed the first ones (the list only appends).
 
@@ -342,6 +344,25 @@ def _track_record(params: Mapping[str, Any], n: int) -> np.ndarray | None:
     return out.astype(np.float32)
 
 
+def _created_at(params: Mapping[str, Any], n: int) -> np.ndarray | None:
+    """The request's `candidate_created_at`: each candidate's creation time in epoch seconds, or
+    null (unknown: no neighbour in the store's order), padded with nulls. None when the request
+    has none (a request from before it: the adjacency signals are 0)."""
+    given = _optional_list(params, "candidate_created_at", n)
+    if given is None:
+        return None
+    out = np.full(n, np.nan)
+    for i, v in enumerate(given.tolist() if isinstance(given, np.ndarray) else given):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            continue
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            raise ParamError(
+                f"candidate_created_at[{i}]", f"must be epoch seconds or null, got {v!r:.40}"
+            )
+        out[i] = float(v)
+    return out
+
+
 def _signals(
     params: Mapping[str, Any],
     texts: list[str | None],
@@ -357,6 +378,7 @@ def _signals(
     if params.get("candidate_sources") is not None:
         sources = _strings_or_null(params, "candidate_sources", len(texts))
     track = _track_record(params, len(texts))
+    created = _created_at(params, len(texts))
     return candidate_signals(
         query_terms=terms,
         query_entities=entities,
@@ -366,6 +388,7 @@ def _signals(
         has_embedding=has,
         sources=sources,
         track_record=track,
+        created_at=created,
     )
 
 
@@ -600,7 +623,8 @@ class Scorer:
 
     def score(self, query: ScoreQuery) -> ScoreResult:
         """Softmax scores of the query's candidates, sorted descending, or no scores and the
-        reason. Its `query_terms`, `query_entities` and `candidate_sources` feed the signals
+        reason. Its `query_terms`, `query_entities`, `candidate_sources` and
+        `candidate_created_at` feed the signals
         (module docstring); a session start's terms come from
         `signet_scorer.signals.store_start_terms`."""
         try:

@@ -16,7 +16,9 @@ Method:
    a retrieval by question looks for, the way a prompt drives Signet's recall. Its query
    (`daemon.session_query.prompt_query`: Signet's prompt terms and the names in the question) gives
    the candidates' lexical and entity-match signals; the observation's conversation session
-   is its source session (the source-neighbourhood signal).
+   is its source session (the source-neighbourhood signal), and its created_at (the
+   conversation's order, `locomo.convert_locomo`) places it among that session's memories
+   (the adjacency signals).
 3. Questions of a conversation are ordered by when they became answerable (the latest session
    of their evidence, then QA order); the earlier `TRAIN_SHARE` are its training split, the rest
    held out. Every ranker is evaluated on the held-out questions only, all rankers on the same.

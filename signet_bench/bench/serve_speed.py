@@ -178,6 +178,7 @@ def _inprocess_query(with_signals: bool) -> ScoreQuery:
         query_terms=["deploy", "staging", "term7"],
         query_entities=["Caroline"],
         candidate_sources=[f"s{i // 10}" for i in range(100)],
+        candidate_created_at=[1.7e9 + 60.0 * i for i in range(100)],
     )
 
 
@@ -216,6 +217,7 @@ def _part_rows(scorer: Scorer, n: int) -> list[Row]:
             embeddings=emb,
             has_embedding=has,
             sources=query.candidate_sources,
+            created_at=np.asarray(query.candidate_created_at, dtype=np.float64),
         )
 
     model = scorer.model

@@ -155,6 +155,7 @@ def _signals(
         has_embedding=corpus.has_embedding[rows],
         sources=None if all(x is None for x in sources) else list(sources),
         track_record=track_record,
+        created_at=corpus.created_at[rows],
     )
 
 

@@ -314,6 +314,7 @@ class SidecarTrainer:
                 query_terms=list(inputs.query.terms),
                 query_entities=list(inputs.query.entities),
                 candidate_sources=inputs.sources.tolist(),
+                candidate_created_at=inputs.created_at,
                 candidate_track_record=inputs.signals[:, signal_column("track_record")],
             )
         )

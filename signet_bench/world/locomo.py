@@ -10,8 +10,11 @@ the dialog turns that answer them. The conversion:
   session summaries). Each keeps its source turns (`memories.source_id`, comma-separated dia
   ids; a summary's sources are every turn of its session). Texts that Signet would store as
   one memory (equal content hash) are merged, their sources united.
-- **created_at** is the date-time of the memory's session (LoCoMo gives no zone: UTC); dialog
-  turns add one second per turn so they keep their order.
+- **created_at** is the date-time of the memory's session (LoCoMo gives no zone: UTC) plus one
+  second per dialog turn of the conversation before the memory's earliest source turn in that
+  session (`turn_offsets`), so memories keep the conversation's order as a real store's
+  distinct extraction times do; a session summary, and a memory with no source turn in its
+  session, take the session's time. The turn ids build this order only; no signal reads them.
 - **type and importance** (`memory_type_importance`): a base importance per kind (observation
   0.5, session summary 0.4, dialog turn 0.3: extracted facts matter more than raw talk); text
   stating a plan or decision is a `decision` (+0.2), a like or dislike a `preference`
@@ -93,6 +96,7 @@ __all__ = [
     "read_queries",
     "relevance",
     "split_dia_ids",
+    "turn_offsets",
     "write_conversation_store",
 ]
 
@@ -306,15 +310,30 @@ def memory_type_importance(kind: str, text: str) -> tuple[str, float]:
     return kind_type, float(min(1.0, max(0.05, imp)))
 
 
+def turn_offsets(conv: Conversation) -> dict[str, int]:
+    """dia id -> its turn's place in the conversation (0-based): the seconds its memories come
+    after their session's date-time."""
+    return {t.dia_id: i for i, t in enumerate(conv.turns)}
+
+
+def _created_at(conv: Conversation, session: int, src: Sequence[str], offsets) -> datetime:
+    """The session's date-time plus the offset of the earliest source turn of that session
+    (none: the session's time)."""
+    own = [offsets[d] for d in src if d in offsets and _session_number(d) == session]
+    return conv.session_times[session] + timedelta(seconds=min(own, default=0))
+
+
 def _raw_memories(conv: Conversation, kinds: Sequence[str]):
     """(kind, session, created_at, text, sources, speaker) of every memory before merging."""
     out = []
+    offsets = turn_offsets(conv)
     if "observation" in kinds:
         for session, speaker, text, src in conv.observations:
-            out.append(("observation", session, conv.session_times[session], text, src, speaker))
+            at = _created_at(conv, session, src, offsets)
+            out.append(("observation", session, at, text, src, speaker))
     if "turn" in kinds:
-        for i, t in enumerate(conv.turns):
-            at = conv.session_times[t.session] + timedelta(seconds=i)
+        for t in conv.turns:
+            at = _created_at(conv, t.session, (t.dia_id,), offsets)
             out.append(("turn", t.session, at, t.text, (t.dia_id,), t.speaker))
     if "summary" in kinds:
         by_session: dict[int, list[str]] = {}

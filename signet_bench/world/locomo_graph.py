@@ -367,6 +367,13 @@ def _entities(sample_id, seen, speakers, memories) -> dict[str, Entity]:
     return out
 
 
+def _span(memories: Sequence[GraphMemory]) -> tuple[datetime, datetime]:
+    """The earliest and the latest created_at of some memories (the rows' created and updated
+    times: memories of one session differ by their turns' seconds)."""
+    times = [m.created_at for m in memories]
+    return min(times), max(times)
+
+
 def _most_common(forms: Counter) -> str:
     """The most frequent written form; ties: the first seen (Counter keeps insertion order)."""
     top = max(forms.values())
@@ -386,9 +393,7 @@ def _aspects_and_attributes(sample_id, entities, seen):
             ms = by_session[session]
             aid = _uid(sample_id, "aspect", key, session)
             name, weight = f"session {session}", len(ms) / busiest
-            aspects.append(
-                Aspect(aid, entity.id, name, name, weight, ms[0].created_at, ms[-1].created_at)
-            )
+            aspects.append(Aspect(aid, entity.id, name, name, weight, *_span(ms)))
             attributes += [
                 Attribute(
                     _uid(sample_id, "attribute", key, m.id),
@@ -431,8 +436,8 @@ def _dependencies(sample_id, entities, seen, per_memory, memories) -> list[Depen
                     strength=c / union,
                     confidence=c / (c + 1),
                     reason=reason,
-                    created_at=ms[0].created_at,
-                    updated_at=ms[-1].created_at,
+                    created_at=_span(ms)[0],
+                    updated_at=_span(ms)[1],
                     co_occurrences=c,
                 )
             )

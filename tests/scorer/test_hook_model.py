@@ -159,6 +159,7 @@ def test_the_hooks_inputs_are_the_trainers(trained):
     assert query.project_slot == expected.project_slot
     sources = [None] * len(expected) if query.candidate_sources is None else query.candidate_sources
     assert list(sources) == expected.sources.tolist()
+    np.testing.assert_array_equal(query.candidate_created_at, expected.created_at)
     track = np.asarray(query.candidate_track_record)
     np.testing.assert_array_equal(track, expected.signals[:, signal_column("track_record")])
     assert np.unique(track).size > 1  # 30 sessions of history tell the memories apart

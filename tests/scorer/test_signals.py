@@ -19,6 +19,7 @@ from signet_bench.store.write import insert_summary_job
 from signet_scorer import ScoreQuery, contract, signals
 from signet_scorer.scorer import ParamError, Scorer, parse_score_params
 from signet_scorer.signals import (
+    adjacent_best,
     candidate_signals,
     entity_match,
     hybrid_scores,
@@ -330,6 +331,51 @@ def test_session_best_is_the_best_of_the_source_itself_included():
     np.testing.assert_array_equal(session_best(np.array([0.2, 0.7]), None), np.float32([0.2, 0.7]))
 
 
+def adjacent_by_brute_force(values, valid, sources, at, span) -> np.ndarray:
+    out = np.zeros(len(values))
+    member = [
+        j for j in range(len(values)) if valid[j] and sources[j] is not None and np.isfinite(at[j])
+    ]
+    for i in member:
+        mates = [j for j in member if sources[j] == sources[i]]
+        times = sorted({at[j] for j in mates})
+        d = times.index(at[i])
+        window = set(times[max(0, d - span) : d + span + 1])
+        near = [values[j] for j in mates if j != i and at[j] in window]
+        out[i] = max(near) if near else 0.0
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("span", [1, 2])
+def test_adjacent_is_the_best_other_member_at_the_nearest_times_of_the_source(seed, span):
+    rng = np.random.default_rng(seed)
+    n = 50
+    values = rng.normal(size=n)
+    valid = rng.random(n) > 0.15
+    sources = [None if rng.random() < 0.1 else f"s{int(rng.integers(0, 5))}" for _ in range(n)]
+    at = rng.integers(0, 12, size=n).astype(np.float64)  # shared times: a turn's several facts
+    at[rng.random(n) < 0.1] = np.nan
+    got = adjacent_best(values, valid, sources, at, span)
+    want = adjacent_by_brute_force(values, valid, sources, at, span)
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    perm = rng.permutation(n)  # the candidates' order does not matter
+    shuffled = adjacent_best(values[perm], valid[perm], [sources[i] for i in perm], at[perm], span)
+    np.testing.assert_array_equal(shuffled, got[perm])
+
+
+def test_adjacent_skips_gaps_of_time_and_needs_sources_and_times():
+    values = np.array([0.9, 0.1, 0.5, 0.7, 0.3])
+    at = np.array([10.0, 20.0, 500.0, 20.0, 900.0])  # the memories' order, not their distance
+    got = adjacent_best(values, np.ones(5, bool), ["a"] * 5, at, span=1)
+    np.testing.assert_allclose(got, [0.7, 0.9, 0.7, 0.9, 0.5])
+    wider = adjacent_best(values, np.ones(5, bool), ["a"] * 5, at, span=2)
+    np.testing.assert_allclose(wider, [0.7, 0.9, 0.9, 0.9, 0.7])
+    assert not adjacent_best(values, np.ones(5, bool), None, at).any()
+    assert not adjacent_best(values, np.ones(5, bool), ["a"] * 5, None).any()
+    assert not adjacent_best(values, np.ones(5, bool), ["a", "b", "c", "d", "e"], at).any()
+
+
 def test_length_grows_with_the_tokens_up_to_one():
     got = length_signal(["", "one", "one two three", " ".join(["w"] * 400), None])
     assert got[0] == 0.0 and got[4] == 0.0 and got[3] == 1.0
@@ -352,6 +398,7 @@ def test_pool_signals_are_ranks_and_session_aggregates_of_the_cosine():
         embeddings=emb,
         has_embedding=has,
         sources=sources,
+        created_at=np.arange(9, dtype=np.float64) % 4,
     )
     cos = np.where(has, emb @ ctx / np.linalg.norm(emb, axis=1) / np.linalg.norm(ctx), 0.0)
     col = {n: got[:, signal_column(n)] for n in contract.SIGNAL_NAMES}
@@ -368,6 +415,11 @@ def test_pool_signals_are_ranks_and_session_aggregates_of_the_cosine():
         assert col["session_max"][i] == pytest.approx(max(cos[i], mate), abs=1e-6)
         assert col["session_best_rank"][i] == max(col["cosine_rank"][j] for j in group)
     np.testing.assert_array_equal(col["length"], length_signal(texts))
+    at = np.arange(9, dtype=np.float64) % 4
+    for name, values in (("adjacent_max", cos), ("adjacent_best_rank", col["cosine_rank"])):
+        want = adjacent_by_brute_force(values, has, sources, at, signals.ADJACENT_SPAN)
+        np.testing.assert_allclose(col[name], want, atol=1e-6)
+    assert col["adjacent_max"].any()
 
 
 def test_hybrid_is_signets_weighting():
@@ -394,7 +446,13 @@ def with_query(req: dict) -> dict:
         "query_terms": ["deploy", "cache"],
         "query_entities": ["Caroline"],
         "candidate_sources": [f"s{i % 3}" if i % 5 else None for i in range(n)],
+        "candidate_created_at": [None if i == 2 else 1.7e9 + 60.0 * (i // 2) for i in range(n)],
     }
+
+
+def created_of(req: dict) -> np.ndarray:
+    """The request's creation times as the server reads them (null: NaN)."""
+    return np.array([np.nan if v is None else v for v in req["candidate_created_at"]])
 
 
 def test_the_server_computes_the_signals_from_the_request(golden):
@@ -409,10 +467,15 @@ def test_the_server_computes_the_signals_from_the_request(golden):
         embeddings=np.where(has[:, None], inputs[contract.INPUT_CANDIDATE_EMBEDDINGS], 0.0),
         has_embedding=has,
         sources=req["candidate_sources"],
+        created_at=created_of(req),
     )
     got = inputs[contract.INPUT_SIGNALS]
     np.testing.assert_array_equal(got, expected)
     assert got[:, 0].any() and got[:, 1].any() and got[:, 2].any()
+    assert got[:, signal_column("adjacent_max")].any()
+    old = {k: v for k, v in req.items() if k != "candidate_created_at"}  # a request before it
+    older = parse_score_params(old, golden.info).inputs[contract.INPUT_SIGNALS]
+    assert not older[:, signal_column("adjacent_max") :].any()
     plain = golden.score_request(request(n=12, seed=3))
     assert golden.score_request(req) != plain  # the golden model weighs the lexical signal
 
@@ -451,6 +514,9 @@ def test_in_process_keywords_reach_the_signals(golden):
         ({"query_terms": ["x"] * (contract.MAX_QUERY_TERMS + 1)}, "query_terms"),
         ({"candidate_sources": ["a", 7]}, "candidate_sources[1]"),
         ({"candidate_sources": ["a"] * 40}, "candidate_sources"),
+        ({"candidate_created_at": [1.0, "2026-01-01"]}, "candidate_created_at[1]"),
+        ({"candidate_created_at": [1.0, float("inf")]}, "candidate_created_at[1]"),
+        ({"candidate_created_at": 5}, "candidate_created_at"),
     ],
 )
 def test_bad_query_parameters_name_the_field(golden, change, field):
@@ -490,9 +556,8 @@ def test_a_graph_exported_before_the_signals_still_serves(golden_onnx, tmp_path)
     assert scorer.ready, scorer.reason
     assert scorer.info.n_signals == 0
     req = with_query(request(n=8, seed=2))
-    plain = {
-        k: v for k, v in req.items() if not k.startswith("query_") and k != "candidate_sources"
-    }
+    ours = ("candidate_sources", "candidate_created_at")
+    plain = {k: v for k, v in req.items() if not k.startswith("query_") and k not in ours}
     assert scorer.score_request(req) == scorer.score_request(plain)
 
 
@@ -525,6 +590,7 @@ def test_a_request_ranks_as_the_numpy_model_with_every_signal(tmp_path):
         has_embedding=has,
         sources=req["candidate_sources"],
         track_record=track,
+        created_at=created_of(req),
     )
     assert expected[:, 3:].any(axis=0).all()  # every new signal is in play
     session = SessionArrays(

@@ -23,6 +23,7 @@ from signet_bench.world.locomo import (
     read_queries,
     relevance,
     split_dia_ids,
+    turn_offsets,
 )
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo"
@@ -118,6 +119,29 @@ def test_memories_queries_and_audit_on_a_slice():
     assert all(q.category in CATEGORIES and q.category != 5 for q in queries.values())
     relevant = [m for m in mems if "D1:14" in m.sources]
     assert relevant  # the corrected evidence is covered by an observation
+
+
+@needs_data
+def test_memories_are_created_in_the_conversations_order():
+    """A memory's created_at is its session's time plus one second per turn before its
+    earliest source turn in that session: distinct times within a session, in turn order,
+    turns and the facts drawn from them at the same second; a summary at the session's time."""
+    doc = {d["sample_id"]: d for d in json.loads(LOCOMO.read_text())}["conv-26"]
+    conv = parse_conversation(slice_sample(doc), [])
+    offsets = turn_offsets(conv)
+    mems = conversation_memories(conv, ("observation", "turn", "summary"))
+    for m in mems:
+        start = conv.session_times[m.session]
+        own = [offsets[d] for d in m.sources if d.startswith(f"D{m.session}:")]
+        want = 0 if m.kind == "summary" else min(own)
+        assert (m.created_at - start).total_seconds() == want, m
+    facts = [m for m in mems if m.kind == "observation"]
+    earliest = {min(m.sources, key=offsets.get) for m in facts if m.session == 1}
+    assert len({m.created_at for m in facts if m.session == 1}) == len(earliest) > 5
+    first = {d: m.created_at for m in mems if m.kind == "turn" for d in m.sources}
+    assert all(m.created_at == first[min(m.sources, key=offsets.get)] for m in facts)
+    last_of_1 = max(m.created_at for m in mems if m.session == 1)
+    assert last_of_1 < min(m.created_at for m in mems if m.session == 2)
 
 
 @needs_data

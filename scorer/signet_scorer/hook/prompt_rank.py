@@ -197,6 +197,7 @@ def _query(con: sqlite3.Connection, ask: PromptAsk, ids: list[str], dim: int, sl
         query_terms=prompt_terms(ask.prompt),
         query_entities=query_entities(ask.prompt) or None,
         candidate_sources=None if all(s is None for s in mem.sources) else mem.sources,
+        candidate_created_at=mem.created_at,
         candidate_track_record=track.values,
     )
     return query, ctx.rule

@@ -212,6 +212,7 @@ def session_query(
         project_slot=project_slot(project, slots),
         query_terms=basis.terms,
         candidate_sources=None if all(s is None for s in mem.sources) else mem.sources,
+        candidate_created_at=mem.created_at,
         candidate_track_record=track.values,
     )
     return query, ctx.rule
