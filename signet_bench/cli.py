@@ -220,6 +220,19 @@ def _ints(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(msg) from None
 
 
+def _int_ranges(text: str) -> list[int]:
+    """A comma-separated list of whole numbers and inclusive ranges, e.g. 950-959,970."""
+    out: list[int] = []
+    for part in _names(text):
+        lo, sep, hi = part.partition("-")
+        try:
+            out.extend(range(int(lo), int(hi) + 1) if sep else [int(part)])
+        except ValueError:
+            msg = f"expected whole numbers or ranges like 950-959,970, got {text!r}"
+            raise argparse.ArgumentTypeError(msg) from None
+    return out
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     import logging
 
@@ -765,6 +778,51 @@ def _add_export_pairs(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tz", default=None, help=_TZ_HELP)
 
 
+def _cmd_export_synth_pairs(args: argparse.Namespace) -> int:
+    import logging
+
+    from signet_bench.bench.synth_pairs import SynthPairs, export_synth_pairs
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    spec = SynthPairs(
+        tuple(args.personas),
+        tuple(args.seeds),
+        sessions=args.sessions,
+        embedder=args.embedder,
+        scorer=args.scorer,
+        labels=args.labels,
+    )
+    doc = export_synth_pairs(spec, args.out)
+    rows = sum(f["rows"] for f in doc["files"])
+    print(f"wrote {len(doc['files'])} pair files ({rows} rows) and the manifest to {args.out}")
+    return 0
+
+
+def _add_export_synth_pairs(sub: argparse._SubParsersAction) -> None:
+    from signet_bench.bench.synth_pairs import DEFAULT_SESSIONS
+
+    help_text = (
+        "the base's synthetic training data: pair exports of synthetic worlds of training seeds "
+        "(950-999, which no benchmark reports) run through the loop, labelled by the loop "
+        "(train-base --synth DIR)"
+    )
+    required = {"--out": "directory for the pair files and manifest.json"}
+    p = _command(sub, "export-synth-pairs", _cmd_export_synth_pairs, help_text, required=required)
+    p.add_argument(
+        "--personas", type=_names, default=["heavy", "drifting", "multi-project"], help="e.g. heavy"
+    )
+    p.add_argument("--seeds", type=_int_ranges, default=list(range(950, 960)), help="950-959")
+    p.add_argument("--sessions", type=int, default=DEFAULT_SESSIONS, help="loop sessions per world")
+    p.add_argument("--embedder", default="topic", help="the stores' embedder")
+    p.add_argument("--scorer", default="none", help="the loop's scorer (none: Signet alone)")
+    p.add_argument(
+        "--labels",
+        choices=["loop", "truth"],
+        default="loop",
+        help="loop: the store's labels, as a user's; truth: the planted relevance (ceiling only)",
+    )
+
+
 def _train_base_dask(args: argparse.Namespace) -> int:
     """`train-base --engine dask`: the lambdarank ranker trained across a Dask cluster."""
     from signet_bench.learn.distributed import (
@@ -785,35 +843,82 @@ def _train_base_dask(args: argparse.Namespace) -> int:
     return 0
 
 
+def _base_sources(args: argparse.Namespace, tmp: Path) -> tuple[list[Path], list[dict]]:
+    """`train-base`'s pair files and each source's training record, in this order (the trainer's
+    shuffles start from it): the synthetic exports (`export-synth-pairs`), the LoCoMo file's
+    questions and any other pair files."""
+    from signet_bench.bench.quality_locomo import locomo_pairs
+    from signet_bench.bench.synth_pairs import read_manifest, synth_training_record
+
+    files: list[Path] = []
+    records: list[dict] = []
+    for directory in args.synth or ():
+        doc, got = read_manifest(directory)
+        files += got
+        records.append(synth_training_record(doc, directory))
+    if args.locomo is not None:
+        got, record = locomo_pairs(args.locomo, tmp, seed=args.seed)
+        files += got
+        records.append(record)
+    if args.pairs:
+        files += [Path(p) for p in args.pairs]
+        names = ", ".join(Path(p).name for p in args.pairs)
+        records.append({"data": f"pair exports {names}"})
+    return files, records
+
+
+def _provenance(args: argparse.Namespace, records: list[dict], alpha: dict) -> dict:
+    """The base file's `training`, `licence` and `alpha` records."""
+    from signet_bench.bench.quality_locomo import LOCOMO_LICENCE
+
+    command = ["signet-bench train-base"]
+    command += [f"--locomo {Path(args.locomo).name}"] if args.locomo else []
+    command += [f"--synth {' '.join(Path(d).name for d in args.synth)}"] if args.synth else []
+    command += [f"--pairs {' '.join(Path(p).name for p in args.pairs)}"] if args.pairs else []
+    training = {
+        "data": "; ".join(r["data"] for r in records),
+        **next(({"questions": r["questions"]} for r in records if "questions" in r), {}),
+        "sources": records,
+        "seed": args.seed,
+        "command": " ".join([*command, "--json OUT"]),
+    }
+    if args.locomo:
+        licence = dict(LOCOMO_LICENCE)
+        if args.synth:
+            licence["synthetic"] = "the synthetic worlds are generated by signet-bench itself"
+    elif args.synth and not args.pairs:
+        licence = {"name": "that of signet-bench (its own synthetic worlds)"}
+    else:
+        licence = {"name": "that of the stores the pair exports came from"}
+    return {"training": training, "licence": licence, "alpha": alpha}
+
+
 def _cmd_train_base(args: argparse.Namespace) -> int:
-    from signet_bench.bench.quality_locomo import locomo_base
-    from signet_bench.learn.base import write_base
+    import tempfile
+
+    from signet_bench.learn.base import held_out_alpha, write_base
     from signet_bench.learn.pairs import BASE_EPOCHS, save_base, train_base
 
     if args.engine == "dask":
         return _train_base_dask(args)
-    if (args.pairs is None) == (args.locomo is None):
-        raise UserError("train-base: give either --pairs FILE... or --locomo FILE")
+    if args.pairs is None and args.locomo is None and args.synth is None:
+        raise UserError("train-base: give --locomo FILE, --synth DIR... and/or --pairs FILE...")
     if args.out is None and args.json is None:
         raise UserError("train-base: give --out DIR (model.sbm) and/or --json FILE (base file)")
-    if args.locomo is not None:
-        base, provenance = locomo_base(args.locomo, seed=args.seed)
-        licence = Path(args.locomo).parent / "LICENSE.txt"
-    else:
-        base = train_base(args.pairs, epochs=args.epochs or BASE_EPOCHS, seed=args.seed)
-        names = ", ".join(Path(p).name for p in args.pairs)
-        provenance = {
-            "training": {"data": f"pair exports {names}", "seed": args.seed},
-            "licence": {"name": "that of the stores the pair exports came from"},
-        }
-        licence = None
+    epochs = args.epochs or BASE_EPOCHS
+    with tempfile.TemporaryDirectory(prefix="train-base-") as tmp:
+        files, records = _base_sources(args, Path(tmp))
+        base = train_base(files, epochs=epochs, seed=args.seed)
+        alpha = held_out_alpha(files, seed=args.seed, epochs=epochs) if args.json else {}
     print(f"base: {base.sessions} sessions, loss {base.loss_curve[-1]:.4f}")
     if args.out is not None:
         print(f"  -> {save_base(base, args.out, args.native_dim)}")
     if args.json is not None:
-        path = write_base(base, args.json, provenance)
+        path = write_base(base, args.json, _provenance(args, records, alpha))
+        licence = Path(args.locomo).parent / "LICENSE.txt" if args.locomo else None
         if licence is not None and licence.is_file():
             shutil.copyfile(licence, path.with_suffix(".LICENSE.txt"))
+        print(f"  alpha {alpha['value']:.3f} earned on {alpha['sessions']} held-out sessions")
         print(f"  -> {path}")
     return 0
 
@@ -822,11 +927,15 @@ def _add_train_base(sub: argparse._SubParsersAction) -> None:
     help_text = (
         "train a base model on pair exports (streamed) or on a LoCoMo file, for --base-weights "
         "(--out) or as a base file (--json; the shipped one: "
-        "--locomo locomo7.json --json scorer/signet_scorer/base/predictor-base.json)"
+        "--locomo locomo7.json --synth synth-pairs --json "
+        "scorer/signet_scorer/base/predictor-base.json, synth-pairs made by export-synth-pairs)"
     )
     p = _command(sub, "train-base", _cmd_train_base, help_text)
     p.add_argument("--pairs", nargs="+", default=None, help="pairs.parquet files")
     p.add_argument("--locomo", default=None, help="a LoCoMo JSON: every question of it")
+    p.add_argument(
+        "--synth", nargs="+", default=None, help="export-synth-pairs directories (manifest.json)"
+    )
     p.add_argument("--out", default=None, help="directory for model.sbm (dask: ranker.*)")
     p.add_argument("--json", default=None, help="the base file (weights, training, licence)")
     p.add_argument("--native-dim", type=int, default=768, help="the users' embedding dimension")
@@ -924,6 +1033,7 @@ _ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_bench,
     _add_locomo,
     _add_export_pairs,
+    _add_export_synth_pairs,
     _add_train_base,
 ]
 

@@ -158,7 +158,7 @@ __all__ = [
     "LocomoRun",
     "evaluate_queries",
     "graph_question_inputs",
-    "locomo_base",
+    "locomo_pairs",
     "locomo_rows",
     "question_context",
     "question_inputs",
@@ -923,31 +923,29 @@ LOCOMO_LICENCE = {
 }
 
 
-def locomo_base(
-    data: str | Path, *, embedder: str = "wordllama", seed: int = 0
-) -> tuple[BaseModel, dict]:
-    """The base model trained on every question (both halves) of every conversation of a
-    LoCoMo JSON file, through pair exports as the benchmark's leave-one-out bases are; and
-    its provenance (`learn.base.write_base`: training data and licence)."""
+def locomo_pairs(
+    data: str | Path, out_dir: Path, *, embedder: str = "wordllama", seed: int = 0
+) -> tuple[list[Path], dict]:
+    """Pair exports (one per conversation, in `out_dir`) of every question (both halves) of
+    every conversation of a LoCoMo JSON file, as the benchmark's leave-one-out bases are
+    trained; and what a base trained on them says of that data (its `training` record)."""
     from signet_bench.world.embed import get_embedder
     from signet_bench.world.locomo import convert_locomo
 
     path = Path(data)
     if not path.is_file():
         raise UserError(f"{path}: no such LoCoMo JSON file")
-    with tempfile.TemporaryDirectory(prefix="locomo-base-") as tmp:
-        res = convert_locomo(
-            path, Path(tmp) / "stores", get_embedder(embedder), audit=default_audit(path)
-        )
-        files, ids, questions = [], [], 0
-        for store in sorted(res.stores.values()):
-            c = read_conversation(store, DEFAULT_CONFIG, seed, graph=False)
-            samples = [s for s in c.samples.values() if s is not None]
-            frame = pair_frame(samples, np.random.default_rng([seed, len(files)]))
-            files.append(write_pairs(frame, Path(tmp) / f"pairs-{len(files)}.parquet"))
-            ids.append(c.sample_id)
-            questions += len(samples)
-        base = train_base(files, seed=seed)
+    res = convert_locomo(
+        path, out_dir / "stores", get_embedder(embedder), audit=default_audit(path)
+    )
+    files, ids, questions = [], [], 0
+    for store in sorted(res.stores.values()):
+        c = read_conversation(store, DEFAULT_CONFIG, seed, graph=False)
+        samples = [s for s in c.samples.values() if s is not None]
+        frame = pair_frame(samples, np.random.default_rng([seed, len(files)]))
+        files.append(write_pairs(frame, out_dir / f"pairs-{len(files)}.parquet"))
+        ids.append(c.sample_id)
+        questions += len(samples)
     training = {
         "data": f"LoCoMo {path.name}: every question of conversations {', '.join(ids)}",
         "questions": questions,
@@ -956,4 +954,4 @@ def locomo_base(
         "seed": seed,
         "command": f"signet-bench train-base --locomo {path.name} --json OUT",
     }
-    return base, {"training": training, "licence": LOCOMO_LICENCE}
+    return files, training

@@ -58,6 +58,7 @@ __all__ = [
     "on_session_start",
     "on_training",
     "project_slices",
+    "start_success",
     "state_from_json",
     "state_to_json",
     "training_due",
@@ -140,13 +141,21 @@ class Step:
 def initial_state(
     cfg: PredictorConfig = DEFAULT_CONFIG, start_alpha: float = 1.0
 ) -> PredictorState:
-    """A fresh state: success rate ``initial_success_rate`` (0.5), cold start, alpha
-    `start_alpha` (1.0: the baseline alone; a shipped base serving: the weight it earned)."""
+    """A fresh state: cold start, alpha `start_alpha` (1.0: the baseline alone; a shipped base
+    serving: the weight it earned) and the success rate that goes with it (`start_success`)."""
     if not 0.0 <= start_alpha <= 1.0:
         raise ValueError(f"start_alpha must be in [0, 1], got {start_alpha!r}")
     return PredictorState(
-        success_rate=cfg.initial_success_rate, alpha=start_alpha, start_alpha=start_alpha
+        success_rate=start_success(start_alpha, cfg), alpha=start_alpha, start_alpha=start_alpha
     )
+
+
+def start_success(start_alpha: float, cfg: PredictorConfig = DEFAULT_CONFIG) -> float:
+    """The success rate's start (and its value after a drift reset): ``initial_success_rate``
+    (0.5) without a base (`start_alpha` 1); with a base, the success rate it earned on other
+    users' held-out sessions, ``1 − start_alpha``, so that the EMA moves from the base's record
+    and alpha does not jump to 0.5 when cold start exits (docs/specification.md §3.4, §7.2)."""
+    return cfg.initial_success_rate if start_alpha >= 1.0 else 1.0 - start_alpha
 
 
 def cold_start_blockers(
@@ -306,7 +315,7 @@ def on_comparison(
         return Step(new, (update,))
     reset = dataclasses.replace(
         new,
-        success_rate=cfg.initial_success_rate,
+        success_rate=start_success(state.start_alpha, cfg),
         alpha=state.start_alpha,
         cold_start_exited=False,
         trained=False,

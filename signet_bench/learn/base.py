@@ -11,22 +11,33 @@ trained); a file of another feature spec is refused.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
+from signet_bench.daemon.metrics import ndcg_at_k
 from signet_bench.errors import UserError
-from signet_bench.learn.pairs import INPUT_COLUMNS, BaseModel, base_params
+from signet_bench.learn.pairs import (
+    INPUT_COLUMNS,
+    PAIR_COLUMNS,
+    BaseModel,
+    base_params,
+    train_base,
+)
+from signet_bench.learn.serving import earned_alpha
 from signet_scorer.contract import FEATURE_SPEC_HASH, SIGNAL_NAMES
 
 __all__ = [
     "BASE_FORMAT",
     "SHIPPED_BASE",
-    "SHIPPED_BASE_ALPHA",
+    "UNEARNED_ALPHA",
+    "base_alpha",
+    "held_out_alpha",
     "read_base",
     "shipped_base",
     "shipped_base_alpha",
@@ -38,13 +49,11 @@ __all__ = [
 BASE_FORMAT = "signet-predictor-base/1"
 SHIPPED_BASE = "base/predictor-base.json"  # inside the signet_scorer package
 
-# The baseline's RRF weight while the base serves (`learn.serving.earned_alpha`: the share of
-# held-out sessions that Signet's effective-score order wins against the base). Measured with
-# the fresh scorer's order as the base on sessions 10-159 of two synthetic worlds that no
-# benchmark reports (heavy seed 905, drifting seed 906, wordllama; the loop with no scorer):
-# NDCG@10 on the planted relevance, hybrid 0.570 / 0.609 against the baseline 0.411 / 0.339;
-# the baseline won 0.197 of the 300 sessions.
-SHIPPED_BASE_ALPHA = 0.20
+# The baseline's RRF weight while a base serves is what the base earned on sessions it did not
+# train on (`held_out_alpha`, written into the base file as its `alpha` record); a base file
+# without that record has earned nothing: the baseline alone (docs/specification.md §3.4).
+UNEARNED_ALPHA = 1.0
+ALPHA_FOLDS = 5
 
 
 def write_base(base: BaseModel, out: str | Path, provenance: Mapping[str, Any]) -> Path:
@@ -120,6 +129,73 @@ def shipped_base_params(
     return base_params(shipped_base(), native_dim, cfg)
 
 
+def base_alpha(doc: Mapping[str, Any]) -> float:
+    """The baseline's RRF weight a base file's `alpha` record holds (`held_out_alpha`);
+    `UNEARNED_ALPHA` for a file without one."""
+    record = doc.get("alpha")
+    value = record.get("value") if isinstance(record, Mapping) else None
+    if not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
+        return UNEARNED_ALPHA
+    return float(value)
+
+
 def shipped_base_alpha() -> float:
-    """The baseline's RRF weight while the shipped base serves (`SHIPPED_BASE_ALPHA`)."""
-    return SHIPPED_BASE_ALPHA
+    """The baseline's RRF weight while the shipped base serves: what it earned on held-out
+    sessions of its training data (`base_alpha` of the shipped file)."""
+    return base_alpha(shipped_document())
+
+
+def _held_out_sessions(path: Path) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(inputs, labels, baseline rank) per session of one pair file (whole: a judged file)."""
+    frame = pl.read_parquet(path, columns=list(PAIR_COLUMNS))
+    return [
+        (
+            g.select(INPUT_COLUMNS).to_numpy().astype(np.float64),
+            g["label"].to_numpy().astype(np.float64),
+            g["baseline_rank"].to_numpy().astype(np.float64),
+        )
+        for _, g in frame.group_by("session", maintain_order=True)
+    ]
+
+
+def held_out_alpha(
+    paths: Sequence[str | Path],
+    *,
+    folds: int = ALPHA_FOLDS,
+    seed: int = 0,
+    epochs: int | None = None,
+) -> dict[str, Any]:
+    """The baseline's RRF weight a base trained on `paths` earns where it did not train: the
+    files split into `folds` groups (whole files: a user's or a conversation's sessions stay
+    together), a base trained on the other groups ranks each group's sessions, and the weight
+    is `serving.earned_alpha` of its per-session NDCG@10 against the baseline order's
+    (`baseline_rank`), both on the pairs' own labels (the daemon's success rate, measured on
+    other users); sessions without a positive label judge nothing and are left out. The
+    record written into the base file as `alpha`."""
+    files = [Path(p) for p in paths]
+    if len(files) < 2:
+        raise UserError("held-out alpha: needs two or more pair files (one judges, one trains)")
+    k = min(folds, len(files))
+    group = np.random.default_rng(seed).permutation(len(files)) % k
+    model, baseline = [], []
+    for g in range(k):
+        train = [f for f, gi in zip(files, group, strict=True) if gi != g]
+        base = train_base(train, seed=seed, **({} if epochs is None else {"epochs": epochs}))
+        for f in (f for f, gi in zip(files, group, strict=True) if gi == g):
+            for x, y, rank in _held_out_sessions(f):
+                if len(y) < 2 or not (y > 0).any():
+                    continue
+                ids = np.arange(len(y))
+                model.append(ndcg_at_k(y, x @ base.weights, ids))
+                baseline.append(ndcg_at_k(y, -rank, ids))
+    m, b = np.array(model), np.array(baseline)
+    return {
+        "value": round(earned_alpha(m, b), 4),
+        "rule": "the share of held-out sessions (files in folds, a base trained on the other "
+        "folds) whose baseline order beats the base's by NDCG@10 on the pairs' labels, ties "
+        "half (learn.base.held_out_alpha)",
+        "sessions": int(m.size),
+        "folds": k,
+        "base_ndcg10": round(float(m.mean()), 4) if m.size else None,
+        "baseline_ndcg10": round(float(b.mean()), 4) if b.size else None,
+    }

@@ -127,6 +127,10 @@ def test_a_shipped_base_starts_with_the_weight_it_earned():
     baseline alone); after exit no ramp floor is above it, and a drift reset returns to it."""
     start = initial_state(DEFAULT_CONFIG, start_alpha=0.2)
     assert start.alpha == 0.2 and effective_alpha(start) == 0.2
+    # the success rate starts at the base's record: alpha stays 0.2 when cold start exits
+    assert start.success_rate == pytest.approx(0.8) and initial_state().success_rate == 0.5
+    left = dataclasses.replace(start, cold_start_exited=True, sessions_after_cold_start=1)
+    assert effective_alpha(left) == pytest.approx(0.2)
     assert on_session_start(start).state.alpha == 0.2
     exited = dataclasses.replace(active(0.9, 5), start_alpha=0.2)
     assert effective_alpha(exited) == pytest.approx(0.2)  # the 0.8 floor is capped at 0.2
@@ -134,6 +138,7 @@ def test_a_shipped_base_starts_with_the_weight_it_earned():
     low = dataclasses.replace(active(0.1), start_alpha=0.2, drift_low_sessions=9)
     reset = on_comparison(low, LOSS).state
     assert not reset.cold_start_exited and reset.alpha == 0.2 == effective_alpha(reset)
+    assert reset.success_rate == pytest.approx(0.8)
     assert state_from_json(state_to_json(reset)).start_alpha == 0.2
     assert initial_state().start_alpha == 1.0  # no base: Signet's cold start
     with pytest.raises(ValueError, match="start_alpha"):

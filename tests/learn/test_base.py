@@ -10,11 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from signet_bench.bench.synth_pairs import TRAINING_SEEDS
 from signet_bench.errors import UserError
 from signet_bench.learn.base import (
     SHIPPED_BASE,
     read_base,
     shipped_base,
+    shipped_base_alpha,
     shipped_base_params,
     shipped_document,
     write_base,
@@ -31,6 +33,13 @@ def test_the_shipped_base_loads_with_its_training_data_and_licence():
     assert doc["feature_spec_hash"] == FEATURE_SPEC_HASH
     assert doc["signal_names"] == list(SIGNAL_NAMES)
     assert "LoCoMo" in doc["training"]["data"] and doc["training"]["questions"] > 0
+    # synthetic worlds it learned from, if any, are of training seeds, labelled by the loop
+    for synth in (s for s in doc["training"]["sources"] if s["data"].startswith("synthetic")):
+        assert "not the planted relevance" in synth["labels"] and synth["sessions"] > 0
+        seeds = {int(t) for t in synth["command"].split("--seeds ")[1].split()[0].split(",")}
+        assert seeds and seeds <= set(TRAINING_SEEDS)
+    # the alpha session start fuses with is the one it earned on held-out sessions
+    assert shipped_base_alpha() == doc["alpha"]["value"] < 1.0 and doc["alpha"]["sessions"] > 0
     assert doc["licence"]["name"] == "CC BY-NC 4.0"
     assert "non-commercial" in doc["licence"]["notice"]
     licence = ROOT / "scorer" / "signet_scorer" / "base" / "predictor-base.LICENSE.txt"
