@@ -38,7 +38,7 @@ from signet_scorer import contract as c
 from signet_scorer.library import TrainerError, TrainerOptions, convert
 from signet_scorer.query import ScoreQuery
 from signet_scorer.runtime import InferenceSession, inference_session
-from signet_scorer.signals import candidate_signals
+from signet_scorer.signals import Origins, candidate_signals
 from signet_scorer.tokenize import token_buckets
 from signet_scorer.workbench import SERVED_MODEL_FILE
 
@@ -386,9 +386,8 @@ def _signals(
         context=ctx,
         embeddings=emb,
         has_embedding=has,
-        sources=sources,
+        origins=Origins(sources, created),
         track_record=track,
-        created_at=created,
     )
 
 

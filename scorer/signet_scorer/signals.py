@@ -76,6 +76,7 @@ __all__ = [
     "LENGTH_TOKENS",
     "START_MAX_TERMS",
     "START_TRANSCRIPTS",
+    "Origins",
     "adjacent_best",
     "candidate_signals",
     "entity_match",
@@ -496,6 +497,15 @@ def _length(docs: Sequence[_Text]) -> np.ndarray:
 # --- all signals --------------------------------------------------------------------------------
 
 
+class Origins(NamedTuple):
+    """Where each candidate came from: its source session(s) (None: none known) and its creation
+    time (epoch seconds, NaN unknown; None: none known), which group and order the source
+    neighbourhood and adjacency signals; without them those signals are 0."""
+
+    sources: Sequence[str | None] | None = None
+    created_at: np.ndarray | None = None
+
+
 def candidate_signals(
     *,
     query_terms: Sequence[str] | None,
@@ -504,14 +514,13 @@ def candidate_signals(
     context: np.ndarray | None,
     embeddings: np.ndarray,
     has_embedding: np.ndarray,
-    sources: Sequence[str | None] | None,
+    origins: Origins,
     track_record: np.ndarray | None = None,
-    created_at: np.ndarray | None = None,
 ) -> np.ndarray:
     """(n, N_SIGNALS) float32, columns in `SIGNAL_NAMES` order (module docstring);
-    `track_record`: the candidates' track records (`signet_scorer.track_record`), None: 0;
-    `created_at`: the candidates' creation times (epoch seconds, NaN unknown), None: the
-    adjacency signals 0."""
+    `origins`: where each candidate came from (`Origins`); `track_record`: the candidates'
+    track records (`signet_scorer.track_record`), None: 0."""
+    sources, created_at = origins
     docs = _texts(candidate_texts)
     out = np.zeros((len(docs), N_SIGNALS), dtype=np.float32)
     out[:, signal_column("lexical")] = _lexical(query_terms, docs)

@@ -73,7 +73,7 @@ from signet_bench.world.synth.build import build_persona_store
 from signet_scorer import ScoreQuery, Scorer, jsonio
 from signet_scorer.contract import N_FEATURES
 from signet_scorer.scorer import parse_score_params
-from signet_scorer.signals import candidate_signals
+from signet_scorer.signals import Origins, candidate_signals
 from signet_scorer.workbench import SERVED_MODEL_FILE
 
 __all__ = ["daemon_score_line", "serve_rows"]
@@ -216,8 +216,9 @@ def _part_rows(scorer: Scorer, n: int) -> list[Row]:
             context=query.context_embedding,
             embeddings=emb,
             has_embedding=has,
-            sources=query.candidate_sources,
-            created_at=np.asarray(query.candidate_created_at, dtype=np.float64),
+            origins=Origins(
+                query.candidate_sources, np.asarray(query.candidate_created_at, dtype=np.float64)
+            ),
         )
 
     model = scorer.model

@@ -30,7 +30,7 @@ from signet_bench.daemon.session_query import NO_QUERY, SessionQuery
 from signet_bench.store.corpus import Corpus
 from signet_scorer.context import SessionContextVector
 from signet_scorer.features import CandidateInfo, SessionInfo, candidate_features
-from signet_scorer.signals import candidate_signals
+from signet_scorer.signals import Origins, candidate_signals
 from signet_scorer.structure import (
     GraphColumns,
     read_structure,
@@ -153,9 +153,10 @@ def _signals(
         context=context,
         embeddings=corpus.embeddings[rows],
         has_embedding=corpus.has_embedding[rows],
-        sources=None if all(x is None for x in sources) else list(sources),
+        origins=Origins(
+            None if all(x is None for x in sources) else list(sources), corpus.created_at[rows]
+        ),
         track_record=track_record,
-        created_at=corpus.created_at[rows],
     )
 
 

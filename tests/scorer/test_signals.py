@@ -19,6 +19,7 @@ from signet_bench.store.write import insert_summary_job
 from signet_scorer import ScoreQuery, contract, signals
 from signet_scorer.scorer import ParamError, Scorer, parse_score_params
 from signet_scorer.signals import (
+    Origins,
     adjacent_best,
     candidate_signals,
     entity_match,
@@ -305,7 +306,7 @@ def test_candidate_signals_are_the_columns_in_contract_order():
         context=np.ones(3, np.float32),
         embeddings=emb,
         has_embedding=np.ones(3, bool),
-        sources=["s", "s", None],
+        origins=Origins(["s", "s", None]),
     )
     assert got.shape == (3, contract.N_SIGNALS) and got.dtype == np.float32
     np.testing.assert_array_equal(
@@ -397,8 +398,7 @@ def test_pool_signals_are_ranks_and_session_aggregates_of_the_cosine():
         context=ctx,
         embeddings=emb,
         has_embedding=has,
-        sources=sources,
-        created_at=np.arange(9, dtype=np.float64) % 4,
+        origins=Origins(sources, np.arange(9, dtype=np.float64) % 4),
     )
     cos = np.where(has, emb @ ctx / np.linalg.norm(emb, axis=1) / np.linalg.norm(ctx), 0.0)
     col = {n: got[:, signal_column(n)] for n in contract.SIGNAL_NAMES}
@@ -466,8 +466,7 @@ def test_the_server_computes_the_signals_from_the_request(golden):
         context=inputs[contract.INPUT_CONTEXT],
         embeddings=np.where(has[:, None], inputs[contract.INPUT_CANDIDATE_EMBEDDINGS], 0.0),
         has_embedding=has,
-        sources=req["candidate_sources"],
-        created_at=created_of(req),
+        origins=Origins(req["candidate_sources"], created_of(req)),
     )
     got = inputs[contract.INPUT_SIGNALS]
     np.testing.assert_array_equal(got, expected)
@@ -493,7 +492,7 @@ def test_a_request_without_query_parameters_has_only_the_pool_signals(golden):
         context=inputs[contract.INPUT_CONTEXT],
         embeddings=inputs[contract.INPUT_CANDIDATE_EMBEDDINGS],
         has_embedding=inputs[contract.INPUT_HAS_EMBEDDING],
-        sources=None,
+        origins=Origins(),
     )
     np.testing.assert_array_equal(got, expected)
     assert got[:, signal_column("cosine_rank")].any() and got[:, signal_column("length")].any()
@@ -588,9 +587,8 @@ def test_a_request_ranks_as_the_numpy_model_with_every_signal(tmp_path):
         context=inputs[contract.INPUT_CONTEXT],
         embeddings=inputs[contract.INPUT_CANDIDATE_EMBEDDINGS],
         has_embedding=has,
-        sources=req["candidate_sources"],
+        origins=Origins(req["candidate_sources"], created_of(req)),
         track_record=track,
-        created_at=created_of(req),
     )
     assert expected[:, 3:].any(axis=0).all()  # every new signal is in play
     session = SessionArrays(
