@@ -71,7 +71,7 @@ from signet_bench.daemon.predictor_state import (
 )
 from signet_bench.daemon.ranking.baseline import rank_order
 from signet_bench.daemon.ranking.compat import signet058_session_start
-from signet_bench.daemon.ranking.fts import fts_search, recall_terms
+from signet_bench.daemon.ranking.fts import fts_search
 from signet_bench.daemon.ranking.prompt_time import PromptLimits, choose, prompt_pool
 from signet_bench.daemon.ranking.ranker import CosineRanker
 from signet_bench.daemon.ranking.session_start import (
@@ -110,6 +110,7 @@ from signet_scorer.features import SessionInfo
 from signet_scorer.hook.config import USER_PROMPT_SUBMIT
 from signet_scorer.hook.log import InjectionLog
 from signet_scorer.structure import GraphColumns
+from signet_scorer.terms import recall_terms
 from signet_scorer.track_record import TrackHistory, read_track_history, read_track_record
 from signet_scorer.workbench import DEFAULT_AGENT, WORKBENCH_FILE
 

@@ -14,6 +14,7 @@ import random
 import sqlite3
 import sys
 import threading
+from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from signet_scorer.hook.prompt import HEADING, daemon_url, run_prompt_hook
 from signet_scorer.hook.prompt_rank import PromptAsk, prompt_candidates, rank_prompt
 from signet_scorer.hook.rank import HookSession, RankError
 from signet_scorer.hook.store import open_store
+from signet_scorer.terms import recall_terms
 from signet_scorer.workbench import HOOK_LOG_FILE
 from tests.scorer.hook_support import NOW, World, run_process, signet_prints, standin_runner
 
@@ -160,6 +162,17 @@ def _vocabulary(world: World) -> list[str]:
     )
     con.close()
     return words
+
+
+def _common_terms(world: World, n: int) -> list[str]:
+    """The `n` search terms (`recall_terms`) found in the most memories, ties alphabetical: a
+    prompt of them matches more memories than one prompt's budget shows."""
+    con = sqlite3.connect(world.db)
+    found = Counter(
+        t for (c,) in con.execute("SELECT content FROM memories") for t in recall_terms(c)
+    )
+    con.close()
+    return sorted(found, key=lambda t: (-found[t], t))[:n]
 
 
 def _logged(world: World, key: str) -> list[tuple]:
@@ -427,7 +440,7 @@ def test_every_failure_prints_what_signet_prints_and_says_why(world, tmp_path, f
 
 def test_a_repeated_prompt_adds_only_what_the_session_has_not_had(world):
     env = world.env(SIGNET_DAEMON_URL="http://127.0.0.1:9")
-    stdin = _prompt_stdin("repeat", " ".join(_vocabulary(world)[:8]))
+    stdin = _prompt_stdin("repeat", " ".join(_common_terms(world, 8)))
     seen: set[str] = set()
     for _ in range(12):
         out = _hook(world, ARGS["json"], stdin, env)

@@ -31,10 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from signet_bench.daemon.ranking.baseline import rank_order, top_k_indices
-from signet_bench.daemon.ranking.fts import fts_search, recall_terms
+from signet_bench.daemon.ranking.fts import fts_search
 from signet_bench.daemon.ranking.select import select_with_budget
 from signet_bench.store.corpus import Corpus
 from signet_bench.store.graph import EntityGraph
+from signet_scorer.terms import recall_terms
 
 __all__ = [
     "ENTITY_CONTEXT_TYPES",
