@@ -39,6 +39,7 @@ from signet_scorer.terms import recall_terms
 
 __all__ = [
     "ENTITY_CONTEXT_TYPES",
+    "PROMPT_CONTEXT_RULE",
     "RECALL_MIN_SCORE",
     "SIGNET058_RECALL",
     "PromptLimits",
@@ -49,6 +50,7 @@ __all__ = [
     "prompt_pool",
 ]
 
+PROMPT_CONTEXT_RULE = "prompt"  # a prompt's context: its own embedding at unit length
 VECTOR_WEIGHT = 0.7  # Signet's hybrid recall: alpha * vector + (1 - alpha) * bm25
 RECALL_MIN_SCORE = 0.1  # Signet's `min_score`: merged scores below it are dropped
 SIGNET058_RECALL = 10  # Signet 0.58's prompt-time recall limit
