@@ -98,6 +98,7 @@ __all__ = [
     "build_sample",
     "label_input",
     "label_sources",
+    "later_hits",
     "load_samples",
     "prompt_rankings_of",
     "prompt_samples",
@@ -808,7 +809,7 @@ def prompt_rankings_of(con: sqlite3.Connection, workbench: str | Path | None) ->
     return prompt_rankings(wb, hook_record(wb, DEFAULT_AGENT if keyed else None))
 
 
-def _later_hits(asked: pl.DataFrame) -> list[dict[str, int]]:
+def later_hits(asked: pl.DataFrame) -> list[dict[str, int]]:
     """Per recorded prompt (in `asked`'s order), how many of its session's later prompts' own
     keyword searches found each memory: the FTS hits that follow it."""
     out: list[dict[str, int]] = [{} for _ in range(asked.height)]
@@ -877,7 +878,7 @@ def prompt_samples(
     by_key = {s["session_key"]: s for s in kept}
     if asked.height == 0 or not by_key:
         return []
-    later = _later_hits(asked)
+    later = later_hits(asked)
     picked = [
         (i, r)
         for i, r in enumerate(asked.iter_rows(named=True))

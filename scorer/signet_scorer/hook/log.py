@@ -183,8 +183,9 @@ class InjectionLog:
                     ],
                 )
             if key and prompt and ranking is not None:
-                row = {**ranking, "invocation_id": rid, "session_key": key, "agent_id": agent}
-                row |= {c: json.dumps(list(row[c])) for c in ("pool", "hits")}
+                lists = {c: json.dumps(list(ranking[c])) for c in ("pool", "hits")}
+                row = {**ranking, **lists, "invocation_id": rid, "session_key": key}
+                row["agent_id"] = agent
                 con.execute(
                     _insert("hook_prompts", PROMPT_COLUMNS), [row.get(c) for c in PROMPT_COLUMNS]
                 )

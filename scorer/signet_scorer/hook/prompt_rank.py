@@ -57,6 +57,7 @@ __all__ = [
 ]
 
 POOL = 100  # candidates scored at most (Signet's session-start candidatePoolLimit)
+HITS = 10  # the prompt's keyword hits a ranking records (the later prompts' labels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +77,9 @@ class PromptAsk:
 class PromptRanking:
     """The memories to offer, best first (`ids`, `contents`, `created_at` as the store has it,
     the scorer's `scores`), their positions in the candidate pool before scoring (1-based:
-    `pool_ranks`), the pool's size and the rule of its sources and context."""
+    `pool_ranks`), the pool's size and the rule of its sources and context; what the ranking
+    saw, for training on prompts (`signet_scorer.hook.log`'s `hook_prompts`): the pool in its
+    order (`candidates`), the prompt's first `HITS` keyword hits and the context vector."""
 
     ids: tuple[str, ...]
     contents: tuple[str, ...]
@@ -85,6 +88,9 @@ class PromptRanking:
     pool_ranks: tuple[int, ...]
     pool: int
     context_rule: str
+    candidates: tuple[str, ...] = ()
+    hits: tuple[str, ...] = ()
+    context: tuple[float, ...] = ()
 
 
 def prompt_ask(request: dict[str, Any]) -> PromptAsk:
@@ -117,6 +123,9 @@ def ranking_reply(ranking: PromptRanking) -> dict[str, Any]:
         "memories": [[m, c, t, float(s), int(r)] for m, c, t, s, r in rows],
         "pool": ranking.pool,
         "context_rule": ranking.context_rule,
+        "candidates": list(ranking.candidates),
+        "hits": list(ranking.hits),
+        "context": list(ranking.context),
     }
 
 
@@ -151,12 +160,16 @@ def _visible(
 def prompt_matches(con: sqlite3.Connection, ask: PromptAsk) -> list[str]:
     """The prompt's matches, best first: recalled memories, then FTS hits, only those the
     agent may be shown (the session's injected ones included)."""
+    return _sources(con, ask)[0]
+
+
+def _sources(con: sqlite3.Connection, ask: PromptAsk) -> tuple[list[str], list[str]]:
+    """`prompt_matches` and the FTS hits among them, each best first."""
     where, args = visible_clause(con, agent_scope(con, ask.session.agent_id))
     recalled = list(dict.fromkeys(ask.recalled or ()))
     shown = _visible(con, recalled, where, args)
-    pool = [m for m in recalled if m in shown]
-    pool += _fts(con, recall_terms(ask.prompt), where, args)
-    return list(dict.fromkeys(pool))
+    hits = _fts(con, recall_terms(ask.prompt), where, args)
+    return list(dict.fromkeys([*(m for m in recalled if m in shown), *hits])), hits
 
 
 def prompt_candidates(con: sqlite3.Connection, ask: PromptAsk) -> list[str]:
@@ -208,7 +221,7 @@ def rank_prompt(con: sqlite3.Connection, scorer: Scorer, ask: PromptAsk) -> Prom
         raise RankError(scorer.reason or "no model")
     if not ask.prompt:
         raise RankError("the prompt is empty")
-    matches = prompt_matches(con, ask)
+    matches, hits = _sources(con, ask)
     ids = _pool(matches, ask.exclude)
     source = "fts+recall" if ask.recalled is not None else "fts"
     if not ids:
@@ -234,4 +247,7 @@ def rank_prompt(con: sqlite3.Connection, scorer: Scorer, ask: PromptAsk) -> Prom
         pool_ranks=tuple(position[m] + 1 for m, _ in chosen),
         pool=len(ids),
         context_rule=f"{source}; {rule}",
+        candidates=tuple(ids),
+        hits=tuple(hits[:HITS]),
+        context=tuple(float(x) for x in query.context_embedding),
     )
