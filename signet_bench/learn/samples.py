@@ -580,11 +580,14 @@ class SampleRules:
 class Selection:
     """Which sessions a load keeps: the newest `limit` trainable ones, of confidence at least
     `min_confidence` (None: the config's), reading only the newest `window` scored sessions
-    (0: all)."""
+    (0: all); with `prompts`, also a sample per prompt the hook log recorded in them
+    (`prompt_samples`: what the trainer learns from; the session-start analyses leave them
+    out)."""
 
     limit: int = 5000
     min_confidence: float | None = None
     window: int = 0
+    prompts: bool = False
 
 
 def build_sample(
@@ -768,9 +771,11 @@ def load_samples(
         for s, track in zip(kept, _track_records(con, kept, raw), strict=True):
             s["track_record"] = track
         previous = previous_sessions(sessions, by_key)
-        asked = prompt_rankings_of(con, workbench)
         rules = SampleRules(tz, cfg, seed)
-        prompted = prompt_samples(con, corpus, asked, (kept, raw, previous), rules)
+        prompted: list[SessionSample] = []
+        if select.prompts:
+            asked = prompt_rankings_of(con, workbench)
+            prompted = prompt_samples(con, corpus, asked, (kept, raw, previous), rules)
     finally:
         if not isinstance(store, sqlite3.Connection):
             con.close()

@@ -22,6 +22,7 @@ from signet_bench.daemon.session_query import prompt_query
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.samples import (
     PROMPT_SOURCE,
+    Selection,
     later_hits,
     load_samples,
     read_label_signals,
@@ -130,7 +131,14 @@ def test_each_prompt_is_recorded_as_its_ranking_saw_it(ran):
 def test_each_prompt_trains_on_the_inputs_its_ranking_saw(ran):
     """The trainer's sample of a prompt (`load_samples`, from the store and the hook log) holds
     the candidates its ranking scored with the very inputs it scored them with."""
-    samples, _ = load_samples(ran.path, tz=ran.world.tz, workbench=_workbench(ran))
+    wb = _workbench(ran)
+    samples, _ = load_samples(
+        ran.path, tz=ran.world.tz, workbench=wb, select=Selection(prompts=True)
+    )
+    starts, _ = load_samples(ran.path, tz=ran.world.tz, workbench=wb)
+    assert [s.session_key for s in starts] == [
+        s.session_key for s in samples if "#" not in s.session_key
+    ]
     turns = {
         (r.plan.session_key, t.at): t
         for r in ran.records.values()
