@@ -887,7 +887,7 @@ def prompt_samples(
     picked = [
         (i, r)
         for i, r in enumerate(asked.iter_rows(named=True))
-        if r["session_key"] in by_key and r["context"] is not None
+        if r["session_key"] in by_key and r["context"] is not None and r["at"] is not None
     ]
     pools = [[m for m in r["pool"] if m in corpus.row_of] for _, r in picked]
     tracks = read_track_records(
