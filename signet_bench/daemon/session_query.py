@@ -2,7 +2,7 @@
 candidates' signals are computed from (`signet_scorer.signals`).
 
 - At a **prompt** (or a LoCoMo question) the terms are Signet's prompt query shape
-  (`ranking.fts.recall_terms`) and the entities the names in the text (`query_entities`).
+  (`signet_scorer.terms.recall_terms`, the prompt hook's too) and the entities the names in the text (`query_entities`).
 - At a **session start** they are Signet 0.58's predicted-context terms: the frequent words of
   the project's last completed transcripts (`signet_scorer.signals.store_start_terms`), with no
   entities. The session loop asks the store per session (`start_query`); the trainer, which
@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from signet_bench.daemon.ranking.fts import recall_terms
 from signet_bench.store.read import table_names
 from signet_scorer.signals import (
     JOB_TIME_SQL,
@@ -29,6 +28,7 @@ from signet_scorer.signals import (
     sqlite_time,
     store_start_terms,
 )
+from signet_scorer.terms import recall_terms
 
 __all__ = ["NO_QUERY", "SessionQuery", "StartQueries", "prompt_query", "start_query"]
 

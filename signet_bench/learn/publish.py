@@ -467,7 +467,9 @@ def train_store(
         seed=request.negatives_seed,
         corpus=corpus,
         workbench=_hook_workbench(request.out_dir),
-        select=Selection(limit=request.limit, window=run_cfg.training_window_sessions),
+        select=Selection(
+            limit=request.limit, window=run_cfg.training_window_sessions, prompts=True
+        ),
         progress=progress,
     )
     run_id = run_id or str(uuid.uuid4())

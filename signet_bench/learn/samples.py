@@ -53,9 +53,16 @@ from signet_bench.daemon.labels import (
     seed_labels,
     session_trainable,
 )
-from signet_bench.daemon.session_query import NO_QUERY, SessionQuery, StartQueries
+from signet_bench.daemon.ranking.prompt_time import PROMPT_CONTEXT_RULE
+from signet_bench.daemon.session_query import NO_QUERY, SessionQuery, StartQueries, prompt_query
 from signet_bench.store.corpus import Corpus, read_corpus
-from signet_bench.store.hook_log import hook_record, prompt_injections, served_injections
+from signet_bench.store.hook_log import (
+    PROMPT_RANKING_SCHEMA,
+    hook_record,
+    prompt_injections,
+    prompt_rankings,
+    served_injections,
+)
 from signet_bench.store.read import (
     SESSION_START_SURFACE,
     open_readonly,
@@ -66,6 +73,7 @@ from signet_bench.store.read import (
     read_sessions,
     store_tables,
 )
+from signet_scorer.context import SessionContextVector
 from signet_scorer.features import SessionInfo
 from signet_scorer.structure import (
     GraphColumns,
@@ -90,7 +98,10 @@ __all__ = [
     "build_sample",
     "label_input",
     "label_sources",
+    "later_hits",
     "load_samples",
+    "prompt_rankings_of",
+    "prompt_samples",
     "read_label_signals",
     "sample_rng",
     "scored_sessions",
@@ -569,11 +580,14 @@ class SampleRules:
 class Selection:
     """Which sessions a load keeps: the newest `limit` trainable ones, of confidence at least
     `min_confidence` (None: the config's), reading only the newest `window` scored sessions
-    (0: all)."""
+    (0: all); with `prompts`, also a sample per prompt the hook log recorded in them
+    (`prompt_samples`: what the trainer learns from; the session-start analyses leave them
+    out)."""
 
     limit: int = 5000
     min_confidence: float | None = None
     window: int = 0
+    prompts: bool = False
 
 
 def build_sample(
@@ -756,10 +770,15 @@ def load_samples(
         bar = _bar(len(todo)) if progress else None
         for s, track in zip(kept, _track_records(con, kept, raw), strict=True):
             s["track_record"] = track
+        previous = previous_sessions(sessions, by_key)
+        rules = SampleRules(tz, cfg, seed)
+        prompted: list[SessionSample] = []
+        if select.prompts:
+            asked = prompt_rankings_of(con, workbench)
+            prompted = prompt_samples(con, corpus, asked, (kept, raw, previous), rules)
     finally:
         if not isinstance(store, sqlite3.Connection):
             con.close()
-    previous = previous_sessions(sessions, by_key)
     ordered = CandidateRows.split(_in_corpus(cands, corpus, by=["session_key"]))
     out: list[SessionSample] = []
     skipped = 0
@@ -771,7 +790,7 @@ def load_samples(
         if conf is not None and conf >= threshold and cand is not None:
             prev = previous[s["session_key"]]
             query = jobs.query(s.get("project"), s["start"])
-            sample = _sample(corpus, s, cand, prev, SampleRules(tz, cfg, seed), query, structure)
+            sample = _sample(corpus, s, cand, prev, rules, query, structure)
         if sample is None:
             skipped += 1
         else:
@@ -780,7 +799,138 @@ def load_samples(
             bar.update(1)
     if bar is not None:
         bar.close()
+    if prompted:  # the prompts' samples in time order among the sessions'
+        out = sorted([*out, *prompted], key=lambda x: (x.start, x.session_key))
     return out[-limit:], skipped
+
+
+def prompt_rankings_of(con: sqlite3.Connection, workbench: str | Path | None) -> pl.DataFrame:
+    """The prompts' rankings the hook log beside `workbench` (default: the store's) recorded
+    for the store's agent (`store.hook_log.prompt_rankings`); empty without them."""
+    wb = workbench if workbench is not None else store_workbench(con)
+    if wb is None:
+        return pl.DataFrame(schema=PROMPT_RANKING_SCHEMA)
+    keyed = "agent_id" in store_tables(con).columns.get("session_memories", ())
+    return prompt_rankings(wb, hook_record(wb, DEFAULT_AGENT if keyed else None))
+
+
+def later_hits(asked: pl.DataFrame) -> list[dict[str, int]]:
+    """Per recorded prompt (in `asked`'s order), how many of its session's later prompts' own
+    keyword searches found each memory: the FTS hits that follow it."""
+    out: list[dict[str, int]] = [{} for _ in range(asked.height)]
+    keys, hits = asked["session_key"].to_list(), asked["hits"].to_list()
+    order = sorted(range(asked.height), key=lambda i: (keys[i], asked["invocation_id"][i]))
+    for key, group in itertools.groupby(order, key=lambda i: keys[i]):
+        del key
+        seen: dict[str, int] = {}
+        for i in reversed(list(group)):
+            out[i] = dict(seen)
+            for m in dict.fromkeys(hits[i] or ()):
+                seen[m] = seen.get(m, 0) + 1
+    return out
+
+
+def _prompt_rows(pool: list[str], shown: set[str], hits: dict[str, int], had: CandidateRows | None):
+    """A prompt's pool as candidate rows for the label function: injected where the prompt
+    injected it, the later prompts' FTS hits, and the session's judge and agent ratings, recall
+    events and path rewards of the memory (none where the session holds no row of it)."""
+    n = len(pool)
+    at = {m: i for i, m in enumerate(had.memory_id)} if had is not None else {}
+    idx = np.array([at.get(m, -1) for m in pool], dtype=np.int64)
+    found = idx >= 0
+
+    def of(values: np.ndarray | float, missing: float) -> np.ndarray:
+        col = np.full(n, missing, dtype=np.float64)
+        if not isinstance(values, float):
+            col[found] = np.asarray(values, dtype=np.float64)[idx[found]]
+        elif found.any():
+            col[found] = values
+        return col
+
+    none = np.full(n, np.nan)
+    return CandidateRows(
+        memory_id=list(pool),
+        source=np.full(n, PROMPT_SOURCE, dtype=object),
+        rank=np.arange(n, dtype=np.int64),
+        was_injected=np.array([m in shown for m in pool], dtype=bool),
+        relevance_score=none if had is None else of(had.relevance_score, np.nan),
+        fts_hit_count=np.array([hits.get(m, 0) for m in pool], dtype=np.int64),
+        agent_relevance_score=none if had is None else of(had.agent_relevance_score, np.nan),
+        recall_count=0.0 if had is None else of(had.recall_count, 0.0),
+        path_reward=np.nan if had is None else of(had.path_reward, np.nan),
+        entity_slot=np.full(n, -1.0),
+        aspect_slot=np.full(n, -1.0),
+        structural_density=np.zeros(n),
+        is_constraint=np.zeros(n, dtype=bool),
+    )
+
+
+def prompt_samples(
+    con: sqlite3.Connection,
+    corpus: Corpus,
+    asked: pl.DataFrame,
+    sessions: tuple[Sequence[dict], dict[str, CandidateRows], dict[str, PreviousSession | None]],
+    rules: SampleRules,
+) -> list[SessionSample]:
+    """A sample per recorded prompt (`prompt_rankings_of`) of the scored sessions given
+    (`sessions`: their dicts as `load_samples` keeps them, their candidate rows as shown and
+    each one's previous session): the prompt's pool (those in the corpus, in the pool's
+    order) with the inputs its ranking saw (the recorded context, the prompt's query by
+    `session_query.prompt_query`, the time of the prompt, the candidates' track records before
+    the session), labelled by the same label function as a session's sample from what followed
+    the prompt (`_prompt_rows`). Keyed `<session key>#prompt-<invocation id>`."""
+    kept, rows, previous = sessions
+    by_key = {s["session_key"]: s for s in kept}
+    if asked.height == 0 or not by_key:
+        return []
+    later = later_hits(asked)
+    picked = [
+        (i, r)
+        for i, r in enumerate(asked.iter_rows(named=True))
+        if r["session_key"] in by_key and r["context"] is not None and r["at"] is not None
+    ]
+    pools = [[m for m in r["pool"] if m in corpus.row_of] for _, r in picked]
+    tracks = read_track_records(
+        con,
+        [(p, by_key[r["session_key"]]["start"]) for p, (_, r) in zip(pools, picked, strict=True)],
+    )
+    out: list[SessionSample] = []
+    for pool, (i, r), track in zip(pools, picked, tracks, strict=True):
+        s = by_key[r["session_key"]]
+        ctx = np.frombuffer(r["context"], dtype="<f4").astype(np.float32)
+        if len(pool) < 2 or ctx.shape[0] != corpus.dim:
+            continue
+        prev = previous.get(s["session_key"])
+        key = f"{s['session_key']}#prompt-{r['invocation_id']}"
+        inputs = session_inputs(
+            corpus,
+            corpus.rows(pool),
+            key,
+            SessionInfo(r["at"], rules.tz, s.get("project"), prev.start if prev else None),
+            SessionContextVector(ctx, PROMPT_CONTEXT_RULE),
+            cfg=rules.cfg,
+            query=prompt_query(r["prompt"]),
+            origin=CandidateOrigin(store=con, track_record=track.values),
+        )
+        cand = _prompt_rows(pool, set(r["injected"]), later[i], rows.get(s["session_key"]))
+        end = s.get("end") or s["start"]
+        label_in = label_input(corpus, inputs, cand, {**s, "session_key": key}, end.timestamp())
+        result = seed_labels(label_in, rules.cfg, rng=sample_rng(rules.seed, key))
+        keep = np.asarray(result.include, dtype=bool)
+        labels = np.asarray(result.labels, dtype=np.float64)
+        if keep.sum() < 2 or not session_trainable(float(s["confidence"]), labels[keep], rules.cfg):
+            continue
+        out.append(
+            SessionSample.from_inputs(
+                inputs.take(keep),
+                labels[keep],
+                cand.rank[keep],
+                confidence=float(s["confidence"]),
+                continuity=float(s["score"]),
+                rated=ratings(label_in)[keep],
+            )
+        )
+    return out
 
 
 def _bar(total: int):  # the tqdm bar (its type loads with it)

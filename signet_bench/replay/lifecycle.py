@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Container, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -71,8 +71,13 @@ from signet_bench.daemon.predictor_state import (
 )
 from signet_bench.daemon.ranking.baseline import rank_order
 from signet_bench.daemon.ranking.compat import signet058_session_start
-from signet_bench.daemon.ranking.fts import fts_search, recall_terms
-from signet_bench.daemon.ranking.prompt_time import PromptLimits, choose, prompt_pool
+from signet_bench.daemon.ranking.fts import fts_search
+from signet_bench.daemon.ranking.prompt_time import (
+    PROMPT_CONTEXT_RULE,
+    PromptLimits,
+    choose,
+    prompt_pool,
+)
 from signet_bench.daemon.ranking.ranker import CosineRanker
 from signet_bench.daemon.ranking.session_start import (
     GraphWalk,
@@ -110,6 +115,7 @@ from signet_scorer.features import SessionInfo
 from signet_scorer.hook.config import USER_PROMPT_SUBMIT
 from signet_scorer.hook.log import InjectionLog
 from signet_scorer.structure import GraphColumns
+from signet_scorer.terms import recall_terms
 from signet_scorer.track_record import TrackHistory, read_track_history, read_track_record
 from signet_scorer.workbench import DEFAULT_AGENT, WORKBENCH_FILE
 
@@ -129,7 +135,6 @@ __all__ = [
 
 MODES = ("ours", "signet-0.58")
 HARNESS = "simulated"
-PROMPT_CONTEXT_RULE = "prompt"  # a prompt's context: its own embedding at unit length
 _PROMPT_STREAM = 0x9A0B  # seeds a session's prompt-time scorer apart from its start's
 COMPARE_DELAY = timedelta(minutes=2)
 """How long after a session's end the summary worker compares it (and a training it makes due
@@ -202,7 +207,8 @@ class SimReport:
 class PromptTurn:
     """One prompt's ranking: the prompt (its text, time and what it is about), its pool's
     inputs as the scorer saw them (None: an empty pool), the scorer's scores (None: nothing
-    scored; the pool's own order chose) and the memories it injected, best first."""
+    scored; the pool's own order chose), the memories it injected, best first, and those its
+    own keyword search found (the labels of earlier prompts' samples)."""
 
     text: str
     at: datetime
@@ -210,6 +216,7 @@ class PromptTurn:
     inputs: SessionInputs | None
     scores: np.ndarray | None
     injected: tuple[str, ...]
+    hits: tuple[str, ...] = ()  # what the prompt's own keyword search found, best first
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,8 +436,9 @@ class Lifecycle:
                 at = format_iso(prompt.at)
                 w.track_fts_hits(self.con, plan.session_key, [m for m, _ in hits], at)
             if history is not None:
-                turns.append(self._prompt_turn(plan, prev, prompt, (scorer, history), shown))
-                shown.update(turns[-1].injected)
+                turn = self._prompt_turn(plan, prev, prompt, (scorer, history), shown)
+                turns.append(replace(turn, hits=tuple(m for m, _ in hits)))
+                shown.update(turn.injected)
             if prompt.feedback:
                 block = json.dumps({"memory_feedback": dict(prompt.feedback)})
                 fb = parse_feedback(block, injected)
@@ -492,7 +500,7 @@ class Lifecycle:
         try:
             for turn in turns:
                 invocation, rows = _prompt_rows(plan, turn, str(self.state.model_version))
-                log.record(invocation, rows)
+                log.record(invocation, rows, _prompt_record(turn))
         finally:
             log.close()
 
@@ -837,6 +845,19 @@ def _prompt_rows(
         for r, m in enumerate(turn.injected, 1)
     ]
     return invocation, rows
+
+
+def _prompt_record(turn: PromptTurn) -> dict[str, object] | None:
+    """What a prompt's ranking saw, as the hook log keeps it for the trainer's prompt samples
+    (`learn.samples.prompt_samples`); None where it had no pool or no context."""
+    if turn.inputs is None or turn.inputs.context is None:
+        return None
+    return {
+        "prompt": turn.text,
+        "pool": [str(m) for m in turn.inputs.memory_ids.tolist()],
+        "hits": list(turn.hits),
+        "context": np.asarray(turn.inputs.context, dtype="<f4").tobytes(),
+    }
 
 
 def _graph_columns(flags: TraversalFlags | None) -> GraphColumns | None:

@@ -10,12 +10,15 @@ process). A workbench without the file reads as empty frames.
 agent ids, the agent of each key's first invocation), `hook_sessions` says per session whether
 the session-start wrapper served it (its recorded injections are the scorer's choice) or failed
 open (Signet's output was printed), `served_injections` lists what it injected where it served,
-and `prompt_injections` what the user-prompt-submit wrapper added at the session's prompts.
+and `prompt_injections` what the user-prompt-submit wrapper added at the session's prompts;
+`prompt_rankings` what each prompt's ranking saw (its text, pool, keyword hits and context),
+where it was recorded, for the trainer's prompt samples.
 A log written before invocations named their hook reads as all `session-start`.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +26,7 @@ from pathlib import Path
 import polars as pl
 
 from signet_scorer.hook.config import SESSION_START, USER_PROMPT_SUBMIT
-from signet_scorer.hook.log import INJECTION_COLUMNS, INVOCATION_COLUMNS
+from signet_scorer.hook.log import INJECTION_COLUMNS, INVOCATION_COLUMNS, PROMPT_COLUMNS
 from signet_scorer.workbench import DEFAULT_AGENT, HOOK_LOG_FILE
 
 __all__ = [
@@ -33,6 +36,7 @@ __all__ = [
     "hook_record",
     "hook_sessions",
     "prompt_injections",
+    "prompt_rankings",
     "read_hook_injections",
     "read_hook_invocations",
     "served_injections",
@@ -185,3 +189,44 @@ def prompt_injections(record: HookRecord) -> pl.DataFrame:
     return rows.select("session_key", "invocation_id", "at", "memory_id", "rank", "score").sort(
         "session_key", "invocation_id", "rank"
     )
+
+
+PROMPT_RANKING_SCHEMA: dict[str, pl.DataType] = {
+    "session_key": pl.String(),
+    "invocation_id": pl.Int64(),
+    "at": pl.Datetime("us", "UTC"),
+    "prompt": pl.String(),
+    "pool": pl.List(pl.String()),
+    "hits": pl.List(pl.String()),
+    "context": pl.Binary(),
+    "injected": pl.List(pl.String()),
+}
+
+
+def prompt_rankings(workbench: str | Path, record: HookRecord) -> pl.DataFrame:
+    """What each recorded prompt of `record`'s agent ranked, oldest first
+    (`PROMPT_RANKING_SCHEMA`): the prompt, its pool, its keyword hits, the context vector's
+    bytes and the memories it injected (in rank order); empty without `hook_prompts`."""
+    path = hook_log_path(workbench)
+    rows: list[tuple] = []
+    if path.exists():
+        con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=5.0)
+        try:
+            tables = {
+                r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            if "hook_prompts" in tables:
+                rows = con.execute(
+                    f"SELECT {', '.join(PROMPT_COLUMNS)} FROM hook_prompts ORDER BY invocation_id"
+                ).fetchall()
+        finally:
+            con.close()
+    at = dict(zip(record.invocations["id"], record.invocations["at"], strict=True))
+    injected = prompt_injections(record).group_by("invocation_id").agg(pl.col("memory_id"))
+    chosen = dict(zip(injected["invocation_id"], injected["memory_id"].to_list(), strict=True))
+    out = [
+        (key, rid, at[rid], text, json.loads(pool), json.loads(hits), ctx, chosen.get(rid, []))
+        for rid, key, agent, text, pool, hits, ctx in rows
+        if rid in at
+    ]
+    return pl.DataFrame(out, schema=PROMPT_RANKING_SCHEMA, orient="row")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.daemon.ranking.fts import fts_search, recall_terms
+from signet_bench.daemon.ranking.fts import fts_search
 from signet_bench.replay.lifecycle import (
     COMPARE_DELAY,
     Lifecycle,
@@ -31,6 +31,7 @@ from signet_bench.world.synth.build import build_persona_store
 from signet_bench.world.synth.persona import get_persona
 from signet_bench.world.synth.plans import SessionContext, make_context
 from signet_bench.world.synth.truth import read_synth_meta
+from signet_scorer.terms import recall_terms
 
 SESSIONS = 7
 CFG = DEFAULT_CONFIG.replace(train_interval_sessions=3)

@@ -22,6 +22,9 @@ from signet_bench.daemon.session_query import prompt_query
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.samples import (
     PROMPT_SOURCE,
+    Selection,
+    later_hits,
+    load_samples,
     read_label_signals,
     shown_candidates,
     signals_frame,
@@ -31,10 +34,12 @@ from signet_bench.replay.trainers import model_dir
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.graph import read_graph
 from signet_bench.store.hook_log import (
+    PROMPT_RANKING_SCHEMA,
     hook_log_path,
     hook_record,
     hook_sessions,
     prompt_injections,
+    prompt_rankings,
     read_hook_invocations,
 )
 from signet_bench.world.synth.build import build_persona_store
@@ -109,6 +114,59 @@ def test_the_hook_log_records_each_prompt_as_the_wrapper_does(ran):
         assert sorted(mine["memory_id"].to_list()) == sorted(want)
     # session start's record is untouched: no session counts as served by a wrapper
     assert hook_sessions(record).height == 0
+
+
+def test_each_prompt_is_recorded_as_its_ranking_saw_it(ran):
+    wb = _workbench(ran)
+    asked = prompt_rankings(wb, hook_record(wb))
+    turns = [t for r in ran.records.values() for t in r.prompts if t.inputs is not None]
+    assert asked.height == len(turns) > 0
+    for row, turn in zip(asked.iter_rows(named=True), turns, strict=True):
+        assert row["prompt"] == turn.text and row["at"] == turn.at
+        assert row["pool"] == turn.inputs.memory_ids.tolist()
+        assert row["hits"] == list(turn.hits) and row["injected"] == list(turn.injected)
+        np.testing.assert_array_equal(np.frombuffer(row["context"], "<f4"), turn.inputs.context)
+
+
+def test_each_prompt_trains_on_the_inputs_its_ranking_saw(ran):
+    """The trainer's sample of a prompt (`load_samples`, from the store and the hook log) holds
+    the candidates its ranking scored with the very inputs it scored them with."""
+    wb = _workbench(ran)
+    samples, _ = load_samples(
+        ran.path, tz=ran.world.tz, workbench=wb, select=Selection(prompts=True)
+    )
+    starts, _ = load_samples(ran.path, tz=ran.world.tz, workbench=wb)
+    assert [s.session_key for s in starts] == [
+        s.session_key for s in samples if "#" not in s.session_key
+    ]
+    turns = {
+        (r.plan.session_key, t.at): t
+        for r in ran.records.values()
+        for t in r.prompts
+        if t.inputs is not None
+    }
+    prompted = [s for s in samples if "#prompt-" in s.session_key]
+    assert len(prompted) >= len(turns) // 2 and len(samples) > len(prompted)
+    for sample in prompted:
+        turn = turns[(sample.session_key.split("#prompt-")[0], sample.start)]
+        at = {m: i for i, m in enumerate(turn.inputs.memory_ids.tolist())}
+        idx = [at[m] for m in sample.memory_ids]
+        np.testing.assert_array_equal(sample.context, turn.inputs.context)
+        np.testing.assert_array_equal(sample.features, turn.inputs.features[idx])
+        np.testing.assert_array_equal(sample.signals, turn.inputs.signals[idx])
+
+
+def test_a_prompt_is_labelled_by_the_keyword_hits_of_the_prompts_after_it():
+    t = pl.datetime(2026, 1, 1, time_zone="UTC")
+    asked = pl.DataFrame(
+        {
+            "session_key": ["a", "b", "a", "a"],
+            "invocation_id": [1, 2, 3, 4],
+            "hits": [["m1", "m2"], ["m1"], ["m2", "m3"], ["m2"]],
+        }
+    ).with_columns(t.alias("at"))
+    assert later_hits(asked) == [{"m2": 2, "m3": 1}, {}, {"m2": 1}, {}]
+    assert PROMPT_RANKING_SCHEMA["hits"] == pl.List(pl.String())
 
 
 def test_prompt_injections_count_as_shown_and_session_start_keeps_its_own(ran):

@@ -14,18 +14,23 @@ import random
 import sqlite3
 import sys
 import threading
+from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import numpy as np
+import polars as pl
 import pytest
 
 from signet_bench.bench.signet_standin import write_standin
+from signet_bench.store.hook_log import hook_record, prompt_rankings
 from signet_scorer.hook.access import agent_scope, visible_clause
 from signet_scorer.hook.opening import open_scorer
 from signet_scorer.hook.prompt import HEADING, daemon_url, run_prompt_hook
 from signet_scorer.hook.prompt_rank import PromptAsk, prompt_candidates, rank_prompt
 from signet_scorer.hook.rank import HookSession, RankError
 from signet_scorer.hook.store import open_store
+from signet_scorer.terms import recall_terms
 from signet_scorer.workbench import HOOK_LOG_FILE
 from tests.scorer.hook_support import NOW, World, run_process, signet_prints, standin_runner
 
@@ -160,6 +165,17 @@ def _vocabulary(world: World) -> list[str]:
     )
     con.close()
     return words
+
+
+def _common_terms(world: World, n: int) -> list[str]:
+    """The `n` search terms (`recall_terms`) found in the most memories, ties alphabetical: a
+    prompt of them matches more memories than one prompt's budget shows."""
+    con = sqlite3.connect(world.db)
+    found = Counter(
+        t for (c,) in con.execute("SELECT content FROM memories") for t in recall_terms(c)
+    )
+    con.close()
+    return sorted(found, key=lambda t: (-found[t], t))[:n]
 
 
 def _logged(world: World, key: str) -> list[tuple]:
@@ -427,7 +443,8 @@ def test_every_failure_prints_what_signet_prints_and_says_why(world, tmp_path, f
 
 def test_a_repeated_prompt_adds_only_what_the_session_has_not_had(world):
     env = world.env(SIGNET_DAEMON_URL="http://127.0.0.1:9")
-    stdin = _prompt_stdin("repeat", " ".join(_vocabulary(world)[:8]))
+    prompt = " ".join(_common_terms(world, 8))
+    stdin = _prompt_stdin("repeat", prompt)
     seen: set[str] = set()
     for _ in range(12):
         out = _hook(world, ARGS["json"], stdin, env)
@@ -440,6 +457,19 @@ def test_a_repeated_prompt_adds_only_what_the_session_has_not_had(world):
     logged = _logged(world, "repeat")
     assert logged[-1][1:3][0] == "signet" and "matches the prompt" in logged[-1][2]
     assert len(seen) > 1 and sum(1 for r in logged if r[1] == "scorer") >= 2
+    # each served prompt's ranking is recorded for training: its pool held only what the
+    # session had not had, and what it added
+    asked = prompt_rankings(world.workbench, hook_record(world.workbench)).filter(
+        pl.col("session_key") == "repeat"
+    )
+    assert asked.height == sum(1 for r in logged if r[1] == "scorer")
+    had: set[str] = set()
+    for row in asked.iter_rows(named=True):
+        assert set(row["injected"]) <= set(row["pool"]) and not had & set(row["pool"])
+        context = np.frombuffer(row["context"], "<f4")
+        assert row["prompt"] == prompt and abs(float(np.linalg.norm(context)) - 1) < 1e-5
+        had |= set(row["injected"])
+    assert had == seen
 
 
 def test_in_process_the_run_is_what_the_command_prints(world):

@@ -16,6 +16,10 @@ open), written append-only, one transaction per invocation. The library reads it
   injections are added to its session's (a memory already recorded for the session key and agent
   is not recorded again: no hook injects a memory twice in one session). A log written before
   the column existed gains it, its rows read as `session-start`.
+- `hook_prompts`: what a prompt's ranking saw, for training on prompts: the prompt's text, its
+  candidate pool in the pool's order and the memories its own keyword search found (JSON lists
+  of memory ids), and the context vector the scorer ranked with (little-endian float32; NULL:
+  none), one row per prompt invocation that records it.
 
 Standard library only; `typing` is not imported at run time (the hook's start is on every
 session's path).
@@ -23,6 +27,7 @@ session's path).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
@@ -38,6 +43,7 @@ __all__ = [
     "INJECTION_COLUMNS",
     "INVOCATION_COLUMNS",
     "LOG_DDL",
+    "PROMPT_COLUMNS",
     "InjectionLog",
     "record_invocation",
 ]
@@ -72,6 +78,15 @@ INJECTION_COLUMNS = (
     "model_version",
     "injected_at",
 )
+PROMPT_COLUMNS = (
+    "invocation_id",
+    "session_key",
+    "agent_id",
+    "prompt",  # the user's prompt
+    "pool",  # JSON list: the candidates ranked, in the pool's order
+    "hits",  # JSON list: the memories the prompt's own keyword search found, best first
+    "context",  # BLOB: the context vector ranked with, little-endian float32; NULL: none
+)
 LOG_DDL = (
     """CREATE TABLE IF NOT EXISTS hook_invocations (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -86,6 +101,10 @@ LOG_DDL = (
         rank INTEGER NOT NULL, signet_rank INTEGER NOT NULL, score REAL,
         chosen_by TEXT NOT NULL, model_version TEXT, injected_at TEXT NOT NULL,
         PRIMARY KEY (session_key, agent_id, memory_id))""",
+    """CREATE TABLE IF NOT EXISTS hook_prompts (
+        invocation_id INTEGER PRIMARY KEY REFERENCES hook_invocations(id),
+        session_key TEXT NOT NULL, agent_id TEXT NOT NULL, prompt TEXT NOT NULL,
+        pool TEXT NOT NULL, hits TEXT NOT NULL, context BLOB)""",
 )
 
 
@@ -130,11 +149,17 @@ class InjectionLog:
             raise
         self.con.execute("COMMIT")
 
-    def record(self, invocation: Mapping[str, Any], injections: Sequence[Mapping[str, Any]]) -> int:
+    def record(
+        self,
+        invocation: Mapping[str, Any],
+        injections: Sequence[Mapping[str, Any]],
+        ranking: Mapping[str, Any] | None = None,
+    ) -> int:
         """Append one invocation and its injected memories, in one transaction; returns the
         invocation's id. Nothing is recorded without a session key; a session start records
         nothing once its session key and agent have injections; a prompt records the memories
-        its session does not hold yet."""
+        its session does not hold yet, and with `ranking` (`prompt`, `pool` and `hits` as
+        lists of ids, `context` as bytes) what its ranking saw (`hook_prompts`)."""
         con = self.con
         hook = invocation.get("hook") or SESSION_START
         with self._transaction():
@@ -156,6 +181,13 @@ class InjectionLog:
                         [{**r, "invocation_id": rid}.get(c) for c in INJECTION_COLUMNS]
                         for r in injections
                     ],
+                )
+            if key and prompt and ranking is not None:
+                lists = {c: json.dumps(list(ranking[c])) for c in ("pool", "hits")}
+                row = {**ranking, **lists, "invocation_id": rid, "session_key": key}
+                row["agent_id"] = agent
+                con.execute(
+                    _insert("hook_prompts", PROMPT_COLUMNS), [row.get(c) for c in PROMPT_COLUMNS]
                 )
         return rid
 

@@ -36,6 +36,7 @@ says where the candidates came from (`fts+recall`, or `fts` and why recall was n
 from __future__ import annotations
 
 import os
+import struct
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -471,6 +472,17 @@ def _invocation(p: _Prompt, res: SignetResult, rows: list[Any], ms: float) -> di
     }
 
 
+def _ranking_record(p: _Prompt) -> dict[str, Any] | None:
+    """What the served ranking saw, as the log keeps it for training on prompts (the context
+    as little-endian float32); None from a resident that does not say it."""
+    ranked = p.ranked or {}
+    pool, context = ranked.get("candidates"), ranked.get("context")
+    if not pool or not context:
+        return None
+    vector = struct.pack(f"<{len(context)}f", *context)
+    return {"prompt": p.prompt, "pool": pool, "hits": ranked.get("hits") or [], "context": vector}
+
+
 def run_prompt_hook(
     argv: Sequence[str],
     stdin: bytes | None,
@@ -531,6 +543,7 @@ def run_prompt_hook(
     try:
         done.invocation = _invocation(p, res, rows, (time.monotonic() - started) * 1000.0)
         done.injections = rows
+        done.ranking = _ranking_record(p) if rows else None
     except Exception:  # noqa: BLE001 - the record is best effort, the harness is served
         done.invocation = {}
     done.start_resident = cfg.resident == "auto" and p.down is not None

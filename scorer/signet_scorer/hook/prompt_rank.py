@@ -5,11 +5,14 @@ the hook's own process or its resident scorer alike (`signet_scorer.hook.prompt`
   (`signet_scorer.hook.access`), none the session already injected: the memories the daemon's
   recall returned for the prompt (`/api/memory/recall`, its hybrid of the prompt's embedding
   and keywords; the hook asks it), in its order, then the prompt's terms through FTS5
-  (`memories_fts`, BM25 order), at most `POOL` in all. Without the daemon's recall the pool is
-  lexical only; `context_rule` says which (`fts+recall` or `fts`).
-- **Context**: the unit mean of the embeddings of the pool's first 10 embedded memories (the
-  best matches of the prompt stand for it: the scorer has no embedder of its own).
-- **Query**: the prompt's terms (the lexical signal) and its capitalised words (entities).
+  (`memories_fts`, BM25 order; the terms are Signet's prompt query shape,
+  `signet_scorer.terms.recall_terms`, the replayed loop's too), at most `POOL` in all. Without
+  the daemon's recall the pool is lexical only; `context_rule` says which (`fts+recall` or
+  `fts`).
+- **Context**: the unit mean of the embeddings of the prompt's first 10 embedded matches, the
+  session's injected ones included (the best matches of the prompt stand for it: the scorer
+  has no embedder of its own; the context is the prompt's, not what is left of its pool).
+- **Query**: the prompt's recall terms (the lexical signal) and its capitalised words (entities).
 - **Features**: now, in the user's time zone; the knowledge-graph columns from the store's
   graph; each candidate's track record in the agent's judged sessions, as at session start.
 
@@ -18,7 +21,6 @@ Imports numpy and the serving modules; the scorer (onnxruntime) is given by the 
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ from signet_scorer.hook.rank import HookSession, RankError, candidate_info, grap
 from signet_scorer.hook.store import read_embeddings, read_memories
 from signet_scorer.query import ScoreQuery
 from signet_scorer.signals import query_entities
+from signet_scorer.terms import fts_match_expression, recall_terms
 from signet_scorer.tokenize import project_slot
 from signet_scorer.track_record import read_track_record
 
@@ -48,22 +51,13 @@ __all__ = [
     "PromptRanking",
     "prompt_ask",
     "prompt_candidates",
-    "prompt_terms",
+    "prompt_matches",
     "rank_prompt",
     "ranking_reply",
 ]
 
 POOL = 100  # candidates scored at most (Signet's session-start candidatePoolLimit)
-MAX_TERMS = 24
-_TERM = re.compile(r"[a-z0-9][a-z0-9_\-]{2,}")
-_STOP_WORDS = (
-    "the and for are but not you all any can had her was one our out has him his how its may "
-    "new now old see two way who did get let say she too use that with have this will your "
-    "from they been were what when which their there would could should about into than then "
-    "them these those also just like some more most such only over very make does done here "
-    "please want need help tell show give"
-)
-_STOP = frozenset(_STOP_WORDS.split())
+HITS = 10  # the prompt's keyword hits a ranking records (the later prompts' labels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +77,9 @@ class PromptAsk:
 class PromptRanking:
     """The memories to offer, best first (`ids`, `contents`, `created_at` as the store has it,
     the scorer's `scores`), their positions in the candidate pool before scoring (1-based:
-    `pool_ranks`), the pool's size and the rule of its sources and context."""
+    `pool_ranks`), the pool's size and the rule of its sources and context; what the ranking
+    saw, for training on prompts (`signet_scorer.hook.log`'s `hook_prompts`): the pool in its
+    order (`candidates`), the prompt's first `HITS` keyword hits and the context vector."""
 
     ids: tuple[str, ...]
     contents: tuple[str, ...]
@@ -92,6 +88,9 @@ class PromptRanking:
     pool_ranks: tuple[int, ...]
     pool: int
     context_rule: str
+    candidates: tuple[str, ...] = ()
+    hits: tuple[str, ...] = ()
+    context: tuple[float, ...] = ()
 
 
 def prompt_ask(request: dict[str, Any]) -> PromptAsk:
@@ -124,23 +123,19 @@ def ranking_reply(ranking: PromptRanking) -> dict[str, Any]:
         "memories": [[m, c, t, float(s), int(r)] for m, c, t, s, r in rows],
         "pool": ranking.pool,
         "context_rule": ranking.context_rule,
+        "candidates": list(ranking.candidates),
+        "hits": list(ranking.hits),
+        "context": list(ranking.context),
     }
-
-
-def prompt_terms(prompt: str) -> list[str]:
-    """The prompt's search terms: lowercased runs of >= 3 letters, digits, `_` or `-` that are
-    not common words, first seen first, at most `MAX_TERMS`."""
-    found = (t.strip("-_") for t in _TERM.findall(prompt.lower()))
-    return list(dict.fromkeys(t for t in found if len(t) >= 3 and t not in _STOP))[:MAX_TERMS]
 
 
 def _fts(
     con: sqlite3.Connection, terms: Sequence[str], where: str, args: list[object]
 ) -> list[str]:
     """The visible memories matching any term, best BM25 first (none: no FTS table)."""
-    if not terms:
+    match = fts_match_expression(terms)
+    if match is None:
         return []
-    match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
     sql = (
         "SELECT m.id FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
         f"WHERE memories_fts MATCH ? AND {where} ORDER BY f.rank LIMIT {POOL}"
@@ -162,27 +157,43 @@ def _visible(
     return {str(r[0]) for r in con.execute(sql, [*ids, *args])}
 
 
-def prompt_candidates(con: sqlite3.Connection, ask: PromptAsk) -> list[str]:
-    """The pool (module docstring): recalled memories first, then FTS hits, only those the
-    agent may be shown and the session has not injected, at most `POOL`."""
+def prompt_matches(con: sqlite3.Connection, ask: PromptAsk) -> list[str]:
+    """The prompt's matches, best first: recalled memories, then FTS hits, only those the
+    agent may be shown (the session's injected ones included)."""
+    return _sources(con, ask)[0]
+
+
+def _sources(con: sqlite3.Connection, ask: PromptAsk) -> tuple[list[str], list[str]]:
+    """`prompt_matches` and the FTS hits among them, each best first."""
     where, args = visible_clause(con, agent_scope(con, ask.session.agent_id))
     recalled = list(dict.fromkeys(ask.recalled or ()))
     shown = _visible(con, recalled, where, args)
-    pool = [m for m in recalled if m in shown]
-    pool += _fts(con, prompt_terms(ask.prompt), where, args)
-    return [m for m in dict.fromkeys(pool) if m not in ask.exclude][:POOL]
+    hits = _fts(con, recall_terms(ask.prompt), where, args)
+    return list(dict.fromkeys([*(m for m in recalled if m in shown), *hits])), hits
 
 
-def _query(con: sqlite3.Connection, ask: PromptAsk, ids: list[str], dim: int, slots: int):
-    """The score query of the pool and its context's rule."""
+def prompt_candidates(con: sqlite3.Connection, ask: PromptAsk) -> list[str]:
+    """The pool (module docstring): the prompt's matches the session has not injected, at
+    most `POOL`."""
+    return _pool(prompt_matches(con, ask), ask.exclude)
+
+
+def _pool(matches: Sequence[str], exclude: frozenset[str]) -> list[str]:
+    return [m for m in matches if m not in exclude][:POOL]
+
+
+def _query(con: sqlite3.Connection, ask: PromptAsk, matches: list[str], dim: int, slots: int):
+    """The score query of the pool (`matches` the session has not injected) and its
+    context's rule."""
     session = ask.session
+    ids = _pool(matches, ask.exclude)
     mem = read_memories(con, ids, session.project)
-    vectors = read_embeddings(con, ids, dim)
+    vectors = read_embeddings(con, matches, dim)
     emb = [vectors.get(m) for m in ids]
-    top = [v for v in emb if v is not None][:CONTEXT_TOP]
+    top = [vectors[m] for m in matches if m in vectors][:CONTEXT_TOP]
     ctx = context_embedding(np.zeros((0, dim)), np.array(top).reshape(-1, dim))
     if ctx.vector is None:
-        raise RankError("no context: no memory of the prompt's candidates is embedded")
+        raise RankError("no context: no memory the prompt matches is embedded")
     graph = graph_columns(con, ids, [], session.agent_id)
     track = read_track_record(con, ids, session.now, agent_id=session.agent_id)
     info = SessionInfo(session.now, session.tz, session.project or None, None)
@@ -194,7 +205,7 @@ def _query(con: sqlite3.Connection, ask: PromptAsk, ids: list[str], dim: int, sl
         candidate_texts=mem.contents,
         candidate_features=candidate_features(candidate_info(mem, emb, graph), info),
         project_slot=project_slot(session.project or None, slots),
-        query_terms=prompt_terms(ask.prompt),
+        query_terms=recall_terms(ask.prompt),
         query_entities=query_entities(ask.prompt) or None,
         candidate_sources=None if all(s is None for s in mem.sources) else mem.sources,
         candidate_created_at=mem.created_at,
@@ -211,11 +222,12 @@ def rank_prompt(con: sqlite3.Connection, scorer: Scorer, ask: PromptAsk) -> Prom
         raise RankError(scorer.reason or "no model")
     if not ask.prompt:
         raise RankError("the prompt is empty")
-    ids = prompt_candidates(con, ask)
+    matches, hits = _sources(con, ask)
+    ids = _pool(matches, ask.exclude)
     source = "fts+recall" if ask.recalled is not None else "fts"
     if not ids:
         raise RankError(f"no memory the agent may be shown matches the prompt ({source})")
-    query, rule = _query(con, ask, ids, info.native_dim, info.project_slots)
+    query, rule = _query(con, ask, matches, info.native_dim, info.project_slots)
     result = scorer.score(query)
     if result.scores is None:
         raise RankError(f"the scorer failed: {result.reason}")
@@ -236,4 +248,7 @@ def rank_prompt(con: sqlite3.Connection, scorer: Scorer, ask: PromptAsk) -> Prom
         pool_ranks=tuple(position[m] + 1 for m, _ in chosen),
         pool=len(ids),
         context_rule=f"{source}; {rule}",
+        candidates=tuple(ids),
+        hits=tuple(hits[:HITS]),
+        context=tuple(float(x) for x in query.context_embedding),
     )

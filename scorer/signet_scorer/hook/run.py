@@ -44,15 +44,17 @@ __all__ = [
 
 class HookRun:
     """What the wrapper prints and how it exits (`stdout`, `stderr`, `code`), what it records
-    (`invocation`, empty: nothing to record; `injections`; `log`, where the record goes;
-    `writer`, the log already opened for it, a `signet_scorer.hook.log.InjectionLog`), and whether
-    to start the resident scorer once it is done (`start_resident`)."""
+    (`invocation`, empty: nothing to record; `injections`; `ranking`, what a prompt's ranking
+    saw, None: nothing; `log`, where the record goes; `writer`, the log already opened for it, a
+    `signet_scorer.hook.log.InjectionLog`), and whether to start the resident scorer once it is
+    done (`start_resident`)."""
 
     __slots__ = (
         "code",
         "injections",
         "invocation",
         "log",
+        "ranking",
         "start_resident",
         "stderr",
         "stdout",
@@ -73,6 +75,7 @@ class HookRun:
         self.invocation = invocation if invocation is not None else {}
         self.injections = injections if injections is not None else []
         self.log, self.writer = log, writer
+        self.ranking: dict[str, Any] | None = None
         self.start_resident = False
 
 
@@ -189,7 +192,7 @@ def save_record(run: HookRun) -> None:
     try:
         with contextlib.suppress(Exception):  # best effort: the harness is already served
             if run.invocation:
-                writer.record(run.invocation, run.injections)
+                writer.record(run.invocation, run.injections, run.ranking)
     finally:
         writer.close()
 

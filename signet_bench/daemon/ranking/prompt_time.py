@@ -31,13 +31,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from signet_bench.daemon.ranking.baseline import rank_order, top_k_indices
-from signet_bench.daemon.ranking.fts import fts_search, recall_terms
+from signet_bench.daemon.ranking.fts import fts_search
 from signet_bench.daemon.ranking.select import select_with_budget
 from signet_bench.store.corpus import Corpus
 from signet_bench.store.graph import EntityGraph
+from signet_scorer.terms import recall_terms
 
 __all__ = [
     "ENTITY_CONTEXT_TYPES",
+    "PROMPT_CONTEXT_RULE",
     "RECALL_MIN_SCORE",
     "SIGNET058_RECALL",
     "PromptLimits",
@@ -48,6 +50,7 @@ __all__ = [
     "prompt_pool",
 ]
 
+PROMPT_CONTEXT_RULE = "prompt"  # a prompt's context: its own embedding at unit length
 VECTOR_WEIGHT = 0.7  # Signet's hybrid recall: alpha * vector + (1 - alpha) * bm25
 RECALL_MIN_SCORE = 0.1  # Signet's `min_score`: merged scores below it are dropped
 SIGNET058_RECALL = 10  # Signet 0.58's prompt-time recall limit

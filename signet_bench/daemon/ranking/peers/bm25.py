@@ -19,9 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from signet_bench.daemon.candidates import SessionInputs
-from signet_bench.daemon.ranking.fts import fts_match_expression, fts_search, recall_terms
+from signet_bench.daemon.ranking.fts import fts_search
 from signet_bench.daemon.ranking.peers.query import QueryText
 from signet_bench.store.schema import FTS_DDL
+from signet_scorer.terms import fts_match_expression, recall_terms
 
 __all__ = ["BM25Ranker", "candidate_bm25"]
 

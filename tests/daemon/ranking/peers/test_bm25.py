@@ -10,12 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from signet_bench.daemon.ranking.fts import fts_search, recall_terms
+from signet_bench.daemon.ranking.fts import fts_search
 from signet_bench.daemon.ranking.peers.bm25 import BM25Ranker, candidate_bm25
 from signet_bench.daemon.ranking.ranker import Ranker
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.schema import connect_writer, create_store
 from signet_bench.store.write import insert_memories
+from signet_scorer.terms import recall_terms
 from tests.daemon.ranking.ranker_contract import START, RankerContract, make_session
 
 QUERY = "which sqlite vector index fits the token budget?"
