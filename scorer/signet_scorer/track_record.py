@@ -155,6 +155,15 @@ def _terms(sm: set[str]) -> tuple[list[str], list[str]]:
     return terms, [f"session_memories.{c}" for c in missing]
 
 
+def _evidence(terms: Sequence[str]) -> str:
+    """The rows any of the six `terms` is not 0 in (injected, hit by a search while not
+    injected, or rated): the others add 0 to every sum (exactly: SQLite adds integer 0s and
+    keeps float sums as they were; the user's mean adds a memory's sums one after the other),
+    so a memory with only such rows reads as one without history, and skipping them before
+    the terms are computed changes no value."""
+    return f"(({terms[0]}) OR ({terms[3]}) OR ({terms[4]}) != 0)"
+
+
 def _counts_sql(sm: set[str], scores: set[str], by_agent: bool) -> tuple[str, list[str]]:
     """The per-memory aggregate over the judged sessions' rows written before the start, and the
     `session_memories` columns it had to take as absent."""
@@ -168,8 +177,9 @@ def _counts_sql(sm: set[str], scores: set[str], by_agent: bool) -> tuple[str, li
     )
     agent = " AND sm.agent_id = ?" if by_agent else ""
     sql = (
-        f"SELECT sm.memory_id, {picked} FROM session_memories sm WHERE sm.session_key IN "
-        f"({judged}) AND {_TIME.format('sm.created_at')} < ?{agent} GROUP BY sm.memory_id"
+        f"SELECT sm.memory_id, {picked} FROM session_memories sm WHERE {_evidence(terms)} "
+        f"AND sm.session_key IN ({judged}) AND {_TIME.format('sm.created_at')} < ?{agent} "
+        "GROUP BY sm.memory_id"
     )
     return sql, missing
 
@@ -427,9 +437,7 @@ def _history_rows(
     con: sqlite3.Connection, keys: Sequence[str], sm: set[str], agent: str
 ) -> tuple[_HistoryRows, tuple[str, ...]]:
     """The rows of the sessions `keys` with their six terms (`_counts_sql`'s, row by row),
-    but for the rows whose terms are all 0 (most: neither injected, nor hit, nor rated): a
-    memory with only such rows counts as one without history, and the user's mean adds its
-    memories' sums one after the other, to which a sum of 0 adds nothing."""
+    but for the rows whose terms are all 0 (`_evidence`)."""
     terms, missing = _terms(sm)
     agent_sql = " AND sm.agent_id = ?" if "agent_id" in sm else ""
     keys = sorted(set(keys))
@@ -440,7 +448,7 @@ def _history_rows(
             f"SELECT sm.session_key, sm.memory_id, {_TIME.format('sm.created_at')}, "
             f"{', '.join(terms)} FROM session_memories sm "
             f"WHERE sm.session_key IN ({','.join('?' * len(part))}){agent_sql} "
-            f"AND (({terms[0]}) OR ({terms[3]}) OR ({terms[4]}) != 0) "
+            f"AND {_evidence(terms)} "
             "ORDER BY sm.session_key, sm.rowid"
         )
         out += con.execute(query, [*part, *([agent] if agent_sql else [])]).fetchall()
