@@ -397,9 +397,11 @@ class _HistoryRows:
     """The `session_memories` rows of judged sessions, one per row, in the order the per-start
     aggregate sums them (by session key, then row id): per row its memory's position in
     `memories` (sorted: the aggregate's group order), its time as a position in `times` (the
-    sorted `_TIME` texts) and the six terms `_counts_sql` sums; `keys`: each session's rows."""
+    sorted `_TIME` texts) and the six terms `_counts_sql` sums; per row its session's position
+    in `keys` (the sessions in key order)."""
 
-    keys: dict[str, tuple[int, int]]  # session key -> (first row, end)
+    keys: dict[str, int]  # session key -> its position
+    session: np.ndarray  # (r,) int64, ascending: a session's rows are one run
     memory: np.ndarray  # (r,) int64
     memories: np.ndarray  # (m,) str, sorted
     time: np.ndarray  # (r,) int64
@@ -412,8 +414,10 @@ class _HistoryRows:
     ) -> TrackHistory:
         """What `read_track_history(con, before)` reads, from these rows (`judged`: the keys
         of the sessions it counts), its `rows` restricted to the memories `ids`."""
-        spans = [self.keys[k] for k in sorted(judged) if k in self.keys]
-        idx = np.concatenate([np.arange(a, b) for a, b in spans]) if spans else np.zeros(0, int)
+        counted = np.zeros(len(self.keys), dtype=bool)
+        counted[[self.keys[k] for k in judged if k in self.keys]] = True
+        # the rows of the sessions counted, in row order: by session key, then row id
+        idx = np.flatnonzero(counted[self.session])
         idx = idx[self.time[idx] < np.searchsorted(self.times, _time(before))]
         mem = self.memory[idx]
         present = np.bincount(mem, minlength=self.memories.size) > 0
@@ -452,17 +456,16 @@ def _history_rows(
             "ORDER BY sm.session_key, sm.rowid"
         )
         out += con.execute(query, [*part, *([agent] if agent_sql else [])]).fetchall()
-    spans: dict[str, tuple[int, int]] = {}
-    for i, r in enumerate(out):
-        k = str(r[0])
-        spans[k] = (spans[k][0] if k in spans else i, i + 1)
+    sessions: dict[str, int] = {}
+    session = np.array([sessions.setdefault(str(r[0]), len(sessions)) for r in out], dtype=np.int64)
     memories, memory = np.unique(
         np.asarray([str(r[1]) for r in out], dtype=str), return_inverse=True
     )
     times, time = np.unique(np.asarray([str(r[2]) for r in out], dtype=str), return_inverse=True)
     values = np.array([r[3:] for r in out], dtype=np.float64).reshape(-1, 6).T
     rows = _HistoryRows(
-        spans,
+        sessions,
+        session,
         np.asarray(memory, dtype=np.int64).reshape(-1),
         memories,
         np.asarray(time, dtype=np.int64).reshape(-1),
