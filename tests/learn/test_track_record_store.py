@@ -10,7 +10,6 @@ from __future__ import annotations
 import sqlite3
 from datetime import datetime, timedelta
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -22,7 +21,6 @@ from signet_bench.store.timestamps import format_iso, parse_ts
 from signet_bench.world.synth.build import build_persona_store
 from signet_scorer import track_record
 from signet_scorer.contract import SIGNAL_NAMES
-from signet_scorer.hook.opening import read_basis
 from signet_scorer.hook.rank import HookSession, RankError, session_query
 from signet_scorer.signals import signal_column
 from signet_scorer.track_record import TRACK_SESSIONS, read_track_record, read_track_records
@@ -314,29 +312,3 @@ def test_many_starts_at_once_equal_each_start_read_alone(world, sessions, monkey
         assert got.mean == want.mean and got.missing == want.missing
     # the starts differ: the comparison is not between constants
     assert len({r.mean for r in alone}) > 3
-
-
-def test_the_hooks_basis_reads_the_history_in_a_thread_as_it_reads_it_alone(world):
-    """The session-start basis with the memories' history read on a connection of its own in
-    a thread (`opening.read_basis` given the store) holds exactly the history read alone."""
-    path, _ = world
-    _, start = _scored_session(path)
-    dim = read_corpus(path).embeddings.shape[1]
-    info = SimpleNamespace(native_dim=dim)  # the model's dims are all the basis reads of it
-    session = {
-        "now": start,
-        "tz": "UTC",
-        "project": None,
-        "session_key": "x",
-        "agent_id": "default",
-    }
-    con = _ro(path)
-    try:
-        threaded = read_basis(con, session, info, path, 5.0)
-        alone = read_basis(con, session, info)
-    finally:
-        con.close()
-    assert threaded is not None and alone is not None
-    assert threaded.track.rows == alone.track.rows and threaded.track.rows
-    assert threaded.track.sums.tobytes() == alone.track.sums.tobytes()
-    assert threaded.track.mean == alone.track.mean and threaded.terms == alone.terms

@@ -328,7 +328,7 @@ def _prepare_here(att: _Attempt) -> None:
     att.scorer = scorer
     info = scorer.info
     att.model_version = info.model_version if info is not None else None
-    att.basis = read_basis(att.con, att.session(), info, att.cfg.db, att.cfg.budget_ms / 1000.0)
+    att.basis = read_basis(att.con, att.session(), info)
 
 
 def _check_budget(att: _Attempt, clock: Callable[[], float]) -> None:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
 __all__ = ["failure_text", "missing_model", "open_scorer", "open_store_for", "read_basis"]
@@ -52,54 +51,13 @@ def open_store_for(db: Path, timeout_s: float) -> tuple[Any, str | None]:
         return None, f"cannot open the store {db}: {exc}"
 
 
-def read_basis(
-    con: Any, session: dict[str, Any], info: Any, db: Path | None = None, timeout_s: float = 5.0
-) -> Any:
+def read_basis(con: Any, session: dict[str, Any], info: Any) -> Any:
     """The session's basis (`rank.session_basis`, read while Signet works), or None when it
-    cannot be read: the ranking then reads it again and reports why. With the store's path
-    `db` (opened as `open_store_for` opens it), the memories' history, the longest read, is
-    read meanwhile on a connection of its own, in a thread: SQLite reads without Python's
-    lock, so the two reads share the cores."""
+    cannot be read: the ranking then reads it again and reports why."""
     # here: the ranking (numpy) loads once Signet runs (start-up time)
     from signet_scorer.hook.rank import HookSession, session_basis
 
     try:
-        at = HookSession(**session)
-        track = None if db is None else _history_reader(db, timeout_s, at)
-        return session_basis(con, at, info.native_dim, track)
+        return session_basis(con, HookSession(**session), info.native_dim)
     except Exception:  # noqa: BLE001 - the ranking meets the same fault and names it
         return None
-
-
-def _history_reader(db: Path, timeout_s: float, session: Any) -> Callable[[], Any]:
-    """The memories' history before `session` starts (`track_record.read_track_history`),
-    read in a thread from now on; the function returned waits for it (and raises what the
-    read raised)."""
-    # here: the thread's modules load once Signet runs (start-up time)
-    import threading
-
-    from signet_scorer.hook.store import open_store
-    from signet_scorer.track_record import read_track_history
-
-    done: list[Any] = []
-
-    def read() -> None:
-        try:
-            con = open_store(db, timeout_s)
-            try:
-                done.append(read_track_history(con, session.now, session.agent_id))
-            finally:
-                con.close()
-        except BaseException as exc:  # noqa: BLE001 - raised where it is waited for
-            done.append(exc)
-
-    thread = threading.Thread(target=read, name="track-history", daemon=True)
-    thread.start()
-
-    def wait() -> Any:
-        thread.join()
-        if isinstance(done[0], BaseException):
-            raise done[0]
-        return done[0]
-
-    return wait

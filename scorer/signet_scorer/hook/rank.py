@@ -27,7 +27,7 @@ Imports numpy and the serving modules; the scorer (onnxruntime) is given by the 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -113,15 +113,8 @@ class SessionBasis:
     track: TrackHistory  # the memories' history before the start (`signet_scorer.track_record`)
 
 
-def session_basis(
-    con: sqlite3.Connection,
-    session: HookSession,
-    dim: int,
-    track: Callable[[], TrackHistory] | None = None,
-) -> SessionBasis:
-    """The session start's basis (module docstring), from the store as it is now; `track`
-    gives the memories' history once the rest is read (e.g. read meanwhile on another
-    connection; None: read here, last)."""
+def session_basis(con: sqlite3.Connection, session: HookSession, dim: int) -> SessionBasis:
+    """The session start's basis (module docstring), from the store as it is now."""
     project = session.project or None
     prev = previous_session(con, project, session.session_key)
     used = used_memories(con, prev[0]) if prev else []
@@ -131,7 +124,7 @@ def session_basis(
         used_vectors=read_embeddings(con, used, dim),
         terms=store_start_terms(con, project, session.now),
         dim=dim,
-        track=track() if track else read_track_history(con, session.now, session.agent_id),
+        track=read_track_history(con, session.now, session.agent_id),
     )
 
 
