@@ -155,6 +155,15 @@ def _terms(sm: set[str]) -> tuple[list[str], list[str]]:
     return terms, [f"session_memories.{c}" for c in missing]
 
 
+def _evidence(terms: Sequence[str]) -> str:
+    """The rows any of the six `terms` is not 0 in (injected, hit by a search while not
+    injected, or rated): the others add 0 to every sum (exactly: SQLite adds integer 0s and
+    keeps float sums as they were; the user's mean adds a memory's sums one after the other),
+    so a memory with only such rows reads as one without history, and skipping them before
+    the terms are computed changes no value."""
+    return f"(({terms[0]}) OR ({terms[3]}) OR ({terms[4]}) != 0)"
+
+
 def _counts_sql(sm: set[str], scores: set[str], by_agent: bool) -> tuple[str, list[str]]:
     """The per-memory aggregate over the judged sessions' rows written before the start, and the
     `session_memories` columns it had to take as absent."""
@@ -168,8 +177,9 @@ def _counts_sql(sm: set[str], scores: set[str], by_agent: bool) -> tuple[str, li
     )
     agent = " AND sm.agent_id = ?" if by_agent else ""
     sql = (
-        f"SELECT sm.memory_id, {picked} FROM session_memories sm WHERE sm.session_key IN "
-        f"({judged}) AND {_TIME.format('sm.created_at')} < ?{agent} GROUP BY sm.memory_id"
+        f"SELECT sm.memory_id, {picked} FROM session_memories sm WHERE {_evidence(terms)} "
+        f"AND sm.session_key IN ({judged}) AND {_TIME.format('sm.created_at')} < ?{agent} "
+        "GROUP BY sm.memory_id"
     )
     return sql, missing
 
@@ -387,9 +397,11 @@ class _HistoryRows:
     """The `session_memories` rows of judged sessions, one per row, in the order the per-start
     aggregate sums them (by session key, then row id): per row its memory's position in
     `memories` (sorted: the aggregate's group order), its time as a position in `times` (the
-    sorted `_TIME` texts) and the six terms `_counts_sql` sums; `keys`: each session's rows."""
+    sorted `_TIME` texts) and the six terms `_counts_sql` sums; per row its session's position
+    in `keys` (the sessions in key order)."""
 
-    keys: dict[str, tuple[int, int]]  # session key -> (first row, end)
+    keys: dict[str, int]  # session key -> its position
+    session: np.ndarray  # (r,) int64, ascending: a session's rows are one run
     memory: np.ndarray  # (r,) int64
     memories: np.ndarray  # (m,) str, sorted
     time: np.ndarray  # (r,) int64
@@ -402,8 +414,10 @@ class _HistoryRows:
     ) -> TrackHistory:
         """What `read_track_history(con, before)` reads, from these rows (`judged`: the keys
         of the sessions it counts), its `rows` restricted to the memories `ids`."""
-        spans = [self.keys[k] for k in sorted(judged) if k in self.keys]
-        idx = np.concatenate([np.arange(a, b) for a, b in spans]) if spans else np.zeros(0, int)
+        counted = np.zeros(len(self.keys), dtype=bool)
+        counted[[self.keys[k] for k in judged if k in self.keys]] = True
+        # the rows of the sessions counted, in row order: by session key, then row id
+        idx = np.flatnonzero(counted[self.session])
         idx = idx[self.time[idx] < np.searchsorted(self.times, _time(before))]
         mem = self.memory[idx]
         present = np.bincount(mem, minlength=self.memories.size) > 0
@@ -427,9 +441,7 @@ def _history_rows(
     con: sqlite3.Connection, keys: Sequence[str], sm: set[str], agent: str
 ) -> tuple[_HistoryRows, tuple[str, ...]]:
     """The rows of the sessions `keys` with their six terms (`_counts_sql`'s, row by row),
-    but for the rows whose terms are all 0 (most: neither injected, nor hit, nor rated): a
-    memory with only such rows counts as one without history, and the user's mean adds its
-    memories' sums one after the other, to which a sum of 0 adds nothing."""
+    but for the rows whose terms are all 0 (`_evidence`)."""
     terms, missing = _terms(sm)
     agent_sql = " AND sm.agent_id = ?" if "agent_id" in sm else ""
     keys = sorted(set(keys))
@@ -440,21 +452,20 @@ def _history_rows(
             f"SELECT sm.session_key, sm.memory_id, {_TIME.format('sm.created_at')}, "
             f"{', '.join(terms)} FROM session_memories sm "
             f"WHERE sm.session_key IN ({','.join('?' * len(part))}){agent_sql} "
-            f"AND (({terms[0]}) OR ({terms[3]}) OR ({terms[4]}) != 0) "
+            f"AND {_evidence(terms)} "
             "ORDER BY sm.session_key, sm.rowid"
         )
         out += con.execute(query, [*part, *([agent] if agent_sql else [])]).fetchall()
-    spans: dict[str, tuple[int, int]] = {}
-    for i, r in enumerate(out):
-        k = str(r[0])
-        spans[k] = (spans[k][0] if k in spans else i, i + 1)
+    sessions: dict[str, int] = {}
+    session = np.array([sessions.setdefault(str(r[0]), len(sessions)) for r in out], dtype=np.int64)
     memories, memory = np.unique(
         np.asarray([str(r[1]) for r in out], dtype=str), return_inverse=True
     )
     times, time = np.unique(np.asarray([str(r[2]) for r in out], dtype=str), return_inverse=True)
     values = np.array([r[3:] for r in out], dtype=np.float64).reshape(-1, 6).T
     rows = _HistoryRows(
-        spans,
+        sessions,
+        session,
         np.asarray(memory, dtype=np.int64).reshape(-1),
         memories,
         np.asarray(time, dtype=np.int64).reshape(-1),

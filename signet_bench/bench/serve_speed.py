@@ -7,8 +7,12 @@ Rows (stable names):
                                               thread), after a warm-up; goal p50 <= 0.5 ms,
                                               p99 <= 2 ms
   score_inprocess_100x768_signals  p50/p99  ms   the same with the candidates' texts, query
-                                              terms, names and source sessions, so the
-                                              signals are computed too (same goals)
+                                              terms, names, source sessions and track
+                                              records, so the signals are computed too
+                                              (same goals)
+  score_inprocess_100x768_signals  ratio_p50  x  its p50 over score_inprocess_100x768's, in
+                                              the same run: what the signals and the track
+                                              record add to a score; goal <= 2
   signals_100x768          p50           ms   of that score:
                                               `signet_scorer.signals.candidate_signals` alone,
                                               timed in a loop of its own
@@ -159,7 +163,8 @@ def _timed_scores(side: _Sidecar, line: bytes, n: int) -> list[float]:
 
 def _inprocess_query(with_signals: bool) -> ScoreQuery:
     """100 embedded candidates x 768-d; with signals, also their texts, a query's terms and
-    names and their source sessions (10 sessions of 10), so the server computes the signals."""
+    names, their source sessions (10 sessions of 10) and track records, so the server computes
+    the signals."""
     rng = np.random.default_rng(1)
     emb = rng.normal(size=(100, DIM)).astype(np.float32)
     ctx = emb[:10].mean(axis=0)
@@ -179,6 +184,7 @@ def _inprocess_query(with_signals: bool) -> ScoreQuery:
         query_entities=["Caroline"],
         candidate_sources=[f"s{i // 10}" for i in range(100)],
         candidate_created_at=[1.7e9 + 60.0 * i for i in range(100)],
+        candidate_track_record=rng.uniform(0.0, 1.0, size=100),
     )
 
 
@@ -186,17 +192,20 @@ def _inprocess_rows(model: Path, n: int) -> list[Row]:
     scorer = Scorer.open(model, native_dim=DIM)
     if scorer.model is None:
         raise RuntimeError(f"bench serve: {model} did not load: {scorer.reason}")
-    rows = []
+    rows, p50 = [], {}
     for name, with_signals in (
         ("score_inprocess_100x768", False),
         ("score_inprocess_100x768_signals", True),
     ):
         query = _inprocess_query(with_signals)
         p = percentiles(timed_ms(lambda q=query: scorer.score(q), WARMUP, n), (50, 99))
+        p50[with_signals] = p["p50"]
         rows += [
             Row(name, "p50", p["p50"], "ms", n=n, goal="<= 0.5 ms"),
             Row(name, "p99", p["p99"], "ms", n=n, goal="<= 2 ms"),
         ]
+    ratio = p50[True] / p50[False]
+    rows.append(Row(name, "ratio_p50", ratio, "x", n=n, goal="<= 2"))
     return rows + _part_rows(scorer, n)
 
 
@@ -219,6 +228,7 @@ def _part_rows(scorer: Scorer, n: int) -> list[Row]:
             origins=Origins(
                 query.candidate_sources, np.asarray(query.candidate_created_at, dtype=np.float64)
             ),
+            track_record=query.candidate_track_record,
         )
 
     model = scorer.model

@@ -28,6 +28,8 @@ Rows (stable names; `<S>` = sessions, `<E>` = epochs, e.g. `train_500x80x768_50e
   scheduled_training      wall_s, peak_mb, epochs, heldout_ndcg@10, cosine_ndcg@10, ...: one
                           scheduled training per size of a heavy user's history (n = its
                           sessions; `bench.train_history`); --no-history leaves them out
+                          ratio_to_reference  x  its wall_s over this run's train_<S>x80x768_<E>ep
+                          wall (goal <= 2 for the full reference)
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from signet_scorer.tokenize import project_slot
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["synthetic_samples", "train_rows"]
+__all__ = ["reference_ratios", "synthetic_samples", "train_rows"]
 
 BENCH = "train"
 FULL = (500, 50)
@@ -297,8 +299,26 @@ def train_rows(
         from signet_bench.bench.train_history import history_rows
 
         _log.info("bench train over history: heavy persona, one scheduled training per size ...")
-        rows += history_rows(quick=quick, seed=seed, sizes=sizes, config=config)
+        rows += reference_ratios(
+            rows, history_rows(quick=quick, seed=seed, sizes=sizes, config=config)
+        )
     return rows
+
+
+def reference_ratios(reference: Sequence[Row], history: Sequence[Row]) -> list[Row]:
+    """`history` with, after each size's wall time, its ratio to the reference training's
+    wall time of the same run (`reference`: its rows), the goal's measure."""
+    ref = next(r for r in reference if r.name.startswith("train_") and r.metric == "wall")
+    full = ref.name == f"train_{FULL[0]}x{MEAN_CANDIDATES}x768_{FULL[1]}ep"
+    out: list[Row] = []
+    for r in history:
+        out.append(r)
+        if r.metric == "wall_s":
+            ratio = r.value / ref.value
+            out.append(
+                Row(r.name, "ratio_to_reference", ratio, "x", n=r.n, goal="<= 2" if full else None)
+            )
+    return out
 
 
 def _synthetic_rows(*, quick: bool, seed: int) -> list[Row]:

@@ -393,9 +393,12 @@ def _agent_one(
     return min(1.0, max(-1.0, label)), reason
 
 
-def _seed_one(inp: SessionLabelInput, i: int, cfg: PredictorConfig) -> tuple[float, str, bool]:
-    """Label, reason and missing-context flag of candidate ``i`` under the seed rules."""
-    hits = int(inp.hits[i])
+def _seed_one(
+    inp: SessionLabelInput, i: int, cfg: PredictorConfig, evidence: np.ndarray
+) -> tuple[float, str, bool]:
+    """Label, reason and missing-context flag of candidate ``i`` under the seed rules
+    (``evidence``: the session's ``inp.hits``, computed once)."""
+    hits = int(evidence[i])
     rel = float(inp.relevance_score[i])
     cont = inp.continuity_score
     if inp.superseded[i]:
@@ -470,17 +473,18 @@ def seed_labels(
     missing = np.zeros(n, dtype=bool)
     deleted = _deleted_after_injection(inp, cfg)
     recalled = inp.recall_count > inp.fts_hit_count
+    hits = inp.hits
     for i in range(n):
         if deleted[i]:
             labels[i], r = cfg.deleted_after_injection_label, "deleted_after_injection"
         else:
-            labels[i], r, missing[i] = _seed_one(inp, i, cfg)
+            labels[i], r, missing[i] = _seed_one(inp, i, cfg, hits)
             if recalled[i] and not inp.superseded[i]:
                 r += "+recalled"
         reasons.append(r)
     signal = (
         inp.was_injected
-        | (inp.hits > 0)
+        | (hits > 0)
         | missing
         | inp.superseded
         | deleted

@@ -38,9 +38,14 @@ def test_in_process_rows_time_the_score_and_its_parts(tmp_path):
         "signals_100x768",
         "graph_100x768",
     }
+    ratio = rows.pop(("score_inprocess_100x768_signals", "ratio_p50"))
     assert all(r.value > 0 and r.unit == "ms" and r.n == 5 for r in rows.values())
     p50 = rows[("score_inprocess_100x768", "p50")].value
     assert p50 <= rows[("score_inprocess_100x768", "p99")].value
+    # the new inputs' cost, as a ratio of the two scores of the same run
+    signals = rows[("score_inprocess_100x768_signals", "p50")].value
+    assert ratio.value == pytest.approx(signals / p50) and ratio.unit == "x" and ratio.n == 5
+    assert ratio.goal == "<= 2"
 
 
 def test_in_process_rows_say_which_model_did_not_load(tmp_path):

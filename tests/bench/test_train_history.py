@@ -10,8 +10,9 @@ import sys
 
 import pytest
 
-from signet_bench.analysis.report import write_report
+from signet_bench.analysis.report import Row, write_report
 from signet_bench.bench.train_history import QUICK_HISTORY, history_rows, run_child
+from signet_bench.bench.train_speed import FULL, reference_ratios
 
 METRICS = {
     "wall_s",
@@ -109,3 +110,19 @@ def test_a_child_s_peak_memory_is_its_own_not_the_process_that_started_it(tmp_pa
     assert len(held) == 300_000_000
     failed = run_child([sys.executable, "-c", "raise SystemExit(3)"], {}, tmp_path)
     assert failed.returncode == 3
+
+
+def test_each_size_s_wall_time_is_also_a_ratio_to_the_reference_of_the_run(rows):
+    """`bench train` reports every size's wall time over the reference training's of the same
+    run, beside it; the goal is shown against the full reference only."""
+    ref = Row(f"train_{FULL[0]}x80x768_{FULL[1]}ep", "wall", 2.5, "s", n=1)
+    out = reference_ratios([ref], rows)
+    ratios = {r.n: r for r in out if r.metric == "ratio_to_reference"}
+    walls = {r.n: r for r in rows if r.metric == "wall_s"}
+    assert sorted(ratios) == sorted(walls) == sorted(QUICK_HISTORY)
+    for n, r in ratios.items():
+        assert r.value == pytest.approx(walls[n].value / 2.5) and r.unit == "x"
+        assert r.goal == "<= 2" and out[out.index(r) - 1] is walls[n]
+    assert [r for r in out if r.metric != "ratio_to_reference"] == list(rows)
+    quick = reference_ratios([Row("train_100x80x768_10ep", "wall", 1.0, "s")], rows)
+    assert all(r.goal is None for r in quick if r.metric == "ratio_to_reference")

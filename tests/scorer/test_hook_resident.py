@@ -22,7 +22,10 @@ import pytest
 
 from signet_bench.store.hook_log import read_hook_injections, read_hook_invocations
 from signet_scorer.hook.cli import run_hook
+from signet_scorer.hook.rank import HookSession, session_basis
+from signet_scorer.hook.resident import Resident, _Connection
 from signet_scorer.hook.resident_link import (
+    PROTOCOL,
     ResidentLink,
     code_fingerprint,
     resident_files,
@@ -346,3 +349,31 @@ def test_the_residents_options_are_checked(world, flag, value, words):
     assert got.code == 2 and words.encode() in got.stderr and got.stdout == b""
     got = run_process([sys.executable, "-m", "signet_scorer.hook", "stop", "now"], b"", world.env())
     assert got.code == 2 and b"stop 'now' (command line): takes no arguments" in got.stderr
+
+
+def test_the_resident_reads_the_session_s_basis_while_signet_works(world):
+    """`prepare` leaves the session's basis read (the previous session, the query terms and
+    the memories' history, as `rank.session_basis` reads them), so that the ranking after
+    Signet's answer reads only the pool; the ISO time of the request is the session's start."""
+    files = resident_files(world.model.parent)
+    resident = Resident(files, 60.0, code_fingerprint(), lambda *a, **k: None)
+    conn = _Connection()
+    session = {"tz": "UTC", "project": None, "session_key": "basis-1", "agent_id": "default"}
+    request = {
+        "op": "prepare",
+        "protocol": PROTOCOL,
+        "code": code_fingerprint(),
+        "db": str(world.db),
+        "model": str(world.model),
+        "timeout_s": 5.0,
+        "session": {**session, "now": NOW.isoformat()},
+    }
+    try:
+        assert resident.answer(request, conn)["ok"] is True
+        assert conn.basis is not None
+        dim = conn.scorer.info.native_dim
+        alone = session_basis(conn.con, HookSession(now=NOW, **session), dim)
+    finally:
+        conn.close()
+    assert conn.basis.track.mean == alone.track.mean and conn.basis.terms == alone.terms
+    assert conn.basis.track.rows == alone.track.rows and conn.basis.used == alone.used

@@ -7,11 +7,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pytest
 
 from signet_bench.store.errors import WorkbenchRowError
 from signet_bench.store.workbench import (
     WORKBENCH_DDL,
+    _literal,
     open_workbench,
     record_bench,
     record_calibration,
@@ -165,3 +167,43 @@ def test_bench_record_is_idempotent(wb: duckdb.DuckDBPyConnection) -> None:
     assert _count(wb, "bench_runs") == 2
     stored = wb.execute("SELECT json FROM bench_runs WHERE id = ?", [a]).fetchone()[0]
     assert json.loads(stored) == doc
+
+
+def test_a_run_is_stored_as_binding_its_values_stores_them(tmp_path: Path) -> None:
+    """A training run's row (written as literals) holds exactly what binding each value as a
+    parameter holds: texts with quotes, backslashes and other scripts, floats to the last bit
+    (NaN and infinities too), numpy scalars, times to the microsecond, NULLs."""
+    run = {
+        "run_id": "it's \\ a run ✓",
+        "store_path": "/x/mem'ories.db",
+        "started_at": datetime(2026, 1, 10, 10, 11, 12, 345678, tzinfo=UTC),
+        "duration_ms": 0.1 + 0.2,
+        "sample_count": np.int64(2**31 - 1),
+        "epochs": 50,
+        "loss_curve": [0.9, 1e-300],
+        "canary_ndcg": float("nan"),
+        "canary_ndcg_delta": -float("inf"),
+        "canary_score_variance": np.float32(1 / 3),
+        "canary_topk_overlap": 5e-324,
+        "gate_passed": np.bool_(True),
+        "gate_reason": None,
+        "holdout": '{"a": "b\'c"}',
+    }
+    stored = {**run, "started_at": datetime(2026, 1, 10, 10, 11, 12, 345678), "loss_curve": ""}
+    assert all(_literal(v) is not None for v in stored.values())  # no value is bound
+    written = open_workbench(tmp_path / "a.duckdb")
+    record_training_run(written, run)
+    got = written.execute("SELECT * FROM training_runs").fetchall()
+    written.close()
+    bound = open_workbench(tmp_path / "b.duckdb")
+    started = run["started_at"].astimezone(UTC).replace(tzinfo=None)
+    fields = ", ".join(run)
+    values = {**run, "started_at": started, "loss_curve": json.dumps(run["loss_curve"])}
+    bound.execute(
+        f"INSERT INTO training_runs ({fields}) VALUES ({', '.join('?' * len(run))})",
+        [v.item() if isinstance(v, np.generic) else v for v in values.values()],
+    )
+    want = bound.execute("SELECT * FROM training_runs").fetchall()
+    bound.close()
+    assert repr(got) == repr(want)  # NaN included: the same text, value by value
+    assert got[0][0] == run["run_id"] and got[0][2] == started

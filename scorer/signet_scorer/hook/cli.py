@@ -260,25 +260,25 @@ class _Attempt:
 
 
 def _prepare(att: _Attempt) -> None:
-    """While Signet works: the log, then the resident scorer or the model and the store, or
-    the reason there is nothing to do."""
+    """While Signet works: the resident scorer asked to prepare, the log opened while it
+    reads, then its answer, else the model and the store opened here; or the reason there is
+    nothing to do."""
+    missing = None if att.cfg.resident != "auto" else missing_model(att.cfg.model)
+    asked = None
+    if att.cfg.resident == "auto" and missing is None and not att.inp.malformed:
+        asked = _ask_resident(att)
     att.writer = open_log(att.cfg.log)
     if att.inp.malformed:
         att.fail("stdin is not a JSON object")
-        return
-    if att.cfg.resident == "auto":
-        missing = missing_model(att.cfg.model)
-        if missing is not None:  # the scorer is off: nothing to ask, nothing to start
-            att.fail(missing)
-            return
-        if _prepare_resident(att):
-            return
-    _prepare_here(att)
+    elif missing is not None:  # the scorer is off: nothing to ask, nothing to start
+        att.fail(missing)
+    elif asked is None or not _resident_prepared(att, asked):
+        _prepare_here(att)
 
 
-def _prepare_resident(att: _Attempt) -> bool:
-    """Whether the resident scorer took this session start (it holds the model and the store,
-    or said why they cannot be had); False, with the reason kept, when it did not answer."""
+def _ask_resident(att: _Attempt) -> ResidentLink | None:
+    """The resident scorer connected and asked to prepare this session start (it answers
+    once it has read the session's basis); None, with the reason kept, when it cannot be."""
     from signet_scorer.hook.resident_link import ResidentLink, Unavailable
 
     cfg = att.cfg
@@ -286,13 +286,25 @@ def _prepare_resident(att: _Attempt) -> bool:
         link = ResidentLink.connect(cfg.files.socket, att.time_left())
         try:
             session = {**att.session(), "now": att.now.isoformat()}
-            version, why = link.prepare(
-                cfg.db, cfg.model, session, cfg.budget_ms / 1000.0, att.time_left()
-            )
+            link.prepare(cfg.db, cfg.model, session, cfg.budget_ms / 1000.0, att.time_left())
         except Unavailable:
             link.close()
             raise
     except Unavailable as exc:
+        att.resident_down = str(exc)
+        return None
+    return link
+
+
+def _resident_prepared(att: _Attempt, link: ResidentLink) -> bool:
+    """Whether the resident scorer took this session start (it holds the model and the store,
+    or said why they cannot be had); False, with the reason kept, when it did not answer."""
+    from signet_scorer.hook.resident_link import Unavailable
+
+    try:
+        version, why = link.prepared(att.time_left())
+    except Unavailable as exc:
+        link.close()
         att.resident_down = str(exc)
         return False
     if why is not None:

@@ -153,7 +153,7 @@ class Resident:
         except Exception as exc:  # noqa: BLE001 - reported as the hook reports it in-process
             return {"ok": False, "reason": f"preparing failed: {failure_text(exc)}"}
         conn.scorer = scorer
-        conn.basis = read_basis(conn.con, session, scorer.info)
+        conn.basis = read_basis(conn.con, fields, scorer.info)
         return {"ok": True, "model_version": scorer.info.model_version}
 
     def _rerank(self, msg: dict[str, Any], conn: _Connection) -> dict[str, Any]:

@@ -163,9 +163,24 @@ class ResidentLink:
     def ask(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send one request and read its reply within `timeout_s`; Unavailable otherwise."""
         deadline = time.monotonic() + timeout_s
+        self.send(message, timeout_s)
+        return self.reply(deadline - time.monotonic())
+
+    def send(self, message: dict[str, Any], timeout_s: float) -> None:
+        """Send one request within `timeout_s` (its reply is read by `reply`); Unavailable
+        otherwise."""
         try:
             self.sock.settimeout(max(timeout_s, 1e-3))
             self.sock.sendall(json.dumps(message).encode() + b"\n")
+        except TimeoutError:
+            raise Unavailable(f"not sent within {timeout_s * 1000:.0f} ms") from None
+        except OSError as exc:
+            raise Unavailable(f"the connection failed ({exc.strerror or exc})") from None
+
+    def reply(self, timeout_s: float) -> dict[str, Any]:
+        """The next reply, read within `timeout_s`; Unavailable otherwise."""
+        deadline = time.monotonic() + timeout_s
+        try:
             while b"\n" not in self._buffer:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -198,22 +213,27 @@ class ResidentLink:
         session: dict[str, Any],
         store_timeout_s: float,
         timeout_s: float,
-    ) -> tuple[str | None, str | None]:
-        """(the model's version, None) when the resident has the model and the store open for
-        the `session` starting (`rank.HookSession`'s fields, `now` in ISO 8601), or (None, why)
-        when it cannot have them; Unavailable when it is stale or not answering."""
-        reply = self.ask(
-            {
-                "op": "prepare",
-                "protocol": PROTOCOL,
-                "code": code_fingerprint(),
-                "db": str(db),
-                "model": str(model),
-                "timeout_s": store_timeout_s,
-                "session": session,
-            },
-            timeout_s,
-        )
+    ) -> None:
+        """Ask the resident to open the model and the store for the `session` starting
+        (`rank.HookSession`'s fields, `now` in ISO 8601) and read its basis; `prepared` reads
+        the answer, so that the hook works on while the resident reads. Unavailable when it
+        cannot be sent."""
+        message = {
+            "op": "prepare",
+            "protocol": PROTOCOL,
+            "code": code_fingerprint(),
+            "db": str(db),
+            "model": str(model),
+            "timeout_s": store_timeout_s,
+            "session": session,
+        }
+        self.send(message, timeout_s)
+
+    def prepared(self, timeout_s: float) -> tuple[str | None, str | None]:
+        """The answer to `prepare`: (the model's version, None) when the resident has the
+        model and the store open, or (None, why) when it cannot have them; Unavailable when
+        it is stale or not answering."""
+        reply = self.reply(timeout_s)
         if reply.get("stale") is True:
             raise Unavailable("the resident runs other code than this hook; it stops")
         if reply.get("ok") is True and _text_or_none(reply.get("model_version")):
