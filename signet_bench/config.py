@@ -157,6 +157,13 @@ class PredictorConfig:
     # (docs/concepts.md §4.5).
     training_step_budget: int = 400
     warm_start: bool = True
+    # Project decision: a training learns from the user's prompts' rankings too (a sample per
+    # prompt the hook log recorded, `learn.samples.prompt_samples`) only when this is on. One
+    # model serves both hooks, and mixing them trades session start for prompt time: on design
+    # world multi-project 900 (`bench quality --quick --prompt-time`) prompt samples took the
+    # prompt's served - hybrid from -0.006 to +0.090 NDCG@10 after 100 sessions, and session
+    # start's served - cosine from -0.026 to -0.352 after 10 (docs/concepts.md §5.1).
+    prompt_samples: bool = False
     # Project decision: with fewer trainable sessions than this a training serves its start
     # (the free ranker it starts as) unchanged: the labels of a handful of sessions, most of
     # them on what the baseline injected in cold start, mislead (docs/concepts.md §4.1; 0 switches
@@ -345,7 +352,14 @@ def _check_range(name: str, value: Any) -> None:
                 f"predictor.{key}: expected one of {', '.join(TRAINING_JUDGES)}, got {value!r}"
             )
         return
-    if name in ("enabled", "agent_feedback", "holdout_on_ratings", "holdout_demote", "warm_start"):
+    if name in (
+        "enabled",
+        "agent_feedback",
+        "holdout_on_ratings",
+        "holdout_demote",
+        "warm_start",
+        "prompt_samples",
+    ):
         if not isinstance(value, bool):
             raise ConfigError(f"predictor.{key}: expected true/false, got {value!r}")
         return

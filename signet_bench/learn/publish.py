@@ -468,7 +468,9 @@ def train_store(
         corpus=corpus,
         workbench=_hook_workbench(request.out_dir),
         select=Selection(
-            limit=request.limit, window=run_cfg.training_window_sessions, prompts=True
+            limit=request.limit,
+            window=run_cfg.training_window_sessions,
+            prompts=run_cfg.prompt_samples,
         ),
         progress=progress,
     )
