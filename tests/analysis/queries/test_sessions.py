@@ -9,6 +9,8 @@ import polars as pl
 from signet_bench.analysis.queries import sessions as s
 from signet_bench.analysis.queries.status import read_state
 from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.daemon.predictor_state import start_success
+from signet_bench.learn.base import shipped_base_alpha
 from tests.analysis.queries.stores import DEMO_SESSIONS
 
 
@@ -52,7 +54,10 @@ def test_drift_resets_match_the_simulated_state(con):
     resets = s.drift_resets(frame)
     state = read_state(con)
     assert state is not None and resets.height == state.drift_resets >= 1
-    assert (resets["reset_to"] == DEFAULT_CONFIG.initial_success_rate).all()
+    # a reset returns to the success rate the shipped base earned (`start_success`)
+    expected = start_success(shipped_base_alpha())
+    assert expected != DEFAULT_CONFIG.initial_success_rate
+    assert ((resets["reset_to"] - expected).abs() < 1e-9).all()
     assert (resets["success_rate"] < DEFAULT_CONFIG.drift_reset_threshold).all()
 
 
