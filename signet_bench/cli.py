@@ -926,9 +926,9 @@ def _cmd_train_base(args: argparse.Namespace) -> int:
 def _add_train_base(sub: argparse._SubParsersAction) -> None:
     help_text = (
         "train a base model on pair exports (streamed) or on a LoCoMo file, for --base-weights "
-        "(--out) or as a base file (--json; the shipped one: "
-        "--locomo locomo7.json --synth synth-pairs --json "
-        "scorer/signet_scorer/base/predictor-base.json, synth-pairs made by export-synth-pairs)"
+        "(--out) or as a base file (--json; the shipped one: --locomo locomo7.json --json "
+        "scorer/signet_scorer/base/predictor-base.json; --synth adds the worlds "
+        "export-synth-pairs makes, which the shipped base leaves out: docs/user-guide.md)"
     )
     p = _command(sub, "train-base", _cmd_train_base, help_text)
     p.add_argument("--pairs", nargs="+", default=None, help="pairs.parquet files")

@@ -27,7 +27,7 @@ the last two are converted to ONNX at load by the library in a child process
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -322,23 +322,35 @@ def _query_list(params: Mapping[str, Any], name: str) -> list[str] | None:
     return value
 
 
-def _track_record(params: Mapping[str, Any], n: int) -> np.ndarray | None:
-    """The request's `candidate_track_record` (`signet_scorer.track_record`): a number in [0, 1]
-    or null per candidate, padded with nulls; a null takes the mean of the given values (0.5 when
-    none is), so a candidate the caller could not judge is neither favoured nor punished. None
-    when the request has none."""
-    given = _optional_list(params, "candidate_track_record", n)
+def _numbers_or_null(
+    params: Mapping[str, Any], name: str, n: int, valid: Callable[[float], bool], what: str
+) -> np.ndarray | None:
+    """The request's list `name` as float64, NaN where it gives null (padded with nulls); None
+    when the request has none. A value that is not a number `valid` accepts is a ParamError
+    naming its index and saying `what` it must be."""
+    given = _optional_list(params, name, n)
     if given is None:
         return None
     out = np.full(n, np.nan)
     for i, v in enumerate(given.tolist() if isinstance(given, np.ndarray) else given):
         if v is None or (isinstance(v, float) and math.isnan(v)):
             continue
-        if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 <= v <= 1.0:
-            raise ParamError(
-                f"candidate_track_record[{i}]", f"must be a number in [0, 1] or null, got {v!r:.40}"
-            )
+        if isinstance(v, bool) or not isinstance(v, int | float) or not valid(v):
+            raise ParamError(f"{name}[{i}]", f"must be {what} or null, got {v!r:.40}")
         out[i] = float(v)
+    return out
+
+
+def _track_record(params: Mapping[str, Any], n: int) -> np.ndarray | None:
+    """The request's `candidate_track_record` (`signet_scorer.track_record`): a number in [0, 1]
+    or null per candidate, padded with nulls; a null takes the mean of the given values (0.5 when
+    none is), so a candidate the caller could not judge is neither favoured nor punished. None
+    when the request has none."""
+    out = _numbers_or_null(
+        params, "candidate_track_record", n, lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]"
+    )
+    if out is None:
+        return None
     known = np.isfinite(out)
     out[~known] = float(out[known].mean()) if known.any() else 0.5
     return out.astype(np.float32)
@@ -348,19 +360,7 @@ def _created_at(params: Mapping[str, Any], n: int) -> np.ndarray | None:
     """The request's `candidate_created_at`: each candidate's creation time in epoch seconds, or
     null (unknown: no neighbour in the store's order), padded with nulls. None when the request
     has none (a request from before it: the adjacency signals are 0)."""
-    given = _optional_list(params, "candidate_created_at", n)
-    if given is None:
-        return None
-    out = np.full(n, np.nan)
-    for i, v in enumerate(given.tolist() if isinstance(given, np.ndarray) else given):
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            continue
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-            raise ParamError(
-                f"candidate_created_at[{i}]", f"must be epoch seconds or null, got {v!r:.40}"
-            )
-        out[i] = float(v)
-    return out
+    return _numbers_or_null(params, "candidate_created_at", n, math.isfinite, "epoch seconds")
 
 
 def _signals(

@@ -661,7 +661,22 @@ def _sample(
     )
     end = session.get("end") or start
     label_in = label_input(corpus, inputs, cand, session, end.timestamp())
-    result = seed_labels(label_in, cfg, rng=sample_rng(seed, session["session_key"]))
+    rng = sample_rng(seed, session["session_key"])
+    return _labelled(label_in, inputs, cand.rank, session, cfg, rng)
+
+
+def _labelled(
+    label_in: SessionLabelInput,
+    inputs: SessionInputs,
+    rank: np.ndarray,
+    session: dict,
+    cfg: PredictorConfig,
+    rng: np.random.Generator,
+) -> SessionSample | None:
+    """The sample of `inputs` (`rank`: their baseline ranks) labelled by the label function
+    (`seed_labels` of `label_in`): the candidates it includes; None when fewer than two are, or
+    the session is not trainable. Session starts and prompts alike."""
+    result = seed_labels(label_in, cfg, rng=rng)
     keep = np.asarray(result.include, dtype=bool)
     labels = np.asarray(result.labels, dtype=np.float64)
     if keep.sum() < 2 or not session_trainable(float(session["confidence"]), labels[keep], cfg):
@@ -669,7 +684,7 @@ def _sample(
     return SessionSample.from_inputs(
         inputs.take(keep),
         labels[keep],
-        cand.rank[keep],
+        rank[keep],
         confidence=float(session["confidence"]),
         continuity=float(session["score"]),
         rated=ratings(label_in)[keep],
@@ -915,21 +930,10 @@ def prompt_samples(
         cand = _prompt_rows(pool, set(r["injected"]), later[i], rows.get(s["session_key"]))
         end = s.get("end") or s["start"]
         label_in = label_input(corpus, inputs, cand, {**s, "session_key": key}, end.timestamp())
-        result = seed_labels(label_in, rules.cfg, rng=sample_rng(rules.seed, key))
-        keep = np.asarray(result.include, dtype=bool)
-        labels = np.asarray(result.labels, dtype=np.float64)
-        if keep.sum() < 2 or not session_trainable(float(s["confidence"]), labels[keep], rules.cfg):
-            continue
-        out.append(
-            SessionSample.from_inputs(
-                inputs.take(keep),
-                labels[keep],
-                cand.rank[keep],
-                confidence=float(s["confidence"]),
-                continuity=float(s["score"]),
-                rated=ratings(label_in)[keep],
-            )
-        )
+        rng = sample_rng(rules.seed, key)
+        sample = _labelled(label_in, inputs, cand.rank, s, rules.cfg, rng)
+        if sample is not None:
+            out.append(sample)
     return out
 
 
