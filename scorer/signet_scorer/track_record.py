@@ -31,6 +31,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 import numpy as np
 
@@ -184,51 +185,73 @@ def _counts_sql(sm: set[str], scores: set[str], by_agent: bool) -> tuple[str, li
     return sql, missing
 
 
-def _ended_queries(con: sqlite3.Connection) -> tuple[dict[str, str], list[str]]:
-    """Per source that records a memory's end (a soft delete with its time, a `memory_history`
-    deletion, supersession or merge, a superseded knowledge-graph attribute), the WHERE clause of
-    its ids ended before `?` (`{ids}` stands for the id list), and the sources the store lacks."""
+class _Ended(NamedTuple):
+    """A source that records a memory's end: its table, the memory id and end-time columns,
+    and the condition that makes a row an end."""
+
+    table: str
+    id: str
+    at: str
+    where: str
+
+    def before(self, marks: str) -> str:
+        """The ids among `marks`' (an id list of ?s) that ended before the next `?`."""
+        return (
+            f"SELECT {self.id} FROM {self.table} WHERE {self.id} IN ({marks}) AND {self.where} "
+            f"AND {self.at} IS NOT NULL AND {_TIME.format(self.at)} < ?"
+        )
+
+    def earliest(self, marks: str) -> str:
+        """Each of `marks`' ids that ended, with its earliest end (`_TIME` text)."""
+        return (
+            f"SELECT {self.id}, MIN({_TIME.format(self.at)}) FROM {self.table} WHERE {self.id} "
+            f"IN ({marks}) AND {self.where} AND {self.at} IS NOT NULL GROUP BY {self.id}"
+        )
+
+
+def _ended_sources(con: sqlite3.Connection) -> tuple[list[_Ended], list[str]]:
+    """The sources that record a memory's end (a soft delete with its time, a `memory_history`
+    deletion, supersession or merge, a superseded knowledge-graph attribute) the store has, and
+    the ones it lacks."""
     tables = _tables(con)
     mem = _columns(con, "memories")
     attrs: set[str] = _columns(con, "entity_attributes") if "entity_attributes" in tables else set()
     ends = [("status = 'superseded'", "status"), ("superseded_by IS NOT NULL", "superseded_by")]
     events = ",".join(f"'{e}'" for e in _HISTORY_EVENTS)
-    clauses: dict[str, str | None] = {
-        "memories.deleted_at": (
-            "id FROM memories WHERE id IN ({ids}) AND COALESCE(is_deleted, 0) != 0 "
-            f"AND deleted_at IS NOT NULL AND {_TIME.format('deleted_at')} < ?"
+    sources: dict[str, _Ended | None] = {
+        "memories.deleted_at": _Ended(
+            "memories", "id", "deleted_at", "COALESCE(is_deleted, 0) != 0"
         )
         if {"is_deleted", "deleted_at"} <= mem
         else None,
-        "memory_history": (
-            "memory_id FROM memory_history WHERE memory_id IN ({ids}) "
-            f"AND event IN ({events}) AND {_TIME.format('created_at')} < ?"
+        "memory_history": _Ended(
+            "memory_history", "memory_id", "created_at", f"event IN ({events})"
         )
         if "memory_history" in tables
         else None,
-        "entity_attributes": (
-            "memory_id FROM entity_attributes WHERE memory_id IN ({ids}) "
-            f"AND updated_at IS NOT NULL AND {_TIME.format('updated_at')} < ? "
-            f"AND ({' OR '.join(c for c, col in ends if col in attrs)})"
+        "entity_attributes": _Ended(
+            "entity_attributes",
+            "memory_id",
+            "updated_at",
+            f"({' OR '.join(c for c, col in ends if col in attrs)})",
         )
         if {"memory_id", "updated_at"} <= attrs and attrs & {"status", "superseded_by"}
         else None,
     }
-    queries = {name: sql for name, sql in clauses.items() if sql is not None}
-    return queries, [name for name, sql in clauses.items() if sql is None]
+    found = [src for src in sources.values() if src is not None]
+    return found, [name for name, src in sources.items() if src is None]
 
 
 def _superseded(
     con: sqlite3.Connection, ids: Sequence[str], before: str
 ) -> tuple[set[str], list[str]]:
-    """Of `ids`, those deleted or superseded before `before` (`_ended_queries`), and the
+    """Of `ids`, those deleted or superseded before `before` (`_ended_sources`), and the
     sources the store lacks."""
-    queries, missing = _ended_queries(con)
+    sources, missing = _ended_sources(con)
     marks = ",".join("?" * len(ids))
     found: set[str] = set()
-    for where in queries.values():
-        sql = "SELECT " + where.replace("{ids}", marks)
-        found.update(str(r[0]) for r in con.execute(sql, [*ids, before]))
+    for source in sources:
+        found.update(str(r[0]) for r in con.execute(source.before(marks), [*ids, before]))
     return found, missing
 
 
@@ -315,49 +338,14 @@ def _superseded_times(
     con: sqlite3.Connection, ids: Sequence[str]
 ) -> tuple[dict[str, str], list[str]]:
     """Of `ids`, the earliest time (`_TIME` text) each was deleted or superseded by any source
-    `_superseded` reads, and the sources the store lacks: a memory is superseded before a start
-    exactly when that time is earlier (the same conditions, the time left open)."""
-    tables = _tables(con)
+    (`_ended_sources`), and the sources the store lacks: a memory is superseded before a start
+    exactly when that time is earlier (`_superseded`'s conditions, the time left open)."""
+    sources, missing = _ended_sources(con)
     found: dict[str, str] = {}
-    missing: list[str] = []
-    queries: list[str] = []
-    mem = _columns(con, "memories")
-    if {"is_deleted", "deleted_at"} <= mem:
-        queries.append(
-            f"SELECT id, MIN({_TIME.format('deleted_at')}) FROM memories WHERE id IN ({{}}) "
-            "AND COALESCE(is_deleted, 0) != 0 AND deleted_at IS NOT NULL GROUP BY id"
-        )
-    else:
-        missing.append("memories.deleted_at")
-    if "memory_history" in tables:
-        events = ",".join(f"'{e}'" for e in _HISTORY_EVENTS)
-        queries.append(
-            f"SELECT memory_id, MIN({_TIME.format('created_at')}) FROM memory_history "
-            f"WHERE memory_id IN ({{}}) AND event IN ({events}) GROUP BY memory_id"
-        )
-    else:
-        missing.append("memory_history")
-    attrs: set[str] = _columns(con, "entity_attributes") if "entity_attributes" in tables else set()
-    if {"memory_id", "updated_at"} <= attrs and attrs & {"status", "superseded_by"}:
-        conds = [
-            c
-            for c, col in (
-                ("status = 'superseded'", "status"),
-                ("superseded_by IS NOT NULL", "superseded_by"),
-            )
-            if col in attrs
-        ]
-        queries.append(
-            f"SELECT memory_id, MIN({_TIME.format('updated_at')}) FROM entity_attributes "
-            f"WHERE memory_id IN ({{}}) AND updated_at IS NOT NULL AND ({' OR '.join(conds)}) "
-            "GROUP BY memory_id"
-        )
-    else:
-        missing.append("entity_attributes")
     for start in range(0, len(ids), _CHUNK):
         part = list(ids[start : start + _CHUNK])
-        for sql in queries:
-            for mid, at in con.execute(sql.format(",".join("?" * len(part))), part):
+        for source in sources:
+            for mid, at in con.execute(source.earliest(",".join("?" * len(part))), part):
                 if at is not None and (str(mid) not in found or str(at) < found[str(mid)]):
                     found[str(mid)] = str(at)
     return found, missing
