@@ -412,23 +412,46 @@ def adjacent_best(
     session: the talk around the fact). Ties of time are whole places, so the value does not
     depend on the candidates' order; 0 for a candidate not `valid` itself, without a source,
     a created_at (NaN) or a neighbour, and for all without `sources` or `created_at`."""
-    n = len(values)
-    out = np.zeros(n, dtype=np.float32)
-    if sources is None or created_at is None or n == 0:
-        return out
-    x = np.asarray(values, dtype=np.float64).reshape(-1)
+    return _adjacent(values, _adjacent_slots(valid, sources, created_at), span)
+
+
+class _Slots(NamedTuple):
+    """The places `adjacent_best` compares: the members (valid, with a source and a time) in
+    (source, time) order, each one's source and slot (a distinct time within its source), and
+    each slot's source. Values aside, the same for every adjacency signal of a request."""
+
+    order: np.ndarray
+    group: np.ndarray
+    slot: np.ndarray
+    slot_group: np.ndarray
+
+
+def _adjacent_slots(
+    valid: np.ndarray, sources: Sequence[str | None] | None, created_at: np.ndarray | None
+) -> _Slots | None:
+    """`_Slots` of the candidates; None when fewer than two are members."""
+    if sources is None or created_at is None or len(sources) == 0:
+        return None
     at = np.asarray(created_at, dtype=np.float64).reshape(-1)
     group, _ = _source_groups(sources)
     member = np.flatnonzero((group >= 0) & np.asarray(valid, dtype=bool) & np.isfinite(at))
     if member.size < 2:
-        return out
+        return None
     # each member's place: (group, distinct time within the group) as one slot number
     order = member[np.lexsort((at[member], group[member]))]
     g, t = group[order], at[order]
     new_slot = np.ones(order.size, dtype=bool)
     new_slot[1:] = (g[1:] != g[:-1]) | (t[1:] != t[:-1])
-    slot = np.cumsum(new_slot) - 1
-    slot_group = g[new_slot]
+    return _Slots(order, g, np.cumsum(new_slot) - 1, g[new_slot])
+
+
+def _adjacent(values: np.ndarray, slots: _Slots | None, span: int) -> np.ndarray:
+    """`adjacent_best` of `values` over the `slots` of the candidates."""
+    out = np.zeros(len(values), dtype=np.float32)
+    if slots is None:
+        return out
+    x = np.asarray(values, dtype=np.float64).reshape(-1)
+    order, g, slot, slot_group = slots
     n_slots = int(slot[-1]) + 1
     # per slot: the best value and its member, and the second best (a member's own slot
     # gives its best other member)
@@ -526,6 +549,7 @@ def candidate_signals(
     out[:, signal_column("lexical")] = _lexical(query_terms, docs)
     out[:, signal_column("entity_match")] = _entity_match(query_entities, docs)
     has = np.asarray(has_embedding, dtype=bool)
+    slots = _adjacent_slots(has, sources, created_at)  # one order for the adjacency signals
     cos = np.zeros(len(docs))
     if context is not None and len(docs):
         # one cosine pass for every signal: the neighbourhood reads the same exact values
@@ -539,12 +563,12 @@ def candidate_signals(
         mates = out[:, signal_column("source_neighbourhood")].astype(np.float64)
         out[:, signal_column("session_max")] = np.maximum(cos, mates)
         out[:, signal_column("session_best_rank")] = session_best(rank, sources)
-        out[:, signal_column("adjacent_max")] = adjacent_best(cos, has, sources, created_at)
-        out[:, signal_column("adjacent_best_rank")] = adjacent_best(rank, has, sources, created_at)
+        out[:, signal_column("adjacent_max")] = _adjacent(cos, slots, ADJACENT_SPAN)
+        out[:, signal_column("adjacent_best_rank")] = _adjacent(rank, slots, ADJACENT_SPAN)
     lexical = out[:, signal_column("lexical")]
     hybrid = rank_signal(hybrid_scores(cos, lexical))
     out[:, signal_column("hybrid_rank")] = hybrid
-    out[:, signal_column("adjacent_hybrid_rank")] = adjacent_best(hybrid, has, sources, created_at)
+    out[:, signal_column("adjacent_hybrid_rank")] = _adjacent(hybrid, slots, ADJACENT_SPAN)
     out[:, signal_column("length")] = _length(docs)
     if track_record is not None:
         out[:, signal_column("track_record")] = np.asarray(track_record, dtype=np.float32)
