@@ -45,7 +45,10 @@ def test_scores_through_the_sidecar(golden_onnx):
 
 def test_a_timeout_fails_open_and_the_late_answer_is_dropped(golden_onnx):
     req = request(seed=22)
-    with SidecarClient.for_model(golden_onnx, DIM) as client:
+    # a start may take longer than the default 5 s on a loaded host; this test is about a score
+    # that times out, so the sidecar must be running first
+    with SidecarClient.for_model(golden_onnx, DIM, timeouts_ms={"status": 60_000}) as client:
+        assert client.state()["state"] == "running", client.state()
         query = ScoreQuery(req["context_embedding"], req["candidate_ids"])
         assert client.score(query, timeout_ms=0) is None
         state = client.state()
