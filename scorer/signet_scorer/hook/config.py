@@ -168,8 +168,8 @@ class HookConfig(_HookConfig):
 
     def zone(self) -> str:
         """The user's IANA time zone: `tz`, else the machine's. The machine's is looked up
-        only when asked, once Signet runs: its module (`zoneinfo`) takes milliseconds to load,
-        and a zone given by the user is checked before Signet runs, as every option is."""
+        only where the ranking runs (`zone_fields`): its module (`zoneinfo`) takes milliseconds
+        to load; a zone given by the user is checked before Signet runs, as every option is."""
         return session_zone(self.zone_fields())
 
     def zone_fields(self) -> dict[str, str | None]:
