@@ -44,12 +44,12 @@ The hook runs as `pip install ./scorer` installs it, and as the harness runs it:
 script `signet-bench-hook` of an environment whose `site-packages` names the scorer and its
 dependencies by plain paths (`_installed`). Not the workbench's own environment: its editable
 installs run setuptools' import finders at every Python start, which load `pathlib`,
-`importlib.util` and `contextlib` before the hook's first line (some 15 ms of every process on
-a quiet machine, more than the hook's own imports), and not `python -m signet_scorer.hook`,
-whose `runpy` loads the same. The hook's own modules are byte-compiled first, as an
-installation leaves them (a process that compiles them at every start, as
-`PYTHONDONTWRITEBYTECODE` makes it, spends some 20 ms more). Python's start alone (with
-`site`) takes some 10 ms of the 50 ms goal.
+`importlib.util` and `contextlib` before the hook's first line (a bare Python start takes
+about twice as long; the hook, which loads `pathlib` itself, some milliseconds more), and not
+`python -m signet_scorer.hook`, whose `runpy` loads `importlib.util` and `contextlib` too.
+The hook's own modules are byte-compiled first, as an installation leaves them (a process that
+compiles them at every start, as `PYTHONDONTWRITEBYTECODE` makes it, spends some 20 ms more).
+Python's start alone (with `site`) takes some 10 ms of the 50 ms goal.
 """
 
 from __future__ import annotations
