@@ -25,8 +25,9 @@ from tests.scorer.hook_support import (
 )
 
 # Heavy for a hook's process: the ranking's libraries (the resident holds them), modules whose
-# import builds many classes or reads files (`typing`, `dataclasses`, `socket`'s enums, `zoneinfo`
-# and `sysconfig`, the `idna` codec), what `python -m` and HTTPS would load, and the workbench.
+# import builds many classes or reads files (`typing`, `dataclasses`, `socket`'s and `signal`'s
+# enums, `zoneinfo` and `sysconfig`, the `idna` codec), `subprocess` and what it loads (Signet
+# is started by `os.posix_spawn`), what `python -m` and HTTPS would load, and the workbench.
 HEAVY = (
     "numpy",
     "onnxruntime",
@@ -36,7 +37,13 @@ HEAVY = (
     "zoneinfo",
     "sysconfig",
     "socket",
+    "signal",
     "encodings.idna",
+    "subprocess",
+    "threading",
+    "selectors",
+    "locale",
+    "contextlib",
     "ssl",
     "http",
     "email",
