@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = ["local_tz", "parse_utc"]
 
@@ -30,15 +29,17 @@ def parse_utc(text: object) -> datetime:
     return dt.astimezone(UTC)
 
 
-def local_tz(*, localtime: str | Path = "/etc/localtime") -> str:
+def local_tz(*, localtime: str | Path = "/etc/localtime", tz_var: str | None = None) -> str:
     """The machine's IANA time zone name: the `TZ` variable (a zone name, or a path under a
-    `zoneinfo` directory), else the zone `/etc/localtime` links to, else "UTC". A value that
-    names no zone (a POSIX rule such as `CET-1CEST`) is skipped: zoneinfo could not use it."""
+    `zoneinfo` directory; `tz_var`: its value in the process asking, None: this process's),
+    else the zone `/etc/localtime` links to, else "UTC". A value that names no zone (a POSIX
+    rule such as `CET-1CEST`) is skipped: zoneinfo could not use it."""
     try:
         linked = str(Path(localtime).resolve())
     except OSError:
         linked = ""
-    for candidate in (os.environ.get("TZ", ""), linked):
+    var = os.environ.get("TZ", "") if tz_var is None else tz_var
+    for candidate in (var, linked):
         name = _zone_name(candidate)
         if name is not None:
             return name
@@ -52,6 +53,9 @@ def _zone_name(text: str) -> str | None:
         name = f"/{name}".rsplit("/zoneinfo/", 1)[1]
     if not name or name.startswith("/"):
         return None
+    # here: the prompt hook parses timestamps without the zones' module (start-up time)
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
     try:
         ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):

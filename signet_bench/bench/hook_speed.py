@@ -40,14 +40,22 @@ Rows (stable names):
   prompt_failopen    p50/p95  ms  the prompt hook's overhead with no model (Signet's bytes)
 With --quick: 30 runs of each instead of 200, a model trained on fewer sessions.
 
-The hook's own modules are byte-compiled first, as an installation leaves them (a process
-that compiles them at every start, as `PYTHONDONTWRITEBYTECODE` makes it, spends some 20 ms
-more). Python's start alone takes some 20 ms of the 50 ms goal.
+The hook runs as `pip install ./scorer` installs it, and as the harness runs it: the console
+script `signet-bench-hook` of an environment whose `site-packages` names the scorer and its
+dependencies by plain paths (`_installed`). Not the workbench's own environment: its editable
+installs run setuptools' import finders at every Python start, which load `pathlib`,
+`importlib.util` and `contextlib` before the hook's first line (a bare Python start takes
+about twice as long; the hook, which loads `pathlib` itself, some milliseconds more), and not
+`python -m signet_scorer.hook`, whose `runpy` loads `importlib.util` and `contextlib` too.
+The hook's own modules are byte-compiled first, as an installation leaves them (a process that
+compiles them at every start, as `PYTHONDONTWRITEBYTECODE` makes it, spends some 20 ms more).
+Python's start alone (with `site`) takes some 10 ms of the 50 ms goal.
 """
 
 from __future__ import annotations
 
 import compileall
+import importlib.util
 import json
 import logging
 import os
@@ -197,6 +205,49 @@ def _rows(name: str, values: np.ndarray, goal: str | None = None) -> list[Row]:
     return [Row(name, k, v, "ms", n=len(values), goal=goal) for k, v in p.items()]
 
 
+# The console script as pip writes it for `signet-bench-hook = "signet_scorer.hook.cli:main"`
+# (after the interpreter's line)
+CONSOLE_SCRIPT = """import sys
+from signet_scorer.hook.cli import main
+if __name__ == '__main__':
+    sys.argv[0] = sys.argv[0].removesuffix('.exe')
+    sys.exit(main())
+"""
+
+
+INSTALLED = ("signet_scorer", "numpy", "onnxruntime", "orjson")  # the scorer's distribution
+
+
+def _origin(package: str) -> str:
+    """Where a package's `__init__` is, found without importing it."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        raise RuntimeError(f"{package} is not installed")
+    return spec.origin
+
+
+def _installed(tmp: Path) -> Path:
+    """A Python environment with the scorer as a regular (not editable) install leaves it: a
+    venv whose `site-packages` holds a `.pth` file naming the scorer's folder and its
+    dependencies' (numpy, onnxruntime, orjson) by plain paths, and the console script
+    `signet-bench-hook` beside its interpreter; the interpreter's path."""
+    venv = tmp / "installed"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    folders = dict.fromkeys(str(Path(_origin(p)).parent.parent) for p in INSTALLED)
+    (Path(site) / "signet-scorer.pth").write_text("\n".join(folders) + "\n", encoding="utf-8")
+    script = venv / "bin" / "signet-bench-hook"
+    script.write_text(f"#!{python}\n{CONSOLE_SCRIPT}", encoding="utf-8")
+    script.chmod(0o755)
+    return python
+
+
 def _compile_hook() -> None:
     """Byte-compile the hook's package (`signet_scorer`), as an installation leaves it."""
 
@@ -241,12 +292,15 @@ def hook_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
         prompts = _prompts(db, sizes["runs"] + WARMUP)
         cfg = parse_command(["--db", str(db), "--model", str(model), "serve"], env)[0]
         files = cfg.files
-        hook = [sys.executable, "-m", "signet_scorer.hook", "--db", str(db), "--signet", standin]
+        python = _installed(tmp)
+        # the resident runs on the hook's interpreter: one on another is stale to the hook
+        serve = [str(python), *serve_argv(cfg)[1:]]
+        hook = [str(python.parent / "signet-bench-hook"), "--db", str(db), "--signet", standin]
         hook += ["--limit", str(LIMIT), "--model"]
         rows: list[Row] = []
         try:
             for tag, has_model, extra, resident in _SCENARIOS:
-                if resident == "up" and start_detached(files, serve_argv(cfg), wait_s=60) is None:
+                if resident == "up" and start_detached(files, serve, wait_s=60) is None:
                     raise RuntimeError(f"the resident scorer did not start; see {files.log}")
                 _log.info(f"bench hook: {sizes['runs']} runs, {tag} ...")
                 path = model if has_model else tmp / "absent.onnx"

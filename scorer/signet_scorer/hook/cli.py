@@ -67,7 +67,6 @@ none), `--budget-ms`
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import time
@@ -83,6 +82,7 @@ from signet_scorer.hook.config import (
     USER_PROMPT_SUBMIT,
     Command,
     HookConfig,
+    hook_session_fields,
     read_command,
     usage_error,
 )
@@ -209,7 +209,6 @@ class _Attempt:
         "resident_down",
         "scorer",
         "started",
-        "tz",
         "writer",
     )
 
@@ -224,7 +223,6 @@ class _Attempt:
     ) -> None:
         self.cfg, self.inv, self.inp, self.started, self.load = cfg, inv, inp, started, load
         self.now = now  # the session's start
-        self.tz = cfg.zone()
         self.reason: str | None = None
         self.scorer: Scorer | None = None
         self.con: sqlite3.Connection | None = None
@@ -241,11 +239,12 @@ class _Attempt:
             self.reason = reason
 
     def session(self) -> dict[str, Any]:
-        """The session starting, as the ranking takes it (`rank.HookSession`'s fields)."""
+        """The session starting, as the ranking takes it (`rank.HookSession`'s fields) but for
+        its zone, as `HookConfig.zone_fields` sends it (`config.hook_session_fields`)."""
         inp = self.inp
         return {
             "now": self.now,
-            "tz": self.tz,
+            **self.cfg.zone_fields(),
             "project": inp.project or None,
             "session_key": inp.session_key,
             "agent_id": inp.agent_id,
@@ -328,7 +327,7 @@ def _prepare_here(att: _Attempt) -> None:
     att.scorer = scorer
     info = scorer.info
     att.model_version = info.model_version if info is not None else None
-    att.basis = read_basis(att.con, att.session(), info)
+    att.basis = read_basis(att.con, hook_session_fields(att.session()), info)
 
 
 def _check_budget(att: _Attempt, clock: Callable[[], float]) -> None:
@@ -366,7 +365,7 @@ def _ranking(att: _Attempt, ids: list[str]) -> Any:
             return got
     from signet_scorer.hook.rank import HookSession, rerank
 
-    session = HookSession(**att.session())
+    session = HookSession(**hook_session_fields(att.session()))
     assert att.con is not None and att.scorer is not None  # opened by `_prepare_here`
     return rerank(att.con, att.scorer, session, ids, limit, att.basis)
 
@@ -533,8 +532,10 @@ def _start_resident(cfg: HookConfig) -> None:
     """After a session start the resident did not answer: start one, detached (best effort)."""
     from signet_scorer.hook.resident_link import start_detached
 
-    with contextlib.suppress(OSError):
+    try:
         start_detached(cfg.files, serve_argv(cfg))
+    except OSError:
+        pass
 
 
 def resident_command(cfg: HookConfig, command: str) -> int:

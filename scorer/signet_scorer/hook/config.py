@@ -34,7 +34,7 @@ from signet_scorer.workbench import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
-    from typing import NamedTuple, TypeVar
+    from typing import Any, NamedTuple, TypeVar
 
     from signet_scorer.hook.resident_link import ResidentFiles
 
@@ -60,10 +60,12 @@ __all__ = [
     "Problem",
     "UsageError",
     "default_db",
+    "hook_session_fields",
     "parse_command",
     "read_command",
     "runnable",
     "scan_argv",
+    "session_zone",
     "setting_sources",
     "usage_error",
 ]
@@ -166,14 +168,17 @@ class HookConfig(_HookConfig):
 
     def zone(self) -> str:
         """The user's IANA time zone: `tz`, else the machine's. The machine's is looked up
-        only when asked, once Signet runs: its module (`zoneinfo`) takes milliseconds to load,
-        and a zone given by the user is checked before Signet runs, as every option is."""
-        if self.tz is not None:
-            return self.tz
-        # here: zoneinfo loads once a zone is asked for, after Signet starts (start-up time)
-        from signet_scorer.timestamps import local_tz
+        only where the ranking runs (`zone_fields`): its module (`zoneinfo`) takes milliseconds
+        to load; a zone given by the user is checked before Signet runs, as every option is."""
+        return session_zone(self.zone_fields())
 
-        return local_tz()
+    def zone_fields(self) -> dict[str, str | None]:
+        """The zone as a session's fields carry it to where the ranking runs: `tz`, and when
+        it is None (the machine's) this process's `TZ` variable, `tz_var`, for the ranking's
+        process to resolve (`session_zone`): the resident scorer has the zone's module
+        loaded, which would cost each hook process some 2 ms to load."""
+        var = os.environ.get("TZ", "") if self.tz is None else None
+        return {"tz": self.tz, "tz_var": var}
 
     @property
     def choice(self) -> Budget:
@@ -400,6 +405,27 @@ def read_command(argv: Sequence[str], env: Mapping[str, str]) -> Command:
             )
         )
     return Command(config, name, args, problems)
+
+
+def session_zone(fields: Mapping[str, Any]) -> str:
+    """The IANA zone of a session's fields (`HookConfig.zone_fields`): `tz`, else the
+    machine's as a process with the `TZ` variable `tz_var` sees it (`timestamps.local_tz`)."""
+    tz = fields.get("tz")
+    if tz is not None:
+        return str(tz)
+    # here: zoneinfo loads where the ranking runs, not in the hook's process (start-up time)
+    from signet_scorer.timestamps import local_tz
+
+    var = fields.get("tz_var")
+    return local_tz(tz_var=None if var is None else str(var))
+
+
+def hook_session_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A session's fields as sent (`zone_fields` in place of the zone) as
+    `signet_scorer.hook.rank.HookSession` takes them: the zone resolved (`session_zone`)."""
+    out = {k: v for k, v in fields.items() if k != "tz_var"}
+    out["tz"] = session_zone(fields)
+    return out
 
 
 def usage_error(command: Command) -> str:

@@ -29,8 +29,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Generator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from signet_scorer.hook.config import SESSION_START, USER_PROMPT_SUBMIT
@@ -129,21 +128,24 @@ class InjectionLog:
         try:
             self.con.execute("PRAGMA journal_mode = WAL")
             self.con.execute("PRAGMA synchronous = NORMAL")
-            with self._transaction():
-                for ddl in LOG_DDL:
-                    self.con.execute(ddl)
-                cols = {r[1] for r in self.con.execute("PRAGMA table_info(hook_invocations)")}
-                if "hook" not in cols:
-                    self.con.execute(_ADD_HOOK)
+            self._transaction(self._create)
         except BaseException:
             self.con.close()
             raise
 
-    @contextmanager
-    def _transaction(self) -> Generator[None]:
+    def _create(self) -> None:
+        for ddl in LOG_DDL:
+            self.con.execute(ddl)
+        cols = {r[1] for r in self.con.execute("PRAGMA table_info(hook_invocations)")}
+        if "hook" not in cols:
+            self.con.execute(_ADD_HOOK)
+
+    def _transaction(self, work: Callable[[], object]) -> None:
+        """`work()` in one write transaction, rolled back when it raises (a function, not a
+        `contextlib` context manager: `contextlib` is not loaded on the hooks' path)."""
         self.con.execute("BEGIN IMMEDIATE")
         try:
-            yield
+            work()
         except BaseException:
             self.con.execute("ROLLBACK")
             raise
@@ -160,35 +162,45 @@ class InjectionLog:
         nothing once its session key and agent have injections; a prompt records the memories
         its session does not hold yet, and with `ranking` (`prompt`, `pool` and `hits` as
         lists of ids, `context` as bytes) what its ranking saw (`hook_prompts`)."""
+        ids: list[int] = []
+        self._transaction(lambda: ids.append(self._append(invocation, injections, ranking)))
+        return ids[0]
+
+    def _append(
+        self,
+        invocation: Mapping[str, Any],
+        injections: Sequence[Mapping[str, Any]],
+        ranking: Mapping[str, Any] | None,
+    ) -> int:
+        """`record`'s rows, in the transaction it opened; the invocation's id."""
         con = self.con
         hook = invocation.get("hook") or SESSION_START
-        with self._transaction():
-            cur = con.execute(
-                _insert("hook_invocations", INVOCATION_COLUMNS),
-                [{**invocation, "hook": hook}.get(c) for c in INVOCATION_COLUMNS],
+        cur = con.execute(
+            _insert("hook_invocations", INVOCATION_COLUMNS),
+            [{**invocation, "hook": hook}.get(c) for c in INVOCATION_COLUMNS],
+        )
+        rid = int(cur.lastrowid or 0)
+        key, agent = invocation["session_key"], invocation["agent_id"]
+        seen = con.execute(
+            "SELECT 1 FROM hook_injections WHERE session_key = ? AND agent_id = ? LIMIT 1",
+            [key, agent],
+        ).fetchone()
+        prompt = hook == USER_PROMPT_SUBMIT
+        if key and (prompt or seen is None):
+            con.executemany(
+                _insert("hook_injections", INJECTION_COLUMNS, _SKIP_HELD if prompt else ""),
+                [
+                    [{**r, "invocation_id": rid}.get(c) for c in INJECTION_COLUMNS]
+                    for r in injections
+                ],
             )
-            rid = int(cur.lastrowid or 0)
-            key, agent = invocation["session_key"], invocation["agent_id"]
-            seen = con.execute(
-                "SELECT 1 FROM hook_injections WHERE session_key = ? AND agent_id = ? LIMIT 1",
-                [key, agent],
-            ).fetchone()
-            prompt = hook == USER_PROMPT_SUBMIT
-            if key and (prompt or seen is None):
-                con.executemany(
-                    _insert("hook_injections", INJECTION_COLUMNS, _SKIP_HELD if prompt else ""),
-                    [
-                        [{**r, "invocation_id": rid}.get(c) for c in INJECTION_COLUMNS]
-                        for r in injections
-                    ],
-                )
-            if key and prompt and ranking is not None:
-                lists = {c: json.dumps(list(ranking[c])) for c in ("pool", "hits")}
-                row = {**ranking, **lists, "invocation_id": rid, "session_key": key}
-                row["agent_id"] = agent
-                con.execute(
-                    _insert("hook_prompts", PROMPT_COLUMNS), [row.get(c) for c in PROMPT_COLUMNS]
-                )
+        if key and prompt and ranking is not None:
+            lists = {c: json.dumps(list(ranking[c])) for c in ("pool", "hits")}
+            row = {**ranking, **lists, "invocation_id": rid, "session_key": key}
+            row["agent_id"] = agent
+            con.execute(
+                _insert("hook_prompts", PROMPT_COLUMNS), [row.get(c) for c in PROMPT_COLUMNS]
+            )
         return rid
 
     def close(self) -> None:

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import os
 import struct
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -64,10 +63,11 @@ from signet_scorer.hook.run import (
     open_log,
     utc_text,
 )
-from signet_scorer.hook.signet import SignetResult, SignetRunner, start_signet
+from signet_scorer.hook.signet import SignetResult, SignetRunner, Worker, start_signet
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import _socket
     from datetime import datetime
     from typing import Any
 
@@ -124,6 +124,30 @@ def _dechunk(body: bytes) -> bytes:
         pos = end + 4 + size
 
 
+def _connect(host: str, port: int, timeout_s: float) -> _socket.socket:
+    """A TCP connection to `host`, as `socket.create_connection` makes it (each address in
+    turn, the first one's error when none takes it), on `_socket`: `socket` builds its enums at
+    import and a text host loads the `idna` codec, some 5 ms of every prompt together (an ASCII
+    host is passed as bytes, which needs no codec)."""
+    import _socket
+
+    name = host.encode("ascii") if host.isascii() else host
+    errors: list[OSError] = []
+    for family, kind, proto, _, address in _socket.getaddrinfo(name, port, 0, _socket.SOCK_STREAM):
+        sock = None
+        try:
+            sock = _socket.socket(family, kind, proto)
+            sock.settimeout(timeout_s)
+            sock.connect(address)
+        except OSError as exc:
+            errors.append(exc)
+            if sock is not None:
+                sock.close()
+        else:
+            return sock
+    raise errors[0] if errors else OSError("getaddrinfo returns an empty list")
+
+
 def http_post(
     url: str, path: str, body: bytes, headers: dict[str, str], timeout_s: float
 ) -> tuple[int, bytes]:
@@ -144,18 +168,19 @@ def http_post(
             conn.close()
     if u.scheme != "http" or not u.hostname:
         raise ValueError(f"not an http(s) daemon address: {url}")
-    import socket
-
     host = f"[{u.hostname}]" if ":" in u.hostname else u.hostname
     head = [f"POST {path} HTTP/1.1", f"Host: {host}:{u.port or 80}", "Connection: close"]
     head += [f"{k}: {v}" for k, v in {**headers, "Content-Length": str(len(body))}.items()]
     data = b""
-    with socket.create_connection((u.hostname, u.port or 80), timeout=timeout_s) as sock:
+    sock = _connect(u.hostname, u.port or 80, timeout_s)
+    try:
         sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body)
         while chunk := sock.recv(1 << 16):
             data += chunk
             if len(data) > MAX_REPLY:
                 raise ValueError("the daemon's answer is too long")
+    finally:
+        sock.close()
     top, _, rest = data.partition(b"\r\n\r\n")
     lines = top.decode("latin-1").split("\r\n")
     status = int(lines[0].split()[1])
@@ -201,10 +226,7 @@ class _Recall:
 
     def __init__(self, recall: Recaller, prompt: str, agent: str, env: Mapping[str, str]) -> None:
         self.result: tuple[list[str] | None, str] = (None, "no answer in time")
-        self._thread = threading.Thread(
-            target=self._run, args=(recall, prompt, agent, env), daemon=True
-        )
-        self._thread.start()
+        self._worker = Worker(lambda: self._run(recall, prompt, agent, env))
 
     def _run(self, recall: Recaller, prompt: str, agent: str, env: Mapping[str, str]) -> None:
         try:
@@ -213,7 +235,7 @@ class _Recall:
             self.result = (None, f"recall failed: {failure_text(exc)}")
 
     def wait(self, until: float) -> tuple[list[str] | None, str]:
-        self._thread.join(max(0.0, until - time.monotonic()))
+        self._worker.wait(until - time.monotonic())
         return self.result
 
 
@@ -326,7 +348,7 @@ class _Prompt:
         inp = self.inp
         session = {
             "now": self.now.isoformat(),
-            "tz": self.cfg.zone(),
+            **self.cfg.zone_fields(),
             "project": inp.project or None,
             "session_key": inp.session_key,
             "agent_id": inp.agent_id,

@@ -33,6 +33,7 @@ from signet_scorer.context import context_embedding
 from signet_scorer.contract import CONTEXT_TOP
 from signet_scorer.features import SessionInfo, candidate_features
 from signet_scorer.hook.access import agent_scope, visible_clause
+from signet_scorer.hook.config import hook_session_fields
 from signet_scorer.hook.rank import HookSession, RankError, candidate_info, graph_columns
 from signet_scorer.hook.store import read_embeddings, read_memories
 from signet_scorer.query import ScoreQuery
@@ -97,7 +98,7 @@ def prompt_ask(request: dict[str, Any]) -> PromptAsk:
     """The prompt of a `prompt` request (`signet_scorer.hook.resident_link`): its `session`
     (`HookSession`'s fields, `now` in ISO 8601), `prompt`, `recalled` (a list or null),
     `exclude` and `limit`."""
-    session = dict(request["session"])
+    session = hook_session_fields(request["session"])
     session["now"] = datetime.fromisoformat(session["now"])
     recalled = request.get("recalled")
     return PromptAsk(

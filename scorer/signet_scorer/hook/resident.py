@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from signet_scorer.hook.config import hook_session_fields
 from signet_scorer.hook.js import js_object
 from signet_scorer.hook.resident_link import (
     LOCK_FD_ENV,
@@ -142,7 +143,8 @@ class Resident:
         conn.scorer = None
         try:
             session: dict[str, Any] = msg["session"]
-            fields: dict[str, Any] = {**session, "now": datetime.fromisoformat(session["now"])}
+            fields: dict[str, Any] = hook_session_fields(session)
+            fields["now"] = datetime.fromisoformat(session["now"])
             conn.session = HookSession(**fields)
             scorer, why = self.models.get(Path(msg["model"]))
             if scorer is None:

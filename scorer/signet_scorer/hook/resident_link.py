@@ -9,8 +9,10 @@ The resident lives beside the workbench, in three files:
 - `hook-scorer.log`: what a detached resident writes (one JSON object a line).
 
 One connection per session start; each request is a line of JSON and gets one line back:
-- `prepare` (`protocol`, `code`, `db`, `model`, `timeout_s`, `session`: `now`, `tz`,
-  `project`, `session_key`, `agent_id`), while Signet works: the model (reloaded when its file
+- `prepare` (`protocol`, `code`, `db`, `model`, `timeout_s`, `session`: `now`, `tz` and
+  `tz_var`, `project`, `session_key`, `agent_id`; `tz` None is the machine's zone, which the
+  resident resolves with the hook's `TZ` variable, `tz_var`: `config.session_zone`), while
+  Signet works: the model (reloaded when its file
   changed) and the store, as the hook would open them itself, and the session's basis
   (`signet_scorer.hook.rank.session_basis`); the reply is `{"ok": true, "model_version"}`,
   `{"ok": false, "reason"}` (the hook keeps Signet's output for that reason, as it would
@@ -34,14 +36,9 @@ hook ranks in-process instead, as it did without a resident.
 from __future__ import annotations
 
 import _socket  # `socket` would build its enums at import: some 2 ms of every session start
-import fcntl
 import json
 import os
-import selectors
-import signal
-import subprocess
 import sys
-import threading
 import time
 from collections import namedtuple
 from pathlib import Path
@@ -50,6 +47,7 @@ from signet_scorer.hook.js import js_list, js_object
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import subprocess
     from collections.abc import Sequence
     from typing import Any, NamedTuple
 
@@ -314,6 +312,10 @@ def _ranking(reply: dict[str, Any], n: int, limit: int) -> RemoteRanking | None:
 def _claim(lock: Path) -> int | None:
     """The lock file's descriptor, locked by us, or None when a resident (or its starter)
     holds it or the folder cannot hold it."""
+    # here: the lock's, process's and threads' modules load only to start, stop or describe
+    # the resident, never on a hook's path while one answers (start-up time)
+    import fcntl
+
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError:
@@ -342,6 +344,8 @@ def start_detached(files: ResidentFiles, argv: Sequence[str], *, wait_s: float =
     fd = _claim(files.lock)
     if fd is None:
         return None
+    import subprocess  # here: as `_claim`'s modules (start-up time)
+
     try:
         with open(files.log, "ab") as log:
             proc = subprocess.Popen(
@@ -370,6 +374,8 @@ def start_detached(files: ResidentFiles, argv: Sequence[str], *, wait_s: float =
 
 def read_line(proc: subprocess.Popen[bytes], timeout_s: float) -> bytes:
     """The first line of the process's stdout, or b"" when none comes within `timeout_s`."""
+    import selectors  # here: as `_claim`'s modules (start-up time)
+
     out = proc.stdout
     assert out is not None  # started with stdout=PIPE
     with selectors.DefaultSelector() as sel:
@@ -396,6 +402,9 @@ def _holder(lock: Path) -> int | None:
 
 def _wait_released(lock: Path, timeout_s: float) -> bool:
     """Whether the lock is free within `timeout_s` (a thread blocks on it, then lets go)."""
+    import fcntl  # here: as `_claim`'s modules (start-up time)
+    import threading
+
     fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
 
     def take() -> None:
@@ -417,6 +426,8 @@ def stop_resident(files: ResidentFiles, timeout_s: float = STOP_TIMEOUT_S) -> in
         if pid == 0:
             _wait_released(files.lock, timeout_s)
         return pid
+    import signal  # here: as `_claim`'s modules (start-up time)
+
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.kill(pid, sig)

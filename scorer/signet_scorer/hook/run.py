@@ -7,7 +7,6 @@ Standard library only (the hooks' start is on every session's and every prompt's
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -190,9 +189,10 @@ def save_record(run: HookRun) -> None:
     if writer is None:
         return
     try:
-        with contextlib.suppress(Exception):  # best effort: the harness is already served
-            if run.invocation:
-                writer.record(run.invocation, run.injections, run.ranking)
+        if run.invocation:
+            writer.record(run.invocation, run.injections, run.ranking)
+    except Exception:  # noqa: BLE001, S110 - best effort: the harness is already served
+        pass
     finally:
         writer.close()
 
