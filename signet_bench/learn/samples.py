@@ -795,6 +795,8 @@ def load_samples(
         if not isinstance(store, sqlite3.Connection):
             con.close()
     ordered = CandidateRows.split(_in_corpus(cands, corpus, by=["session_key"]))
+    # the frames are dropped before the samples are built: the load's peak memory
+    del signals, cands, raw, by_key
     out: list[SessionSample] = []
     skipped = 0
     for s in todo:
