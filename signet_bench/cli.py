@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -787,11 +788,12 @@ def _cmd_export_synth_pairs(args: argparse.Namespace) -> int:
     spec = SynthPairs(
         tuple(args.personas),
         tuple(args.seeds),
-        sessions=args.sessions,
         embedder=args.embedder,
         scorer=args.scorer,
         labels=args.labels,
     )
+    if args.sessions is not None:
+        spec = dataclasses.replace(spec, sessions=args.sessions)
     doc = export_synth_pairs(spec, args.out)
     rows = sum(f["rows"] for f in doc["files"])
     print(f"wrote {len(doc['files'])} pair files ({rows} rows) and the manifest to {args.out}")
@@ -799,8 +801,6 @@ def _cmd_export_synth_pairs(args: argparse.Namespace) -> int:
 
 
 def _add_export_synth_pairs(sub: argparse._SubParsersAction) -> None:
-    from signet_bench.bench.synth_pairs import DEFAULT_SESSIONS
-
     help_text = (
         "the base's synthetic training data: pair exports of synthetic worlds of training seeds "
         "(950-999, which no benchmark reports) run through the loop, labelled by the loop "
@@ -812,7 +812,11 @@ def _add_export_synth_pairs(sub: argparse._SubParsersAction) -> None:
         "--personas", type=_names, default=["heavy", "drifting", "multi-project"], help="e.g. heavy"
     )
     p.add_argument("--seeds", type=_int_ranges, default=list(range(950, 960)), help="950-959")
-    p.add_argument("--sessions", type=int, default=DEFAULT_SESSIONS, help="loop sessions per world")
+    # no default read from bench.synth_pairs here: importing it (the loop, the synthetic
+    # worlds) would cost every command's start-up, `train` included
+    p.add_argument(
+        "--sessions", type=int, help="loop sessions per world (default: SynthPairs.sessions)"
+    )
     p.add_argument("--embedder", default="topic", help="the stores' embedder")
     p.add_argument("--scorer", default="none", help="the loop's scorer (none: Signet alone)")
     p.add_argument(

@@ -416,12 +416,13 @@ class _HistoryRows:
         # the user's mean adds them in the same order too
         cols, vals = col[mem], self.terms[:, idx]
         sums = np.stack([np.bincount(cols, weights=v, minlength=width) for v in vals], axis=1).T
-        at = np.minimum(np.searchsorted(self.memories, ids), max(self.memories.size - 1, 0))
-        rows = {
-            m: int(col[j])
-            for m, j in zip(ids, at.tolist(), strict=True)
-            if self.memories.size and self.names[j] == m and present[j]
-        }
+        rows: dict[str, int] = {}
+        if self.memories.size and ids:
+            # each id's position among `memories` (sorted), matched and present: in arrays,
+            # since a start asks for a few hundred ids and this runs once per start
+            at = np.minimum(np.searchsorted(self.memories, ids), self.memories.size - 1)
+            hit = (self.memories[at] == np.asarray(ids, dtype=str)) & present[at]
+            rows = dict(zip(np.asarray(ids)[hit].tolist(), col[at[hit]].tolist(), strict=True))
         return TrackHistory(before, rows, np.nan_to_num(sums), missing)
 
 

@@ -229,7 +229,8 @@ def session_inputs(
     graph = _graph(corpus, rows, origin.graph, origin.store, origin.traversal)
     info = candidate_info(corpus, rows, project, graph)
     age = age_days(corpus.created_at[rows], start.timestamp())
-    contents = tuple(corpus.contents[int(r)] for r in rows)
+    at = rows.tolist()  # Python ints: indexing lists by them is several times faster
+    contents = tuple(corpus.contents[r] for r in at)
     sources = corpus.sources(rows)
     vector = context.vector
     track = origin.track_record
@@ -254,7 +255,7 @@ def session_inputs(
         context_rule=context_rule,
         embeddings=corpus.embeddings[rows],
         has_embedding=corpus.has_embedding[rows],
-        tokens=tuple(corpus.tokens(int(r)) for r in rows),
+        tokens=tuple(corpus.tokens(r) for r in at),
         contents=contents,
         effective_score=effective_score(corpus.importance[rows], age, corpus.pinned[rows], cfg),
         created_at=info.created_at,

@@ -21,7 +21,7 @@ assembly and the benchmarks all call these functions; the rule itself (`context_
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -36,6 +36,7 @@ __all__ = [
     "PreviousSessions",
     "previous_sessions",
     "session_context",
+    "used_by_session",
     "used_memory_ids",
 ]
 
@@ -49,16 +50,27 @@ class PreviousSession:
     used: tuple[str, ...]
 
 
+def _used() -> pl.Expr:
+    """Whether a candidate row was used: an FTS hit or a positive agent rating."""
+    return (pl.col("fts_hit_count").fill_null(0) > 0) | (
+        pl.col("agent_relevance_score").fill_null(0) > 0
+    )
+
+
 def used_memory_ids(candidates: pl.DataFrame | None) -> tuple[str, ...]:
     """The memories a finished session used: candidates with an FTS hit or a positive agent
     rating (`session_memories` columns), in memory-id order."""
     if candidates is None or candidates.height == 0:
         return ()
-    used = candidates.filter(
-        (pl.col("fts_hit_count").fill_null(0) > 0)
-        | (pl.col("agent_relevance_score").fill_null(0) > 0)
-    )
-    return tuple(sorted(used["memory_id"].to_list()))
+    return tuple(sorted(candidates.filter(_used())["memory_id"].to_list()))
+
+
+def used_by_session(candidates: pl.DataFrame) -> dict[str, tuple[str, ...]]:
+    """`used_memory_ids` of every session of `candidates` (rows of many sessions) from one
+    filter, by session key; a session that used none is absent."""
+    used = candidates.filter(_used()).group_by("session_key").agg(pl.col("memory_id"))
+    keys, ids = used["session_key"].to_list(), used["memory_id"].to_list()
+    return {k: tuple(sorted(m)) for k, m in zip(keys, ids, strict=True)}
 
 
 class PreviousSessions:
@@ -80,20 +92,31 @@ class PreviousSessions:
         candidates: pl.DataFrame | None,
     ) -> None:
         """A finished session with its `session_memories` rows."""
-        used = used_memory_ids(candidates)
+        self.record_used(session_key, project, start, used_memory_ids(candidates))
+
+    def record_used(
+        self, session_key: str, project: str | None, start: datetime, used: tuple[str, ...]
+    ) -> None:
+        """A finished session with the memories it used (`used_memory_ids`)."""
         self._last[project] = PreviousSession(session_key, start, used)
 
 
 def previous_sessions(
-    sessions: pl.DataFrame, candidates: dict[str, pl.DataFrame]
+    sessions: pl.DataFrame, candidates: Mapping[str, pl.DataFrame] | pl.DataFrame
 ) -> dict[str, PreviousSession | None]:
     """For every session (columns session_key, project, start), its previous scored session of
-    the same project, with the memories that one used (from its `session_memories` rows)."""
+    the same project, with the memories that one used (from its `session_memories` rows:
+    a frame per session key, or one frame of every session's rows)."""
+    if isinstance(candidates, pl.DataFrame):
+        used = used_by_session(candidates)
+    else:
+        used = {k: used_memory_ids(c) for k, c in candidates.items()}
     tracker = PreviousSessions()
     out: dict[str, PreviousSession | None] = {}
     for s in sessions.sort(["start", "session_key"]).iter_rows(named=True):
-        out[s["session_key"]] = tracker.before(s["project"])
-        tracker.record(s["session_key"], s["project"], s["start"], candidates.get(s["session_key"]))
+        key, project = s["session_key"], s["project"]
+        out[key] = tracker.before(project)
+        tracker.record_used(key, project, s["start"], used.get(key, ()))
     return out
 
 

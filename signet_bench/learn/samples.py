@@ -777,7 +777,6 @@ def load_samples(
         structure = session_structure(con, cands, rows=raw)
         if sessions.height == 0:
             return [], 0
-        by_key = {k[0]: g for k, g in cands.group_by("session_key")}
         threshold = cfg.min_scorer_confidence if min_confidence is None else min_confidence
         rows = sessions.rename({"created_at": "end"}).iter_rows(named=True)
         todo = [s for s in rows if part is None or s["session_key"] in part.keys]
@@ -785,7 +784,7 @@ def load_samples(
         bar = _bar(len(todo)) if progress else None
         for s, track in zip(kept, _track_records(con, kept, raw), strict=True):
             s["track_record"] = track
-        previous = previous_sessions(sessions, by_key)
+        previous = previous_sessions(sessions, cands)
         rules = SampleRules(tz, cfg, seed)
         prompted: list[SessionSample] = []
         if select.prompts:
@@ -795,6 +794,8 @@ def load_samples(
         if not isinstance(store, sqlite3.Connection):
             con.close()
     ordered = CandidateRows.split(_in_corpus(cands, corpus, by=["session_key"]))
+    # the frames are dropped before the samples are built: the load's peak memory
+    del signals, cands, raw
     out: list[SessionSample] = []
     skipped = 0
     for s in todo:

@@ -159,15 +159,30 @@ def incremental_split(
     return new, canary, replay_buffer(rest, cfg)
 
 
+_PROBE_BATCH = 64  # sessions per batch when a model only scores (no gradient)
+
+
+def _probe_batches(samples: Sequence[SessionSample]) -> list[tuple[Batch, list[int]]]:
+    """`samples` as the batches `session_probs` scores (each with its sessions' sizes): built
+    once for sessions scored again and again (the held-out sessions after every epoch)."""
+    return [
+        (to_batch(chunk, with_labels=False), [len(s) for s in chunk])
+        for chunk in (samples[i : i + _PROBE_BATCH] for i in range(0, len(samples), _PROBE_BATCH))
+    ]
+
+
 def session_probs(
-    params: Params, samples: Sequence[SessionSample], cfg: PredictorConfig
+    params: Params,
+    samples: Sequence[SessionSample],
+    cfg: PredictorConfig,
+    batches: Sequence[tuple[Batch, list[int]]] | None = None,
 ) -> list[np.ndarray]:
-    """The model's probabilities over each session's candidates, 64 sessions per batch."""
+    """The model's probabilities over each session's candidates, 64 sessions per batch
+    (`batches`: `_probe_batches(samples)` already built)."""
     out: list[np.ndarray] = []
-    for i in range(0, len(samples), 64):
-        chunk = samples[i : i + 64]
-        probs = forward(params, to_batch(chunk, with_labels=False), cfg).probs
-        out += [probs[j, : len(s)] for j, s in enumerate(chunk)]
+    for batch, sizes in _probe_batches(samples) if batches is None else batches:
+        probs = forward(params, batch, cfg).probs
+        out += [probs[j, :n] for j, n in enumerate(sizes)]
     return out
 
 
@@ -409,13 +424,15 @@ class _Watch:
         self, held: Sequence[SessionSample], cfg: PredictorConfig, patience: int | None
     ) -> None:
         self.held, self.cfg, self.patience = list(held), cfg, patience
+        self.batches = _probe_batches(self.held)  # packed once, scored after every epoch
         self.per_epoch: list[np.ndarray] = []
         self.best_epoch, self.best_params = 0, None
         self.best_mean = -math.inf
 
     def __call__(self, epoch: int, params: Params) -> bool:
         """Record `params` at `epoch`; False once `patience` epochs brought no gain."""
-        values = session_ndcgs(self.held, session_probs(params, self.held, self.cfg), self.cfg)
+        probs = session_probs(params, self.held, self.cfg, self.batches)
+        values = session_ndcgs(self.held, probs, self.cfg)
         self.per_epoch.append(values)
         mean = float(np.mean(values)) if _finite(params) else -math.inf
         if mean > self.best_mean:

@@ -12,6 +12,7 @@ from signet_bench.daemon.context import (
     PreviousSessions,
     previous_sessions,
     session_context,
+    used_by_session,
     used_memory_ids,
 )
 from signet_scorer.context import context_embedding, mean_unit
@@ -61,6 +62,20 @@ def test_used_memories_are_fts_hits_or_positive_agent_ratings():
     cand = _cand(["c", "a", "b", "d"], fts=[0, 2, 0, 0], agent=[0.4, None, -0.5, 0.0])
     assert used_memory_ids(cand) == ("a", "c")
     assert used_memory_ids(None) == ()
+
+
+def test_the_used_memories_of_many_sessions_at_once_are_each_sessions_own():
+    """`used_by_session` on one frame of several sessions' rows gives each session what
+    `used_memory_ids` gives its rows alone; a session that used none is absent."""
+    parts = {
+        "s1": _cand(["c", "a", "b"], fts=[0, 2, 0], agent=[0.4, None, -0.5]),
+        "s2": _cand(["z", "y"], fts=[1, 3]),
+        "s3": _cand(["q"], fts=[0], agent=[0.0]),
+    }
+    rows = pl.concat([c.with_columns(pl.lit(k).alias("session_key")) for k, c in parts.items()])
+    by_session = used_by_session(rows)
+    assert by_session == {"s1": ("a", "c"), "s2": ("y", "z")}
+    assert all(by_session.get(k, ()) == used_memory_ids(c) for k, c in parts.items())
 
 
 def test_fallback_takes_the_first_ten_of_the_baseline_order_then_those_with_embeddings():
