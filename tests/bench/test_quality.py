@@ -29,6 +29,12 @@ from signet_bench.learn.model.params import init_params
 from signet_bench.learn.train import Guard, TrainOptions, train_model
 from signet_bench.world.synth.truth import EFFECTS
 
+# What these tests check of the rows, pools and live scores does not depend on how far each
+# model trains: every training of their runs (the loop's and the offline retrains, each still
+# held out and gated) stops after 24 optimizer steps a fit, where the default's 50 epochs take
+# 50 to 250 on these stores
+BRIEF = DEFAULT_CONFIG.replace(training_step_budget=24)
+
 
 def test_every_ablation_names_planted_effects():
     assert set(ABLATIONS) == {
@@ -110,7 +116,9 @@ def test_quality_rows_report_shares_curves_and_ablations_consistently():
     # every ablation but the graph's, whose rows (five retrains a side) test_quality_graph.py
     # checks on the persona the graph is for
     selected = [*(g for g in ABLATIONS if g != "structure"), *(f"effect_{e}" for e in EFFECTS)]
-    rows = quality_rows(("light",), seeds=(3,), quick=True, embedder="topic", ablations=selected)
+    rows = quality_rows(
+        ("light",), seeds=(3,), quick=True, embedder="topic", ablations=selected, cfg=BRIEF
+    )
     by = {(r.name, r.metric, r.n): r for r in rows}
     shares = [r for r in rows if r.metric == "variance_share"]
     assert [r.name for r in shares] == [f"truth_share_{e}" for e in EFFECTS]
@@ -263,10 +271,11 @@ def test_quality_rows_judge_at_the_checkpoints_asked_for():
         quick=True,
         embedder="topic",
         ablations=False,
-        checkpoints=(20, 5, 20),
+        checkpoints=(8, 3, 8),
+        cfg=BRIEF,
     )
     served = {r.n for r in rows if r.name == "predictor_served" and r.metric == "ndcg@10"}
-    assert served == {5, 20}
+    assert served == {3, 8}
     assert not any(r.name.startswith("ablation_") for r in rows)
     with pytest.raises(ValueError, match="positive session counts"):
         quality_rows(("light",), seeds=(3,), quick=True, checkpoints=(0, 10))
@@ -275,7 +284,7 @@ def test_quality_rows_judge_at_the_checkpoints_asked_for():
 def test_each_checkpoint_is_judged_on_the_sessions_that_follow_it(tmp_path):
     from signet_bench.bench.quality import simulate_run
 
-    run = simulate_run("light", 3, Judging((5, 20), 10), tmp_path, DEFAULT_CONFIG, "topic")
+    run = simulate_run("light", 3, Judging((5, 20), 10), tmp_path, BRIEF, "topic")
     try:
         order = [c.session_key for c in run.sim.plan(30)]
         for n in (5, 20):
@@ -302,7 +311,7 @@ def test_the_offline_retrain_starts_and_falls_back_as_the_loop_does():
 def test_live_scores_are_what_the_loops_model_scored_at_each_session(tmp_path):
     """Each held-out session's live scores order its candidates as the model the loop had in
     place then ranked them (`predictor_rank`), and are the baseline's where none scored."""
-    run = simulate_run("light", 3, Judging((10,), 30), tmp_path, embedder="topic")
+    run = simulate_run("light", 3, Judging((10,), 30), tmp_path, BRIEF, "topic")
     keys = {h.plan.session_key for h in run.pools[10]}
     records = [r for r in run.sim.records.values() if r.plan.session_key in keys]
     assert len(records) == len(run.pools[10])
