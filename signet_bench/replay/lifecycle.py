@@ -427,7 +427,7 @@ class Lifecycle:
         scorer, history = None, None
         if self.opts.prompt_time is not None:
             stream = np.random.default_rng([self.opts.seed, idx, _PROMPT_STREAM])
-            scorer = self.trainer.scorer(stream)
+            scorer = self.trainer.prompt_scorer(stream)
             history = read_track_history(self.con, plan.start)  # as session start read it
         shown = set(injected)
         for prompt in prompts:
