@@ -57,10 +57,14 @@ LIMITS = PromptLimits()
 
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory):
-    """A light user's first sessions with prompt time on, every record kept."""
+    """A light user's first sessions with prompt time on, every record kept; the agent rates
+    what it was shown in every session."""
     path = tmp_path_factory.mktemp("prompt") / "light.db"
     build_persona_store("light", path, seed=5, n_memories=150, embedder="topic")
-    sim = Simulator(path, SimOptions(scorer="model", seed=5, prompts=(4, 6), prompt_time=LIMITS))
+    opts = SimOptions(
+        scorer="model", seed=5, prompts=(4, 6), prompt_time=LIMITS, feedback_share=1.0
+    )
+    sim = Simulator(path, opts)
     sim.loop.run(SESSIONS, keep=range(SESSIONS))
     yield sim
     sim.close()
@@ -312,3 +316,30 @@ def test_the_loops_prompts_rank_with_the_prompt_hooks_model(ran):
         )
     finally:
         trainer.prompt_model = kept
+
+
+def test_the_agent_rates_what_the_prompts_injected_as_it_rates_session_starts(ran):
+    """After a prompt the agent rates memories the session's prompts injected too, written as
+    its ratings of session start's are (Signet's running mean on the session's rows), so the
+    label function reads them alike; none is rated that the session never showed."""
+    rated = pl.DataFrame(
+        ran.con.execute(
+            "SELECT session_key, memory_id FROM session_memories WHERE agent_feedback_count > 0"
+        ).fetchall(),
+        schema=["session_key", "memory_id"],
+        orient="row",
+    )
+    by_prompt, by_start = 0, 0
+    for rec in ran.records.values():
+        start = {str(m) for m in rec.start.injected_ids}
+        prompted = {m for t in rec.prompts for m in t.injected}
+        mine = set(rated.filter(pl.col("session_key") == rec.plan.session_key)["memory_id"])
+        assert mine <= start | prompted
+        by_prompt += len(mine & prompted)
+        by_start += len(mine & start)
+    assert by_prompt > 0 and by_start > 0
+    signals = read_label_signals(ran.con, workbench=_workbench(ran))
+    frame = signals_frame(signals).filter(pl.col("agent_relevance_score").is_not_null())
+    keys = ["session_key", "memory_id"]
+    asked = signals.prompted.select(keys).unique()
+    assert frame.join(asked, on=keys, how="semi").height == by_prompt
