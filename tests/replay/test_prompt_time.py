@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from signet_bench.analysis.queries.training import served_by_hook
 from signet_bench.daemon.ranking.prompt_time import (
     PromptLimits,
     choose,
@@ -294,6 +295,11 @@ def test_each_hook_serves_what_its_own_held_out_rankings_chose(ran, tmp_path):
     assert hooks["session_start"] == r.serving and hooks[PROMPT_KEY] == r.prompt_serving
     if r.prompt_serving.over_base is not None:  # judged: the sentence says on what
         assert f"on {r.prompt_serving.sessions} held-out prompts" in hooks[PROMPT_KEY].sentence()
+    # the dashboard says what serves at each hook, and why
+    assert served_by_hook(tmp_path / WORKBENCH_FILE) == {
+        "session_start": r.serving.sentence(),
+        PROMPT_KEY: r.prompt_serving.sentence(),
+    }
     # without prompt samples the prompts are served session start's model: the file goes
     off = train_store(request.replace(tz=ran.world.tz), cfg=ran.cfg.replace(prompt_samples=False))
     assert off.result.prompt_serving is None and not saved.exists()
