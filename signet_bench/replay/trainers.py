@@ -137,6 +137,7 @@ class Trainer(Protocol):
 
     name: str  # the `--scorer` it answers to (recorded in `sim_sessions.scorer`)
     model: Params | None  # the weights it serves (None: nothing scores)
+    prompt_model: Params | None  # the prompt hook's own weights (None: the prompts get `model`)
     start_alpha: float  # the baseline's weight in cold start (`PredictorState.start_alpha`)
 
     def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
@@ -164,6 +165,7 @@ class NoScorer:
 
     name = "none"
     model: Params | None = None
+    prompt_model: Params | None = None
     start_alpha = 1.0  # the baseline alone
 
     def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
