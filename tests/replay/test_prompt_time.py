@@ -21,6 +21,7 @@ from signet_bench.daemon.ranking.prompt_time import (
     prompt_pool,
 )
 from signet_bench.daemon.session_query import prompt_query
+from signet_bench.learn.explain import run_summary
 from signet_bench.learn.model.checkpoint import load_checkpoint
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.publish import scheduled_request, train_store
@@ -295,7 +296,8 @@ def test_each_hook_serves_what_its_own_held_out_rankings_chose(ran, tmp_path):
     assert hooks["session_start"] == r.serving and hooks[PROMPT_KEY] == r.prompt_serving
     if r.prompt_serving.over_base is not None:  # judged: the sentence says on what
         assert f"on {r.prompt_serving.sessions} held-out prompts" in hooks[PROMPT_KEY].sentence()
-    # the dashboard says what serves at each hook, and why
+    # `signet-bench train` says it too, and the dashboard, what serves at each hook and why
+    assert f"at prompts: {r.prompt_serving.sentence()}" in run_summary(run, request, ran.cfg)
     assert served_by_hook(tmp_path / WORKBENCH_FILE) == {
         "session_start": r.serving.sentence(),
         PROMPT_KEY: r.prompt_serving.sentence(),
