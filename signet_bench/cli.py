@@ -699,10 +699,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from signet_bench.learn.export import convert_model
+    from signet_bench.learn.export import convert_with_prompt_model
 
-    out = convert_model(args.model, args.out, flags=args.flags, fmt=args.format)
-    print(f"wrote {out} ({out.stat().st_size} bytes)")
+    for out in convert_with_prompt_model(args.model, args.out, flags=args.flags, fmt=args.format):
+        print(f"wrote {out} ({out.stat().st_size} bytes)")
     return 0
 
 

@@ -158,12 +158,13 @@ class PredictorConfig:
     training_step_budget: int = 400
     warm_start: bool = True
     # Project decision: a training learns from the user's prompts' rankings too (a sample per
-    # prompt the hook log recorded, `learn.samples.prompt_samples`) only when this is on. One
-    # model serves both hooks, and mixing them trades session start for prompt time: on design
-    # world multi-project 900 (`bench quality --quick --prompt-time`) prompt samples took the
-    # prompt's served - hybrid from -0.006 to +0.090 NDCG@10 after 100 sessions, and session
-    # start's served - cosine from -0.026 to -0.352 after 10 (docs/concepts.md §5.1).
-    prompt_samples: bool = False
+    # prompt the hook log recorded, `learn.samples.prompt_samples`); off, it learns from session
+    # starts alone. Each hook serves what its own held-out rankings chose (`learn.serving`): one
+    # gate over both let through a model worse at session start (prompts outnumber session
+    # starts about 15 to 1; design world multi-project 900: session start's served - cosine
+    # from -0.026 to -0.352 after 10 sessions), while the prompts need them (the prompt's
+    # served - hybrid from -0.006 to +0.090 NDCG@10 after 100; docs/concepts.md §5.1).
+    prompt_samples: bool = True
     # Project decision: with fewer trainable sessions than this a training serves its start
     # (the free ranker it starts as) unchanged: the labels of a handful of sessions, most of
     # them on what the baseline injected in cold start, mislead (docs/concepts.md §4.1; 0 switches

@@ -19,6 +19,8 @@ __all__ = [
     "WORKBENCH_FILE",
     "default_store",
     "default_workbench",
+    "prompt_model_file",
+    "served_at_prompt",
 ]
 
 WORKBENCH_FILE = "workbench.duckdb"
@@ -48,3 +50,19 @@ def default_workbench(db: str | Path) -> Path:
     p = Path(db)
     sim = p.with_name(p.name + MODEL_DIR_SUFFIX) / WORKBENCH_FILE
     return sim if sim.exists() else p.with_name(WORKBENCH_FILE)
+
+
+def prompt_model_file(model: str | Path) -> Path:
+    """Where the model served at the user's prompts is kept beside `model` (the session-start
+    model): `model.prompt.onnx` beside `model.onnx`, `model.prompt.sbm` beside `model.sbm`.
+    Each hook serves what its own held-out rankings chose; a training without prompt samples
+    writes none, and the prompts are served `model` (`served_at_prompt`)."""
+    p = Path(model)
+    return p.with_name(f"{p.stem}.prompt{p.suffix}")
+
+
+def served_at_prompt(model: str | Path) -> Path:
+    """The model the user-prompt-submit hook ranks with: the prompt's own beside `model` when
+    a training wrote one (`prompt_model_file`), else `model`."""
+    own = prompt_model_file(model)
+    return own if own.exists() else Path(model)

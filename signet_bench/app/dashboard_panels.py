@@ -19,7 +19,7 @@ from signet_bench.analysis.queries.hook_usage import hook_usage_summary
 from signet_bench.analysis.queries.injections import injection_summary, injection_table
 from signet_bench.analysis.queries.inspector import SessionDetail
 from signet_bench.analysis.queries.sessions import projects_of
-from signet_bench.analysis.queries.training import served_now
+from signet_bench.analysis.queries.training import served_by_hook
 from signet_bench.app.dashboard_charts import (
     alpha_gauge,
     latency_chart,
@@ -31,6 +31,7 @@ from signet_bench.app.dashboard_charts import (
 )
 from signet_bench.app.ui import static, table
 from signet_bench.config import DEFAULT_CONFIG
+from signet_bench.learn.serving import PROMPT_KEY
 
 __all__ = [
     "DEFAULT_WINDOW",
@@ -54,6 +55,11 @@ __all__ = [
 
 TONES = {"success": "success", "warn": "warn", "neutral": "neutral"}
 BADGES = {"green": "success", "yellow": "warn", "red": "danger"}
+# each hook's serving choice, as the overview titles it (`training.served_by_hook`)
+HOOK_TITLES = {
+    "session_start": "Served at session start",
+    PROMPT_KEY: "Served at each prompt (user-prompt-submit)",
+}
 DEFAULT_WINDOW = datetime.timedelta(days=90)
 TABLE_SESSIONS = 200
 # The columns of the timeline's session table, the training runs' table and the inspector's
@@ -74,6 +80,8 @@ RUN_COLUMNS = (
     "accepted",
     "served_model",
     "served_why",
+    "prompt_served_model",
+    "prompt_served_why",
     "heldout_comparator",
     "heldout_ndcg",
     "heldout_bar",
@@ -152,12 +160,12 @@ def overview(data: dash.DashboardData, view: dash.DashboardView, shown: list) ->
         if data.line == "current"
         else "Signet 0.58: comparisons as the daemon recorded them."
     )
-    served = served_now(data.workbench)
+    served = served_by_hook(data.workbench)
     return mo.vstack(
         [
             mo.md(f"**Release line** · {line}"),
             mo.callout(mo.md(f"**{answer}**"), kind=TONES[tone]),
-            *([mo.md(f"**Served model** · {served}")] if served else []),
+            *[mo.md(f"**{HOOK_TITLES[hook]}** · {why}") for hook, why in served.items()],
             mo.md(FIGURES),
             mo.hstack(
                 [
@@ -413,7 +421,10 @@ def training(view: dash.DashboardView) -> mo.Html:
                 "and the judge's ratings of their memories, the 95% lower bound of its gain "
                 "must be above 0 against the base and against the strongest free ranker "
                 "(cosine, or its hybrid with BM25); `served_model` says which model each run "
-                "serves and `served_why` why, with the figures. `heldout_ndcg` is the run's "
+                "serves at session start and `served_why` why, with the figures; "
+                "`prompt_served_model` and `prompt_served_why` the same at the user's prompts, "
+                "judged on the held-out sessions' prompts against the prompt's own cosine and "
+                "hybrid. `heldout_ndcg` is the run's "
                 "own model there, `heldout_bar` the best of the model served before and the "
                 "free rankers (`heldout_comparator`; `start`: too few sessions to learn from). "
                 "Runs judged by "

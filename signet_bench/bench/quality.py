@@ -450,6 +450,7 @@ class Checkpoint:
     samples: list[SessionSample]
     served: Params | None  # the loop's accepted model
     alpha: float  # the baseline weight its next session fuses with
+    prompt_served: Params | None = None  # what it served at the prompts (None: `served`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -597,7 +598,7 @@ def simulate_run(
         rep = sim.loop.run(n, keep=judged)
         got, skipped = load_samples(sim.con, corpus=sim.corpus, tz=sim.tz, cfg=cfg, seed=seed)
         alpha = effective_alpha(on_session_start(sim.state, cfg).state, cfg)
-        kept[n] = Checkpoint(got, sim.model, alpha)
+        kept[n] = Checkpoint(got, sim.model, alpha, sim.prompt_model)
         _log.info(
             f"  [{label} seed {seed}] sessions 0..{n - 1} (+{rep.sessions_run} in "
             f"{time.perf_counter() - t0:.1f} s; trainings {rep.trainings}, accepted "
@@ -1232,8 +1233,9 @@ def _pool_order(inputs: SessionInputs) -> np.ndarray:
 def prompt_scores(run: Run, n: int, cfg: PredictorConfig) -> list[dict[str, list[np.ndarray]]]:
     """Per held-out session of checkpoint `n` (in pool order), every `PROMPT_RANKERS` ranker's
     scores of each of its prompts' pools: the pool's own order, cosine and the hybrid of the
-    prompt, the model served at `n` and the loop's own scorer at the time."""
-    served = run.checkpoints[n].served
+    prompt, the model served at the prompts at `n` and the loop's own scorer at the time."""
+    cp = run.checkpoints[n]
+    served = cp.served if cp.prompt_served is None else cp.prompt_served
     model = None if served is None else ModelRanker(served, cfg)
     fixed: dict[str, Ranker] = {"cosine": CosineRanker(), "hybrid": HybridRanker()}
     out = []

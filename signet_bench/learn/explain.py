@@ -144,6 +144,7 @@ def run_summary(run: StoreTraining, request: TrainingRequest, cfg: PredictorConf
     stopped = f", stopped: {r.stopped_early}" if r.stopped_early else ""
     lines = [
         served_line(run, request, cfg),
+        *([] if r.prompt_serving is None else [f"at prompts: {r.prompt_serving.sentence()}"]),
         sessions_line(run, request),
         (
             f"training: {r.epochs_run} epochs ({r.steps} steps, {r.duration_ms} ms{stopped}); "

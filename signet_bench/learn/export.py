@@ -55,13 +55,14 @@ from signet_scorer import contract as c
 from signet_scorer.atomic import atomic_write_bytes
 from signet_scorer.contract import DIM_KEYS
 from signet_scorer.request import FORMATS, format_for_suffix
-from signet_scorer.workbench import CHECKPOINT_FILE
+from signet_scorer.workbench import CHECKPOINT_FILE, prompt_model_file
 
 __all__ = [
     "MAX_MODEL_BYTES",
     "ExportError",
     "build_model",
     "convert_model",
+    "convert_with_prompt_model",
     "export_model",
     "load_model_file",
     "model_bytes",
@@ -479,3 +480,21 @@ def convert_model(
     workbench checkpoint)."""
     params, meta, trained_at = load_model_file(model_path)
     return write_model_file(out_path, params, meta, fmt=fmt, flags=flags, trained_at=trained_at)
+
+
+def convert_with_prompt_model(
+    model_path: str | Path, out_path: str | Path, *, flags: int = 0, fmt: str | None = None
+) -> list[Path]:
+    """`convert_model`, and the prompt hook's own model with it (`prompt_model_file`: written
+    beside session start's by a training that chose one): converted beside `out_path` when the
+    source has one, else any there is removed, so the prompt hook is never served a model older
+    than session start's. Returns the files written."""
+    src = Path(model_path)
+    src = src / CHECKPOINT_FILE if src.is_dir() else src
+    written = [convert_model(src, out_path, flags=flags, fmt=fmt)]
+    own, target = prompt_model_file(src), prompt_model_file(out_path)
+    if own.is_file():
+        written.append(convert_model(own, target, flags=flags, fmt=fmt))
+    elif target != own:
+        target.unlink(missing_ok=True)
+    return written

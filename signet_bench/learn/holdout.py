@@ -53,7 +53,7 @@ from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.metrics import ndcg_at_k
 from signet_bench.daemon.ranking.ranker import embedded_cosine
 from signet_bench.learn.model.params import init_params
-from signet_bench.learn.samples import SessionSample
+from signet_bench.learn.samples import PROMPT_KEY_MARK, SessionSample
 from signet_scorer.signals import hybrid_scores, signal_column
 
 __all__ = [
@@ -110,21 +110,43 @@ def holdout_plan(
     samples: Sequence[SessionSample], cfg: PredictorConfig = DEFAULT_CONFIG
 ) -> HoldoutPlan:
     """The time hold-out when there are enough sessions, else forward folds (module doc).
-    Needs at least two sessions."""
+    Counted and split by session: a session's prompt samples (`samples.prompt_samples`) go
+    where its start goes, so each hook is judged on as many held-out sessions as without them
+    (`learn.serving`) and no session is half trained on. Needs at least two samples; a single
+    session's samples are split among themselves."""
     n = len(samples)
     if n < 2:
         raise ValueError(f"{n} session(s): judging out of sample needs at least 2")
-    order = _time_order(samples)
-    if n >= 2 * cfg.canary_size:
-        k = max(cfg.canary_size, round(cfg.holdout_share * n))
+    groups = _sessions_in_time_order(samples)
+    if len(groups) < 2:
+        groups = [np.asarray([i], dtype=np.int64) for i in _time_order(samples)]
+    m = len(groups)
+    if m >= 2 * cfg.canary_size:
+        k = max(cfg.canary_size, round(cfg.holdout_share * m))
         if cfg.holdout_max_sessions:
             k = min(k, cfg.holdout_max_sessions)
-        return HoldoutPlan("time", (Fold(np.sort(order[: n - k]), np.sort(order[n - k :])),))
-    blocks = np.array_split(order, min(cfg.holdout_folds, n))
+        train, held = np.concatenate(groups[: m - k]), np.concatenate(groups[m - k :])
+        return HoldoutPlan("time", (Fold(np.sort(train), np.sort(held)),))
+    blocks = [np.concatenate(b) for b in _split(groups, min(cfg.holdout_folds, m))]
     folds = tuple(
         Fold(np.sort(np.concatenate(blocks[:i])), np.sort(blocks[i])) for i in range(1, len(blocks))
     )
     return HoldoutPlan("forward", folds)
+
+
+def _split(groups: list[np.ndarray], parts: int) -> list[list[np.ndarray]]:
+    """`groups` in `parts` contiguous runs, as `np.array_split` splits a sequence."""
+    return [[groups[i] for i in run] for run in np.array_split(np.arange(len(groups)), parts)]
+
+
+def _sessions_in_time_order(samples: Sequence[SessionSample]) -> list[np.ndarray]:
+    """Positions of each session's samples (its start's and its prompts'), sessions in time
+    order of their first sample."""
+    by_session: dict[str, list[int]] = {}
+    for i in _time_order(samples):
+        key = samples[int(i)].session_key.split(PROMPT_KEY_MARK, 1)[0]
+        by_session.setdefault(key, []).append(int(i))
+    return [np.asarray(v, dtype=np.int64) for v in by_session.values()]
 
 
 def heuristic_scores(sample: SessionSample) -> dict[str, np.ndarray]:

@@ -20,7 +20,7 @@ from signet_bench.errors import UserError
 from signet_bench.learn.base import shipped_base_params
 from signet_bench.learn.model.checkpoint import CheckpointMeta, save_checkpoint
 from signet_bench.learn.samples import Selection, SessionSample, load_samples
-from signet_bench.learn.serving import served_base
+from signet_bench.learn.serving import PROMPT_KEY, served_base
 from signet_bench.learn.train import (
     Guard,
     Params,
@@ -36,7 +36,7 @@ from signet_bench.store.workbench import open_workbench, record_model, record_tr
 from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
 from signet_scorer.request import RequestError, TrainingRequest
 from signet_scorer.timestamps import local_tz
-from signet_scorer.workbench import CHECKPOINT_FILE, WORKBENCH_FILE
+from signet_scorer.workbench import CHECKPOINT_FILE, WORKBENCH_FILE, prompt_model_file
 
 __all__ = [
     "NothingToTrain",
@@ -50,6 +50,7 @@ __all__ = [
     "request_config",
     "run_record",
     "scheduled_request",
+    "serving_record",
     "train_and_publish",
     "train_store",
 ]
@@ -80,8 +81,18 @@ def run_record(
         "gate_reason": result.gate_reason,
         "model_path": model_path if result.accepted else None,
         "holdout": None if result.holdout is None else json.dumps(holdout_record(result)),
-        "serving": None if result.serving is None else json.dumps(result.serving.record()),
+        "serving": None if result.serving is None else json.dumps(serving_record(result)),
     }
+
+
+def serving_record(result: TrainResult) -> dict[str, object] | None:
+    """Each hook's serving choice of a run as plain data: session start's at the top (as runs
+    recorded it before the prompt hook had its own), the prompt hook's under `PROMPT_KEY`
+    (`serving.hook_choices` reads both back)."""
+    if result.serving is None:
+        return None
+    prompt = result.prompt_serving
+    return result.serving.record() | ({} if prompt is None else {PROMPT_KEY: prompt.record()})
 
 
 def holdout_record(result: TrainResult) -> dict[str, object]:
@@ -102,7 +113,7 @@ def holdout_record(result: TrainResult) -> dict[str, object]:
         "lead_evidence": None if math.isnan(d.lead_evidence) else d.lead_evidence,
         "evidence_needed": d.evidence_needed,
         "demoted_to": d.demoted_to,
-        "serving": None if result.serving is None else result.serving.record(),
+        "serving": serving_record(result),
     }
 
 
@@ -124,8 +135,11 @@ def _model_meta(
     cfg: PredictorConfig,
     *,
     is_finetuned: bool,
+    serves_base: bool | None = None,
 ) -> CheckpointMeta:
-    """An accepted model's meta: dims, feature spec, training range and metrics."""
+    """An accepted model's meta: dims, feature spec, training range and metrics (`serves_base`:
+    whether it is the shipped base, default whether session start serves it)."""
+    base = _serves_base(result) if serves_base is None else serves_base
     return CheckpointMeta.from_config(
         cfg,
         int(samples[0].context.shape[0]),
@@ -136,8 +150,8 @@ def _model_meta(
             "canary_ndcg": result.canary_ndcg,
             "final_loss": result.loss_curve[-1] if result.loss_curve else float("nan"),
         },
-        is_finetuned=is_finetuned and not _serves_base(result),
-        is_pretrained_base=_serves_base(result),
+        is_finetuned=is_finetuned and not base,
+        is_pretrained_base=base,
     )
 
 
@@ -147,18 +161,20 @@ def _serves_base(result: TrainResult) -> bool:
 
 
 def _write_checkpoint(
-    request: TrainingRequest, params: Params, meta: CheckpointMeta
+    request: TrainingRequest, params: Params, meta: CheckpointMeta, *, prompt: bool = False
 ) -> tuple[Path | None, str | None]:
-    """The accepted model also written where the request asks, in its format: (path, None),
-    or (None, why not) when that fails (the training stands; SGPT cannot hold every model)."""
+    """The accepted model also written where the request asks, in its format (`prompt`: the
+    prompt hook's, beside it, `prompt_model_file`): (path, None), or (None, why not) when that
+    fails (the training stands; SGPT cannot hold every model)."""
     # here: onnx loads only where a model file is written or read (start-up time)
     from signet_bench.learn.export import write_model_file
 
     if request.checkpoint_path is None:
         return None, None
+    target = prompt_model_file(request.checkpoint_path) if prompt else request.checkpoint_path
     try:
         path = write_model_file(
-            request.checkpoint_path,
+            target,
             params,
             meta,
             fmt=request.checkpoint_kind,
@@ -204,7 +220,7 @@ def _record(
                     "is_finetuned": is_finetuned and not _serves_base(result),
                     "metrics": json.dumps(
                         {"canary_ndcg": _finite_or_none(result.canary_ndcg)}
-                        | ({} if result.serving is None else {"serving": result.serving.record()})
+                        | ({} if result.serving is None else {"serving": serving_record(result)})
                     ),
                 },
             )
@@ -268,6 +284,7 @@ def train_and_publish(
         saved = out / CHECKPOINT_FILE
         save_checkpoint(saved, result.params, meta)
         published = Published(result, saved, *_write_checkpoint(request, result.params, meta))
+        _publish_prompt_model(request, result, meta)
     _record(
         out,
         result,
@@ -278,6 +295,26 @@ def train_and_publish(
         is_finetuned=is_finetuned,
     )
     return published
+
+
+def _publish_prompt_model(
+    request: TrainingRequest, result: TrainResult, meta: CheckpointMeta
+) -> None:
+    """The prompt hook's served model beside session start's (`prompt_model_file`, and beside
+    the request's checkpoint), where the run chose one; else any earlier one is removed, so the
+    prompts are served session start's model (`signet_scorer.workbench.served_at_prompt`)."""
+    assert request.out_dir is not None
+    saved = prompt_model_file(request.out_dir / CHECKPOINT_FILE)
+    extra = None if request.checkpoint_path is None else prompt_model_file(request.checkpoint_path)
+    if result.prompt_params is None or result.prompt_serving is None:
+        for stale in (saved, extra):
+            if stale is not None:
+                stale.unlink(missing_ok=True)
+        return
+    base = result.prompt_serving.served == "base"
+    own = meta.replace(is_pretrained_base=base, is_finetuned=meta.is_finetuned and not base)
+    save_checkpoint(saved, result.prompt_params, own)
+    _write_checkpoint(request, result.prompt_params, own, prompt=True)
 
 
 def publish_base(
@@ -319,6 +356,7 @@ def publish_base(
     saved = request.out_dir / CHECKPOINT_FILE
     save_checkpoint(saved, base, meta)
     published = Published(result, saved, *_write_checkpoint(request, base, meta))
+    _publish_prompt_model(request, result, meta)
     _record(
         request.out_dir,
         result,

@@ -89,6 +89,7 @@ __all__ = [
     "HOOK_SOURCE",
     "LABEL_SOURCES",
     "LABEL_SOURCE_SCHEMA",
+    "PROMPT_KEY_MARK",
     "PROMPT_SOURCE",
     "CandidateRows",
     "LabelSignals",
@@ -96,6 +97,7 @@ __all__ = [
     "Selection",
     "SessionSample",
     "build_sample",
+    "is_prompt_sample",
     "label_input",
     "label_sources",
     "later_hits",
@@ -145,6 +147,7 @@ HOOK_SOURCE = "session_start_hook"
 that is not among Signet's candidate rows of the session."""
 
 PROMPT_SOURCE = "user_prompt_submit_hook"
+PROMPT_KEY_MARK = "#prompt-"  # a prompt sample's key: `<session key>#prompt-<invocation id>`
 """The `source` of a candidate row `shown_candidates` adds for a memory a prompt injected
 (the user-prompt-submit wrapper's record) that has no candidate row of the session; such rows
 sort after the session-start pool, as `fts_only` rows do."""
@@ -881,6 +884,11 @@ def _prompt_rows(pool: list[str], shown: set[str], hits: dict[str, int], had: Ca
     )
 
 
+def is_prompt_sample(sample: SessionSample) -> bool:
+    """Whether `sample` is a prompt's ranking (`prompt_samples`), not a session start's."""
+    return PROMPT_KEY_MARK in sample.session_key
+
+
 def prompt_samples(
     con: sqlite3.Connection,
     corpus: Corpus,
@@ -917,7 +925,7 @@ def prompt_samples(
         if len(pool) < 2 or ctx.shape[0] != corpus.dim:
             continue
         prev = previous.get(s["session_key"])
-        key = f"{s['session_key']}#prompt-{r['invocation_id']}"
+        key = f"{s['session_key']}{PROMPT_KEY_MARK}{r['invocation_id']}"
         inputs = session_inputs(
             corpus,
             corpus.rows(pool),

@@ -13,8 +13,15 @@ not on this one's: where the strongest free ranker leads the base on the same he
 with a lower bound above zero, that free ranker serves instead of the base (served "free"), so
 what serves is never shown worse than the bar every model answers to.
 
+Each hook has its own choice, judged on its own held-out rankings: session start on the held-out
+sessions' starts, the user's prompts (`learn.samples.prompt_samples`) on their prompts, each
+against the free rankers of its own query (for a prompt: the prompt's cosine and hybrid). One
+gate over both let through a model worse at session start, since prompts outnumber session
+starts about 15 to 1 (docs/concepts.md §5.1).
+
 The choice and its reason travel as one `ServingChoice`, recorded with the run in the workbench
-(`training_runs.serving`) and read back by the dashboard, which says it in one sentence.
+(`training_runs.serving`: session start's, with the prompt's under `PROMPT_KEY`) and read back
+by the dashboard, which says it in one sentence per hook.
 """
 
 from __future__ import annotations
@@ -29,21 +36,27 @@ from signet_bench.daemon.metrics import bootstrap_interval
 
 __all__ = [
     "LEVEL",
+    "PROMPT_KEY",
     "Gain",
     "ServingChoice",
     "choose_served",
     "earned_alpha",
     "gain_over",
+    "hook_choices",
     "served_base",
 ]
 
 LEVEL = 0.95  # one-sided: the gain's 5th bootstrap percentile
+PROMPT_KEY = "user_prompt_submit"  # the prompt hook's choice inside a run's serving record
 BOOTSTRAP_SEED = 0
 Served = Literal["base", "per-user", "free"]
 # why: "no-sessions" (nothing to train on yet), "too-few" (too few sessions to learn from),
 # "shown-better" / "not-shown" (the held-out bounds decided), "base-below-free" (neither the
-# per-user model nor the base is shown as good as the strongest free ranker, which serves)
-Reason = Literal["no-sessions", "too-few", "shown-better", "not-shown", "base-below-free"]
+# per-user model nor the base is shown as good as the strongest free ranker, which serves),
+# "none-held-out" (no held-out ranking of this hook judged it)
+Reason = Literal[
+    "no-sessions", "too-few", "shown-better", "not-shown", "base-below-free", "none-held-out"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +93,8 @@ def gain_over(candidate: np.ndarray, rival: np.ndarray, name: str, level: float 
 class ServingChoice:
     """Which model serves (`served`), why (`reason`), on how many held-out sessions, and the
     per-user model's gain over the base and over the strongest free ranker (None when not
-    judged). `needed`: the sessions a run needs to learn (with reason "too-few")."""
+    judged). `needed`: the sessions a run needs to learn (with reason "too-few"). `unit`: what
+    was held out, "sessions" (session start) or "prompts" (the prompt hook)."""
 
     served: Served
     reason: Reason
@@ -90,6 +104,7 @@ class ServingChoice:
     needed: int = 0
     level: float = LEVEL
     free_over_base: Gain | None = None  # the strongest free ranker's gain over the base
+    unit: str = "sessions"
 
     @property
     def per_user(self) -> bool:
@@ -99,6 +114,8 @@ class ServingChoice:
         """The choice and its reason in one sentence, with the figures."""
         if self.reason == "no-sessions":
             return "The shipped base serves: no session has been trained on yet."
+        if self.reason == "none-held-out":
+            return f"The shipped base serves: no held-out {self.unit} judged a model here."
         if self.reason == "too-few":
             return (
                 f"The shipped base serves: {self.sessions} trainable sessions are too few to "
@@ -107,7 +124,7 @@ class ServingChoice:
         assert self.over_base is not None and self.over_free is not None
         pct = f"{self.level:.0%}"  # one-sided
         figures = (
-            f"on {self.sessions} held-out sessions it leads the base by "
+            f"on {self.sessions} held-out {self.unit} it leads the base by "
             f"{self.over_base.mean:+.3f} NDCG@10 ({pct} lower bound {self.over_base.lower:+.3f}) "
             f"and {self.over_free.rival} by {self.over_free.mean:+.3f} "
             f"(lower bound {self.over_free.lower:+.3f})"
@@ -118,7 +135,7 @@ class ServingChoice:
             lead = self.free_over_base
             return (
                 f"The free ranker {self.over_free.rival} serves: on {self.sessions} held-out "
-                f"sessions it leads the shipped base by {lead.mean:+.3f} NDCG@10 ({pct} lower "
+                f"{self.unit} it leads the shipped base by {lead.mean:+.3f} NDCG@10 ({pct} lower "
                 f"bound {lead.lower:+.3f}), and this user's model is not shown better ({figures})."
             )
         return (
@@ -153,6 +170,7 @@ class ServingChoice:
             free_over_base=gain(data.get("free_over_base")),
             needed=int(data.get("needed", 0)),
             level=float(data.get("level", LEVEL)),
+            unit=str(data.get("unit", "sessions")),
         )
 
 
@@ -169,11 +187,24 @@ def served_base(reason: Reason, sessions: int = 0, needed: int = 0) -> ServingCh
     return ServingChoice("base", reason, sessions, needed=needed)
 
 
+def hook_choices(record: dict[str, Any] | None) -> dict[str, ServingChoice]:
+    """A run's serving record (`training_runs.serving`) as each hook's choice: "session_start"
+    and, where the run judged prompts, `PROMPT_KEY` (a record written before prompts had their
+    own choice holds session start's alone)."""
+    if record is None:
+        return {}
+    out = {"session_start": ServingChoice.from_record(record)}
+    if record.get(PROMPT_KEY) is not None:
+        out[PROMPT_KEY] = ServingChoice.from_record(record[PROMPT_KEY])
+    return out
+
+
 def choose_served(
     candidate: np.ndarray,
     base: np.ndarray,
     heuristics: dict[str, np.ndarray],
     level: float = LEVEL,
+    unit: str = "sessions",
 ) -> ServingChoice:
     """The per-user model serves only when its gain's lower bound (one-sided, `level`) is
     above 0 against the base and against the strongest free ranker (the best mean of
@@ -193,6 +224,7 @@ def choose_served(
             over_free,
             level=level,
             free_over_base=free_over_base,
+            unit=unit,
         )
     return ServingChoice(
         "per-user" if shown else "base",
@@ -201,6 +233,7 @@ def choose_served(
         over_base,
         over_free,
         level=level,
+        unit=unit,
     )
 
 

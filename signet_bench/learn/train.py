@@ -45,7 +45,7 @@ from signet_bench.learn.model.scorer import (
     forward,
     loss_and_grads,
 )
-from signet_bench.learn.samples import SessionSample
+from signet_bench.learn.samples import SessionSample, is_prompt_sample
 from signet_bench.learn.serving import ServingChoice, choose_served, served_base
 from signet_bench.store.timestamps import format_iso
 
@@ -100,6 +100,10 @@ class TrainResult:
     holdout: HoldoutDecision | None = None  # the out-of-sample verdict (full runs)
     best_epoch: int | None = None  # the epoch the held-out sessions chose (0: the start)
     serving: ServingChoice | None = None  # base or per-user model, and why (held-out runs)
+    # what serves at the user's prompts, and why, where the run judged prompt samples
+    # (`learn.samples.prompt_samples`; None: the prompts are served `params`, as session start)
+    prompt_params: Params | None = None
+    prompt_serving: ServingChoice | None = None
 
 
 def to_batch(
@@ -617,12 +621,13 @@ def _held_out_result(
     base: Params,
 ) -> TrainResult:
     """Gate the candidate into a TrainResult: a run that is not finite or scores every
-    candidate alike is rejected (nothing changes); else the candidate is served only if its
-    held-out gain has a lower confidence bound above 0 against `base` (the
-    shipped base, the run's start) and against the strongest free ranker
-    (`serving.choose_served`); otherwise the base is served (gate reason "base"). The
-    held-out verdict (`decide`: against the served model and the free rankers) is recorded
-    beside the choice, its `accepted` the choice's."""
+    candidate alike is rejected (nothing changes); else each hook serves the candidate only if
+    its held-out gain there (session start: the held-out sessions' starts; the prompt hook:
+    their prompts, where the run has prompt samples) has a lower confidence bound above 0
+    against `base` (the shipped base, the run's start) and against that hook's strongest free
+    ranker (`serving.choose_served`, `_hook_served`); otherwise the base is served (gate reason
+    "base"). The held-out verdict (`decide`: against the served model and the free rankers,
+    over every held-out sample) is recorded beside the choice, its `accepted` session start's."""
     held, work = fitted.held, fitted.params
     finite = _finite(work) and fitted.losses_finite
     probs = session_probs(work, held, cfg) if finite else []
@@ -630,33 +635,27 @@ def _held_out_result(
     # there it would win in-sample, so only the time hold-out records it beside the bar
     fair = served is not None and fitted.plan.method == "time"
     served_ndcgs = session_ndcgs(held, session_probs(served, held, cfg), cfg) if fair else None
-    heuristics = heuristic_ndcgs(held, cfg)
     decision = decide(
         fitted.plan.method,
         fitted.ndcgs,
         served_ndcgs,
-        heuristics,
+        heuristic_ndcgs(held, cfg),
         evidence=cfg.holdout_gain_evidence,
     )
     variance = float(np.var(np.concatenate(probs))) if probs else 0.0
     base_ndcgs = session_ndcgs(held, session_probs(base, held, cfg), cfg)
+    prompts = np.array([is_prompt_sample(s) for s in held], dtype=bool)
+    judged = _Judged(fitted, base, base_ndcgs, learned)
+    choice, params, ndcg = _hook_served(judged, ~prompts, cfg)
+    at_prompt = _hook_served(judged, prompts, cfg, "prompts") if prompts.any() else None
     if not learned:
         decision = decision.unjudged_start()
-        choice = served_base("too-few", fitted.trained_on, cfg.holdout_min_sessions)
-    else:
-        choice = choose_served(fitted.ndcgs, base_ndcgs, heuristics, cfg.serving_confidence)
     decision = replace(decision, accepted=choice.per_user)
     gates = {"finite_losses": finite, "canary_variance": variance > 0.0}
     # a run that diverged (or scores every candidate alike) changes nothing: the safety gates
     failed = [k for k, ok in gates.items() if not ok]
     gates["holdout"] = choice.per_user
-    ndcg = decision.candidate if choice.per_user else float(np.mean(base_ndcgs))
-    params = work if choice.per_user else base
-    reason = "passed" if choice.per_user else "base"
-    if choice.served == "free" and choice.over_free is not None:  # the base trails it here
-        rival = choice.over_free.rival
-        params = free_ranker_params(rival, int(held[0].context.shape[0]), cfg)
-        ndcg, reason = float(np.mean(heuristics[rival])), "free"
+    reason = {"per-user": "passed", "free": "free"}.get(choice.served, "base")
     return TrainResult(
         accepted=not failed,
         gate_reason=failed[0] if failed else reason,
@@ -677,7 +676,49 @@ def _held_out_result(
         holdout=decision,
         best_epoch=fitted.best_epoch,
         serving=None if failed else choice,
+        prompt_params=None if failed or at_prompt is None else at_prompt[1],
+        prompt_serving=None if failed or at_prompt is None else at_prompt[0],
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    """What a held-out run's hooks choose from: the fit (its candidate's per-sample NDCG@10),
+    the base and its per-sample NDCG@10, and whether the run learned at all."""
+
+    fitted: _HeldOutFit
+    base: Params
+    base_ndcgs: np.ndarray
+    learned: bool
+
+
+def _hook_served(
+    judged: _Judged, mask: np.ndarray, cfg: PredictorConfig, unit: str = "sessions"
+) -> tuple[ServingChoice, Params, float]:
+    """What serves at one hook, judged on its held-out samples (`mask` of the fit's held-out
+    ones): the choice (`serving.choose_served`; the base, without a judgement, when the run did
+    not learn or none of the hook's samples was held out), the weights it serves (the candidate,
+    the base or the free ranker's fresh weights) and their mean NDCG@10 there."""
+    fitted, base = judged.fitted, judged.base
+    held = [s for s, m in zip(fitted.held, mask, strict=True) if m]
+    if not held:
+        return replace(served_base("none-held-out"), unit=unit), base, math.nan
+    base_mean = float(np.mean(judged.base_ndcgs[mask]))
+    if not judged.learned:
+        choice = served_base("too-few", fitted.trained_on, cfg.holdout_min_sessions)
+        return replace(choice, unit=unit), base, base_mean
+    heuristics = heuristic_ndcgs(held, cfg)
+    candidate = fitted.ndcgs[mask]
+    choice = choose_served(
+        candidate, judged.base_ndcgs[mask], heuristics, cfg.serving_confidence, unit
+    )
+    if choice.per_user:
+        return choice, fitted.params, float(np.mean(candidate))
+    if choice.served == "free" and choice.over_free is not None:  # the base trails it here
+        rival = choice.over_free.rival
+        free = free_ranker_params(rival, int(held[0].context.shape[0]), cfg)
+        return choice, free, float(np.mean(heuristics[rival]))
+    return choice, base, base_mean
 
 
 def warm_start(

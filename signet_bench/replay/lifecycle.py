@@ -136,6 +136,7 @@ __all__ = [
 MODES = ("ours", "signet-0.58")
 HARNESS = "simulated"
 _PROMPT_STREAM = 0x9A0B  # seeds a session's prompt-time scorer apart from its start's
+_RATING_STREAM = 0x9A0C  # seeds the agent's ratings of prompt-injected memories
 COMPARE_DELAY = timedelta(minutes=2)
 """How long after a session's end the summary worker compares it (and a training it makes due
 starts)."""
@@ -419,17 +420,20 @@ class Lifecycle:
         prev: PreviousSession | None,
     ) -> tuple[tuple[str, ...], list[PromptTurn]]:
         """The world's prompts as the daemon's hooks record them: each one's FTS hits, and the
-        agent's feedback on the injected memories where it gave any; with prompt time on, each
-        one's own ranking (`_prompt_turn`, from a random stream of its own, so the session's
-        other draws do not move). Returns their texts and the prompts' rankings."""
+        agent's feedback on the injected memories where it gave any (after a prompt, on session
+        start's and, `World.rate`, on those the session's prompts injected so far, recorded
+        alike); with prompt time on, each one's own ranking (`_prompt_turn`, from a random
+        stream of its own, so the session's other draws do not move). Returns their texts and
+        the prompts' rankings."""
         prompts = self.world.prompts(plan, sorted(injected), rng)
         turns: list[PromptTurn] = []
         scorer, history = None, None
         if self.opts.prompt_time is not None:
             stream = np.random.default_rng([self.opts.seed, idx, _PROMPT_STREAM])
-            scorer = self.trainer.scorer(stream)
+            scorer = self.trainer.prompt_scorer(stream)
             history = read_track_history(self.con, plan.start)  # as session start read it
-        shown = set(injected)
+        rating = np.random.default_rng([self.opts.seed, idx, _RATING_STREAM])
+        shown, prompted = set(injected), set[str]()
         for prompt in prompts:
             hits = fts_search(self.con, recall_terms(prompt.text), limit=20)[:10]
             if hits:
@@ -439,9 +443,13 @@ class Lifecycle:
                 turn = self._prompt_turn(plan, prev, prompt, (scorer, history), shown)
                 turns.append(replace(turn, hits=tuple(m for m, _ in hits)))
                 shown.update(turn.injected)
-            if prompt.feedback:
-                block = json.dumps({"memory_feedback": dict(prompt.feedback)})
-                fb = parse_feedback(block, injected)
+                prompted.update(turn.injected)
+            said = dict(prompt.feedback)
+            if prompt.rates and prompted:
+                said |= self.world.rate(plan, sorted(prompted), rating)
+            if said:
+                block = json.dumps({"memory_feedback": said})
+                fb = parse_feedback(block, shown)
                 w.record_agent_feedback(self.con, plan.session_key, fb.scores)
         return tuple(p.text for p in prompts), turns
 

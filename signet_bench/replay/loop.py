@@ -136,6 +136,13 @@ class Simulator:
         return self.trainer.model
 
     @property
+    def prompt_model(self) -> dict[str, np.ndarray] | None:
+        """The weights the trainer serves at the user's prompts: the prompt hook's own where a
+        training chose one (`learn.serving`), else session start's."""
+        own = self.trainer.prompt_model
+        return self.trainer.model if own is None else own
+
+    @property
     def records(self) -> dict[int, SessionRecord]:
         return self.loop.records
 

@@ -37,7 +37,7 @@ from signet_bench.replay.loop_store import LoopStore
 from signet_scorer.client import SidecarClient
 from signet_scorer.query import ScoreQuery
 from signet_scorer.signals import signal_column
-from signet_scorer.workbench import CHECKPOINT_FILE, MODEL_DIR_SUFFIX
+from signet_scorer.workbench import CHECKPOINT_FILE, MODEL_DIR_SUFFIX, prompt_model_file
 
 if TYPE_CHECKING:
     from signet_scorer.request import TrainingRequest
@@ -137,10 +137,16 @@ class Trainer(Protocol):
 
     name: str  # the `--scorer` it answers to (recorded in `sim_sessions.scorer`)
     model: Params | None  # the weights it serves (None: nothing scores)
+    prompt_model: Params | None  # the prompt hook's own weights (None: the prompts get `model`)
     start_alpha: float  # the baseline's weight in cold start (`PredictorState.start_alpha`)
 
     def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         """The scorer this session start calls (None: offline, or not trained yet)."""
+        ...
+
+    def prompt_scorer(self, rng: np.random.Generator) -> ScoreFn | None:
+        """The scorer a prompt's ranking calls: the model the prompt hook's own held-out
+        rankings chose (`learn.serving`), else session start's."""
         ...
 
     def train(self, job: TrainingJob) -> TrainOutcome | None:
@@ -159,10 +165,14 @@ class NoScorer:
 
     name = "none"
     model: Params | None = None
+    prompt_model: Params | None = None
     start_alpha = 1.0  # the baseline alone
 
     def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         return None
+
+    def prompt_scorer(self, rng: np.random.Generator) -> ScoreFn | None:
+        return self.scorer(rng)
 
     def train(self, job: TrainingJob) -> TrainOutcome | None:
         return None
@@ -189,9 +199,10 @@ class RandomScorer(NoScorer):
         return TrainOutcome(accepted=True)
 
 
-def _saved_model(store: Path) -> Params | None:
-    """The accepted model a resumed run continues with (none before the first training)."""
-    path = model_path(store)
+def _saved_model(store: Path, *, prompt: bool = False) -> Params | None:
+    """The accepted model a resumed run continues with (none before the first training;
+    `prompt`: the prompt hook's own, none where no training chose one)."""
+    path = prompt_model_file(model_path(store)) if prompt else model_path(store)
     if not path.exists():
         return None
 
@@ -229,6 +240,7 @@ class InProcessTrainer:
     def __init__(self, store: LoopStore, cfg: PredictorConfig, *, progress: bool = False) -> None:
         self.store, self.cfg, self.progress = store, cfg, progress
         self.model: Params | None = _served_model(store, cfg)
+        self.prompt_model: Params | None = _saved_model(store.path, prompt=True)
         self.start_alpha = shipped_base_alpha()
 
     def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
@@ -236,6 +248,11 @@ class InProcessTrainer:
             return None
 
         return ModelRanker(self.model, self.cfg).score
+
+    def prompt_scorer(self, rng: np.random.Generator) -> ScoreFn | None:
+        if self.prompt_model is None:
+            return self.scorer(rng)
+        return ModelRanker(self.prompt_model, self.cfg).score
 
     def train(self, job: TrainingJob) -> TrainOutcome | None:
 
@@ -254,7 +271,7 @@ class InProcessTrainer:
             return TrainOutcome(accepted=False)
         result = run.result
         if result.accepted:
-            self.model = result.params
+            self.model, self.prompt_model = result.params, result.prompt_params
         last = result.loss_curve[-1] if result.loss_curve else float("inf")
         log = {
             "id": job.run_id,
@@ -285,8 +302,9 @@ class SidecarTrainer:
 
     def __init__(self, store: LoopStore, cfg: PredictorConfig, tz: str) -> None:
 
-        self.path = store.path
+        self.path, self.cfg = store.path, cfg
         self.model: Params | None = _served_model(store, cfg)
+        self.prompt_model: Params | None = _saved_model(store.path, prompt=True)
         self.start_alpha = shipped_base_alpha()
         self.client = SidecarClient.for_model(
             model_path(self.path),
@@ -297,6 +315,13 @@ class SidecarTrainer:
 
     def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         return None if self.model is None else self._scores
+
+    def prompt_scorer(self, rng: np.random.Generator) -> ScoreFn | None:
+        """The sidecar serves session start's model; the prompt hook's own, where a training
+        chose one, scores in process (`InProcessTrainer.prompt_scorer`)."""
+        if self.prompt_model is None:
+            return self.scorer(rng)
+        return ModelRanker(self.prompt_model, self.cfg).score
 
     def _scores(self, inputs: SessionInputs) -> np.ndarray | None:
         """The sidecar's scores for the candidates (None when it fails open)."""
@@ -330,6 +355,7 @@ class SidecarTrainer:
         accepted = bool(res.get("accepted"))
         if accepted:
             self.model = _saved_model(self.path)
+            self.prompt_model = _saved_model(self.path, prompt=True)
         log = {
             "id": job.run_id,
             "loss": _finite_loss(res.get("loss")),

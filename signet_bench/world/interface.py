@@ -21,12 +21,15 @@ __all__ = ["Judgement", "Prompt", "SessionView", "World"]
 class Prompt:
     """A user prompt of a session, when it was sent, and the agent's feedback after it (memory
     id -> rating in [-1, 1], of memories injected at the start; empty: no feedback); `about`:
-    what a synthetic world planted it to be about (None: unknown), for per-prompt truth."""
+    what a synthetic world planted it to be about (None: unknown), for per-prompt truth;
+    `rates`: the agent rates what it was shown in this session, so after this prompt it rates
+    the memories the session's prompts injected too (`World.rate`)."""
 
     text: str
     at: datetime
     feedback: Mapping[str, float] = field(default_factory=dict)
     about: PromptTopic | None = None
+    rates: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,13 @@ class World(Protocol):
         self, plan: SessionContext, injected: Sequence[str], rng: np.random.Generator
     ) -> list[Prompt]:
         """The session's prompts, given the memories injected at its start (sorted ids)."""
+        ...
+
+    def rate(
+        self, plan: SessionContext, shown: Sequence[str], rng: np.random.Generator
+    ) -> dict[str, float]:
+        """The agent's ratings after a prompt (memory id -> rating in [-1, 1]) of memories the
+        session's prompts injected (`shown`, sorted ids), as it rates session start's."""
         ...
 
     def judge(self, plan: SessionContext, view: SessionView, rng: np.random.Generator) -> Judgement:

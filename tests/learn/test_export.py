@@ -55,6 +55,7 @@ from signet_scorer.contract import FEATURE_SPEC, feature_spec_hash
 from signet_scorer.scorer import graph_inputs
 from signet_scorer.signals import HYBRID_VECTOR_WEIGHT, hybrid_scores
 from signet_scorer.tokenize import token_buckets
+from signet_scorer.workbench import prompt_model_file
 
 DIM = DEFAULT_CONFIG.native_dim
 DIM_BUCKETS = DEFAULT_CONFIG.hash_buckets
@@ -434,3 +435,26 @@ def test_bad_inputs_name_the_file(tmp_path, capsys):
         main(["export", "--model", str(tmp_path / "none"), "--out", str(tmp_path / "x.onnx")]) == 2
     )
     assert "no such model file" in capsys.readouterr().err
+
+
+def test_export_writes_the_prompt_hooks_model_beside_and_never_leaves_a_stale_one(tmp_path):
+    """`signet-bench export` of a folder whose training chose a model for the prompts writes it
+    beside the exported one (`model.prompt.onnx`), with its own weights; exported from a folder
+    without one, a prompt model left beside the output is removed."""
+    start, prompt = init_params(seed=1), trained_params(steps=5)
+    src = tmp_path / "trained"
+    src.mkdir()
+    save_checkpoint(src / "model.sbm", start, CheckpointMeta())
+    save_checkpoint(prompt_model_file(src / "model.sbm"), prompt, CheckpointMeta())
+    out = tmp_path / "hook" / "model.onnx"
+    out.parent.mkdir()
+    assert main(["export", "--model", str(src), "--out", str(out)]) == 0
+    own = prompt_model_file(out)
+    assert own.name == "model.prompt.onnx" and own.is_file()
+    for path, want in ((out, start), (own, prompt)):
+        got, _ = params_from_onnx(path)
+        for k, v in want.items():
+            np.testing.assert_allclose(got[k], v, rtol=1e-6, atol=1e-7)
+    prompt_model_file(src / "model.sbm").unlink()
+    assert main(["export", "--model", str(src), "--out", str(out)]) == 0
+    assert out.is_file() and not own.exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
 
 import numpy as np
 import pytest
@@ -252,3 +253,37 @@ def test_the_start_follows_the_ratings_where_keyword_labels_favour_the_lexical_r
     start = init_params(DEFAULT_CONFIG, 16)
     lex = signal_column("lexical")
     assert start_at_best_free_ranker(start, rated, DEFAULT_CONFIG)["signal_weights"][lex] == 0.0
+
+
+def test_a_sessions_prompts_are_held_out_or_trained_on_with_its_start():
+    """Counted and split by session: with three prompt samples a session, the newest 25
+    sessions are held out whole (their starts and prompts), as 25 would be without prompts;
+    forward folds keep a session whole too."""
+
+    def with_prompts(starts, per):
+        out = list(starts)
+        for s in starts:
+            out += [
+                dataclasses.replace(
+                    s,
+                    session_key=f"{s.session_key}#prompt-{j}",
+                    start=s.start + timedelta(seconds=j + 1),
+                )
+                for j in range(per)
+            ]
+        return out
+
+    def session(samples, positions):
+        return {samples[i].session_key.split("#prompt-")[0] for i in positions}
+
+    samples = with_prompts(_samples(60), 3)
+    plan = holdout_plan(samples, DEFAULT_CONFIG)
+    fold = plan.folds[0]
+    assert plan.method == "time" and len(fold.held) == 4 * DEFAULT_CONFIG.canary_size
+    assert len(session(samples, fold.held)) == DEFAULT_CONFIG.canary_size
+    assert not session(samples, fold.held) & session(samples, fold.train)
+    few = with_prompts(_samples(12), 1)
+    forward = holdout_plan(few, DEFAULT_CONFIG)
+    assert forward.method == "forward" and len(forward.folds) == DEFAULT_CONFIG.holdout_folds - 1
+    for f in forward.folds:
+        assert not session(few, f.held) & session(few, f.train)

@@ -12,10 +12,12 @@ import pytest
 
 from signet_bench.daemon.metrics import bootstrap_interval
 from signet_bench.learn.serving import (
+    PROMPT_KEY,
     ServingChoice,
     choose_served,
     earned_alpha,
     gain_over,
+    hook_choices,
     served_base,
 )
 
@@ -123,3 +125,19 @@ def test_a_base_below_the_strongest_free_ranker_gives_way_to_it():
     # a base ahead of (or level with) the free rankers keeps serving
     assert choose_served(BASE, BASE, _free()).served == "base"
     assert choose_served(low_base, low_base, _free(), level=1.0).served == "base"
+
+
+def test_each_hooks_choice_is_read_back_and_an_older_record_holds_session_starts_alone():
+    """A run's serving record keeps session start's choice at the top, as runs recorded it
+    before the prompt hook had its own, and the prompt hook's under `PROMPT_KEY`."""
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0.3, 0.6, 40)
+    start = choose_served(base + 0.2, base, {"cosine": base + 0.05})
+    prompt = choose_served(base - 0.1, base, {"cosine": base}, unit="prompts")
+    assert start.per_user and not prompt.per_user
+    assert hook_choices(start.record()) == {"session_start": start}
+    both = hook_choices(start.record() | {PROMPT_KEY: prompt.record()})
+    assert both == {"session_start": start, PROMPT_KEY: prompt}
+    assert "held-out prompts" in both[PROMPT_KEY].sentence()
+    assert "held-out sessions" in both["session_start"].sentence()
+    assert hook_choices(None) == {}

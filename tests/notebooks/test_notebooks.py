@@ -79,7 +79,7 @@ def test_dashboard_on_a_young_store(young):
         "dashboard", db_path=young, workbench_path=default_workbench(young), bench_dir=None
     )
     shown = " ".join(getattr(o, "text", "") for o in outputs)
-    served = "<strong>Served model</strong> · The shipped base serves: no session has been trained"
+    served = "<strong>Served at session start</strong> · The shipped base serves: no session has"
     assert served in shown
     assert "timeline" not in d and "detail" not in d  # cold start shows its own panels
 

@@ -2,16 +2,18 @@
 prompt as its query, injects within Signet's prompt-time budget, never repeats a memory of the
 session nor injects a deleted or superseded one, is recorded in the hook log as the
 user-prompt-submit wrapper records it, and its injections count as shown in the labels while
-session start's stay as they were. Off by default."""
+session start's stay as they were. Off by default; each hook serves what its own held-out rankings chose."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import numpy as np
 import polars as pl
 import pytest
 
+from signet_bench.analysis.queries.training import served_by_hook
 from signet_bench.daemon.ranking.prompt_time import (
     PromptLimits,
     choose,
@@ -19,7 +21,10 @@ from signet_bench.daemon.ranking.prompt_time import (
     prompt_pool,
 )
 from signet_bench.daemon.session_query import prompt_query
+from signet_bench.learn.explain import run_summary
+from signet_bench.learn.model.checkpoint import load_checkpoint
 from signet_bench.learn.model.ranker import ModelRanker
+from signet_bench.learn.publish import scheduled_request, train_store
 from signet_bench.learn.samples import (
     PROMPT_SOURCE,
     Selection,
@@ -29,6 +34,7 @@ from signet_bench.learn.samples import (
     shown_candidates,
     signals_frame,
 )
+from signet_bench.learn.serving import PROMPT_KEY, hook_choices
 from signet_bench.replay.loop import SimOptions, Simulator
 from signet_bench.replay.trainers import model_dir
 from signet_bench.store.corpus import read_corpus
@@ -42,9 +48,10 @@ from signet_bench.store.hook_log import (
     prompt_rankings,
     read_hook_invocations,
 )
+from signet_bench.store.workbench import open_workbench
 from signet_bench.world.synth.build import build_persona_store
 from signet_scorer.hook.config import USER_PROMPT_SUBMIT
-from signet_scorer.workbench import WORKBENCH_FILE
+from signet_scorer.workbench import CHECKPOINT_FILE, WORKBENCH_FILE, prompt_model_file
 
 SESSIONS = 5
 LIMITS = PromptLimits()
@@ -52,10 +59,14 @@ LIMITS = PromptLimits()
 
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory):
-    """A light user's first sessions with prompt time on, every record kept."""
+    """A light user's first sessions with prompt time on, every record kept; the agent rates
+    what it was shown in every session."""
     path = tmp_path_factory.mktemp("prompt") / "light.db"
     build_persona_store("light", path, seed=5, n_memories=150, embedder="topic")
-    sim = Simulator(path, SimOptions(scorer="model", seed=5, prompts=(4, 6), prompt_time=LIMITS))
+    opts = SimOptions(
+        scorer="model", seed=5, prompts=(4, 6), prompt_time=LIMITS, feedback_share=1.0
+    )
+    sim = Simulator(path, opts)
     sim.loop.run(SESSIONS, keep=range(SESSIONS))
     yield sim
     sim.close()
@@ -260,3 +271,83 @@ def test_current_signet_rule_is_the_named_people_and_projects_attributes(tmp_pat
         assert first not in set(corpus.ids[again.rows].tolist())
     finally:
         con.close()
+
+
+def test_each_hook_serves_what_its_own_held_out_rankings_chose(ran, tmp_path):
+    """A training on session starts and prompts judges each hook on its own held-out samples
+    only: session start's choice counts the held-out sessions' starts, the prompt hook's their
+    prompts (against the prompt's own cosine and hybrid), and both are recorded with the run;
+    the prompt hook's model is written beside session start's and read back by the loop."""
+    request = scheduled_request(ran.path, tmp_path, ran.cfg, mode="fresh")
+    run = train_store(request.replace(tz=ran.world.tz), cfg=ran.cfg.replace(prompt_samples=True))
+    r = run.result
+    assert r.serving is not None and r.prompt_serving is not None and r.holdout is not None
+    assert r.serving.unit == "sessions" and r.prompt_serving.unit == "prompts"
+    held_total = r.serving.sessions + r.prompt_serving.sessions
+    assert r.serving.sessions > 0 and r.prompt_serving.sessions > 0
+    assert held_total == r.holdout.sessions  # each held-out sample judged one hook
+    saved = prompt_model_file(tmp_path / CHECKPOINT_FILE)
+    assert saved.exists() and r.prompt_params is not None
+    for k, v in load_checkpoint(saved)[0].items():
+        np.testing.assert_array_equal(v, r.prompt_params[k])
+    with open_workbench(tmp_path / WORKBENCH_FILE) as wb:
+        text = wb.execute("SELECT serving FROM training_runs").fetchone()[0]
+    hooks = hook_choices(json.loads(text))
+    assert hooks["session_start"] == r.serving and hooks[PROMPT_KEY] == r.prompt_serving
+    if r.prompt_serving.over_base is not None:  # judged: the sentence says on what
+        assert f"on {r.prompt_serving.sessions} held-out prompts" in hooks[PROMPT_KEY].sentence()
+    # `signet-bench train` says it too, and the dashboard, what serves at each hook and why
+    assert f"at prompts: {r.prompt_serving.sentence()}" in run_summary(run, request, ran.cfg)
+    assert served_by_hook(tmp_path / WORKBENCH_FILE) == {
+        "session_start": r.serving.sentence(),
+        PROMPT_KEY: r.prompt_serving.sentence(),
+    }
+    # without prompt samples the prompts are served session start's model: the file goes
+    off = train_store(request.replace(tz=ran.world.tz), cfg=ran.cfg.replace(prompt_samples=False))
+    assert off.result.prompt_serving is None and not saved.exists()
+
+
+def test_the_loops_prompts_rank_with_the_prompt_hooks_model(ran):
+    """The loop's trainer hands the prompt turn the prompt hook's own model where a training
+    chose one, and session start's otherwise."""
+    trainer = ran.trainer
+    inputs = next(t.inputs for r in ran.records.values() for t in r.prompts if t.inputs is not None)
+    rng = np.random.default_rng(0)
+    want = trainer.prompt_model if trainer.prompt_model is not None else trainer.model
+    np.testing.assert_allclose(
+        trainer.prompt_scorer(rng)(inputs), ModelRanker(want, ran.cfg).score(inputs), rtol=1e-6
+    )
+    trainer.prompt_model, kept = None, trainer.prompt_model
+    try:
+        np.testing.assert_allclose(
+            trainer.prompt_scorer(rng)(inputs), trainer.scorer(rng)(inputs), rtol=1e-6
+        )
+    finally:
+        trainer.prompt_model = kept
+
+
+def test_the_agent_rates_what_the_prompts_injected_as_it_rates_session_starts(ran):
+    """After a prompt the agent rates memories the session's prompts injected too, written as
+    its ratings of session start's are (Signet's running mean on the session's rows), so the
+    label function reads them alike; none is rated that the session never showed."""
+    rated = pl.DataFrame(
+        ran.con.execute(
+            "SELECT session_key, memory_id FROM session_memories WHERE agent_feedback_count > 0"
+        ).fetchall(),
+        schema=["session_key", "memory_id"],
+        orient="row",
+    )
+    by_prompt, by_start = 0, 0
+    for rec in ran.records.values():
+        start = {str(m) for m in rec.start.injected_ids}
+        prompted = {m for t in rec.prompts for m in t.injected}
+        mine = set(rated.filter(pl.col("session_key") == rec.plan.session_key)["memory_id"])
+        assert mine <= start | prompted
+        by_prompt += len(mine & prompted)
+        by_start += len(mine & start)
+    assert by_prompt > 0 and by_start > 0
+    signals = read_label_signals(ran.con, workbench=_workbench(ran))
+    frame = signals_frame(signals).filter(pl.col("agent_relevance_score").is_not_null())
+    keys = ["session_key", "memory_id"]
+    asked = signals.prompted.select(keys).unique()
+    assert frame.join(asked, on=keys, how="semi").height == by_prompt

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import random
+import shutil
 import sqlite3
 import sys
 import threading
@@ -31,7 +32,7 @@ from signet_scorer.hook.prompt_rank import PromptAsk, prompt_candidates, rank_pr
 from signet_scorer.hook.rank import HookSession, RankError
 from signet_scorer.hook.store import open_store
 from signet_scorer.terms import recall_terms
-from signet_scorer.workbench import HOOK_LOG_FILE
+from signet_scorer.workbench import HOOK_LOG_FILE, prompt_model_file, served_at_prompt
 from tests.scorer.hook_support import NOW, World, run_process, signet_prints, standin_runner
 
 HOOK = "user-prompt-submit"
@@ -531,3 +532,38 @@ def test_with_the_resident_the_prompt_hooks_own_process_loads_neither_numpy_nor_
         assert "numpy" not in modules and "onnxruntime" not in modules
     finally:
         resident.close()
+
+
+def test_the_prompt_hook_ranks_with_the_prompt_hooks_own_model_where_one_is_served(world):
+    """A training that judged the prompts on their own writes their model beside session
+    start's (`prompt_model_file`); the prompt hook loads it, and session start's without it."""
+    env = world.env(SIGNET_DAEMON_URL="http://127.0.0.1:9")
+    stdin = _prompt_stdin("own-model", " ".join(_vocabulary(world)[:50]))
+    argv = [*world.options(), HOOK, *ARGS["plain"]]
+    loaded: list[Path] = []
+
+    def load(path):
+        loaded.append(Path(path))
+        return open_scorer(path)
+
+    def run():
+        got = run_prompt_hook(
+            argv,
+            stdin,
+            env=env,
+            runner=standin_runner(env, HOOK),
+            load_scorer=load,
+            recall=lambda *a: (None, "not asked in this test"),
+        )
+        assert got.invocation["outcome"] == "scorer"
+
+    own = prompt_model_file(world.model)
+    assert served_at_prompt(world.model) == world.model
+    run()
+    try:
+        shutil.copyfile(world.model, own)
+        assert served_at_prompt(world.model) == own
+        run()
+    finally:
+        own.unlink()
+    assert loaded == [world.model, own]

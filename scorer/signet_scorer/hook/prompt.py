@@ -64,6 +64,7 @@ from signet_scorer.hook.run import (
     utc_text,
 )
 from signet_scorer.hook.signet import SignetResult, SignetRunner, Worker, start_signet
+from signet_scorer.workbench import served_at_prompt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -355,7 +356,7 @@ class _Prompt:
         }
         return {
             "db": str(self.cfg.db),
-            "model": str(self.cfg.model),
+            "model": str(served_at_prompt(self.cfg.model)),
             "timeout_s": self.cfg.budget_ms / 1000.0,
             "session": session,
             "prompt": self.prompt,

@@ -21,7 +21,7 @@ import polars as pl
 
 from signet_bench.analysis.queries.source import read_workbench, store_has
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
-from signet_bench.learn.serving import ServingChoice
+from signet_bench.learn.serving import PROMPT_KEY, ServingChoice, hook_choices
 from signet_bench.store.duck import ts_expr
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "latency_series",
     "loss_steps",
     "reset_markers",
+    "served_by_hook",
     "served_now",
     "training_runs",
 ]
@@ -181,17 +182,23 @@ def _holdout_series(texts: list[str | None]) -> list[pl.Series]:
 
 
 def _serving_series(texts: list[str | None]) -> list[pl.Series]:
-    """Which model each run serves ("base", "per-user" or "free", `served_model`) and why, one
-    sentence with the figures (`served_why`); NULL for a run that recorded no choice."""
-    choices: list[ServingChoice | None] = []
+    """Which model each run serves at session start ("base", "per-user" or "free",
+    `served_model`) and why, one sentence with the figures (`served_why`), and the same at the
+    user's prompts (`prompt_served_model`, `prompt_served_why`: where the run judged prompts on
+    their own, `learn.serving`); NULL for a run that recorded no choice."""
+    hooks: list[dict[str, ServingChoice]] = []
     for text in texts:
         try:
-            choices.append(ServingChoice.from_record(json.loads(text)) if text else None)
-        except (ValueError, KeyError, TypeError):
-            choices.append(None)
+            hooks.append(hook_choices(json.loads(text)) if text else {})
+        except (ValueError, KeyError, TypeError, AttributeError):
+            hooks.append({})
+    start = [h.get("session_start") for h in hooks]
+    prompt = [h.get(PROMPT_KEY) for h in hooks]
     return [
-        pl.Series("served_model", [c and c.served for c in choices], dtype=pl.String),
-        pl.Series("served_why", [c and c.sentence() for c in choices], dtype=pl.String),
+        pl.Series("served_model", [c and c.served for c in start], dtype=pl.String),
+        pl.Series("served_why", [c and c.sentence() for c in start], dtype=pl.String),
+        pl.Series("prompt_served_model", [c and c.served for c in prompt], dtype=pl.String),
+        pl.Series("prompt_served_why", [c and c.sentence() for c in prompt], dtype=pl.String),
     ]
 
 
@@ -202,14 +209,24 @@ def _base_put_in_place() -> pl.Expr:
 
 
 def served_now(workbench: str | Path | None) -> str | None:
-    """Which model serves now and why, in one sentence (`ServingChoice.sentence`): the choice
-    of the newest accepted run of the workbench that recorded one; None when none did."""
+    """Which model serves at session start now and why, in one sentence
+    (`ServingChoice.sentence`): the choice of the newest accepted run of the workbench that
+    recorded one; None when none did."""
+    return served_by_hook(workbench).get("session_start")
+
+
+def served_by_hook(workbench: str | Path | None) -> dict[str, str]:
+    """Which model serves at each hook now and why, one sentence each: "session_start" and,
+    where the newest accepted run judged the prompts on their own, `PROMPT_KEY` (before that,
+    the prompts are served session start's model); empty when no run recorded a choice."""
     runs = _workbench_runs(workbench)
     chosen = runs.filter(pl.col("gate_passed").fill_null(False) & pl.col("serving").is_not_null())
     if chosen.height == 0:
-        return None
+        return {}
     newest = chosen.sort("started_at", "id")["serving"][-1:].to_list()
-    return _serving_series(newest)[1][0]
+    series = _serving_series(newest)
+    out = {"session_start": series[1][0], PROMPT_KEY: series[3][0]}
+    return {hook: why for hook, why in out.items() if why is not None}
 
 
 def _curve(text: str | None) -> list[float]:

@@ -148,14 +148,17 @@ class SyntheticWorld:
         out = []
         planned = planned_prompts(plan, n, rng, entities=self.topic_entities(plan))
         for j, (text, about) in enumerate(planned):
-            feedback: dict[str, float] = {}
-            if truth is not None and len(shown):
-                k = min(len(shown), AGENT_RATINGS_PER_PROMPT)
-                pick = rng.choice(shown, size=k, replace=False)
-                scores = agent_ratings(truth[self.positions(pick)], rng)
-                feedback = {str(m): round(float(s), 3) for m, s in zip(pick, scores, strict=True)}
-            out.append(Prompt(text, plan.start + PROMPT_GAP * (j + 1), feedback, about))
+            feedback = _ratings(truth, shown, self.positions, rng) if truth is not None else {}
+            out.append(Prompt(text, plan.start + PROMPT_GAP * (j + 1), feedback, about, rate))
         return out
+
+    def rate(
+        self, plan: SessionContext, shown: Sequence[str], rng: np.random.Generator
+    ) -> dict[str, float]:
+        """The agent's ratings of up to `AGENT_RATINGS_PER_PROMPT` of `shown` (memories the
+        session's prompts injected), drawn as `prompts` draws those of session start's."""
+        truth = true_relevance(self.truth, plan)
+        return _ratings(truth, np.asarray(shown, dtype=str), self.positions, rng)
 
     def judge(self, plan: SessionContext, view: SessionView, rng: np.random.Generator) -> Judgement:
         """The continuity judge (`judge.judge_ratings`): it rates the memories the transcript
@@ -227,3 +230,16 @@ def _conversation(header: str, view: SessionView, truth: np.ndarray) -> str:
     needed = np.flatnonzero(view.injected & (truth >= USED_RELEVANCE))
     order = needed[np.argsort(-truth[needed], kind="stable")]
     return conversation_text(header, view.prompts, [view.contents[i] for i in order])
+
+
+def _ratings(
+    truth: np.ndarray, shown: np.ndarray, positions, rng: np.random.Generator
+) -> dict[str, float]:
+    """The agent's ratings of up to `AGENT_RATINGS_PER_PROMPT` of `shown`, drawn at random
+    (`judge.agent_ratings` of their planted relevance `truth`, indexed by `positions`)."""
+    if not len(shown):
+        return {}
+    k = min(len(shown), AGENT_RATINGS_PER_PROMPT)
+    pick = rng.choice(shown, size=k, replace=False)
+    scores = agent_ratings(truth[positions(pick)], rng)
+    return {str(m): round(float(s), 3) for m, s in zip(pick, scores, strict=True)}
