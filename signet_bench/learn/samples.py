@@ -107,7 +107,9 @@ __all__ = [
     "read_label_signals",
     "sample_rng",
     "scored_sessions",
+    "session_count",
     "session_graph",
+    "session_of",
     "session_structure",
     "shown_candidates",
     "signals_frame",
@@ -887,6 +889,17 @@ def _prompt_rows(pool: list[str], shown: set[str], hits: dict[str, int], had: Ca
 def is_prompt_sample(sample: SessionSample) -> bool:
     """Whether `sample` is a prompt's ranking (`prompt_samples`), not a session start's."""
     return PROMPT_KEY_MARK in sample.session_key
+
+
+def session_of(sample: SessionSample) -> str:
+    """The key of the session `sample` belongs to (a prompt's, its session's)."""
+    return sample.session_key.split(PROMPT_KEY_MARK, 1)[0]
+
+
+def session_count(samples: Sequence[SessionSample]) -> int:
+    """How many sessions `samples` come from: what the training's session thresholds count
+    (a session's prompt samples are not sessions of their own)."""
+    return len({session_of(s) for s in samples})
 
 
 def prompt_samples(

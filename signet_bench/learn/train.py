@@ -45,7 +45,7 @@ from signet_bench.learn.model.scorer import (
     forward,
     loss_and_grads,
 )
-from signet_bench.learn.samples import SessionSample, is_prompt_sample
+from signet_bench.learn.samples import SessionSample, is_prompt_sample, session_count
 from signet_bench.learn.serving import ServingChoice, choose_served, served_base
 from signet_bench.store.timestamps import format_iso
 
@@ -543,7 +543,7 @@ def _fit(
         train,
         replay_buffer(train, how.cfg),
         replace(how, epochs=epochs),
-        prior=_Prior.for_run(start, len(train), how.cfg),
+        prior=_Prior.for_run(start, session_count(train), how.cfg),
         watch=watch,
         budget=how.cfg.epoch_session_budget,
     )
@@ -562,6 +562,7 @@ class _HeldOutFit:
     best_epoch: int
     trained_on: int
     losses_finite: bool  # every fit's losses (each fold's too) were finite
+    sessions: int  # the sessions the samples come from (`samples.session_count`)
 
 
 def _held_out_fit(samples: Sequence[SessionSample], start: Params, how: _Fit) -> _HeldOutFit:
@@ -586,6 +587,7 @@ def _held_out_fit(samples: Sequence[SessionSample], start: Params, how: _Fit) ->
             best,
             len(train),
             _finite_fit(work, run),
+            session_count(samples),
         )
     watches, finite = [], True
     for fold in plan.folds:
@@ -601,7 +603,15 @@ def _held_out_fit(samples: Sequence[SessionSample], start: Params, how: _Fit) ->
     work, run, _ = _fit(start, samples, (), how, best, None)
     held = [samples[i] for i in plan.held]
     return _HeldOutFit(
-        work, run, plan, held, pooled[best], best, len(samples), finite and _finite_fit(work, run)
+        work,
+        run,
+        plan,
+        held,
+        pooled[best],
+        best,
+        len(samples),
+        finite and _finite_fit(work, run),
+        session_count(samples),
     )
 
 
@@ -705,7 +715,7 @@ def _hook_served(
         return replace(served_base("none-held-out"), unit=unit), base, math.nan
     base_mean = float(np.mean(judged.base_ndcgs[mask]))
     if not judged.learned:
-        choice = served_base("too-few", fitted.trained_on, cfg.holdout_min_sessions)
+        choice = served_base("too-few", fitted.sessions, cfg.holdout_min_sessions)
         return replace(choice, unit=unit), base, base_mean
     heuristics = heuristic_ndcgs(held, cfg)
     candidate = fitted.ndcgs[mask]
@@ -826,8 +836,9 @@ def train_model(
         had_model = current is not None or reference is not None
     if canary is None and cfg.training_judge == "holdout" and len(samples) >= 2:
         # too few sessions to learn from: the start is judged and served unchanged
-        learned = enough_to_learn(len(samples), cfg)
-        held = {} if query_learnable(len(samples), cfg) else query_held(base)
+        sessions = session_count(samples)
+        learned = enough_to_learn(sessions, cfg)
+        held = {} if query_learnable(sessions, cfg) else query_held(base)
         how = _Fit(
             cfg,
             epochs if learned else 0,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from datetime import timedelta
 
 import duckdb
 import numpy as np
@@ -180,3 +181,20 @@ def test_below_the_query_minimum_only_cosine_matches_the_context():
     cfg = any_lead.replace(query_min_sessions=0)
     moved = train_model(data, None, cfg=cfg, epochs=4, seed=0, guard=Guard(base=FRESH))
     assert moved.best_epoch > 0 and not np.array_equal(moved.params["q_proj"], start["q_proj"])
+
+
+def test_the_minimum_of_sessions_counts_sessions_not_their_prompts():
+    """12 sessions with two prompt samples each (36 samples, above the minimum of 20 were they
+    sessions) are still too few to learn from: no epoch runs and the base serves, saying 12."""
+    data = _samples(12, seed=2)
+    prompts = [
+        dataclasses.replace(
+            s, session_key=f"{s.session_key}#prompt-{j}", start=s.start + timedelta(seconds=j + 1)
+        )
+        for s in data
+        for j in range(2)
+    ]
+    res = train_model(data + prompts, None, epochs=4, seed=0, guard=Guard(base=FRESH))
+    assert res.epochs_run == 0 and res.best_epoch == 0
+    assert res.serving is not None and res.serving.reason == "too-few"
+    assert res.serving.sessions == 12 and res.serving.needed == DEFAULT_CONFIG.holdout_min_sessions
