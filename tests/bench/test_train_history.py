@@ -33,8 +33,13 @@ METRICS = {
 
 
 @pytest.fixture(scope="module")
-def rows():
-    return history_rows(quick=True)
+def rows(tmp_path_factory):
+    """The quick sizes' rows, each training (and its judge) bounded at 24 optimizer steps a fit:
+    what these tests check of the rows, the gate's verdict and the folds does not depend on
+    how far a model trains."""
+    config = tmp_path_factory.mktemp("train-history") / "agent.yaml"
+    config.write_text("predictor:\n  trainingStepBudget: 24\n")
+    return history_rows(quick=True, config=str(config))
 
 
 def _by_size(rows) -> dict[int, dict[str, object]]:

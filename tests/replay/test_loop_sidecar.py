@@ -12,7 +12,9 @@ import pytest
 from signet_bench.replay.loop import SimOptions, simulate
 from signet_bench.world.synth.build import build_persona_store
 
-SESSIONS = 32
+# cold start, a training after 10 and 20 sessions (each swapped in) and sessions scored by
+# each model: what the two scorers must agree on, at two thirds of 32 sessions' cost
+SESSIONS = 24
 
 
 def _rows(db: Path, sql: str) -> list[tuple]:

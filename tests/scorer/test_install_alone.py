@@ -45,21 +45,28 @@ def _run(argv: list[str]) -> str:
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory) -> Path:
     """A fresh venv with the scorer installed from a copy of its folder (a build in place would
-    leave build/ and *.egg-info behind); pip's cache makes a second build quick."""
+    leave build/ and *.egg-info behind); pip's cache makes a second build quick. The venv holds
+    no pip of its own: this environment's pip installs into it (`--python`), which resolves
+    the same dependencies and spares seeding a pip into every new venv."""
     root = tmp_path_factory.mktemp("scorer-alone")
     source = root / "scorer"
     shutil.copytree(
         SCORER, source, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build")
     )
     env_dir = root / "venv"
-    _run([sys.executable, "-m", "venv", str(env_dir)])
-    python = str(env_dir / "bin" / "python")
-    _run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(source)])
+    _run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)])
+    _run([*_pip(env_dir), "install", "-q", str(source)])
     return env_dir
 
 
+def _pip(venv: Path) -> list[str]:
+    """This environment's pip, acting on `venv`'s interpreter and its site-packages."""
+    python = str(venv / "bin" / "python")
+    return [sys.executable, "-m", "pip", "--python", python, "--disable-pip-version-check"]
+
+
 def _installed(venv: Path) -> dict[str, str]:
-    out = _run([str(venv / "bin" / "python"), "-m", "pip", "list", "--format=json"])
+    out = _run([*_pip(venv), "list", "--format=json"])
     return {d["name"].lower().replace("_", "-"): d["version"] for d in json.loads(out)}
 
 

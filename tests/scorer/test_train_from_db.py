@@ -261,17 +261,17 @@ def test_signets_model_bin_is_kept_beside_the_trained_model(sidecar, store, tmp_
     assert status["model_path"] == str(tmp_path / "model.onnx")
 
 
-def test_temperature_and_min_confidence_reach_the_trainer(sidecar, store, tmp_path):
+def test_temperature_and_min_confidence_reach_the_trainer(sidecar, store, canary_judge, tmp_path):
     """Signet's `temperature` and `min_confidence` change the run the sidecar's trainer makes:
     each request trains fresh weights (a sidecar without a model) on the same store with the
     same seed, so only the changed field can make the results differ."""
 
     def train(name: str, **change) -> dict:
         (tmp_path / name).mkdir()
-        s = start(sidecar, tmp_path / name / "model.onnx")
-        # 10 epochs: on this small store the held-out sessions keep a trained epoch (with 5,
-        # since the pool signals are inputs, they keep the start, and no loss is reported)
-        params = {"db_path": str(store), "epochs": 10, "seed": 3, **change}
+        s = start(sidecar, tmp_path / name / "model.onnx", "--train-config", str(canary_judge))
+        # the canary judge keeps every epoch it is given, so two report a loss (the held-out
+        # judge may keep the start, which has none); the sessions used do not depend on them
+        params = {"db_path": str(store), "epochs": 2, "seed": 3, **change}
         return s.call("train_from_db", params)["result"]
 
     base = train("base")
