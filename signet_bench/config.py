@@ -168,7 +168,8 @@ class PredictorConfig:
     # Project decision: with fewer trainable sessions than this a training serves its start
     # (the free ranker it starts as) unchanged: the labels of a handful of sessions, most of
     # them on what the baseline injected in cold start, mislead (docs/concepts.md §4.1; 0 switches
-    # it off).
+    # it off). A prompt's sample counts as one (design seed 900: counting sessions alone held the
+    # prompts' served - free ranker after 10 sessions at 0.000 where their samples gave +0.07).
     holdout_min_sessions: int = 20
     # Project decision: with fewer trainable sessions than this the learned query (q_proj) stays
     # at its start, so only cosine matches the context; the rest of the model learns. Learned

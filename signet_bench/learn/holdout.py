@@ -53,7 +53,7 @@ from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
 from signet_bench.daemon.metrics import ndcg_at_k
 from signet_bench.daemon.ranking.ranker import embedded_cosine
 from signet_bench.learn.model.params import init_params
-from signet_bench.learn.samples import SessionSample, session_count, session_of
+from signet_bench.learn.samples import SessionSample, session_of
 from signet_scorer.signals import hybrid_scores, signal_column
 
 __all__ = [
@@ -229,7 +229,7 @@ def start_at_best_free_ranker(
     heavy user at 10 sessions: 0.59 NDCG@10 on the planted truth against cosine's 0.69)."""
     if "signal_weights" not in start or not samples:
         return start
-    if enough_to_learn(session_count(samples), cfg) and hybrid_leads(samples, cfg):
+    if enough_to_learn(len(samples), cfg) and hybrid_leads(samples, cfg):
         return start
     return _cosine_only(start)
 

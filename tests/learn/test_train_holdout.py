@@ -183,18 +183,28 @@ def test_below_the_query_minimum_only_cosine_matches_the_context():
     assert moved.best_epoch > 0 and not np.array_equal(moved.params["q_proj"], start["q_proj"])
 
 
-def test_the_minimum_of_sessions_counts_sessions_not_their_prompts():
-    """12 sessions with two prompt samples each (36 samples, above the minimum of 20 were they
-    sessions) are still too few to learn from: no epoch runs and the base serves, saying 12."""
-    data = _samples(12, seed=2)
-    prompts = [
-        dataclasses.replace(
-            s, session_key=f"{s.session_key}#prompt-{j}", start=s.start + timedelta(seconds=j + 1)
-        )
-        for s in data
-        for j in range(2)
-    ]
-    res = train_model(data + prompts, None, epochs=4, seed=0, guard=Guard(base=FRESH))
-    assert res.epochs_run == 0 and res.best_epoch == 0
-    assert res.serving is not None and res.serving.reason == "too-few"
-    assert res.serving.sessions == 12 and res.serving.needed == DEFAULT_CONFIG.holdout_min_sessions
+def test_prompt_samples_count_towards_the_minimum_and_the_sentence_names_sessions():
+    """A prompt's sample counts towards the minimum as a session start's: 12 sessions with two
+    prompt samples each (36) learn; 6 with two each (18) do not, and the base serves, saying
+    the 6 sessions they come from, not the 18 samples."""
+
+    def with_prompts(starts):
+        return starts + [
+            dataclasses.replace(
+                s,
+                session_key=f"{s.session_key}#prompt-{j}",
+                start=s.start + timedelta(seconds=j + 1),
+            )
+            for s in starts
+            for j in range(2)
+        ]
+
+    learned = train_model(
+        with_prompts(_samples(12, seed=2)), None, epochs=4, seed=0, guard=Guard(base=FRESH)
+    )
+    assert learned.serving is not None and learned.serving.reason != "too-few"
+    few = train_model(
+        with_prompts(_samples(6, seed=2)), None, epochs=4, seed=0, guard=Guard(base=FRESH)
+    )
+    assert few.epochs_run == 0 and few.serving is not None and few.serving.reason == "too-few"
+    assert few.serving.sessions == 6 and few.serving.needed == DEFAULT_CONFIG.holdout_min_sessions
