@@ -158,6 +158,7 @@ from signet_bench.daemon.ranking.ranker import (
     Ranker,
 )
 from signet_bench.daemon.ranking.session_start import GraphWalk, SessionStartResult, session_start
+from signet_bench.learn.base import shipped_base_params
 from signet_bench.learn.model.params import query_held
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.samples import SessionSample, load_samples, scored_sessions
@@ -300,7 +301,14 @@ FAMILIAR_ONLY = "served_familiar_only"  # the counterfactual of `familiar_only`
 # Prompt time (`--prompt-time`): the rankers of each prompt's pool, the free ones the served
 # model answers to (the strongest of them on the checkpoint's prompts is the bar), and the
 # choices `relevant_recall@K` judges (Signet 0.58 injects at most 5 per prompt)
-PROMPT_RANKERS = ("baseline", "cosine", "hybrid", "predictor_served", "predictor_live")
+PROMPT_RANKERS = (
+    "baseline",
+    "cosine",
+    "hybrid",
+    "learned_base",
+    "predictor_served",
+    "predictor_live",
+)
 PROMPT_FREE = ("cosine", "hybrid")
 PROMPT_KS = (5, 10)
 
@@ -1233,11 +1241,17 @@ def _pool_order(inputs: SessionInputs) -> np.ndarray:
 def prompt_scores(run: Run, n: int, cfg: PredictorConfig) -> list[dict[str, list[np.ndarray]]]:
     """Per held-out session of checkpoint `n` (in pool order), every `PROMPT_RANKERS` ranker's
     scores of each of its prompts' pools: the pool's own order, cosine and the hybrid of the
-    prompt, the model served at the prompts at `n` and the loop's own scorer at the time."""
+    prompt, the shipped base (what serves until a per-user model is shown better), the model
+    served at the prompts at `n` and the loop's own scorer at the time."""
     cp = run.checkpoints[n]
     served = cp.served if cp.prompt_served is None else cp.prompt_served
     model = None if served is None else ModelRanker(served, cfg)
-    fixed: dict[str, Ranker] = {"cosine": CosineRanker(), "hybrid": HybridRanker()}
+    base = ModelRanker(shipped_base_params(run.sim.corpus.dim, cfg), cfg)
+    fixed: dict[str, Ranker] = {
+        "cosine": CosineRanker(),
+        "hybrid": HybridRanker(),
+        "learned_base": base,
+    }
     out = []
     for h in run.pools[n]:
         per: dict[str, list[np.ndarray]] = {name: [] for name in PROMPT_RANKERS}
@@ -1306,7 +1320,8 @@ def prompt_rows(
     mean over its prompts, against each prompt's planted truth): `prompt_<ranker>` NDCG@10 and
     `relevant_recall@K` (K in `PROMPT_KS`); the served model against the strongest free ranker
     of the prompt on these prompts (`prompt_predictor_served-prompt_<free>`, and the loop's
-    own, `prompt_predictor_live-prompt_<free>`: `ndcg@10_delta`, per seed and the worst); and
+    own, `prompt_predictor_live-prompt_<free>`, and the shipped base's,
+    `prompt_learned_base-prompt_<free>`: `ndcg@10_delta`, per seed and the worst); and
     the truly relevant memories of each session (`session_relevant`) that session start
     injected (`session_start`) against those it and the prompts injected together
     (`session_start+prompt`), `relevant_reached` and their paired difference. No rows when the
@@ -1322,7 +1337,7 @@ def prompt_rows(
         pooled = {k: np.concatenate([p[k] for p in ndcg]) for k in PROMPT_RANKERS}
         rows += [_row(f"{prefix}prompt_{k}", "ndcg@10", pooled[k], n, seed) for k in PROMPT_RANKERS]
         free = max(PROMPT_FREE, key=lambda k: (float(np.mean(pooled[k])), k))
-        for a in ("predictor_served", "predictor_live"):
+        for a in ("predictor_served", "predictor_live", "learned_base"):
             name = f"{prefix}prompt_{a}-prompt_{free}"
             rows.append(_row(name, "ndcg@10_delta", pooled[a] - pooled[free], n, seed))
             per_seed = [(r.seed, p[a] - p[free]) for r, p in zip(runs, ndcg, strict=True)]
