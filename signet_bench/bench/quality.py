@@ -165,6 +165,7 @@ from signet_bench.learn.samples import SessionSample, load_samples, scored_sessi
 from signet_bench.learn.train import Guard, TrainOptions, run_start, train_model
 from signet_bench.replay.lifecycle import PromptTurn
 from signet_bench.replay.loop import SimOptions, Simulator
+from signet_bench.replay.trainers import Serving
 from signet_bench.store.corpus import Corpus
 from signet_bench.store.graph import EntityGraph
 from signet_bench.store.read import read_session_memories, read_sessions
@@ -611,6 +612,7 @@ def simulate_run(
             f"  [{label} seed {seed}] sessions 0..{n - 1} (+{rep.sessions_run} in "
             f"{time.perf_counter() - t0:.1f} s; trainings {rep.trainings}, accepted "
             f"{rep.trainings_accepted}); {len(got)} trainable, {skipped} skipped; alpha {alpha:.2f}"
+            + _serving_note(sim.trainer.serving)
         )
     sim.loop.run(horizon, keep=judged)
     sessions = {i: held_out_session(sim, i) for i in judged}
@@ -619,6 +621,12 @@ def simulate_run(
         for n in checkpoints
     }
     return Run(label, seed, sim, kept, pools)
+
+
+def _serving_note(serving: Serving) -> str:
+    """What the newest training serves at each hook and why, for the run's log."""
+    hooks = zip(("session start", "prompts"), serving, strict=True)
+    return "".join(f"; {h}: {c.served} ({c.reason})" for h, c in hooks if c is not None)
 
 
 def held_out_session(sim: Simulator, i: int) -> HeldOut | None:

@@ -33,6 +33,7 @@ from signet_bench.learn.base import shipped_base_alpha
 from signet_bench.learn.model.checkpoint import load_checkpoint
 from signet_bench.learn.model.ranker import ModelRanker
 from signet_bench.learn.publish import NothingToTrain, TooLittleData, scheduled_request, train_store
+from signet_bench.learn.serving import ServingChoice
 from signet_bench.replay.loop_store import LoopStore
 from signet_scorer.client import SidecarClient
 from signet_scorer.query import ScoreQuery
@@ -132,6 +133,10 @@ class TrainOutcome:
     log: Mapping[str, object] | None = None
 
 
+Serving = tuple[ServingChoice | None, ServingChoice | None]
+"""What a training chose to serve at session start and at the prompts (`learn.serving`)."""
+
+
 class Trainer(Protocol):
     """The scorer a session start fuses and the training a due session triggers."""
 
@@ -139,6 +144,7 @@ class Trainer(Protocol):
     model: Params | None  # the weights it serves (None: nothing scores)
     prompt_model: Params | None  # the prompt hook's own weights (None: the prompts get `model`)
     start_alpha: float  # the baseline's weight in cold start (`PredictorState.start_alpha`)
+    serving: Serving  # what the newest training chose at each hook (None: not known here)
 
     def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         """The scorer this session start calls (None: offline, or not trained yet)."""
@@ -167,6 +173,7 @@ class NoScorer:
     model: Params | None = None
     prompt_model: Params | None = None
     start_alpha = 1.0  # the baseline alone
+    serving: Serving = (None, None)
 
     def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         return None
@@ -242,6 +249,7 @@ class InProcessTrainer:
         self.model: Params | None = _served_model(store, cfg)
         self.prompt_model: Params | None = _saved_model(store.path, prompt=True)
         self.start_alpha = shipped_base_alpha()
+        self.serving: Serving = (None, None)
 
     def scorer(self, rng: np.random.Generator) -> ScoreFn | None:
         if self.model is None:
@@ -272,6 +280,7 @@ class InProcessTrainer:
         result = run.result
         if result.accepted:
             self.model, self.prompt_model = result.params, result.prompt_params
+            self.serving = (result.serving, result.prompt_serving)
         last = result.loss_curve[-1] if result.loss_curve else float("inf")
         log = {
             "id": job.run_id,
@@ -306,6 +315,7 @@ class SidecarTrainer:
         self.model: Params | None = _served_model(store, cfg)
         self.prompt_model: Params | None = _saved_model(store.path, prompt=True)
         self.start_alpha = shipped_base_alpha()
+        self.serving: Serving = (None, None)  # the sidecar's trainings choose out of sight
         self.client = SidecarClient.for_model(
             model_path(self.path),
             store.corpus.dim,

@@ -7,6 +7,7 @@ session start's stay as they were. Off by default; each hook serves what its own
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 
 import numpy as np
@@ -36,7 +37,7 @@ from signet_bench.learn.samples import (
 )
 from signet_bench.learn.serving import PROMPT_KEY, hook_choices
 from signet_bench.replay.loop import SimOptions, Simulator
-from signet_bench.replay.trainers import model_dir
+from signet_bench.replay.trainers import TrainingJob, model_dir
 from signet_bench.store.corpus import read_corpus
 from signet_bench.store.graph import read_graph
 from signet_bench.store.hook_log import (
@@ -324,6 +325,27 @@ def test_the_loops_prompts_rank_with_the_prompt_hooks_model(ran):
         )
     finally:
         trainer.prompt_model = kept
+
+
+def test_the_loops_trainer_says_what_its_accepted_training_serves_at_each_hook(ran, tmp_path):
+    """After an accepted training the loop's trainer says what serves at each hook, as the run
+    recorded it (`training_runs.serving`), so `bench quality` can log it. The training writes
+    beside a copy of the store's model folder, and the trainer's weights are put back."""
+    trainer, copy = ran.trainer, tmp_path / "light.db"
+    shutil.copytree(model_dir(ran.path), model_dir(copy))
+    job = TrainingJob(copy, "serving-test", ran.state, ran.cfg, 5, 4, ran.world.tz)
+    kept = (trainer.model, trainer.prompt_model, trainer.serving)
+    try:
+        outcome = trainer.train(job)
+        assert outcome is not None and outcome.accepted
+        with open_workbench(model_dir(copy) / WORKBENCH_FILE) as wb:
+            text = wb.execute(
+                "SELECT serving FROM training_runs WHERE run_id = 'serving-test'"
+            ).fetchone()[0]
+        hooks = hook_choices(json.loads(text))
+        assert trainer.serving == (hooks["session_start"], hooks[PROMPT_KEY])
+    finally:
+        trainer.model, trainer.prompt_model, trainer.serving = kept
 
 
 def test_the_agent_rates_what_the_prompts_injected_as_it_rates_session_starts(ran):
