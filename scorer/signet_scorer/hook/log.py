@@ -121,10 +121,13 @@ _SKIP_HELD = " ON CONFLICT (session_key, agent_id, memory_id) DO NOTHING"
 
 class InjectionLog:
     """The log opened for writing (WAL, tables created): opened while Signet works, so what is
-    left after the output is one short transaction."""
+    left after the output is one short transaction. `shared`: used from several threads (the
+    resident scorer's, which serialises its uses)."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.con = sqlite3.connect(str(path), timeout=1.0, isolation_level=None)
+    def __init__(self, path: str | Path, *, shared: bool = False) -> None:
+        self.con = sqlite3.connect(
+            str(path), timeout=1.0, isolation_level=None, check_same_thread=not shared
+        )
         try:
             self.con.execute("PRAGMA journal_mode = WAL")
             self.con.execute("PRAGMA synchronous = NORMAL")
@@ -150,6 +153,25 @@ class InjectionLog:
             self.con.execute("ROLLBACK")
             raise
         self.con.execute("COMMIT")
+
+    def injected(self, session_key: str, agent_id: str) -> set[str]:
+        """The memories the log holds as injected for the session key and agent (none without
+        a key): a prompt offers none of them again."""
+        if not session_key:
+            return set()
+        sql = "SELECT memory_id FROM hook_injections WHERE session_key = ? AND agent_id = ?"
+        return {r[0] for r in self.con.execute(sql, [session_key, agent_id])}
+
+    def holds(self, invocation: Mapping[str, Any]) -> bool:
+        """Whether the log already holds this invocation (its session key, agent, time and
+        duration): a record the resident scorer may have written before it stopped answering is
+        not written twice."""
+        sql = (
+            "SELECT 1 FROM hook_invocations WHERE session_key = ? AND agent_id = ? AND at = ?"
+            " AND duration_ms = ? LIMIT 1"
+        )
+        keys = ("session_key", "agent_id", "at", "duration_ms")
+        return self.con.execute(sql, [invocation.get(k) for k in keys]).fetchone() is not None
 
     def record(
         self,
