@@ -209,8 +209,9 @@ def save_record(run: HookRun) -> None:
     if writer is None:
         return
     try:
-        if run.invocation and not (resident is not None and writer.holds(run.invocation)):
-            writer.record(run.invocation, run.injections, run.ranking)
+        if run.invocation:
+            once = resident is not None  # it may have written it before it stopped answering
+            writer.record(run.invocation, run.injections, run.ranking, once=once)
     except Exception:  # noqa: BLE001, S110 - best effort: the harness is already served
         pass
     finally:
