@@ -43,8 +43,9 @@ are off, and onnxruntime neither logs nor writes its telemetry (`signet_scorer.r
 **The resident scorer.** Loading numpy, onnxruntime and the model takes far longer than the
 ranking itself, so the ranking is asked of a resident scorer (`signet_scorer.hook.resident`) over
 the Unix domain socket beside the workbench when one runs: connected while Signet works, it opens
-the model and the store as this process would, and ranks by the same functions. This module
-then imports the standard library only. When no resident answers (none runs, it is stale, hung
+the model and the store as this process would, and ranks by the same functions; once the
+output is printed it also writes the record, in the log it holds open (`run.save_record`). This
+module then imports the standard library only, and neither `sqlite3` nor the log. When no resident answers (none runs, it is stale, hung
 or dies mid-way, a socket error), the wrapper ranks in-process as it always could, and starts
 a resident, detached, after printing, for the next session start (`--resident off`: always
 in-process, no resident). Either way the output is the one of the rules above.
@@ -266,6 +267,10 @@ def _prepare(att: _Attempt) -> None:
     asked = None
     if att.cfg.resident == "auto" and missing is None and not att.inp.malformed:
         asked = _ask_resident(att)
+    # here: the block's module, used once Signet has answered, loads while it works (every
+    # millisecond after its answer adds to the session start)
+    import signet_scorer.hook.inject  # noqa: F401  # pyright: ignore[reportUnusedImport]
+
     if att.inp.malformed:
         att.fail("stdin is not a JSON object")
     elif missing is not None:  # the scorer is off: nothing to ask, nothing to start
