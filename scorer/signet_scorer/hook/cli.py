@@ -45,10 +45,11 @@ ranking itself, so the ranking is asked of a resident scorer (`signet_scorer.hoo
 the Unix domain socket beside the workbench when one runs: connected while Signet works, it opens
 the model and the store as this process would, and ranks by the same functions; once the
 output is printed it also writes the record, in the log it holds open (`run.save_record`). This
-module then imports the standard library only, and neither `sqlite3` nor the log. When no resident answers (none runs, it is stale, hung
-or dies mid-way, a socket error), the wrapper ranks in-process as it always could, and starts
-a resident, detached, after printing, for the next session start (`--resident off`: always
-in-process, no resident). Either way the output is the one of the rules above.
+module then imports the standard library only, and neither `sqlite3` nor the log. When no
+resident answers (none runs, it is stale, hung or dies mid-way, a socket error), the wrapper
+ranks in-process as it always could, and starts a resident, detached, after printing, for the
+next session start (`--resident off`: always in-process, no resident). Either way the output is
+the one of the rules above.
 
 Options (before the command; each also read from an environment variable): `--db`
 (`SIGNET_BENCH_DB`, default Signet's own: `$SIGNET_PATH/memory/memories.db`, or
