@@ -315,7 +315,8 @@ def hook_rows(*, quick: bool = False, seed: int = 0) -> list[Row]:
                     prompts=prompts if name == "user-prompt-submit" else None,
                 )
                 if resident == "up":
-                    per_run = 1 if name == "user-prompt-submit" else 2
+                    # a prompt's ranking, or a session start's prepare and rerank; the record
+                    per_run = (1 if name == "user-prompt-submit" else 2) + 1
                     _check_served(files, per_run * (sizes["runs"] + WARMUP))
                     stop_resident(files)
                 rows += _scenario_rows(tag, own, wrapped, cpu, differ)
@@ -338,8 +339,8 @@ def _prompts(db: Path, n: int) -> list[str]:
 
 
 def _check_served(files: Any, requests: int) -> None:
-    """Raise unless the resident scorer answered every session start of a scenario (a
-    prepare and a ranking each): numbers of the in-process path under its name would mislead."""
+    """Raise unless the resident scorer answered every hook run of a scenario (a prepare and
+    a ranking each, or a prompt's ranking, and the record): numbers of the in-process path under its name would mislead."""
     got = resident_status(files).get("requests", 0) - 1  # this status request counts itself
     if got != requests:
         raise RuntimeError(f"the resident scorer answered {got} requests, not {requests}")

@@ -27,7 +27,8 @@ from tests.scorer.hook_support import (
 # Heavy for a hook's process: the ranking's libraries (the resident holds them), modules whose
 # import builds many classes or reads files (`typing`, `dataclasses`, `socket`'s and `signal`'s
 # enums, `zoneinfo` and `sysconfig`, the `idna` codec), `subprocess` and what it loads (Signet
-# is started by `os.posix_spawn`), what `python -m` and HTTPS would load, and the workbench.
+# is started by `os.posix_spawn`), what `python -m` and HTTPS would load, the workbench, and
+# the hook log's `sqlite3` (the resident that answered writes the record).
 HEAVY = (
     "numpy",
     "onnxruntime",
@@ -55,6 +56,8 @@ HEAVY = (
     "argparse",
     "inspect",
     "signet_bench",
+    "sqlite3",
+    "signet_scorer.hook.log",
 )
 MAIN = "import sys\nfrom signet_scorer.hook.cli import main\nsys.exit(main())\n"
 PROMPT = "the portfolio's quarterly review"
@@ -100,5 +103,6 @@ def test_the_hooks_processes_import_nothing_heavy(world, hook):
     if prompt is not None:
         assert HEADING.encode() in done.stdout
     imported = _imported(done.stderr)
-    assert "signet_scorer.hook.cli" in imported and "sqlite3" in imported  # the report is read
+    # the report is read, and the resident was reached
+    assert "signet_scorer.hook.cli" in imported and "signet_scorer.hook.resident_link" in imported
     assert _heavy(imported) == set()

@@ -30,6 +30,7 @@ from signet_scorer.hook.opening import open_scorer
 from signet_scorer.hook.prompt import HEADING, daemon_url, run_prompt_hook
 from signet_scorer.hook.prompt_rank import PromptAsk, prompt_candidates, rank_prompt
 from signet_scorer.hook.rank import HookSession, RankError
+from signet_scorer.hook.resident_link import resident_files, resident_status
 from signet_scorer.hook.store import open_store
 from signet_scorer.terms import recall_terms
 from signet_scorer.workbench import HOOK_LOG_FILE, prompt_model_file, served_at_prompt
@@ -442,26 +443,42 @@ def test_every_failure_prints_what_signet_prints_and_says_why(world, tmp_path, f
     assert failed == []
 
 
-def test_a_repeated_prompt_adds_only_what_the_session_has_not_had(world):
+@pytest.mark.parametrize("resident", ["off", "auto"])
+def test_a_repeated_prompt_adds_only_what_the_session_has_not_had(world, resident):
+    """In this process or by the resident scorer (which reads the session's injections from the
+    log it holds, and writes the records)."""
+    from tests.scorer.hook_support import ServedResident
+
     env = world.env(SIGNET_DAEMON_URL="http://127.0.0.1:9")
     prompt = " ".join(_common_terms(world, 8))
-    stdin = _prompt_stdin("repeat", prompt)
+    key = f"repeat-{resident}"
+    stdin = _prompt_stdin(key, prompt)
     seen: set[str] = set()
-    for _ in range(12):
-        out = _hook(world, ARGS["json"], stdin, env)
-        assert out.code == 0 and out.stderr == b""
-        added = {m["id"] for m in json.loads(out.stdout).get("scorerMemories", [])}
-        assert not added & seen
-        if not added:
-            break
-        seen |= added
-    logged = _logged(world, "repeat")
+    served = ServedResident(world) if resident == "auto" else None
+    try:
+        runs = 0
+        while runs < 12:
+            runs += 1
+            out = _hook(world, ARGS["json"], stdin, env, resident=resident)
+            assert out.code == 0 and out.stderr == b""
+            added = {m["id"] for m in json.loads(out.stdout).get("scorerMemories", [])}
+            assert not added & seen
+            if not added:
+                break
+            seen |= added
+        if served is not None:  # each prompt ranked and recorded by it, and this status
+            status = resident_status(resident_files(world.model.parent))
+            assert status["requests"] == 2 * runs + 1
+    finally:
+        if served is not None:
+            assert served.close() == 0
+    logged = _logged(world, key)
     assert logged[-1][1:3][0] == "signet" and "matches the prompt" in logged[-1][2]
     assert len(seen) > 1 and sum(1 for r in logged if r[1] == "scorer") >= 2
     # each served prompt's ranking is recorded for training: its pool held only what the
     # session had not had, and what it added
     asked = prompt_rankings(world.workbench, hook_record(world.workbench)).filter(
-        pl.col("session_key") == "repeat"
+        pl.col("session_key") == key
     )
     assert asked.height == sum(1 for r in logged if r[1] == "scorer")
     had: set[str] = set()

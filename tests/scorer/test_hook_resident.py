@@ -32,6 +32,7 @@ from signet_scorer.hook.resident_link import (
     resident_status,
     stop_resident,
 )
+from signet_scorer.hook.run import save_record
 from tests.scorer.hook_support import (
     HARNESS_ARGS,
     NOW,
@@ -89,7 +90,8 @@ def _in_process(world: World, fmt: str, key: str, **options: str):
 def test_the_resident_ranks_prints_and_records_as_the_hook_does_in_process(world, resident, fmt):
     before = _requests(world)
     served = hook_prints(world, HARNESS_ARGS[fmt], stdin_for(f"res-{fmt}"), world.env(), **AUTO)
-    assert _requests(world) == before + 3  # prepare, rerank and this status: it ranked it
+    # prepare, rerank, record and this status: it ranked and recorded it
+    assert _requests(world) == before + 4
     alone, (runs, rows) = _in_process(world, fmt, f"own-{fmt}")
     assert served == alone and served.code == 0 and served.stderr == b""
     assert served.stdout != signet_prints(world, HARNESS_ARGS[fmt], stdin_for("x"), world.env())
@@ -187,6 +189,25 @@ def test_a_resident_killed_mid_way_leaves_the_ranking_to_the_hook(world):
     assert (got.stdout, got.stderr, got.code) == (own.stdout, own.stderr, own.code)
     assert got.injections == own.injections and got.invocation["outcome"] == "scorer"
     assert stop_resident(resident_files(world.model.parent)) is None  # none was started
+
+
+def test_a_resident_gone_before_the_record_leaves_it_to_the_hook_once(world):
+    """The resident that ranked writes the record; killed before it could, the hook writes it
+    itself, once, and the same rows as in-process."""
+    served = ServedResident(world)
+    env, key = world.env(), "record-gone"
+    argv = [*world.options(**AUTO), "session-start", *HARNESS_ARGS["plain"]]
+    try:
+        got = run_hook(argv, stdin_for(key), env=env, runner=standin_runner(env), now=NOW)
+        assert got.resident is not None and got.writer is None  # ranked by the resident
+    finally:
+        served.proc.kill()
+        served.close()
+    save_record(got)
+    (run,), rows = _recorded(world, key)
+    alone, own = _in_process(world, "plain", f"{key}-own")
+    assert got.stdout == alone.stdout and run[:2] == ("scorer", None)
+    assert rows == own[1] and len(rows) == 40
 
 
 class SilentResident:
@@ -291,7 +312,7 @@ def test_a_model_replaced_on_disk_is_served_from_the_next_session_start(tmp_path
         new.write_bytes(_model_bytes(-1.0))  # the cosine order upside down
         new.replace(world.model)  # as a training publishes it
         second = hook_prints(world, HARNESS_ARGS["plain"], stdin_for("m2"), world.env(), **AUTO)
-        assert _requests(world) == 5  # the warm-up's none; 2 per session start, this status
+        assert _requests(world) == 7  # the warm-up's none; 3 per session start, this status
     finally:
         assert served.close() == 0
     alone, own = _in_process(world, "plain", "m2-own")
@@ -328,7 +349,7 @@ def test_start_status_and_stop(world):
         assert (status["pid"], status["answering"], status["idle_s"]) == (pid, True, 120.0)
         assert [m["path"] for m in status["models"]] == [str(world.model)]  # warmed up
         hook_prints(world, HARNESS_ARGS["plain"], stdin_for("started"), world.env(), **AUTO)
-        assert _requests(world) == status["requests"] + 3
+        assert _requests(world) == status["requests"] + 4  # prepare, rerank, record
     finally:
         stopped = _command(world, "stop")
     assert stopped.stdout == f"stopped (pid {pid})\n"

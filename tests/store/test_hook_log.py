@@ -23,6 +23,7 @@ from signet_scorer.hook.log import (
     INJECTION_COLUMNS,
     INVOCATION_COLUMNS,
     LOG_DDL,
+    InjectionLog,
     record_invocation,
 )
 
@@ -194,3 +195,20 @@ def test_a_prompt_row_that_breaks_the_log_s_rules_fails_loudly(tmp_path):
     with pytest.raises(sqlite3.IntegrityError):  # only a memory already held is skipped
         record_invocation(log, {**_invocation("s1"), "hook": USER_PROMPT_SUBMIT}, bad)
     assert read_hook_invocations(tmp_path / "workbench.duckdb").height == 0  # rolled back
+
+
+def test_a_record_written_once_is_not_written_again_by_the_hook_that_could_not_tell(tmp_path):
+    """A hook whose resident scorer stopped answering writes its record itself with `once`:
+    when the resident did write it (the same session key, agent, time and duration), nothing is
+    added; otherwise it is written."""
+    log = InjectionLog(hook_log_path(tmp_path / "workbench.duckdb"))
+    try:
+        first = log.record(_invocation("s1"), _rows("s1", ["a", "b"]))
+        assert log.record(_invocation("s1"), _rows("s1", ["a", "b"]), once=True) == first
+        later = {**_invocation("s1"), "duration_ms": 13.0}
+        assert log.record(later, _rows("s1", ["a"]), once=True) != first
+        count = log.con.execute("SELECT COUNT(*) FROM hook_invocations").fetchone()[0]
+        rows = log.con.execute("SELECT COUNT(*) FROM hook_injections").fetchone()[0]
+    finally:
+        log.close()
+    assert (count, rows) == (2, 2)

@@ -43,11 +43,13 @@ are off, and onnxruntime neither logs nor writes its telemetry (`signet_scorer.r
 **The resident scorer.** Loading numpy, onnxruntime and the model takes far longer than the
 ranking itself, so the ranking is asked of a resident scorer (`signet_scorer.hook.resident`) over
 the Unix domain socket beside the workbench when one runs: connected while Signet works, it opens
-the model and the store as this process would, and ranks by the same functions. This module
-then imports the standard library only. When no resident answers (none runs, it is stale, hung
-or dies mid-way, a socket error), the wrapper ranks in-process as it always could, and starts
-a resident, detached, after printing, for the next session start (`--resident off`: always
-in-process, no resident). Either way the output is the one of the rules above.
+the model and the store as this process would, and ranks by the same functions; once the
+output is printed it also writes the record, in the log it holds open (`run.save_record`). This
+module then imports the standard library only, and neither `sqlite3` nor the log. When no
+resident answers (none runs, it is stale, hung or dies mid-way, a socket error), the wrapper
+ranks in-process as it always could, and starts a resident, detached, after printing, for the
+next session start (`--resident off`: always in-process, no resident). Either way the output is
+the one of the rules above.
 
 Options (before the command; each also read from an environment variable): `--db`
 (`SIGNET_BENCH_DB`, default Signet's own: `$SIGNET_PATH/memory/memories.db`, or
@@ -259,20 +261,25 @@ class _Attempt:
 
 
 def _prepare(att: _Attempt) -> None:
-    """While Signet works: the resident scorer asked to prepare, the log opened while it
-    reads, then its answer, else the model and the store opened here; or the reason there is
-    nothing to do."""
+    """While Signet works: the resident scorer asked to prepare and its answer, else the model
+    and the store opened here; or the reason there is nothing to do. The log is opened here
+    only when the resident will not write the record (`run.save_record`)."""
     missing = None if att.cfg.resident != "auto" else missing_model(att.cfg.model)
     asked = None
     if att.cfg.resident == "auto" and missing is None and not att.inp.malformed:
         asked = _ask_resident(att)
-    att.writer = open_log(att.cfg.log)
+    # here: the block's module, used once Signet has answered, loads while it works (every
+    # millisecond after its answer adds to the session start)
+    import signet_scorer.hook.inject  # noqa: F401  # pyright: ignore[reportUnusedImport]
+
     if att.inp.malformed:
         att.fail("stdin is not a JSON object")
     elif missing is not None:  # the scorer is off: nothing to ask, nothing to start
         att.fail(missing)
     elif asked is None or not _resident_prepared(att, asked):
         _prepare_here(att)
+    if att.link is None:
+        att.writer = open_log(att.cfg.log)
 
 
 def _ask_resident(att: _Attempt) -> ResidentLink | None:
@@ -442,7 +449,12 @@ def _record(att: _Attempt, res: SignetResult, answer: Any, ms: float) -> HookRun
         "signet_exit": res.code,
         "duration_ms": ms,
     }
-    return HookRun(b"", b"", res.code, invocation, rows, att.cfg.log, att.writer)
+    done = HookRun(b"", b"", res.code, invocation, rows, att.cfg.log, att.writer)
+    if att.link is not None:  # the resident that ranked writes the record
+        from signet_scorer.hook.resident_link import ResidentRecord
+
+        done.resident = ResidentRecord(att.link, att.cfg.log)
+    return done
 
 
 def run_hook(
@@ -499,9 +511,10 @@ def run_hook(
     except Exception:  # noqa: BLE001 - fail open: whatever broke, Signet's output is printed
         done = HookRun(signet_output(inv.output, res)[0], res.stderr, res.code)
     finally:
-        for held in (att.con, att.link):
-            if held is not None:
-                held.close()
+        if att.con is not None:
+            att.con.close()
+    if att.link is not None and done.resident is None:  # else it writes the record
+        att.link.close()
     done.start_resident = cfg.resident == "auto" and att.resident_down is not None
     return done
 

@@ -1,12 +1,12 @@
 """JSON and strings as Signet's command line (JavaScript) writes them, so what the hook prints
 matches it byte for byte: `JSON.parse` keeping each number's text, `JSON.stringify` compact and
 with a two-space indent, `String.prototype.trim`, and UTF-8 as Node writes a string (a lone
-surrogate becomes U+FFFD). Standard library only; `typing` is not imported at run time (the
-hook's start is on every session's path)."""
+surrogate becomes U+FFFD). Standard library only; `typing` is not imported at run time, and
+`json` only once a text is read or written (the hook's start is on every session's path: what
+loads before Signet's command starts delays it)."""
 
 from __future__ import annotations
 
-import json
 import re
 
 TYPE_CHECKING = False
@@ -37,6 +37,8 @@ def _constant(name: str) -> Any:
 def parse_json(text: str) -> Any:
     """`JSON.parse`: objects, arrays, strings, booleans and null as Python values, numbers as
     `JsNumber`; NaN and Infinity are refused (ValueError), as JavaScript refuses them."""
+    import json  # here: after Signet starts (start-up time; module docstring)
+
     return json.loads(text, parse_int=JsNumber, parse_float=JsNumber, parse_constant=_constant)
 
 
@@ -58,6 +60,8 @@ def js_list(value: object) -> list[Any] | None:
 
 def _string(s: str) -> str:
     """A string literal as `JSON.stringify` writes it (lone surrogates as lower-case escapes)."""
+    import json  # here: after Signet starts (start-up time; module docstring)
+
     out = json.dumps(s, ensure_ascii=False)
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", out)
 

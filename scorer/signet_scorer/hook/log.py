@@ -121,10 +121,13 @@ _SKIP_HELD = " ON CONFLICT (session_key, agent_id, memory_id) DO NOTHING"
 
 class InjectionLog:
     """The log opened for writing (WAL, tables created): opened while Signet works, so what is
-    left after the output is one short transaction."""
+    left after the output is one short transaction. `shared`: used from several threads (the
+    resident scorer's, which serialises its uses)."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.con = sqlite3.connect(str(path), timeout=1.0, isolation_level=None)
+    def __init__(self, path: str | Path, *, shared: bool = False) -> None:
+        self.con = sqlite3.connect(
+            str(path), timeout=1.0, isolation_level=None, check_same_thread=not shared
+        )
         try:
             self.con.execute("PRAGMA journal_mode = WAL")
             self.con.execute("PRAGMA synchronous = NORMAL")
@@ -151,19 +154,47 @@ class InjectionLog:
             raise
         self.con.execute("COMMIT")
 
+    def injected(self, session_key: str, agent_id: str) -> set[str]:
+        """The memories the log holds as injected for the session key and agent (none without
+        a key): a prompt offers none of them again."""
+        if not session_key:
+            return set()
+        sql = "SELECT memory_id FROM hook_injections WHERE session_key = ? AND agent_id = ?"
+        return {r[0] for r in self.con.execute(sql, [session_key, agent_id])}
+
+    def _held(self, invocation: Mapping[str, Any]) -> int | None:
+        """The id of this invocation's row (the same session key, agent, time and duration)
+        when the log holds it."""
+        sql = (
+            "SELECT id FROM hook_invocations WHERE session_key = ? AND agent_id = ? AND at = ?"
+            " AND duration_ms = ? LIMIT 1"
+        )
+        keys = ("session_key", "agent_id", "at", "duration_ms")
+        row = self.con.execute(sql, [invocation.get(k) for k in keys]).fetchone()
+        return None if row is None else int(row[0])
+
     def record(
         self,
         invocation: Mapping[str, Any],
         injections: Sequence[Mapping[str, Any]],
         ranking: Mapping[str, Any] | None = None,
+        *,
+        once: bool = False,
     ) -> int:
         """Append one invocation and its injected memories, in one transaction; returns the
         invocation's id. Nothing is recorded without a session key; a session start records
         nothing once its session key and agent have injections; a prompt records the memories
         its session does not hold yet, and with `ranking` (`prompt`, `pool` and `hits` as
-        lists of ids, `context` as bytes) what its ranking saw (`hook_prompts`)."""
+        lists of ids, `context` as bytes) what its ranking saw (`hook_prompts`). `once`: nothing
+        is written when the log already holds this invocation (the resident scorer may have
+        written it before it stopped answering)."""
         ids: list[int] = []
-        self._transaction(lambda: ids.append(self._append(invocation, injections, ranking)))
+
+        def append() -> None:
+            held = self._held(invocation) if once else None
+            ids.append(held if held is not None else self._append(invocation, injections, ranking))
+
+        self._transaction(append)
         return ids[0]
 
     def _append(

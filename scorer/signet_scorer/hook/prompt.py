@@ -72,6 +72,9 @@ if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any
 
+    from signet_scorer.hook.log import InjectionLog
+    from signet_scorer.hook.resident_link import ResidentLink
+
 __all__ = [
     "EVENT",
     "HEADING",
@@ -321,12 +324,14 @@ class _Prompt:
         "down",
         "inp",
         "inv",
+        "link",
         "now",
         "prompt",
         "ranked",
         "reason",
         "recall",
         "version",
+        "writer",
     )
 
     def __init__(
@@ -339,13 +344,16 @@ class _Prompt:
         self.version: str | None = None
         self.down: str | None = None  # why the resident did not answer
         self.recall = "not asked"
+        self.link: ResidentLink | None = None  # the resident that answered: it records
+        self.writer: InjectionLog | None = None  # else the log, opened here
 
     def fail(self, reason: str) -> None:
         if self.reason is None:
             self.reason = reason
 
-    def ask(self, recalled: list[str] | None, exclude: set[str]) -> dict[str, Any]:
-        """The `prompt` request's fields (`signet_scorer.hook.resident_link`)."""
+    def ask(self, recalled: list[str] | None, exclude: set[str] | None) -> dict[str, Any]:
+        """The `prompt` request's fields (`signet_scorer.hook.resident_link`); `exclude` None:
+        the resident reads the session's injections from the log it holds."""
         inp = self.inp
         session = {
             "now": self.now.isoformat(),
@@ -361,32 +369,27 @@ class _Prompt:
             "session": session,
             "prompt": self.prompt,
             "recalled": recalled,
-            "exclude": sorted(exclude),
+            "exclude": None if exclude is None else sorted(exclude),
             "limit": self.cfg.limit,
         }
 
 
-def _injected(writer: Any, inp: HookInput) -> set[str]:
-    """The memories the hook log holds for the session key and agent (none without a key)."""
-    if writer is None or not inp.session_key:
-        return set()
-    sql = "SELECT memory_id FROM hook_injections WHERE session_key = ? AND agent_id = ?"
-    return {r[0] for r in writer.con.execute(sql, [inp.session_key, inp.agent_id])}
-
-
 def _rank_resident(p: _Prompt, ask: dict[str, Any], left: float) -> bool:
-    """Whether the resident scorer answered (its ranking, or why not, kept in `p`)."""
+    """Whether the resident scorer answered (its ranking, or why not, kept in `p`, and its
+    connection, over which it writes the record)."""
     from signet_scorer.hook.resident_link import ResidentLink, Unavailable
 
     try:
         link = ResidentLink.connect(p.cfg.files.socket, left)
         try:
             reply, why = link.prompt(ask, left)
-        finally:
+        except BaseException:
             link.close()
+            raise
     except Unavailable as exc:
         p.down = str(exc)
         return False
+    p.link = link
     if why is not None:
         p.fail(why)
     else:
@@ -417,17 +420,21 @@ def _rank_here(p: _Prompt, ask: dict[str, Any], load: Callable[[Any], Any]) -> N
         con.close()
 
 
-def _rank(p: _Prompt, recall: _Recall | None, writer: Any, load: Callable[[Any], Any]) -> None:
-    """While Signet works: the candidates' recall, the session's injections, the ranking."""
+def _rank(p: _Prompt, recall: _Recall | None, load: Callable[[Any], Any]) -> None:
+    """While Signet works: the candidates' recall, the session's injections, the ranking: the
+    resident's (it reads the injections from the log it holds), else this process's."""
     started = time.monotonic()
     recalled, p.recall = recall.wait(started + RECALL_TIMEOUT_S) if recall else (None, "no prompt")
-    ask = p.ask(recalled, _injected(writer, p.inp))
     if p.cfg.resident == "auto":
         from signet_scorer.hook.resident_link import ANSWER_TIMEOUT_S
 
-        if _rank_resident(p, ask, ANSWER_TIMEOUT_S):
+        if _rank_resident(p, p.ask(recalled, None), ANSWER_TIMEOUT_S):
             return
-    _rank_here(p, ask, load)
+    p.writer = open_log(p.cfg.log)
+    held: set[str] = set()
+    if p.writer is not None:
+        held = p.writer.injected(p.inp.session_key, p.inp.agent_id)
+    _rank_here(p, p.ask(recalled, held), load)
 
 
 def _rows(p: _Prompt, chosen: list[int]) -> list[dict[str, Any]]:
@@ -536,7 +543,7 @@ def run_prompt_hook(
     call = run(args, data)
     from datetime import UTC, datetime
 
-    p, writer, printed, rows = None, None, None, []
+    p, printed, rows = None, None, []
     try:
         p = _Prompt(cfg, inv, prompt_input(stdin, inv), now or datetime.now(UTC))
         if p.inp.malformed:
@@ -545,12 +552,13 @@ def run_prompt_hook(
             p.fail("stdin holds no prompt")
         elif (missing := missing_model(cfg.model)) is not None:
             p.fail(missing)
-        writer = open_log(cfg.log)
         if p.reason is None:
-            _rank(p, _Recall(recall, p.prompt, p.inp.agent_id, env), writer, load_scorer)
+            _rank(p, _Recall(recall, p.prompt, p.inp.agent_id, env), load_scorer)
     except Exception as exc:  # noqa: BLE001 - fail open: Signet's output is printed
         if p is not None:
             p.fail(f"preparing failed: {failure_text(exc)}")
+    if p is not None and p.link is None and p.writer is None:
+        p.writer = open_log(cfg.log)
     res = call.result()
     if p is None:
         return as_run(res)
@@ -562,7 +570,11 @@ def run_prompt_hook(
     except Exception as exc:  # noqa: BLE001 - fail open: Signet's output is printed
         p.fail(f"adding the section failed: {failure_text(exc)}")
         printed, rows = res.stdout, []
-    done = HookRun(printed, res.stderr, res.code, log=cfg.log, writer=writer)
+    done = HookRun(printed, res.stderr, res.code, log=cfg.log, writer=p.writer)
+    if p.link is not None:  # the resident that answered writes the record
+        from signet_scorer.hook.resident_link import ResidentRecord
+
+        done.resident = ResidentRecord(p.link, cfg.log)
     try:
         done.invocation = _invocation(p, res, rows, (time.monotonic() - started) * 1000.0)
         done.injections = rows

@@ -10,8 +10,10 @@ functions: `opening.open_scorer` and `opening.open_store_for` on `prepare`, `ran
 - It exits on its own when no request came for its idle time (`--idle-s`), on SIGTERM or
   SIGINT, and when a hook finds it stale (it runs other code than the hook's).
 - It holds its lock file for as long as it lives and removes its socket when it ends; it also
-  keeps the hook's injection log open (idle), so the hooks' own connections to it are cheap
-  to open and close (it never writes it: each hook records its own session start).
+  keeps the hook's injection log beside it open (`_HookLog`): it appends the record of each
+  hook invocation it answered (`record`), so that the hook's process loads neither `sqlite3`
+  nor the log, and reads a session's injections for a prompt; a hook it did not answer writes
+  its own record, and its connection to the log is then cheap to open and close.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any, TextIO
 
 from signet_scorer.hook.config import hook_session_fields
 from signet_scorer.hook.js import js_object
+from signet_scorer.hook.log import InjectionLog
 from signet_scorer.hook.resident_link import (
     LOCK_FD_ENV,
     PROTOCOL,
@@ -81,6 +84,73 @@ class _Models:
             ]
 
 
+class _HookLog:
+    """The hook's injection log beside the resident, held open for its life (a hook's own
+    connection to it is then never the last one, so closing that runs no checkpoint), shared by
+    the connections' threads one at a time; opened again when the file at its path is another
+    one (removed or replaced), so a record lands where the hook would have written it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._log: InjectionLog | None = None
+        self._file: tuple[int, int] | None = None  # the open log's (device, inode)
+        with self._lock:
+            self._current()
+
+    def _identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def _current(self) -> InjectionLog | None:
+        """The log open on the file at its path (created as the hook creates it), or None
+        when it cannot be opened (no folder, not a log)."""
+        if self._log is not None and self._identity() == self._file:
+            return self._log
+        self._close()
+        if not self.path.parent.is_dir():
+            return None
+        try:
+            self._log = InjectionLog(self.path, shared=True)
+        except Exception:  # noqa: BLE001 - the hooks then write the log themselves
+            return None
+        self._file = self._identity()
+        return self._log
+
+    def record(
+        self,
+        invocation: dict[str, Any],
+        injections: list[dict[str, Any]],
+        ranking: dict[str, Any] | None,
+    ) -> str | None:
+        """Append a hook's record (`InjectionLog.record`); None once committed, else why not
+        (the log's own errors are raised)."""
+        with self._lock:
+            log = self._current()
+            if log is None:
+                return f"the hook log {self.path} cannot be opened"
+            log.record(invocation, injections, ranking)
+        return None
+
+    def injected(self, session_key: str, agent_id: str) -> set[str]:
+        """The memories the log holds as injected for the session (none without a log)."""
+        with self._lock:
+            log = self._current()
+            return set() if log is None else log.injected(session_key, agent_id)
+
+    def _close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+        self._log, self._file = None, None
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()
+
+
 class _Connection:
     """One hook's connection: the scorer and store its `prepare` opened."""
 
@@ -100,8 +170,11 @@ class _Connection:
 class Resident:
     """The server's state: models, counters, idle clock and the stop signal."""
 
-    def __init__(self, files: ResidentFiles, idle_s: float, code: str, log: Any) -> None:
+    def __init__(
+        self, files: ResidentFiles, idle_s: float, code: str, log: Any, hook_log: Any = None
+    ) -> None:
         self.files = files
+        self.hook_log: _HookLog | None = hook_log  # None: the hooks write their records
         self.idle_s = idle_s
         self.code = code
         self.log = log
@@ -128,6 +201,8 @@ class Resident:
             return self._rerank(request, conn)
         if request is not None and op == "prompt":
             return self._prompt(request, conn)
+        if request is not None and op == "record":
+            return self._record(request)
         if op == "status":
             return self.status()
         return {"ok": False, "error": f"ValueError: unknown request {str(op)[:40]!r}"}
@@ -189,6 +264,9 @@ class Resident:
 
         con = None
         try:
+            if msg.get("exclude") is None:  # the session's injections, from the log held here
+                held = self._injected(msg["session"])
+                msg = {**msg, "exclude": sorted(held)}
             ask = prompt_ask(msg)
             scorer, why = self.models.get(Path(msg["model"]))
             if scorer is None:
@@ -203,6 +281,27 @@ class Resident:
             if con is not None:
                 con.close()
         return {"ok": True, "model_version": scorer.info.model_version, **reply}
+
+    def _injected(self, session: dict[str, Any]) -> set[str]:
+        if self.hook_log is None:
+            return set()
+        return self.hook_log.injected(str(session["session_key"]), str(session["agent_id"]))
+
+    def _record(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """A hook's record appended to the log held here (`resident_link.ResidentLink.record`);
+        `{"ok": true}` once committed, else why not (the hook then writes it)."""
+        from signet_scorer.hook.opening import failure_text
+
+        if self.hook_log is None or msg.get("log") != str(self.hook_log.path):
+            return {"ok": False, "reason": "not the hook log this resident holds"}
+        try:
+            ranking = msg.get("ranking")
+            if ranking is not None and ranking.get("context") is not None:
+                ranking = {**ranking, "context": bytes.fromhex(ranking["context"])}
+            why = self.hook_log.record(msg["invocation"], msg["injections"], ranking)
+        except Exception as exc:  # noqa: BLE001 - the hook writes it, and meets the same fault
+            return {"ok": False, "reason": f"recording failed: {failure_text(exc)}"}
+        return {"ok": True} if why is None else {"ok": False, "reason": why}
 
     def status(self) -> dict[str, Any]:
         with self._state:
@@ -346,21 +445,6 @@ def _warm_up(cfg: Any, resident: Resident) -> None:
             con.close()
 
 
-def _hold_log(path: Path) -> Any:
-    """The hook's injection log, opened (created as the hook creates it) and held idle for the
-    resident's life: each hook's own connection to it is then not the last one, so closing it
-    runs no checkpoint (an fsync) and opening it has no write-ahead log to recover. None when
-    it cannot be opened (the hooks write it without this)."""
-    if not path.parent.is_dir():
-        return None
-    from signet_scorer.hook.log import InjectionLog
-
-    try:
-        return InjectionLog(path)
-    except Exception:  # noqa: BLE001 - a convenience: the hooks write the log themselves
-        return None
-
-
 def _say_ready(out: TextIO, path: Path) -> None:
     """The ready line, for whoever started the resident (gone already: nothing to say)."""
     try:
@@ -393,9 +477,9 @@ def serve(cfg: Any, ready: TextIO | None = None) -> int:
     try:
         signal.signal(signal.SIGTERM, _stop_on_signal)
         signal.signal(signal.SIGINT, _stop_on_signal)
-        resident = Resident(files, cfg.idle_s, code, log)
+        injections = _HookLog(cfg.log)
+        resident = Resident(files, cfg.idle_s, code, log, injections)
         _warm_up(cfg, resident)
-        injections = _hold_log(cfg.log)
         listener = _listen(files.socket)
     except BaseException:
         if injections is not None:
@@ -410,8 +494,7 @@ def serve(cfg: Any, ready: TextIO | None = None) -> int:
     finally:
         files.socket.unlink(missing_ok=True)  # ours: the lock is still held
         listener.close()
-        if injections is not None:
-            injections.close()
+        injections.close()
         log("stop", reason=reason, requests=resident.requests)
         os.close(fd)
     return 0

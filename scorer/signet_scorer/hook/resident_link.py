@@ -26,7 +26,15 @@ One connection per session start; each request is a line of JSON and gets one li
   `signet_scorer.hook.prompt_rank.rank_prompt`, `{"ok": true, "model_version", "memories":
   [[id, content, created_at, score, pool_rank], ...], "pool", "context_rule"}`, or `{"ok":
   false, "reason"}` (why not: the hook keeps Signet's output), or `{"stale": true}`;
+- `record` (`log`, `invocation`, `injections`, `ranking`: a prompt ranking's `prompt`, `pool`,
+  `hits` and `context`, its bytes as hex, or null), once the hook has printed: the invocation's
+  record appended to the hook log `log` (`signet_scorer.hook.log.InjectionLog.record`), which
+  must be the one beside the resident's socket; `{"ok": true}` once committed, or `{"ok":
+  false, "reason"}` (the hook then writes it itself);
 - `status`: the resident's pid, uptime, idle timeout, requests and models.
+
+A `prompt` request whose `exclude` is null asks the resident to read the memories the session
+already injected from the hook log beside its socket (the hook's process then opens no log).
 
 Whatever else happens (no socket, a refused connection, no answer within the timeout, a reply
 that is not this protocol's, a connection closed mid-way), `Unavailable` is raised and the
@@ -72,6 +80,7 @@ __all__ = [
     "RemoteRanking",
     "ResidentFiles",
     "ResidentLink",
+    "ResidentRecord",
     "Unavailable",
     "code_fingerprint",
     "read_line",
@@ -86,6 +95,8 @@ SOCKET_FILE = "hook-scorer.sock"
 LOCK_FILE = "hook-scorer.lock"
 LOG_FILE = "hook-scorer.log"
 ANSWER_TIMEOUT_S = 1.0  # a warm answer takes milliseconds; past this the hook ranks itself
+# the record's answer: the log's own lock timeout (1 s) and a margin; past it the hook writes it
+RECORD_TIMEOUT_S = 2.0
 MAX_REPLY_BYTES = 1 << 20
 # sockaddr_un holds 108 bytes with the final NUL (104 on macOS): a longer path cannot be bound
 MAX_SOCKET_PATH = 103
@@ -265,8 +276,50 @@ class ResidentLink:
             return reply, None
         raise Unavailable("the resident's prompt reply is not this protocol's")
 
+    def record(self, log: Path, run: dict[str, Any], timeout_s: float) -> bool:
+        """Ask the resident to append an invocation's record (`run`: `invocation`,
+        `injections`, `ranking`, a prompt ranking's context as bytes) to the hook log `log`
+        (the one beside its socket); whether it wrote it (acknowledged once committed).
+        Unavailable when there is no usable answer."""
+        ranking = run.get("ranking")
+        if ranking is not None:  # JSON carries the context vector's bytes as hex
+            context = ranking.get("context")
+            ranking = {**ranking, "context": None if context is None else context.hex()}
+        message = {"op": "record", "log": str(log), **run, "ranking": ranking}
+        reply = self.ask(message, timeout_s)
+        if reply.get("ok") is True:
+            return True
+        if reply.get("ok") is False:
+            return False
+        raise Unavailable("the resident's record reply is not this protocol's")
+
     def close(self) -> None:
         self.sock.close()
+
+
+class ResidentRecord:
+    """The record's writer when the resident scorer answered the hook: the resident appends it
+    to the hook log it holds open, so the hook's process loads neither `sqlite3` nor the log
+    (`signet_scorer.hook.run.save_record` writes it itself when this cannot)."""
+
+    def __init__(self, link: ResidentLink, log: Path) -> None:
+        self.link, self.log = link, log
+
+    def record(
+        self,
+        invocation: dict[str, Any],
+        injections: list[dict[str, Any]],
+        ranking: dict[str, Any] | None = None,
+    ) -> bool:
+        """Whether the resident wrote the record (False: it said it did not, or no answer)."""
+        run = {"invocation": invocation, "injections": injections, "ranking": ranking}
+        try:
+            return self.link.record(self.log, run, RECORD_TIMEOUT_S)
+        except Unavailable:
+            return False
+
+    def close(self) -> None:
+        self.link.close()
 
 
 def _prompt_reply(reply: dict[str, Any], limit: int) -> bool:

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any
 
+    from signet_scorer.hook.resident_link import ResidentRecord
+
 __all__ = [
     "HookRun",
     "as_asked",
@@ -45,8 +47,9 @@ class HookRun:
     """What the wrapper prints and how it exits (`stdout`, `stderr`, `code`), what it records
     (`invocation`, empty: nothing to record; `injections`; `ranking`, what a prompt's ranking
     saw, None: nothing; `log`, where the record goes; `writer`, the log already opened for it, a
-    `signet_scorer.hook.log.InjectionLog`), and whether to start the resident scorer once it is
-    done (`start_resident`)."""
+    `signet_scorer.hook.log.InjectionLog`; `resident`, the resident scorer that answered, which
+    writes the record in its place, a `signet_scorer.hook.resident_link.ResidentRecord`), and
+    whether to start the resident scorer once it is done (`start_resident`)."""
 
     __slots__ = (
         "code",
@@ -54,6 +57,7 @@ class HookRun:
         "invocation",
         "log",
         "ranking",
+        "resident",
         "start_resident",
         "stderr",
         "stdout",
@@ -75,6 +79,7 @@ class HookRun:
         self.injections = injections if injections is not None else []
         self.log, self.writer = log, writer
         self.ranking: dict[str, Any] | None = None
+        self.resident: ResidentRecord | None = None
         self.start_resident = False
 
 
@@ -180,17 +185,33 @@ def as_asked(
 def save_record(run: HookRun) -> None:
     """Append the run's record to the injection log, when its folder exists, and close it; a
     failure to write it never changes what the harness got (the output is already printed).
-    (While the resident scorer runs it keeps the log open, so this is not the log's last
-    connection: closing it neither checkpoints nor syncs, and the next opener has no write-
-    ahead log to recover.)"""
-    writer = run.writer
+    The resident scorer that answered writes it, and says so once it is committed, before this
+    process ends; when it does not, it is written here (unless the resident wrote it before it
+    stopped answering). (While the resident runs it keeps the log open, so this is not the
+    log's last connection: closing it neither checkpoints nor syncs, and the next opener has no
+    write-ahead log to recover.)"""
+    writer, resident = run.writer, run.resident
+    if resident is not None:
+        try:
+            written = bool(run.invocation) and resident.record(
+                run.invocation, run.injections, run.ranking
+            )
+        except Exception:  # noqa: BLE001 - written here then
+            written = False
+        finally:
+            resident.close()
+        if written:
+            if writer is not None:
+                writer.close()
+            return
     if run.invocation and writer is None and run.log is not None:
         writer = open_log(run.log)
     if writer is None:
         return
     try:
         if run.invocation:
-            writer.record(run.invocation, run.injections, run.ranking)
+            once = resident is not None  # it may have written it before it stopped answering
+            writer.record(run.invocation, run.injections, run.ranking, once=once)
     except Exception:  # noqa: BLE001, S110 - best effort: the harness is already served
         pass
     finally:
