@@ -10,9 +10,9 @@ relevance at least `high_continuity_threshold` (where the label function counts 
 memory as evidence of missing context). One rule for both hooks, so their shares compare.
 
 `candidate_evidence` is the store's candidate rows with their evidence, the query both
-`injections.injection_contrast` (Signet's own injections, counted per session in its one pass
-over the rows: `signet_starts`) and `injection_evidence` (the rows of the sessions the hook log
-names) read; `injections_by_hook` sets the wrappers' injections beside it. The rest are pure
+`candidate_pass` (Signet's own injections, counted per session in its one pass over the rows,
+which `injections.injection_contrast` gives and `signet_starts` reads) and
+`injection_evidence` (the rows of the sessions the hook log names) read; `injections_by_hook` sets the wrappers' injections beside it. The rest are pure
 functions over frames: `usage_per_session` and `usage_by_hook` count them,
 `hook_usage_summary` says it in words.
 """
