@@ -23,6 +23,7 @@ import duckdb
 import polars as pl
 
 from signet_bench.analysis.queries.hook_usage import candidate_evidence, used_sql
+from signet_bench.store.read import quote_ident
 from signet_scorer.workbench import DEFAULT_AGENT
 
 __all__ = ["CONTRAST_COLUMNS", "TRAVERSAL_IN", "candidate_sessions"]
@@ -74,10 +75,6 @@ FROM picked
 """
 
 
-def _quote_name(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def candidate_sessions(
     con: duckdb.DuckDBPyConnection,
     agent_id: str = DEFAULT_AGENT,
@@ -90,7 +87,7 @@ def candidate_sessions(
     conditions = dict(counted or {})
     flags = "".join(f", c{i}" for i in range(len(conditions)))
     raw = [f"({sql}) AS c{i}" for i, sql in enumerate(conditions.values())]
-    names = [_quote_name(name) for name in conditions]
+    names = [quote_ident(name) for name in conditions]
     counts = "".join(f", COUNT(*) FILTER (WHERE c{i}) AS {n}" for i, n in enumerate(names))
     sql = _PASS_SQL.format(
         evidence=candidate_evidence(con, agent_id, raw),
