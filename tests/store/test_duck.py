@@ -501,3 +501,32 @@ def test_a_failed_attach_leaves_nothing_attached(plain_sqlite: Path) -> None:
         con.close()
     assert "store" not in dbs and "store" not in schemas
     assert views == [] and listing == []
+
+
+def _unsigned_allowed(con: duckdb.DuckDBPyConnection) -> bool:
+    row = con.execute("SELECT current_setting('allow_unsigned_extensions')").fetchone()
+    return bool(row and row[0])
+
+
+def test_the_extension_is_checked_once_per_file_and_again_when_it_changes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """DuckDB checks the extension file's signature at its first load in the process; later
+    connections skip the check only for the same, unchanged file: one whose signature no
+    longer matches is refused."""
+    copy = tmp_path / "sqlite_scanner.duckdb_extension"
+    copy.write_bytes(sqlite_extension_path().read_bytes())
+    monkeypatch.setattr(duck, "sqlite_extension_path", lambda: copy)
+    monkeypatch.setattr(duck, "_CHECKED_EXTENSIONS", set())
+    allowed = []
+    for _ in range(2):
+        con = connect_duckdb()
+        allowed.append(_unsigned_allowed(con))
+        con.close()
+    assert allowed == [False, True]
+    data = bytearray(copy.read_bytes())
+    data[-8] ^= 0xFF  # in the signature the file ends with
+    copy.write_bytes(bytes(data))
+    os.utime(copy, ns=(time.time_ns(), time.time_ns() + 1_000_000_000))
+    with pytest.raises(DuckDBStoreError, match="loading the SQLite extension"):
+        connect_duckdb()

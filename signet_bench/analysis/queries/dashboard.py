@@ -39,6 +39,7 @@ from signet_bench.analysis.queries import drift as d
 from signet_bench.analysis.queries import sessions as s
 from signet_bench.analysis.queries import status as st
 from signet_bench.analysis.queries import training as t
+from signet_bench.analysis.queries.candidate_pass import candidate_sessions
 from signet_bench.analysis.queries.derived import served_sessions, store_line
 from signet_bench.analysis.queries.entities import FocalEntities, focal_entities
 from signet_bench.analysis.queries.hook_usage import (
@@ -55,7 +56,7 @@ from signet_bench.analysis.queries.injections import (
     injection_contrast,
     served_ranks,
 )
-from signet_bench.analysis.queries.label_counts import label_source_counts
+from signet_bench.analysis.queries.label_counts import candidate_conditions, label_source_counts
 from signet_bench.analysis.queries.served import SERVED_SCHEMA
 from signet_bench.analysis.queries.source import open_store
 from signet_bench.config import DEFAULT_CONFIG, PredictorConfig
@@ -243,12 +244,14 @@ def load_details(
     con: duckdb.DuckDBPyConnection, db: str | Path, workbench: str | Path | None
 ) -> DashboardDetails:
     """Read what the lower panels show, with the session-start wrapper's record beside
-    `workbench` (default: the store's)."""
+    `workbench` (default: the store's); the candidate rows in one pass for all of them
+    (`candidate_pass`)."""
     hook_wb = Path(workbench) if workbench is not None else default_workbench(db)
+    candidates = candidate_sessions(con, counted=candidate_conditions(con))
     return DashboardDetails(
-        label_sources=label_source_counts(con, hook_wb),
-        focal=focal_entities(con),
-        injections=injection_contrast(con, workbench=hook_wb),
+        label_sources=label_source_counts(con, hook_wb, candidates=candidates),
+        focal=focal_entities(con, traversal=int(candidates["traversal"].sum())),
+        injections=injection_contrast(con, workbench=hook_wb, candidates=candidates),
         reordered=served_ranks(con, hook_wb),
         hooks=injections_by_hook(con, hook_wb),
     )

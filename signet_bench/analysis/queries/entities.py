@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
+from signet_bench.analysis.queries.candidate_pass import TRAVERSAL_IN
 from signet_bench.analysis.queries.source import agent_condition
 from signet_bench.analysis.wording import plural
 from signet_bench.store.duck import attached_tables
@@ -25,7 +26,6 @@ from signet_scorer.workbench import DEFAULT_AGENT
 __all__ = ["FocalEntities", "focal_entities"]
 
 _SCHEMA = {"session_key": pl.String, "entity": pl.String, "via": pl.String}
-_TRAVERSAL = "('ka_traversal', 'ka_traversal_pinned')"
 # Each source (`via`) as the note names it: where the store names a session's focal entity.
 _WHERE = {
     "comparison": "the comparison",
@@ -90,39 +90,45 @@ def _from_traversal(con: duckdb.DuckDBPyConnection, tables: dict, agent: str) ->
         " 'graph traversal' AS via FROM store.session_memories sm"
         " JOIN store.memory_entity_mentions mem ON mem.memory_id = sm.memory_id"
         " JOIN store.entities e ON e.id = mem.entity_id"
-        f" WHERE sm.source IN {_TRAVERSAL} AND e.name IS NOT NULL AND {cond}"
+        f" WHERE sm.source IN {TRAVERSAL_IN} AND e.name IS NOT NULL AND {cond}"
     ).pl()
 
 
-def _missing_note(con: duckdb.DuckDBPyConnection, tables: dict, agent: str) -> str:
-    """Why no session names a focal entity: what the store holds, and what it lacks."""
+def _missing_note(
+    con: duckdb.DuckDBPyConnection, tables: dict, agent: str, traversal: int | None
+) -> str:
+    """Why no session names a focal entity: what the store holds, and what it lacks
+    (`traversal`: the graph traversal's candidates, when counted already)."""
     held = []
     for table, what in (("entities", "entities"), ("memory_entity_mentions", "memory mentions")):
         if table in tables:
             held.append(f"{_count(con, f'SELECT COUNT(*) FROM store.{table}'):,} {what}")
         else:
             held.append(f"no {table} table")
-    traversal = 0
-    if "session_memories" in tables:
+    if traversal is None and "session_memories" in tables:
         cond = agent_condition(con, "session_memories", agent)
         traversal = _count(
             con,
-            f"SELECT COUNT(*) FROM store.session_memories WHERE source IN {_TRAVERSAL} AND {cond}",
+            f"SELECT COUNT(*) FROM store.session_memories WHERE source IN {TRAVERSAL_IN} AND {cond}",
         )
-    unnamed = "" if traversal == 0 else ", none of which mentions an entity"
+    unnamed = "" if not traversal else ", none of which mentions an entity"
     return (
         f"No session names a focal entity. The store holds {' and '.join(held)}, but its "
-        f"sessions recorded {traversal:,} graph-traversal candidates (session_memories.source "
+        f"sessions recorded {traversal or 0:,} graph-traversal candidates (session_memories.source "
         f"'ka_traversal'){unnamed}, its checkpoints name no focal entity "
         "(session_checkpoints.focal_entity_names) and no comparison names one."
     )
 
 
-def focal_entities(con: duckdb.DuckDBPyConnection, agent_id: str = DEFAULT_AGENT) -> FocalEntities:
+def focal_entities(
+    con: duckdb.DuckDBPyConnection, agent_id: str = DEFAULT_AGENT, traversal: int | None = None
+) -> FocalEntities:
     """Every session's focal entities from what the store holds (see the module docstring),
     each pair once, named by the first source that names it (comparison, checkpoint), else,
     for a session neither names any for, by the entities its graph-traversal candidates
-    mention; on a current store, `agent_id`'s sessions."""
+    mention; on a current store, `agent_id`'s sessions. `traversal`: `agent_id`'s
+    graph-traversal candidates when counted already (`candidate_pass`), else counted here
+    for the note, if there is one."""
     tables = dict(attached_tables(con).columns)
     recorded = pl.concat([_from_comparisons(con, tables), _from_checkpoints(con, tables, agent_id)])
     mentioned = _from_traversal(con, tables, agent_id).filter(
@@ -131,7 +137,7 @@ def focal_entities(con: duckdb.DuckDBPyConnection, agent_id: str = DEFAULT_AGENT
     found = pl.concat([recorded, mentioned])
     pairs = found.unique(["session_key", "entity"], keep="first", maintain_order=True)
     if pairs.height == 0:
-        return FocalEntities(pairs, _missing_note(con, tables, agent_id))
+        return FocalEntities(pairs, _missing_note(con, tables, agent_id, traversal))
     per_via = pairs.group_by("via", maintain_order=True).agg(pl.col("session_key").n_unique())
     parts = [f"{_WHERE[via]} in {plural(n, 'session')}" for via, n in per_via.iter_rows()]
     sources = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]

@@ -10,15 +10,16 @@ relevance at least `high_continuity_threshold` (where the label function counts 
 memory as evidence of missing context). One rule for both hooks, so their shares compare.
 
 `candidate_evidence` is the store's candidate rows with their evidence, the query both
-`injections.injection_contrast` (Signet's own injections, counted per session in its one pass
-over the rows: `signet_starts`) and `injection_evidence` (the rows of the sessions the hook log
-names) read; `injections_by_hook` sets the wrappers' injections beside it. The rest are pure
+`candidate_pass` (Signet's own injections, counted per session in its one pass over the rows,
+which `injections.injection_contrast` gives and `signet_starts` reads) and
+`injection_evidence` (the rows of the sessions the hook log names) read; `injections_by_hook` sets the wrappers' injections beside it. The rest are pure
 functions over frames: `usage_per_session` and `usage_by_hook` count them,
 `hook_usage_summary` says it in words.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
@@ -129,7 +130,7 @@ SELECT sm.session_key, sm.memory_id, sm.source,
        TRY_CAST(sm.predictor_score AS DOUBLE) AS score,
        GREATEST(COALESCE(TRY_CAST({fts} AS BIGINT), 0), COALESCE(r.recalls, 0)) AS hits,
        TRY_CAST({agent_rating} AS DOUBLE) AS agent_rating,
-       TRY_CAST({relevance} AS DOUBLE) AS relevance
+       TRY_CAST({relevance} AS DOUBLE) AS relevance{extra}
 FROM store.session_memories sm
 LEFT JOIN ({recalls}) r ON r.session_key = sm.session_key AND r.memory_id = sm.memory_id
 WHERE {agent}
@@ -138,11 +139,14 @@ WHERE {agent}
 _NO_RECALLS = "SELECT NULL::VARCHAR AS session_key, NULL::VARCHAR AS memory_id, 0 AS recalls"
 
 
-def candidate_evidence(con: duckdb.DuckDBPyConnection, agent_id: str = DEFAULT_AGENT) -> str:
+def candidate_evidence(
+    con: duckdb.DuckDBPyConnection, agent_id: str = DEFAULT_AGENT, extra: Sequence[str] = ()
+) -> str:
     """A query of `agent_id`'s candidate rows (the store's only agent's on a 0.58 store) with
     their evidence of use: `session_key`, `memory_id`, `source`, `injected` (Signet's),
     `score` (the predictor's), `hits` (FTS hits or recalls after the start, whichever is
-    more), `agent_rating`, `relevance` (the judge's); what `used_sql` reads."""
+    more), `agent_rating`, `relevance` (the judge's); what `used_sql` reads. Then the `extra`
+    select expressions over the table's raw columns (`candidate_pass`)."""
     have = set(attached_tables(con).columns.get("session_memories", ()))
 
     def column(name: str) -> str:
@@ -154,6 +158,7 @@ def candidate_evidence(con: duckdb.DuckDBPyConnection, agent_id: str = DEFAULT_A
         relevance=column("relevance_score"),
         recalls=_recalls_sql(con, agent_id),
         agent=agent_condition(con, "session_memories", agent_id, "sm.agent_id"),
+        extra="".join(f", {e}" for e in extra),
     )
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from signet_bench.analysis.queries.hook_usage import candidate_evidence, used_sql
+from signet_bench.analysis.queries.candidate_pass import CONTRAST_COLUMNS, candidate_sessions
 from signet_bench.analysis.queries.source import agent_condition
 from signet_bench.analysis.wording import plural
 from signet_bench.store.duck import attached_tables
@@ -59,32 +59,6 @@ SELECT session_key, memory_id, COALESCE(TRY_CAST(was_injected AS BIGINT), 0) <> 
        TRY_CAST(relevance_score AS DOUBLE) AS relevance
 FROM store.session_memories
 WHERE {agent} AND session_key IN (SELECT UNNEST(?::VARCHAR[]))
-"""
-
-_CONTRAST_SQL = """
-WITH sm AS (
-    SELECT session_key, memory_id, injected, score, relevance, {used} AS used
-    FROM ({evidence})
-    WHERE source IS DISTINCT FROM 'fts_only'
-),
-ranked AS (
-    SELECT *, COUNT(*) FILTER (WHERE injected) OVER (PARTITION BY session_key) AS n_injected,
-           CASE WHEN score IS NOT NULL THEN row_number() OVER (
-               PARTITION BY session_key ORDER BY score DESC NULLS LAST, memory_id) END
-               AS scorer_rank
-    FROM sm
-),
-picked AS (SELECT *, COALESCE(scorer_rank <= n_injected, false) AS pick FROM ranked)
-SELECT session_key,
-       COUNT(*) FILTER (WHERE injected) AS signet_injected,
-       COUNT(*) FILTER (WHERE injected AND used) AS signet_used,
-       COUNT(*) FILTER (WHERE pick) AS scorer_picks,
-       COUNT(*) FILTER (WHERE injected AND pick) AS both_chose,
-       SUM(relevance) FILTER (WHERE injected) AS signet_relevance_sum,
-       COUNT(relevance) FILTER (WHERE injected) AS signet_judged,
-       SUM(relevance) FILTER (WHERE pick) AS scorer_relevance_sum,
-       COUNT(relevance) FILTER (WHERE pick) AS scorer_judged
-FROM picked GROUP BY session_key
 """
 
 
@@ -142,6 +116,7 @@ def injection_contrast(
     con: duckdb.DuckDBPyConnection,
     agent_id: str = DEFAULT_AGENT,
     workbench: str | Path | None = None,
+    candidates: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Per session: `signet_injected` (and `signet_used`: of them, the ones the session used,
     `hook_usage.used_sql`), `scorer_picks` (0 when the scorer scored none of its
@@ -150,9 +125,11 @@ def injection_contrast(
     counts behind them (`signet_judged`, `scorer_judged`); `agent_id`'s sessions on a current
     store. Then `HOOK_COLUMNS` from the wrapper's record beside `workbench` (`hook_contrast`;
     null without one); in a session the wrapper served, the scorer's picks are what it
-    injected (the store's scores, if any, did not choose them)."""
-    sql = _CONTRAST_SQL.format(evidence=candidate_evidence(con, agent_id), used=used_sql())
-    frame = con.sql(sql).pl()
+    injected (the store's scores, if any, did not choose them). `candidates`: the store's
+    `candidate_pass.candidate_sessions` when read already (else read here)."""
+    if candidates is None:
+        candidates = candidate_sessions(con, agent_id)
+    frame = candidates.filter(pl.col("candidates") > 0).select("session_key", *CONTRAST_COLUMNS)
     hook = hook_contrast(con, workbench, agent_id)
     joined = frame.join(hook, on="session_key", how="left")
     served = (pl.col("hook") == "served").fill_null(False)

@@ -17,6 +17,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from signet_bench.analysis.queries.candidate_pass import candidate_sessions
 from signet_bench.analysis.queries.source import agent_condition
 from signet_bench.learn.samples import LABEL_SOURCE_SCHEMA, LABEL_SOURCES
 from signet_bench.store.duck import attached_tables
@@ -24,7 +25,9 @@ from signet_bench.store.hook_log import hook_record, served_injections
 from signet_bench.store.read import SESSION_START_SURFACE
 from signet_scorer.workbench import DEFAULT_AGENT, HOOK_LOG_FILE
 
-__all__ = ["label_source_counts"]
+__all__ = ["candidate_conditions", "label_source_counts"]
+
+CANDIDATE_TABLE = "session_memories"  # counted by the candidate pass
 
 
 def _rows_of(where: str, columns: dict[str, tuple[str, ...]]) -> tuple[str, str] | None:
@@ -83,11 +86,37 @@ def _hook_counts(
     return record.present, shown["session_key"].n_unique(), shown.height
 
 
+def candidate_conditions(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """The label sources kept in the candidate rows (`session_memories.<column>`), each with
+    the SQL condition of a row carrying a value: what `candidate_pass.candidate_sessions`
+    counts for `label_source_counts`."""
+    columns = attached_tables(con).columns
+    found = {where: _rows_of(where, columns) for _, where, _ in LABEL_SOURCES}
+    return {w: rows[1] for w, rows in found.items() if rows and rows[0] == CANDIDATE_TABLE}
+
+
+def _candidate_counts(candidates: pl.DataFrame, wheres: list[str]) -> list[tuple[int, int]]:
+    """(distinct sessions, rows) of each source of `wheres` from the candidate pass's per-session
+    counts (a session key the store left empty counts as 'unknown', as in `_table_counts`)."""
+    missing = [w for w in wheres if w not in candidates.columns]
+    if missing:
+        raise ValueError(f"the candidate pass did not count {', '.join(missing)}")
+    per_key = candidates.group_by(pl.col("session_key").fill_null("unknown")).agg(
+        pl.col(wheres).sum()
+    )
+    return [(int((per_key[w] > 0).sum()), int(per_key[w].sum())) for w in wheres]
+
+
 def label_source_counts(
-    con: duckdb.DuckDBPyConnection, workbench: str | Path | None, agent_id: str = DEFAULT_AGENT
+    con: duckdb.DuckDBPyConnection,
+    workbench: str | Path | None,
+    agent_id: str = DEFAULT_AGENT,
+    candidates: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """`learn.samples.label_sources` of the store `con` reads, with the session-start wrapper's
-    record beside `workbench` (None: no record), counted in DuckDB: one scan per table."""
+    record beside `workbench` (None: no record), counted in DuckDB: one scan per table, the
+    candidate rows' by the candidate pass (`candidates`: `candidate_pass.candidate_sessions`
+    with `candidate_conditions` counted, when read already; else read here)."""
     columns = attached_tables(con).columns
     found = {where: _rows_of(where, columns) for _, where, _ in LABEL_SOURCES}
     tables: dict[str, list[str]] = {}
@@ -95,6 +124,11 @@ def label_source_counts(
         if rows is not None:
             tables.setdefault(rows[0], []).append(where)
     counts: dict[str, tuple[int, int]] = {}
+    if CANDIDATE_TABLE in tables:
+        wheres = tables.pop(CANDIDATE_TABLE)
+        if candidates is None:
+            candidates = candidate_sessions(con, agent_id, candidate_conditions(con))
+        counts.update(zip(wheres, _candidate_counts(candidates, wheres), strict=True))
     for table, wheres in tables.items():
         values = [found[w][1] for w in wheres]  # type: ignore[index]
         agent = agent_condition(con, table, agent_id)
