@@ -551,6 +551,19 @@ class _Running:
             self.sums[:, j] = np.bincount(mem, weights=term[at], minlength=m)
 
 
+def _factorize(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct values sorted, each value's position among them): `np.unique(...,
+    return_inverse=True)` of the texts, by a dict of the few distinct ones rather than a sort
+    of every row's."""
+    codes: dict[str, int] = {}
+    first = np.array([codes.setdefault(v, len(codes)) for v in values], dtype=np.int64)
+    order = sorted(codes, key=codes.__getitem__)
+    by_text = sorted(range(len(order)), key=order.__getitem__)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[by_text] = np.arange(len(order), dtype=np.int64)
+    return np.asarray([order[i] for i in by_text], dtype=str), rank[first]
+
+
 def _history_rows(
     con: sqlite3.Connection, keys: Sequence[str], sm: set[str], agent: str
 ) -> tuple[_HistoryRows, tuple[str, ...]]:
@@ -572,10 +585,8 @@ def _history_rows(
         out += con.execute(query, [*part, *([agent] if agent_sql else [])]).fetchall()
     sessions: dict[str, int] = {}
     session = np.array([sessions.setdefault(str(r[0]), len(sessions)) for r in out], dtype=np.int64)
-    memories, memory = np.unique(
-        np.asarray([str(r[1]) for r in out], dtype=str), return_inverse=True
-    )
-    times, time = np.unique(np.asarray([str(r[2]) for r in out], dtype=str), return_inverse=True)
+    memories, memory = _factorize([str(r[1]) for r in out])
+    times, time = _factorize([str(r[2]) for r in out])
     values = np.array([r[3:] for r in out], dtype=np.float64).reshape(-1, 6).T
     rows = _HistoryRows(
         sessions,
