@@ -415,7 +415,9 @@ def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) + offsets
 
 
-_EXACT = 2.0**40  # integer terms below this add and subtract exactly in float64, in any order
+# A term of whole numbers whose magnitudes over all rows sum below 2**52 adds and subtracts
+# exactly in float64, in any order: every partial sum is a whole number float64 holds.
+_EXACT = 2.0**52  # (a margin below 2**53 for the rounding of that sum itself)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -440,11 +442,11 @@ class _Running:
     last: the rows that start counts (its judged sessions' rows written before it) are found
     from the last start's by the sessions that entered or left and the rows whose time passed.
     Then the counts and the terms of whole numbers (injected, judged, hits, ratings) are
-    updated by those rows alone, exact in any order; the other terms (ratings in [0, 1] and
-    [-1, 1]) of each memory those rows touch are summed again over its counted rows in row
-    order from 0.0, as the aggregate sums them. So every sum is the same bit for bit, and
-    starts in time order cost the rows that change, not every row of `TRACK_SESSIONS`
-    sessions per start."""
+    updated by those rows alone, exact in any order; the other terms (the judge's ratings in
+    [0, 1], the agent's in [-1, 1]) of each memory those rows touch are summed again over its
+    counted rows in row order from 0.0, as the aggregate sums them. So every sum is the same
+    bit for bit, and starts in time order cost the rows that change, not every row of
+    `TRACK_SESSIONS` sessions per start."""
 
     rows: _HistoryRows
     session_lo: np.ndarray  # (k + 1,) each session's first row (a session's rows are one run)
@@ -463,7 +465,7 @@ class _Running:
     def of(cls, rows: _HistoryRows) -> _Running:
         k, m, r = len(rows.keys), rows.memories.size, rows.session.size
         terms = tuple(np.ascontiguousarray(t) for t in rows.terms)
-        whole = [bool(np.all((t == np.round(t)) & (np.abs(t) < _EXACT))) for t in terms]
+        whole = [bool(np.all(t == np.round(t)) and np.abs(t).sum() < _EXACT) for t in terms]
         by_time = np.argsort(rows.time, kind="stable")
         return cls(
             rows,
