@@ -651,13 +651,11 @@ def _select_sql(
 def _frame(
     rows: list[tuple], spec: Sequence[_Spec], extra: Sequence[tuple[str, pl.DataType]] = ()
 ) -> pl.DataFrame:
-    """Column-wise frame from fetched rows (bools read as 0/1 become Boolean)."""
+    """A frame of fetched rows (bools read as 0/1 become Boolean), built from the rows as they
+    are (polars reads the tuples itself: no Python list per column)."""
     names = [s[0] for s in spec] + [e[0] for e in extra]
     dtypes = [_DTYPES[s[1]] for s in spec] + [e[1] for e in extra]
-    cols = list(zip(*rows, strict=True)) if rows else [() for _ in names]
-    frame = pl.DataFrame(
-        [pl.Series(n, list(c), dtype=d) for n, c, d in zip(names, cols, dtypes, strict=True)]
-    )
+    frame = pl.DataFrame(rows, schema=list(zip(names, dtypes, strict=True)), orient="row")
     bools = [s[0] for s in spec if s[1] == "bool"]
     return frame.with_columns(pl.col(b).cast(pl.Boolean) for b in bools) if bools else frame
 
