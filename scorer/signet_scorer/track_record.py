@@ -397,33 +397,173 @@ class _HistoryRows:
     terms: np.ndarray  # (6, r) float64
     names: list[str]  # `memories` as text
 
+
+def _distinct(x: np.ndarray) -> np.ndarray:
+    """The distinct values of a 1-D integer array, ascending (`np.unique` without its
+    overhead, which dominates on the few hundred rows a start changes)."""
+    x = np.sort(x)
+    return x[np.concatenate(([True], x[1:] != x[:-1]))] if x.size else x
+
+
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The positions lo[i] .. hi[i] - 1 of every i, one range after the other."""
+    sizes = hi - lo
+    total = int(sizes.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(lo - (np.cumsum(sizes) - sizes), sizes)
+    return np.arange(total, dtype=np.int64) + offsets
+
+
+# A term of whole numbers whose magnitudes over all rows sum below 2**52 adds and subtracts
+# exactly in float64, in any order: every partial sum is a whole number float64 holds.
+_EXACT = 2.0**52  # (a margin below 2**53 for the rounding of that sum itself)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Nonzero:
+    """The rows where one term is not 0, grouped by memory (in row order within each):
+    a memory's sum of that term over any of its rows is the sum over these alone, bit for bit
+    (adding 0 to a sum begun at 0.0 changes nothing)."""
+
+    by_memory: np.ndarray  # (z,) row positions
+    memory_lo: np.ndarray  # (m + 1,) each memory's first position in `by_memory`
+
+    @classmethod
+    def of(cls, term: np.ndarray, memory: np.ndarray, m: int) -> _Nonzero:
+        rows = np.flatnonzero(term != 0)
+        rows = rows[np.argsort(memory[rows], kind="stable")]
+        return cls(rows, np.searchsorted(memory[rows], np.arange(m + 1)))
+
+
+@dataclass(slots=True, eq=False)
+class _Running:
+    """`read_track_history` at one start after another from one `_HistoryRows`, each from the
+    last: the rows that start counts (its judged sessions' rows written before it) are found
+    from the last start's by the sessions that entered or left and the rows whose time passed.
+    Then the counts and the terms of whole numbers (injected, judged, hits, ratings) are
+    updated by those rows alone, exact in any order; the other terms (the judge's ratings in
+    [0, 1], the agent's in [-1, 1]) of each memory those rows touch are summed again over its
+    counted rows in row order from 0.0, as the aggregate sums them. So every sum is the same
+    bit for bit, and starts in time order cost the rows that change, not every row of
+    `TRACK_SESSIONS` sessions per start."""
+
+    rows: _HistoryRows
+    session_lo: np.ndarray  # (k + 1,) each session's first row (a session's rows are one run)
+    by_time: np.ndarray  # (r,) the rows in time order
+    sorted_time: np.ndarray  # (r,) their times (positions in `rows.times`)
+    terms: tuple[np.ndarray, ...]  # the six terms, one contiguous row each
+    summed: dict[int, _Nonzero]  # the terms summed again in order (not whole numbers)
+    index: dict[str, int]  # memory id -> its position in `rows.memories`
+    counted: np.ndarray  # (k,) bool: the sessions counted at the last start
+    bound: int  # the last start's time, as a position in `rows.times`
+    inside: np.ndarray  # (r,) bool: the rows counted at the last start
+    sums: np.ndarray  # (m, 6) float64: each memory's six sums over them
+    count: np.ndarray  # (m,) int64: how many of them each memory has
+
+    @classmethod
+    def of(cls, rows: _HistoryRows) -> _Running:
+        k, m, r = len(rows.keys), rows.memories.size, rows.session.size
+        terms = tuple(np.ascontiguousarray(t) for t in rows.terms)
+        whole = [bool(np.all(t == np.round(t)) and np.abs(t).sum() < _EXACT) for t in terms]
+        by_time = np.argsort(rows.time, kind="stable")
+        return cls(
+            rows,
+            np.searchsorted(rows.session, np.arange(k + 1)),
+            by_time,
+            rows.time[by_time],
+            terms,
+            {j: _Nonzero.of(t, rows.memory, m) for j, t in enumerate(terms) if not whole[j]},
+            {name: i for i, name in enumerate(rows.names)},
+            np.zeros(k, dtype=bool),
+            0,
+            np.zeros(r, dtype=bool),
+            np.zeros((m, 6), dtype=np.float64),
+            np.zeros(m, dtype=np.int64),
+        )
+
     def history(
         self, judged: list[str], before: datetime, ids: list[str], missing: tuple[str, ...]
     ) -> TrackHistory:
-        """What `read_track_history(con, before)` reads, from these rows (`judged`: the keys
-        of the sessions it counts), its `rows` restricted to the memories `ids`."""
-        counted = np.zeros(len(self.keys), dtype=bool)
-        counted[[self.keys[k] for k in judged if k in self.keys]] = True
-        # the rows of the sessions counted, in row order: by session key, then row id
-        idx = np.flatnonzero(counted[self.session])
-        idx = idx[self.time[idx] < np.searchsorted(self.times, _time(before))]
-        mem = self.memory[idx]
-        present = np.bincount(mem, minlength=self.memories.size) > 0
+        """What `read_track_history(con, before)` reads (`judged`: the keys of the sessions
+        it counts), its `rows` restricted to the memories `ids`."""
+        rows = self.rows
+        counted = np.zeros(len(rows.keys), dtype=bool)
+        counted[[rows.keys[k] for k in judged if k in rows.keys]] = True
+        self._move(counted, int(np.searchsorted(rows.times, _time(before))))
+        present = self.count > 0
         col = np.cumsum(present) - 1  # a memory's column among the present ones
-        width = int(np.count_nonzero(present))
-        # bincount adds in row order from 0.0, as SQLite's SUM does: the same sums, bit for bit;
         # laid out as `read_track_history`'s (the transpose of one row per memory), so that
         # the user's mean adds them in the same order too
-        cols, vals = col[mem], self.terms[:, idx]
-        sums = np.stack([np.bincount(cols, weights=v, minlength=width) for v in vals], axis=1).T
-        rows: dict[str, int] = {}
-        if self.memories.size and ids:
-            # each id's position among `memories` (sorted), matched and present: in arrays,
-            # since a start asks for a few hundred ids and this runs once per start
-            at = np.minimum(np.searchsorted(self.memories, ids), self.memories.size - 1)
-            hit = (self.memories[at] == np.asarray(ids, dtype=str)) & present[at]
-            rows = dict(zip(np.asarray(ids)[hit].tolist(), col[at[hit]].tolist(), strict=True))
-        return TrackHistory(before, rows, np.nan_to_num(sums), missing)
+        sums = self.sums[present].T
+        found: dict[str, int] = {}
+        for m in ids:
+            at = self.index.get(m)
+            if at is not None and present[at]:
+                found[m] = int(col[at])
+        return TrackHistory(before, found, np.nan_to_num(sums), missing)
+
+    def _move(self, counted: np.ndarray, bound: int) -> None:
+        """Count the rows of the sessions `counted` written before time position `bound`."""
+        rows = self.rows
+        moved = np.flatnonzero(counted != self.counted)
+        lo, hi = sorted((self.bound, bound))
+        band = slice(*np.searchsorted(self.sorted_time, [lo, hi]).tolist())
+        moved_lo, moved_hi = self.session_lo[moved], self.session_lo[moved + 1]
+        if int((moved_hi - moved_lo).sum()) + band.stop - band.start > rows.session.size // 4:
+            self._recount(counted, bound)  # a start far from the last: every row anew
+            return
+        near = np.concatenate([_ranges(moved_lo, moved_hi), self.by_time[band]])
+        now = counted[rows.session[near]] & (rows.time[near] < bound)
+        flipped = _distinct(near[now != self.inside[near]])
+        entered = ~self.inside[flipped]
+        self.inside[flipped] = entered
+        self.counted, self.bound = counted, bound
+        mem = rows.memory[flipped]
+        sign = np.where(entered, 1, -1)
+        np.add.at(self.count, mem, sign)
+        for j, term in enumerate(self.terms):
+            if j not in self.summed:
+                np.add.at(self.sums[:, j], mem, sign * term[flipped])
+        for j, nonzero in self.summed.items():
+            self._sum_again(j, nonzero, _distinct(mem[self.terms[j][flipped] != 0]))
+
+    def _sum_again(self, j: int, nonzero: _Nonzero, touched: np.ndarray) -> None:
+        """Term `j` of the memories `touched`, summed over their counted rows where it is not 0,
+        in row order from 0.0 (bincount adds in order, as SQLite's SUM does)."""
+        if touched.size == 0:
+            return
+        lo, hi = nonzero.memory_lo[touched], nonzero.memory_lo[touched + 1]
+        at = nonzero.by_memory[_ranges(lo, hi)]
+        keep = self.inside[at]
+        local = np.repeat(np.arange(touched.size), hi - lo)[keep]
+        term = self.terms[j][at[keep]]
+        self.sums[touched, j] = np.bincount(local, weights=term, minlength=touched.size)
+
+    def _recount(self, counted: np.ndarray, bound: int) -> None:
+        """`_move` by summing every counted row (in row order, from 0.0)."""
+        rows = self.rows
+        m = rows.memories.size
+        self.counted, self.bound = counted, bound
+        self.inside = counted[rows.session] & (rows.time < bound)
+        at = np.flatnonzero(self.inside)
+        mem = rows.memory[at]
+        self.count = np.bincount(mem, minlength=m)
+        for j, term in enumerate(self.terms):
+            self.sums[:, j] = np.bincount(mem, weights=term[at], minlength=m)
+
+
+def _factorize(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct values sorted, each value's position among them): `np.unique(...,
+    return_inverse=True)` of the texts, by a dict of the few distinct ones rather than a sort
+    of every row's."""
+    codes: dict[str, int] = {}
+    first = np.array([codes.setdefault(v, len(codes)) for v in values], dtype=np.int64)
+    order = sorted(codes, key=codes.__getitem__)
+    by_text = sorted(range(len(order)), key=order.__getitem__)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[by_text] = np.arange(len(order), dtype=np.int64)
+    return np.asarray([order[i] for i in by_text], dtype=str), rank[first]
 
 
 def _history_rows(
@@ -447,10 +587,8 @@ def _history_rows(
         out += con.execute(query, [*part, *([agent] if agent_sql else [])]).fetchall()
     sessions: dict[str, int] = {}
     session = np.array([sessions.setdefault(str(r[0]), len(sessions)) for r in out], dtype=np.int64)
-    memories, memory = np.unique(
-        np.asarray([str(r[1]) for r in out], dtype=str), return_inverse=True
-    )
-    times, time = np.unique(np.asarray([str(r[2]) for r in out], dtype=str), return_inverse=True)
+    memories, memory = _factorize([str(r[1]) for r in out])
+    times, time = _factorize([str(r[2]) for r in out])
     values = np.array([r[3:] for r in out], dtype=np.float64).reshape(-1, 6).T
     rows = _HistoryRows(
         sessions,
@@ -480,13 +618,14 @@ def read_track_records(
     ids = sorted({str(m) for memory_ids, _ in starts for m in memory_ids})
     earliest, gone = _superseded_times(con, ids) if ids else ({}, [])
     judged = None
-    rows: _HistoryRows | None = None
+    rows: _Running | None = None
     missing: tuple[str, ...] = lacks
     if not lacks:
         sm, scores = _columns(con, "session_memories"), _columns(con, "session_scores")
         judged = _judged(con, scores, "agent_id" in sm, agent_id)
         wanted = {k for _, before in starts for k in judged.latest(_time(before))}
-        rows, missing = _history_rows(con, sorted(wanted), sm, agent_id)
+        read, missing = _history_rows(con, sorted(wanted), sm, agent_id)
+        rows = _Running.of(read)
     out: list[TrackRecord] = []
     for memory_ids, before in starts:
         at = _time(before)

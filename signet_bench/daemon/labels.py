@@ -362,73 +362,116 @@ def _injected_base(rel: float, cont: float, cfg: PredictorConfig) -> tuple[float
     return cont * cfg.low_session_multiplier, "injected_low_session"
 
 
-def _edited(
-    inp: SessionLabelInput, i: int, label: float, reason: str, cfg: PredictorConfig
-) -> tuple[float, str]:
-    """The edited modifier: +edited_boost (capped at 1.0) for a recently edited memory."""
-    if inp.edited_recently[i]:  # type: ignore[index]
-        return min(1.0, label + cfg.edited_boost), reason + "+edited_boost"
-    return label, reason
+def _least(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
+    """Python's `min(a, b)` element by element (b only where it is below a)."""
+    return np.where(np.less(b, a), b, a)
 
 
-def _agent_one(
-    inp: SessionLabelInput, i: int, hits: int, cfg: PredictorConfig
-) -> tuple[float, str]:
-    """Rule 3 (docs/specification.md §5.2): the agent's rating blended with the session's usage
-    evidence (FTS hits, plus a path reward when there is one) and its continuity."""
-    agent = float(inp.agent_relevance_score[i])
-    reward = float(inp.path_reward[i])
-    usage = float(fts_adjustment(hits, cfg))
-    reason = "agent_feedback"
-    if not math.isnan(reward):
-        usage, reason = min(1.0, max(-1.0, usage + reward)), reason + "+path_reward"
+def _most(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
+    """Python's `max(a, b)` element by element (b only where it is above a)."""
+    return np.where(np.greater(b, a), b, a)
+
+
+class _Reasons:
+    """Per-candidate reason codes built up rule by rule: a base code, then "+modifier"s."""
+
+    def __init__(self, n: int) -> None:
+        self.codes: list[str] = [""] * n
+
+    def set(self, where: np.ndarray, code: str) -> None:
+        for i in np.flatnonzero(where).tolist():
+            self.codes[i] = code
+
+    def add(self, where: np.ndarray, code: str) -> None:
+        for i in np.flatnonzero(where).tolist():
+            self.codes[i] += code
+
+
+def _agent_rule(
+    inp: SessionLabelInput,
+    hits: np.ndarray,
+    cfg: PredictorConfig,
+    reasons: _Reasons,
+    rows: np.ndarray,
+) -> np.ndarray:
+    """Rule 3 (docs/specification.md §5.2) for the candidates `rows`: the agent's rating blended
+    with the session's usage evidence (FTS hits, plus a path reward when there is one) and its
+    continuity."""
+    agent = inp.agent_relevance_score
+    reward = inp.path_reward
+    usage = np.asarray(fts_adjustment(hits, cfg), dtype=np.float64)
+    rewarded = ~np.isnan(reward)
+    usage = np.where(rewarded, _least(1.0, _most(-1.0, usage + reward)), usage)
+    reasons.set(rows, "agent_feedback")
+    reasons.add(rows & rewarded, "+path_reward")
     label = (
         cfg.feedback_weight * agent
         + cfg.fts_weight * usage
         + cfg.continuity_weight * inp.continuity_score
     )
     bump = cfg.agent_fts_bump_label
-    if agent >= 0.0 and hits >= cfg.fts_missed_min_hits and label < bump:
-        label, reason = bump, reason + "+agent_fts_bump"
-    return min(1.0, max(-1.0, label)), reason
+    bumped = (agent >= 0.0) & (hits >= cfg.fts_missed_min_hits) & (label < bump)
+    label = np.where(bumped, bump, label)
+    reasons.add(rows & bumped, "+agent_fts_bump")
+    return _least(1.0, _most(-1.0, label))
 
 
-def _seed_one(
-    inp: SessionLabelInput, i: int, cfg: PredictorConfig, evidence: np.ndarray
-) -> tuple[float, str, bool]:
-    """Label, reason and missing-context flag of candidate ``i`` under the seed rules
-    (``evidence``: the session's ``inp.hits``, computed once)."""
-    hits = int(evidence[i])
-    rel = float(inp.relevance_score[i])
-    cont = inp.continuity_score
-    if inp.superseded[i]:
-        return cfg.superseded_label, "superseded", False
-    if not math.isnan(float(inp.agent_relevance_score[i])):
-        return (*_agent_one(inp, i, hits, cfg), False)
-    if inp.was_injected[i]:
-        label, reason = _injected_base(rel, cont, cfg)
-        if hits > 0:
-            label, reason = min(1.0, label + cfg.fts_confirmed_boost), reason + "+fts_confirmed"
-        elif cont < cfg.fts_unmatched_max_continuity:
-            label = max(cfg.true_negative_label, label - cfg.fts_unmatched_penalty)
-            reason += "+fts_unmatched"
-        return (*_edited(inp, i, label, reason, cfg), False)
-    cos = float(inp.cosine_to_context[i])
-    if cos > cfg.negative_similarity_threshold:  # NaN compares False: no embedding
-        label, reason = cfg.soft_negative_label, "soft_negative"
-    else:
-        label, reason = cfg.true_negative_label, "true_negative"
-    if hits >= cfg.fts_missed_min_hits:
-        label, reason = max(cfg.fts_missed_label, label), "fts_missed"
-    judged_missing = not math.isnan(rel) and rel >= cfg.high_continuity_threshold
-    missing = inp.novel_context_count > 0 and (hits > 0 or judged_missing)
-    if missing:
-        evidence = max(label, rel) if judged_missing else label
-        label = max(cfg.missing_context_label, min(1.0, evidence + cfg.novel_context_boost))
-        reason = "missing_context"
-    if inp.access_count[i] > cfg.access_count_high:
-        label, reason = min(1.0, label + cfg.access_count_boost), reason + "+access_boost"
-    return (*_edited(inp, i, label, reason, cfg), missing)
+def _injected_rule(
+    inp: SessionLabelInput,
+    hits: np.ndarray,
+    cfg: PredictorConfig,
+    reasons: _Reasons,
+    rows: np.ndarray,
+) -> np.ndarray:
+    """An injected candidate's label (for the candidates `rows`): its base (`_injected_base`),
+    confirmed by an FTS hit or, in a low session, penalised without one."""
+    rel, cont = inp.relevance_score, inp.continuity_score
+    judged = ~np.isnan(rel)
+    high = cont >= cfg.high_continuity_threshold
+    base = cont if high else cont * cfg.low_session_multiplier
+    label = np.where(judged, rel, base)
+    reasons.set(rows & judged, "injected_relevance")
+    reasons.set(rows & ~judged, "injected_high_session" if high else "injected_low_session")
+    hit = hits > 0
+    label = np.where(hit, _least(1.0, label + cfg.fts_confirmed_boost), label)
+    reasons.add(rows & hit, "+fts_confirmed")
+    if cont < cfg.fts_unmatched_max_continuity:
+        missed = ~hit
+        label = np.where(
+            missed, _most(cfg.true_negative_label, label - cfg.fts_unmatched_penalty), label
+        )
+        reasons.add(rows & missed, "+fts_unmatched")
+    return label
+
+
+def _other_rule(
+    inp: SessionLabelInput,
+    hits: np.ndarray,
+    cfg: PredictorConfig,
+    reasons: _Reasons,
+    rows: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """A candidate that was not injected (for the candidates `rows`): a soft or true negative by
+    its cosine to the context, raised when a search found it or when it is missing context;
+    (labels, missing-context flags)."""
+    soft = inp.cosine_to_context > cfg.negative_similarity_threshold  # NaN: no embedding
+    label = np.where(soft, float(cfg.soft_negative_label), float(cfg.true_negative_label))
+    reasons.set(rows & soft, "soft_negative")
+    reasons.set(rows & ~soft, "true_negative")
+    found = hits >= cfg.fts_missed_min_hits
+    label = np.where(found, _most(cfg.fts_missed_label, label), label)
+    reasons.set(rows & found, "fts_missed")
+    rel = inp.relevance_score
+    judged_missing = ~np.isnan(rel) & (rel >= cfg.high_continuity_threshold)
+    missing = (inp.novel_context_count > 0) & ((hits > 0) | judged_missing)
+    evidence = np.where(judged_missing, _most(label, rel), label)
+    raised = _most(cfg.missing_context_label, _least(1.0, evidence + cfg.novel_context_boost))
+    label = np.where(missing, raised, label)
+    reasons.set(rows & missing, "missing_context")
+    accessed = inp.access_count > cfg.access_count_high
+    label = np.where(accessed, _least(1.0, label + cfg.access_count_boost), label)
+    reasons.add(rows & accessed, "+access_boost")
+    return label, missing
 
 
 def _finish(
@@ -468,20 +511,30 @@ def seed_labels(
     ``rng`` draws the 3:1 sampled negatives; ``None`` means ``np.random.default_rng(0)``.
     """
     n = len(inp)
-    labels = np.zeros(n, dtype=np.float64)
-    reasons: list[str] = []
-    missing = np.zeros(n, dtype=bool)
     deleted = _deleted_after_injection(inp, cfg)
-    recalled = inp.recall_count > inp.fts_hit_count
     hits = inp.hits
-    for i in range(n):
-        if deleted[i]:
-            labels[i], r = cfg.deleted_after_injection_label, "deleted_after_injection"
-        else:
-            labels[i], r, missing[i] = _seed_one(inp, i, cfg, hits)
-            if recalled[i] and not inp.superseded[i]:
-                r += "+recalled"
-        reasons.append(r)
+    reasons = _Reasons(n)
+    # each candidate takes the first rule that applies to it, in the specification's order
+    superseded = ~deleted & inp.superseded
+    rated = ~deleted & ~inp.superseded & ~np.isnan(inp.agent_relevance_score)
+    injected = ~deleted & ~inp.superseded & ~rated & inp.was_injected
+    other = ~deleted & ~inp.superseded & ~rated & ~inp.was_injected
+    reasons.set(deleted, "deleted_after_injection")
+    reasons.set(superseded, "superseded")
+    labels = np.zeros(n, dtype=np.float64)
+    labels[deleted] = cfg.deleted_after_injection_label
+    labels[superseded] = cfg.superseded_label
+    labels[rated] = _agent_rule(inp, hits, cfg, reasons, rated)[rated]
+    late = np.zeros(n, dtype=np.float64)
+    late[injected] = _injected_rule(inp, hits, cfg, reasons, injected)[injected]
+    rest, missing = _other_rule(inp, hits, cfg, reasons, other)
+    late[other] = rest[other]
+    missing &= other
+    edited = (injected | other) & inp.edited_recently
+    late = np.where(edited, _least(1.0, late + cfg.edited_boost), late)
+    reasons.add(edited, "+edited_boost")
+    labels[injected | other] = late[injected | other]
+    reasons.add(~deleted & ~inp.superseded & (inp.recall_count > inp.fts_hit_count), "+recalled")
     signal = (
         inp.was_injected
         | (hits > 0)
@@ -490,7 +543,7 @@ def seed_labels(
         | deleted
         | ~np.isnan(inp.agent_relevance_score)
     )
-    return _finish(inp, labels, reasons, signal, cfg, rng, "seed")
+    return _finish(inp, labels, reasons.codes, signal, cfg, rng, "seed")
 
 
 def signet058_labels(

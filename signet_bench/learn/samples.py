@@ -35,7 +35,7 @@ import dataclasses
 import itertools
 import sqlite3
 import zlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -91,6 +91,7 @@ __all__ = [
     "LABEL_SOURCE_SCHEMA",
     "PROMPT_KEY_MARK",
     "PROMPT_SOURCE",
+    "SAMPLE_COLUMNS",
     "CandidateRows",
     "LabelSignals",
     "SampleRules",
@@ -153,6 +154,20 @@ PROMPT_KEY_MARK = "#prompt-"  # a prompt sample's key: `<session key>#prompt-<in
 """The `source` of a candidate row `shown_candidates` adds for a memory a prompt injected
 (the user-prompt-submit wrapper's record) that has no candidate row of the session; such rows
 sort after the session-start pool, as `fts_only` rows do."""
+
+SAMPLE_COLUMNS = (
+    "source",
+    "was_injected",
+    "relevance_score",
+    "fts_hit_count",
+    "agent_relevance_score",
+    "entity_slot",
+    "aspect_slot",
+    "structural_density",
+    "is_constraint",
+)
+"""The `session_memories` columns a sample reads, beside the keys every read keeps
+(`store.read.read_session_memories`): a training converts only these."""
 
 AFTER_START = ("fts_only", PROMPT_SOURCE)
 """The sources of candidate rows recorded after the session start (not its pool)."""
@@ -256,10 +271,12 @@ def read_label_signals(
     *,
     workbench: str | Path | None = None,
     session_keys: Sequence[str] | None = None,
+    columns: Collection[str] | None = None,
 ) -> LabelSignals:
     """The store's `LabelSignals` for `agent_id` (the only agent of a 0.58 store), with the
     session-start wrapper's record beside `workbench` (default: the store's,
-    `store_workbench`); with `session_keys`, the candidates of those sessions only."""
+    `store_workbench`); with `session_keys`, the candidates of those sessions only; with
+    `columns`, only those of the candidates (`store.read.read_session_memories`)."""
     tables = store_tables(con).columns
     wanted = {where for _, where, _ in LABEL_SOURCES}
     have = set(tables) | {f"{t}.{c}" for t, cols in tables.items() for c in cols}
@@ -270,7 +287,7 @@ def read_label_signals(
         have.add(HOOK_LOG_FILE)
     signals = LabelSignals(
         read_sessions(con, agent_id=agent_id),
-        read_session_memories(con, session_keys, agent_id=agent_id),
+        read_session_memories(con, session_keys, agent_id=agent_id, columns=columns),
         read_path_feedback(con, agent_id=agent_id),
         read_recall_events(con, agent_id=agent_id).filter(
             pl.col("surface").ne_missing(SESSION_START_SURFACE)
@@ -374,7 +391,8 @@ def _added_rows(candidates: pl.DataFrame, injected: pl.DataFrame, source: str) -
         pl.lit(0).alias("agent_feedback_count"),
         "created_at",
     )
-    added = added.select(pl.col(c).cast(candidates.schema[c]) for c in added.columns)
+    kept = [c for c in added.columns if c in candidates.schema]  # as the rows were read
+    added = added.select(pl.col(c).cast(candidates.schema[c]) for c in kept)
     order = ["created_at", "session_key", "rank", "memory_id"]
     return pl.concat([candidates, added], how="diagonal").sort(order, maintain_order=True)
 
@@ -773,7 +791,9 @@ def load_samples(
         corpus = read_corpus(con) if corpus is None else corpus
         part = _window(con, window) if window > 0 else None
         keys = None if part is None else part.read
-        signals = read_label_signals(con, workbench=workbench, session_keys=keys)
+        signals = read_label_signals(
+            con, workbench=workbench, session_keys=keys, columns=SAMPLE_COLUMNS
+        )
         cands = signals_frame(signals)
         sessions = scored_sessions(signals.sessions, cands)
         jobs = StartQueries.read(con)

@@ -26,7 +26,7 @@ import re
 import sqlite3
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from numbers import Integral
@@ -185,6 +185,10 @@ _SESSION_MEMORY_SPEC = _spec(
     "agent_relevance_score  real",
     "agent_feedback_count   int   0",
 )
+
+_SESSION_MEMORY_KEYS = ("id", "session_key", "memory_id", "rank", "created_at")
+"""The `session_memories` columns every read keeps: a row's id (an error names it) and the
+columns the rows are sorted by."""
 
 _SESSION_START_SPEC = _spec("session_key text required", "created_at ts required")
 
@@ -647,13 +651,11 @@ def _select_sql(
 def _frame(
     rows: list[tuple], spec: Sequence[_Spec], extra: Sequence[tuple[str, pl.DataType]] = ()
 ) -> pl.DataFrame:
-    """Column-wise frame from fetched rows (bools read as 0/1 become Boolean)."""
+    """A frame of fetched rows (bools read as 0/1 become Boolean), built from the rows as they
+    are (polars reads the tuples itself: no Python list per column)."""
     names = [s[0] for s in spec] + [e[0] for e in extra]
     dtypes = [_DTYPES[s[1]] for s in spec] + [e[1] for e in extra]
-    cols = list(zip(*rows, strict=True)) if rows else [() for _ in names]
-    frame = pl.DataFrame(
-        [pl.Series(n, list(c), dtype=d) for n, c, d in zip(names, cols, dtypes, strict=True)]
-    )
+    frame = pl.DataFrame(rows, schema=list(zip(names, dtypes, strict=True)), orient="row")
     bools = [s[0] for s in spec if s[1] == "bool"]
     return frame.with_columns(pl.col(b).cast(pl.Boolean) for b in bools) if bools else frame
 
@@ -887,17 +889,24 @@ def read_session_memories(
     session_keys: Iterable[str] | None = None,
     *,
     agent_id: str = DEFAULT_AGENT,
+    columns: Collection[str] | None = None,
 ) -> pl.DataFrame:
     """`session_memories` candidates (all, or only `session_keys`), by session then rank; on a
-    current store only `agent_id`'s (its key is per agent: 042)."""
+    current store only `agent_id`'s (its key is per agent: 042). `columns`: only those (with
+    the row's id and the columns the rows are sorted by), so a reader of a few columns does
+    not convert every one of a hundred thousand rows."""
     where, params = "", ()
     if session_keys is not None:
         where = " WHERE session_key IN (SELECT value FROM json_each(?))"
         params = (json.dumps([str(k) for k in session_keys]),)
+    spec = _SESSION_MEMORY_SPEC
+    if columns is not None:
+        wanted = {*columns, *_SESSION_MEMORY_KEYS}
+        spec = [s for s in spec if s[0] in wanted]
     return _read_table(
         store,
         "session_memories",
-        _SESSION_MEMORY_SPEC,
+        spec,
         ["created_at", "session_key", "rank", "memory_id"],
         where,
         params,

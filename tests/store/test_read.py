@@ -244,6 +244,17 @@ def test_sessions_and_session_memories(filled: Path) -> None:
     assert read_session_memories(filled, []).height == 0
 
 
+def test_session_memories_of_some_columns_are_those_of_the_whole_read(filled: Path) -> None:
+    """`columns` reads only those (with the row id and the sort keys), each exactly as a read
+    of every column gives it, in the same order."""
+    whole = read_session_memories(filled)
+    some = read_session_memories(filled, columns=["was_injected", "fts_hit_count"])
+    keys = ["id", "session_key", "memory_id", "rank", "created_at"]
+    assert sorted(some.columns) == sorted([*keys, "was_injected", "fts_hit_count"])
+    assert_frame_equal(some, whole.select(some.columns))
+    assert whole.width > some.width
+
+
 def test_comparisons_jobs_and_training_log(builder: StoreBuilder) -> None:
     builder.insert(
         "predictor_comparisons",

@@ -596,26 +596,18 @@ def batch_from_sessions(
             feats[mask] = np.concatenate([np.asarray(f).reshape(-1, n_feat) for f in features])
         if lab is not None and labels is not None:
             lab[mask] = np.concatenate([np.asarray(x, dtype=np.float64) for x in labels])
-    buckets: list[np.ndarray] = []
-    owners: list[np.ndarray] = []
-    for i, size in enumerate(sizes):
-        h = has[i, :size]
-        if cand is not None and h.any():
-            cand[i, :size][h] = np.asarray(cand_embs[i])[h]
-        toks_i = token_lists[i]
-        for j in np.flatnonzero(~h).tolist():
-            toks = toks_i[j]
-            if toks is None or len(toks) == 0:
-                continue
-            t = np.asarray(toks, dtype=np.int64)
-            buckets.append(t)
-            owners.append(np.full(t.size, i * n + j, dtype=np.int64))
+    if cand is not None:
+        for i, size in enumerate(sizes):
+            h = has[i, :size]
+            if h.any():
+                cand[i, :size][h] = np.asarray(cand_embs[i])[h]
+    bucket, owner = _text_tokens(token_lists, has, sizes)
     return Batch(
         context=np.asarray(np.stack(contexts) if b else np.zeros((0, 0)), dtype=dtype),
         cand_emb=cand,
         has_emb=has,
-        tok_bucket=np.concatenate(buckets) if buckets else np.zeros(0, dtype=np.int64),
-        tok_owner=np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64),
+        tok_bucket=bucket,
+        tok_owner=owner,
         features=feats,
         project_slot=np.asarray([x.project_slot for x in sessions], dtype=np.int64).reshape(b),
         mask=mask,
@@ -624,6 +616,32 @@ def batch_from_sessions(
         real_emb=real,
         signals=_padded_signals(signals, mask, dtype),
     )
+
+
+def _text_tokens(
+    token_lists: Sequence[Sequence[Sequence[int] | np.ndarray | None]],
+    has: np.ndarray,
+    sizes: Sequence[int],
+) -> tuple[np.ndarray, np.ndarray]:
+    """(tok_bucket, tok_owner) of a batch: the tokens of every text-path candidate (session by
+    session, candidate by candidate, each in order) and the flat slot that owns each; one
+    concatenation for the batch, not arrays per candidate."""
+    n = has.shape[1]
+    parts: list[Sequence[int] | np.ndarray] = []
+    slots: list[int] = []
+    lengths: list[int] = []
+    for i, size in enumerate(sizes):
+        toks_i = token_lists[i]
+        for j in np.flatnonzero(~has[i, :size]).tolist():
+            toks = toks_i[j]
+            if toks is not None and len(toks):
+                parts.append(toks)
+                slots.append(i * n + j)
+                lengths.append(len(toks))
+    if not parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    bucket = np.concatenate([np.asarray(t, dtype=np.int64) for t in parts])
+    return bucket, np.repeat(np.asarray(slots, dtype=np.int64), lengths)
 
 
 def _padded_signals(
