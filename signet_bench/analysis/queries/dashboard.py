@@ -244,7 +244,7 @@ def load_details(
 ) -> DashboardDetails:
     """Read what the lower panels show, with the session-start wrapper's record beside
     `workbench` (default: the store's)."""
-    hook_wb = Path(workbench) if workbench is not None else default_workbench(db)
+    hook_wb = Path(workbench) if workbench is not None else default_workbench(Path(db))
     return DashboardDetails(
         label_sources=label_source_counts(con, hook_wb),
         focal=focal_entities(con),
