@@ -1,13 +1,17 @@
 """Signet's timestamps and the user's time zone, for the serving side and the workbench alike
 (`signet_bench.store.timestamps` adds the writers and the workbench's parse error): both of
 Signet's formats, JS ISO (`2026-03-14T21:40:46.123Z`) and SQLite `datetime('now')`
-(`2026-03-14 21:40:46`), are UTC. Standard library only."""
+(`2026-03-14 21:40:46`), are UTC. Standard library only, and not `pathlib`: the prompt hook reads timestamps, and its
+process imports neither it nor its `re`, `fnmatch` and `urllib`."""
 
 from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["local_tz", "parse_utc"]
 
@@ -35,7 +39,7 @@ def local_tz(*, localtime: str | Path = "/etc/localtime", tz_var: str | None = N
     else the zone `/etc/localtime` links to, else "UTC". A value that names no zone (a POSIX
     rule such as `CET-1CEST`) is skipped: zoneinfo could not use it."""
     try:
-        linked = str(Path(localtime).resolve())
+        linked = os.path.realpath(localtime)  # `Path.resolve`'s text
     except OSError:
         linked = ""
     var = os.environ.get("TZ", "") if tz_var is None else tz_var

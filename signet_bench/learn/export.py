@@ -492,7 +492,7 @@ def convert_with_prompt_model(
     src = Path(model_path)
     src = src / CHECKPOINT_FILE if src.is_dir() else src
     written = [convert_model(src, out_path, flags=flags, fmt=fmt)]
-    own, target = prompt_model_file(src), prompt_model_file(out_path)
+    own, target = prompt_model_file(src), prompt_model_file(Path(out_path))
     if own.is_file():
         written.append(convert_model(own, target, flags=flags, fmt=fmt))
     elif target != own:

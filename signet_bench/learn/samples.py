@@ -262,7 +262,7 @@ def store_workbench(con: sqlite3.Connection) -> Path | None:
     None for a store that is no file."""
     rows = con.execute("PRAGMA database_list").fetchall()
     path = next((r[2] for r in rows if r[1] == "main"), "")
-    return default_workbench(path) if path else None
+    return default_workbench(Path(path)) if path else None
 
 
 def read_label_signals(
@@ -786,7 +786,7 @@ def load_samples(
     limit, min_confidence, window = select.limit, select.min_confidence, select.window
     con = store if isinstance(store, sqlite3.Connection) else open_readonly(store)
     if workbench is None and not isinstance(store, sqlite3.Connection):
-        workbench = default_workbench(store)
+        workbench = default_workbench(Path(store))
     try:
         corpus = read_corpus(con) if corpus is None else corpus
         part = _window(con, window) if window > 0 else None

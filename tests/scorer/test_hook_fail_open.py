@@ -346,7 +346,7 @@ def test_reading_never_fails_and_keeps_the_defaults_for_what_it_cannot_use(tmp_p
     assert cfg.choice == (50, None)  # today's choice: Signet's 50, no token cap
     good = read_command(["--limit", "15", "--max-tokens", "3000", "session-start"], {})
     assert good.problems == [] and good.config.choice == (15, 3000)
-    assert cfg.db == tmp_path / ".agents" / "memory" / "memories.db"
+    assert cfg.db == str(tmp_path / ".agents" / "memory" / "memories.db")
     assert read_command(["--db", "session-start"], env).problems[0].why == "needs a value"
     assert read_command(["--limit", "2", "serve"], {}).problems == []
     assert read_command(["--db", "x"], {}).name is None
@@ -354,16 +354,16 @@ def test_reading_never_fails_and_keeps_the_defaults_for_what_it_cannot_use(tmp_p
 
 def test_signet_path_moves_the_default_store(tmp_path):
     moved = {"SIGNET_PATH": str(tmp_path / "signet"), "HOME": str(tmp_path / "home")}
-    assert default_store(moved) == tmp_path / "signet" / "memory" / "memories.db"
-    assert default_store({**moved, "SIGNET_PATH": ""}) == (
+    assert default_store(moved) == str(tmp_path / "signet" / "memory" / "memories.db")
+    assert default_store({**moved, "SIGNET_PATH": ""}) == str(
         tmp_path / "home" / ".agents" / "memory" / "memories.db"
     )
     cfg = read_command(["status"], moved).config
-    assert cfg.db == tmp_path / "signet" / "memory" / "memories.db"
-    assert cfg.workbench == tmp_path / "signet" / "memory" / "workbench.duckdb"
-    assert cfg.model == tmp_path / "signet" / "memory" / "model.onnx"
+    assert cfg.db == str(tmp_path / "signet" / "memory" / "memories.db")
+    assert cfg.workbench == str(tmp_path / "signet" / "memory" / "workbench.duckdb")
+    assert cfg.model == str(tmp_path / "signet" / "memory" / "model.onnx")
     given = read_command(["--db", str(tmp_path / "x.db"), "status"], moved).config
-    assert given.db == tmp_path / "x.db"
+    assert given.db == str(tmp_path / "x.db")
 
 
 def test_the_hook_serves_the_store_under_signet_path(world, tmp_path):

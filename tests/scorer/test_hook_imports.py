@@ -1,9 +1,11 @@
 """What the hooks' own processes import, so that their start stays cheap: both hook commands,
 run as the harness runs them (the console script's `main`, a real stand-in `signet`, a real
 resident scorer answering), import none of the modules that would add milliseconds to every
-session start and every prompt. Every module the process imports is read from Python's own
-`-X importtime` report; `-S` leaves out `site`, whose imports (an editable install's finders)
-are the environment's, not the hook's."""
+session start and every prompt, and before Signet's command is started none of those that
+only Signet's answer needs (what loads while Signet works overlaps with it). Every module the
+process imports is read from Python's own `-X importtime` report, in the order they load, with
+a line where Signet's command is spawned (an audit hook on `os.posix_spawn`); `-S` leaves out
+`site`, whose imports (an editable install's finders) are the environment's, not the hook's."""
 
 from __future__ import annotations
 
@@ -58,8 +60,21 @@ HEAVY = (
     "signet_bench",
     "sqlite3",
     "signet_scorer.hook.log",
+    "pathlib",  # with `fnmatch`, `urllib.parse` and `ipaddress`: paths are `os.path` strings
 )
-MAIN = "import sys\nfrom signet_scorer.hook.cli import main\nsys.exit(main())\n"
+# Not before Signet's command is spawned: `json` needs `re` (and its `enum`), but only once
+# Signet has answered; the daemon's address is parsed (`urllib.parse`) while it works.
+AFTER_SPAWN = ("re", "enum", "fnmatch", "urllib", "ipaddress", "json", "datetime")
+SPAWNED = "signet spawned"  # the line the audit hook writes
+MAIN = (
+    "import sys\n"
+    "def spawned(event, args):\n"
+    "    if event == 'os.posix_spawn':\n"
+    f"        sys.stderr.write({SPAWNED!r} + '\\n')\n"
+    "sys.addaudithook(spawned)\n"
+    "from signet_scorer.hook.cli import main\n"
+    "sys.exit(main())\n"
+)
 PROMPT = "the portfolio's quarterly review"
 
 
@@ -68,15 +83,19 @@ def world(tmp_path_factory):
     return small_world(tmp_path_factory.mktemp("hook-imports"))
 
 
-def _imported(stderr: bytes) -> set[str]:
-    """The modules a process imported, from its `-X importtime` lines on stderr."""
+def _imported(stderr: bytes) -> tuple[set[str], set[str]]:
+    """The modules a process imported, from its `-X importtime` lines on stderr: (all of
+    them, those imported before Signet's command was spawned)."""
     lines = stderr.decode("utf-8", "replace").splitlines()
-    rows = [line.split("|")[-1].strip() for line in lines if line.startswith("import time:")]
-    return {r for r in rows if r and r != "imported package"}
+    spawned = lines.index(SPAWNED) if SPAWNED in lines else len(lines)
+    rows = [(i, line.split("|")[-1].strip()) for i, line in enumerate(lines)]
+    rows = [(i, r) for i, r in rows if lines[i].startswith("import time:")]
+    rows = [(i, r) for i, r in rows if r and r != "imported package"]
+    return {r for _, r in rows}, {r for i, r in rows if i < spawned}
 
 
-def _heavy(modules: set[str]) -> set[str]:
-    return {m for m in modules for h in HEAVY if m == h or m.startswith(f"{h}.")}
+def _heavy(modules: set[str], heavy: tuple[str, ...] = HEAVY) -> set[str]:
+    return {m for m in modules for h in heavy if m == h or m.startswith(f"{h}.")}
 
 
 @pytest.mark.parametrize("hook", ["session-start", "user-prompt-submit"])
@@ -102,7 +121,10 @@ def test_the_hooks_processes_import_nothing_heavy(world, hook):
     assert done.stdout != signet.stdout  # the scorer's output: the path measured is the served one
     if prompt is not None:
         assert HEADING.encode() in done.stdout
-    imported = _imported(done.stderr)
-    # the report is read, and the resident was reached
-    assert "signet_scorer.hook.cli" in imported and "signet_scorer.hook.resident_link" in imported
+    imported, before = _imported(done.stderr)
+    # the report is read, Signet was spawned once the hook's modules had loaded, and the
+    # resident was reached
+    assert "signet_scorer.hook.cli" in before and "signet_scorer.hook.resident_link" in imported
+    assert before < imported and "json" in imported
     assert _heavy(imported) == set()
+    assert _heavy(before, AFTER_SPAWN) == set()

@@ -45,7 +45,8 @@ ranking itself, so the ranking is asked of a resident scorer (`signet_scorer.hoo
 the Unix domain socket beside the workbench when one runs: connected while Signet works, it opens
 the model and the store as this process would, and ranks by the same functions; once the
 output is printed it also writes the record, in the log it holds open (`run.save_record`). This
-module then imports the standard library only, and neither `sqlite3` nor the log. When no
+module then imports the standard library only, and neither `sqlite3`, the log nor `pathlib`
+(its paths are `os.path` strings, `signet_scorer.hook.config`). When no
 resident answers (none runs, it is stale, hung or dies mid-way, a socket error), the wrapper
 ranks in-process as it always could, and starts a resident, detached, after printing, for the
 next session start (`--resident off`: always in-process, no resident). Either way the output is
@@ -73,7 +74,6 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 
 from signet_scorer.budget import choose, token_costs
 from signet_scorer.hook.config import (
@@ -188,7 +188,7 @@ def _answer_memories(answer: Any) -> list[tuple[str, str]]:
 
 
 # A model loader: the model's path -> (a ready scorer, None) or (None, why not).
-ScorerLoader = Callable[[Path], "tuple[Any, str | None]"]
+ScorerLoader = Callable[[str], "tuple[Any, str | None]"]
 
 
 class _Attempt:
@@ -289,7 +289,7 @@ def _ask_resident(att: _Attempt) -> ResidentLink | None:
 
     cfg = att.cfg
     try:
-        link = ResidentLink.connect(cfg.files.socket, att.time_left())
+        link = ResidentLink.connect(cfg.socket, att.time_left())
         try:
             session = {**att.session(), "now": att.now.isoformat()}
             link.prepare(cfg.db, cfg.model, session, cfg.budget_ms / 1000.0, att.time_left())

@@ -1,6 +1,7 @@
 """The session-start hook's command line: its options (before the command, each also read
 from an environment variable), the command and Signet's arguments after it. Standard library
-only, and neither `dataclasses` nor `typing` at run time: this runs on every session start.
+only, and neither `dataclasses`, `typing`, `pathlib` nor `re` at run time: this runs on every
+session start, before Signet's command (its paths are `str`, as `pathlib` writes them).
 
 Commands: `session-start ARGS...` (Signet's hook with the scorer's order),
 `user-prompt-submit ARGS...` (Signet's prompt hook with the scorer's memories for the prompt
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import os
 from collections import namedtuple
-from pathlib import Path
 
 from signet_scorer.budget import Budget
 from signet_scorer.workbench import (
@@ -29,6 +29,7 @@ from signet_scorer.workbench import (
     SIGNET_PATH_VAR,
     default_store,
     default_workbench,
+    path_text,
 )
 
 TYPE_CHECKING = False
@@ -125,9 +126,9 @@ class UsageError(ValueError):
 if TYPE_CHECKING:  # the fields' types, for type checkers (`typing` stays unloaded)
 
     class _HookConfig(NamedTuple):
-        db: Path
-        workbench: Path
-        model: Path
+        db: str
+        workbench: str
+        model: str
         signet: str
         limit: int
         max_tokens: int | None
@@ -186,8 +187,16 @@ class HookConfig(_HookConfig):
         return Budget(self.limit, self.max_tokens)
 
     @property
-    def log(self) -> Path:
-        return self.workbench.parent / HOOK_LOG_FILE
+    def log(self) -> str:
+        return os.path.join(os.path.dirname(self.workbench), HOOK_LOG_FILE)
+
+    @property
+    def socket(self) -> str:
+        """The resident scorer's socket (`files.socket`), as a hook connects to it."""
+        # here: the resident's link loads once Signet runs (start-up time)
+        from signet_scorer.hook.resident_link import socket_file
+
+        return socket_file(os.path.dirname(self.workbench))
 
     @property
     def files(self) -> ResidentFiles:
@@ -195,7 +204,7 @@ class HookConfig(_HookConfig):
         # here: the resident's link loads once Signet runs (start-up time)
         from signet_scorer.hook.resident_link import resident_files
 
-        return resident_files(self.workbench.parent)
+        return resident_files(os.path.dirname(self.workbench))
 
     def options(self) -> list[str]:
         """This configuration as the wrapper's options (for the resident it starts)."""
@@ -301,29 +310,26 @@ def _resident(text: str) -> str:
     return text
 
 
-def _path(text: str) -> Path:
-    return Path(text).expanduser()
-
-
-def _file(text: str) -> Path:
+def _file(text: str) -> str:
     """An existing, readable file."""
-    path = Path(text).expanduser()
-    if path.is_dir():
+    path = path_text(text)
+    if os.path.isdir(path):
         raise _Bad("a folder, not a file")
-    if not path.is_file():
+    if not os.path.isfile(path):
         raise _Bad("no such file")
     if not os.access(path, os.R_OK):
         raise _Bad("not readable")
     return path
 
 
-def _workbench(text: str) -> Path:
+def _workbench(text: str) -> str:
     """A workbench file that may not exist yet, in a folder that does."""
-    path = Path(text).expanduser()
-    if path.is_dir():
+    path = path_text(text)
+    if os.path.isdir(path):
         raise _Bad("a folder, not the workbench file")
-    if not path.parent.is_dir():
-        raise _Bad(f"its folder {path.parent} does not exist")
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise _Bad(f"its folder {folder} does not exist")
     return path
 
 
@@ -367,9 +373,9 @@ class _Reader:
 def _config(read: _Reader, check_paths: bool) -> HookConfig:
     """The configuration (`check_paths`: the store, workbench and model given must be there,
     and the `signet` given runnable, as a hook command needs them)."""
-    as_file = _file if check_paths else _path
+    as_file = _file if check_paths else path_text
     db = read.get("db", as_file, None) or default_store(read.env)
-    workbench = read.get("workbench", _workbench if check_paths else _path, None)
+    workbench = read.get("workbench", _workbench if check_paths else path_text, None)
     workbench = workbench or default_workbench(db)
     model = read.get("model", as_file, None)
 
@@ -381,7 +387,7 @@ def _config(read: _Reader, check_paths: bool) -> HookConfig:
     return HookConfig(
         db=db,
         workbench=workbench,
-        model=model or workbench.parent / SERVED_MODEL_FILE,
+        model=model or os.path.join(os.path.dirname(workbench), SERVED_MODEL_FILE),
         signet=read.get("signet", signet, DEFAULT_SIGNET),
         limit=read.get("limit", lambda t: _number(t, int, 1), DEFAULT_LIMIT),
         max_tokens=read.get("max_tokens", lambda t: _number(t, int, 1), None),
@@ -451,7 +457,7 @@ def default_db(env: Mapping[str, str]) -> tuple[str, str]:
     (`$SIGNET_PATH/memory/memories.db` when `SIGNET_PATH` moves Signet's `~/.agents`, else
     `DEFAULT_DB`)."""
     source = SIGNET_PATH_VAR if env.get(SIGNET_PATH_VAR) else "default"
-    return str(default_store(env)), source
+    return default_store(env), source
 
 
 def setting_sources(

@@ -124,11 +124,11 @@ def _why(row: Mapping[str, Any], cfg: HookConfig) -> str:
         return f"from {source}"
     if source != "default":
         return f"from ${source}"
-    db = cfg.db
+    db = Path(cfg.db)
     if field == "db":
         return f"the default, Signet's {DEFAULT_DB}"
     if field == "workbench":
-        if cfg.workbench.parent.name == db.name + MODEL_DIR_SUFFIX:
+        if Path(cfg.workbench).parent.name == db.name + MODEL_DIR_SUFFIX:
             return "the default: the store's <db>.predictor/workbench.duckdb, which exists"
         return "the default: beside the store, as there is no <db>.predictor/workbench.duckdb"
     if field == "model":
@@ -318,11 +318,12 @@ def last_invocations(log: Path, n: int = LAST_INVOCATIONS) -> list[dict[str, Any
 
 
 def _check_log(cfg: HookConfig) -> dict[str, Any]:
-    out: dict[str, Any] = {"path": str(cfg.log), "folder_exists": cfg.log.parent.is_dir()}
+    log = Path(cfg.log)
+    out: dict[str, Any] = {"path": str(log), "folder_exists": log.parent.is_dir()}
     try:
-        out["invocations"] = last_invocations(cfg.log)
+        out["invocations"] = last_invocations(log)
     except sqlite3.Error as exc:
-        out.update(invocations=[], problem=f"the hook log {cfg.log} cannot be read: {exc}")
+        out.update(invocations=[], problem=f"the hook log {log} cannot be read: {exc}")
     return out
 
 
@@ -339,10 +340,11 @@ def train_target(cfg: HookConfig, rows: Sequence[Mapping[str, Any]]) -> tuple[Pa
     store's `<db>.predictor` folder (the default workbench once it exists) unless the workbench
     or the model is given."""
     source = {r["field"]: r["source"] for r in rows}
+    db, model = Path(cfg.db), Path(cfg.model)
     if source["model"] == source["workbench"] == "default":
-        folder = cfg.db.with_name(cfg.db.name + MODEL_DIR_SUFFIX)
+        folder = db.with_name(db.name + MODEL_DIR_SUFFIX)
         return folder, folder / SERVED_MODEL_FILE
-    return cfg.model.parent, cfg.model
+    return model.parent, model
 
 
 def train_command(cfg: HookConfig, rows: Sequence[Mapping[str, Any]]) -> str:
@@ -354,7 +356,7 @@ def train_command(cfg: HookConfig, rows: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
-def _arg(path: Path) -> str:
+def _arg(path: str | Path) -> str:
 
     return shlex.quote(str(path))
 
@@ -396,7 +398,7 @@ def _blocker(report: dict[str, Any], cfg: HookConfig) -> str | None:
                 f"on yet: use Signet (a session is scored when it ends), then {train}"
             )
         folder, target = train_target(cfg, report["settings"])
-        if target != cfg.model:
+        if target != Path(cfg.model):
             return (
                 f"{model['problem']}: train one into {folder}, the hook's workbench and model "
                 f"folder once it exists: {train}"
@@ -437,8 +439,8 @@ def diagnose(argv: Sequence[str], env: Mapping[str, str]) -> dict[str, Any]:
     verdict (`serving`, `verdict`), as plain data."""
     options = (doctor_args(argv) or ([], []))[0]
     cfg, rows, unknown = _settings(options, env)
-    relative = {f for f in PATHS[:3] if not getattr(cfg, f).is_absolute()}
-    cfg = cfg._replace(**{f: getattr(cfg, f).absolute() for f in relative})
+    relative = {f for f in PATHS[:3] if not Path(getattr(cfg, f)).is_absolute()}
+    cfg = cfg._replace(**{f: str(Path(getattr(cfg, f)).absolute()) for f in relative})
     for row in rows:
         row["why"] = _why(row, cfg)
         row["value"] = str(getattr(cfg, row["field"]))
@@ -448,15 +450,15 @@ def diagnose(argv: Sequence[str], env: Mapping[str, str]) -> dict[str, Any]:
                 "directory, which is the project's; give an absolute one"
             )
     report: dict[str, Any] = {"settings": rows, "unknown": unknown}
-    store, con = _check_store(cfg.db)
-    wb = cfg.workbench
+    store, con = _check_store(Path(cfg.db))
+    wb = Path(cfg.workbench)
     report.update(
         store=store,
         workbench={"path": str(wb), "exists": wb.is_file(), "folder_exists": wb.parent.is_dir()},
     )
     report["signet"] = {"command": cfg.signet, "found": _which(cfg.signet)}
     try:
-        report["model"], scorer = _check_model(cfg.model)
+        report["model"], scorer = _check_model(Path(cfg.model))
         if con is not None and scorer is not None:
             report["scoring"] = _check_scoring(con, scorer, cfg)
     finally:

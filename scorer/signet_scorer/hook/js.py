@@ -2,12 +2,10 @@
 matches it byte for byte: `JSON.parse` keeping each number's text, `JSON.stringify` compact and
 with a two-space indent, `String.prototype.trim`, and UTF-8 as Node writes a string (a lone
 surrogate becomes U+FFFD). Standard library only; `typing` is not imported at run time, and
-`json` only once a text is read or written (the hook's start is on every session's path: what
-loads before Signet's command starts delays it)."""
+`json` and `re` only once a text is read or written (the hook's start is on every session's
+path: what loads before Signet's command starts delays it)."""
 
 from __future__ import annotations
-
-import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,7 +19,7 @@ _JS_SPACE = (
     "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
     "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = "[\ud800-\udfff]"  # a lone surrogate (`re`'s cache keeps it compiled)
 
 
 class JsNumber(str):
@@ -60,10 +58,11 @@ def js_list(value: object) -> list[Any] | None:
 
 def _string(s: str) -> str:
     """A string literal as `JSON.stringify` writes it (lone surrogates as lower-case escapes)."""
-    import json  # here: after Signet starts (start-up time; module docstring)
+    import json  # here: after Signet starts, as `re` (start-up time; module docstring)
+    import re
 
     out = json.dumps(s, ensure_ascii=False)
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", out)
+    return re.sub(_SURROGATE, lambda m: f"\\u{ord(m.group()):04x}", out)
 
 
 def _scalar(value: Any) -> str:
@@ -112,4 +111,6 @@ def js_trim(s: str) -> str:
 
 def utf8(s: str) -> bytes:
     """The bytes Node writes for a string: UTF-8, a lone surrogate as U+FFFD."""
-    return _SURROGATE.sub("\ufffd", s).encode("utf-8")
+    import re  # here: after Signet starts (start-up time; module docstring)
+
+    return re.sub(_SURROGATE, "\ufffd", s).encode("utf-8")

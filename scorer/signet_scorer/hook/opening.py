@@ -1,13 +1,14 @@
 """What the session-start hook opens, in the hook, its resident scorer and the doctor alike:
 the served model, the store read-only and the session's basis; each says why it cannot be. Its
-top imports only `pathlib`: the modules behind it load once Signet runs."""
+top imports nothing: the modules behind it load once Signet runs."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 __all__ = ["failure_text", "missing_model", "open_scorer", "open_store_for", "read_basis"]
@@ -18,12 +19,12 @@ def failure_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc)[:300]}"
 
 
-def missing_model(path: Path) -> str | None:
+def missing_model(path: str | Path) -> str | None:
     """Why there is no model to open at `path` (None: a file is there)."""
-    return None if path.is_file() else f"no model at {path}"
+    return None if os.path.isfile(path) else f"no model at {path}"
 
 
-def open_scorer(path: Path) -> tuple[Any, str | None]:
+def open_scorer(path: str | Path) -> tuple[Any, str | None]:
     """The served model, ONNX only (a checkpoint would need the library to convert it, which
     takes seconds); onnxruntime is imported only when the file is there."""
     missing = missing_model(path)
@@ -38,7 +39,7 @@ def open_scorer(path: Path) -> tuple[Any, str | None]:
     return (scorer, None) if scorer.ready else (None, scorer.reason)
 
 
-def open_store_for(db: Path, timeout_s: float) -> tuple[Any, str | None]:
+def open_store_for(db: str | Path, timeout_s: float) -> tuple[Any, str | None]:
     """(the store opened read-only, None) or (None, why it cannot be)."""
     # here: sqlite3 and the store's reader load once Signet runs (start-up time)
     import sqlite3

@@ -363,8 +363,8 @@ class _Prompt:
             "agent_id": inp.agent_id,
         }
         return {
-            "db": str(self.cfg.db),
-            "model": str(served_at_prompt(self.cfg.model)),
+            "db": self.cfg.db,
+            "model": served_at_prompt(self.cfg.model),
             "timeout_s": self.cfg.budget_ms / 1000.0,
             "session": session,
             "prompt": self.prompt,
@@ -380,7 +380,7 @@ def _rank_resident(p: _Prompt, ask: dict[str, Any], left: float) -> bool:
     from signet_scorer.hook.resident_link import ResidentLink, Unavailable
 
     try:
-        link = ResidentLink.connect(p.cfg.files.socket, left)
+        link = ResidentLink.connect(p.cfg.socket, left)
         try:
             reply, why = link.prompt(ask, left)
         except BaseException:
@@ -399,13 +399,11 @@ def _rank_resident(p: _Prompt, ask: dict[str, Any], left: float) -> bool:
 
 def _rank_here(p: _Prompt, ask: dict[str, Any], load: Callable[[Any], Any]) -> None:
     """The ranking in this process: the model and the store opened here."""
-    from pathlib import Path
-
-    scorer, why = load(Path(ask["model"]))
+    scorer, why = load(ask["model"])
     if scorer is None:
         p.fail(why or "no model")
         return
-    con, why = open_store_for(Path(ask["db"]), ask["timeout_s"])
+    con, why = open_store_for(ask["db"], ask["timeout_s"])
     if why is not None:
         p.fail(why)
         return

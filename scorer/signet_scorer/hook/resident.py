@@ -40,7 +40,6 @@ from signet_scorer.hook.resident_link import (
     PROTOCOL,
     ResidentFiles,
     code_fingerprint,
-    resident_files,
     write_pid,
 )
 
@@ -434,7 +433,7 @@ def _warm_up(cfg: Any, resident: Resident) -> None:
     con = None
     try:
         with contextlib.suppress(Exception):  # warming up only
-            scorer, _ = resident.models.get(cfg.model)
+            scorer, _ = resident.models.get(Path(cfg.model))
             con, _ = open_store_for(cfg.db, 5.0)
             if scorer is not None and con is not None:
                 ids = [r[0] for r in con.execute("SELECT id FROM memories LIMIT 10")]
@@ -467,7 +466,7 @@ def serve(cfg: Any, ready: TextIO | None = None) -> int:
     from signet_scorer.rpc import JsonLog
 
     log = JsonLog(level="info")
-    files = resident_files(cfg.workbench.parent)
+    files = cfg.files
     fd = _lock(files)
     if fd is None:
         log("already_running", "warning", socket=str(files.socket))
@@ -477,7 +476,7 @@ def serve(cfg: Any, ready: TextIO | None = None) -> int:
     try:
         signal.signal(signal.SIGTERM, _stop_on_signal)
         signal.signal(signal.SIGINT, _stop_on_signal)
-        injections = _HookLog(cfg.log)
+        injections = _HookLog(Path(cfg.log))
         resident = Resident(files, cfg.idle_s, code, log, injections)
         _warm_up(cfg, resident)
         listener = _listen(files.socket)

@@ -49,7 +49,6 @@ import os
 import sys
 import time
 from collections import namedtuple
-from pathlib import Path
 
 from signet_scorer.hook.js import js_list, js_object
 
@@ -57,6 +56,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
     from collections.abc import Sequence
+    from pathlib import Path
     from typing import Any, NamedTuple
 
     class _ResidentFiles(NamedTuple):  # the fields' types (`typing` stays unloaded)
@@ -86,6 +86,7 @@ __all__ = [
     "read_line",
     "resident_files",
     "resident_status",
+    "socket_file",
     "start_detached",
     "stop_resident",
 ]
@@ -116,8 +117,17 @@ class ResidentFiles(_ResidentFiles):
 
 def resident_files(folder: str | Path) -> ResidentFiles:
     """The resident's files in `folder` (the workbench's folder)."""
+    # here: `pathlib` (and its `re`, `fnmatch`, `urllib`) loads only to start, stop or describe
+    # the resident; a hook connects to `socket_file` (start-up time)
+    from pathlib import Path
+
     p = Path(folder)
     return ResidentFiles(p / SOCKET_FILE, p / LOCK_FILE, p / LOG_FILE)
+
+
+def socket_file(folder: str) -> str:
+    """The resident's socket in `folder` (`resident_files`'s `socket`), as a hook connects."""
+    return os.path.join(folder, SOCKET_FILE)
 
 
 class RemoteRanking(_RemoteRanking):
@@ -217,8 +227,8 @@ class ResidentLink:
 
     def prepare(
         self,
-        db: Path,
-        model: Path,
+        db: str,
+        model: str,
         session: dict[str, Any],
         store_timeout_s: float,
         timeout_s: float,
@@ -231,8 +241,8 @@ class ResidentLink:
             "op": "prepare",
             "protocol": PROTOCOL,
             "code": code_fingerprint(),
-            "db": str(db),
-            "model": str(model),
+            "db": db,
+            "model": model,
             "timeout_s": store_timeout_s,
             "session": session,
         }
@@ -276,7 +286,7 @@ class ResidentLink:
             return reply, None
         raise Unavailable("the resident's prompt reply is not this protocol's")
 
-    def record(self, log: Path, run: dict[str, Any], timeout_s: float) -> bool:
+    def record(self, log: str, run: dict[str, Any], timeout_s: float) -> bool:
         """Ask the resident to append an invocation's record (`run`: `invocation`,
         `injections`, `ranking`, a prompt ranking's context as bytes) to the hook log `log`
         (the one beside its socket); whether it wrote it (acknowledged once committed).
@@ -285,7 +295,7 @@ class ResidentLink:
         if ranking is not None:  # JSON carries the context vector's bytes as hex
             context = ranking.get("context")
             ranking = {**ranking, "context": None if context is None else context.hex()}
-        message = {"op": "record", "log": str(log), **run, "ranking": ranking}
+        message = {"op": "record", "log": log, **run, "ranking": ranking}
         reply = self.ask(message, timeout_s)
         if reply.get("ok") is True:
             return True
@@ -302,7 +312,7 @@ class ResidentRecord:
     to the hook log it holds open, so the hook's process loads neither `sqlite3` nor the log
     (`signet_scorer.hook.run.save_record` writes it itself when this cannot)."""
 
-    def __init__(self, link: ResidentLink, log: Path) -> None:
+    def __init__(self, link: ResidentLink, log: str) -> None:
         self.link, self.log = link, log
 
     def record(

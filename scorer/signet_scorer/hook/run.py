@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
 from signet_scorer.hook.config import SESSION_START, USER_PROMPT_SUBMIT, Command, HookConfig
 from signet_scorer.hook.harness import (
@@ -71,7 +70,7 @@ class HookRun:
         code: int,
         invocation: dict[str, Any] | None = None,
         injections: list[dict[str, Any]] | None = None,
-        log: Path | None = None,
+        log: str | None = None,
         writer: Any = None,
     ) -> None:
         self.stdout, self.stderr, self.code = stdout, stderr, code
@@ -113,9 +112,9 @@ def as_run(res: SignetResult) -> HookRun:
     return HookRun(res.stdout, res.stderr, res.code)
 
 
-def open_log(path: Path) -> Any:
+def open_log(path: str) -> Any:
     """The injection log opened for writing, or None (no workbench folder, or it fails)."""
-    if not path.parent.is_dir():
+    if not os.path.isdir(os.path.dirname(path) or "."):
         return None
     try:
         from signet_scorer.hook.log import InjectionLog

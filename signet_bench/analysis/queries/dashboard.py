@@ -246,7 +246,7 @@ def load_details(
     """Read what the lower panels show, with the session-start wrapper's record beside
     `workbench` (default: the store's); the candidate rows in one pass for all of them
     (`candidate_pass`)."""
-    hook_wb = Path(workbench) if workbench is not None else default_workbench(db)
+    hook_wb = Path(workbench) if workbench is not None else default_workbench(Path(db))
     candidates = candidate_sessions(con, counted=candidate_conditions(con))
     return DashboardDetails(
         label_sources=label_source_counts(con, hook_wb, candidates=candidates),
