@@ -185,8 +185,10 @@ def test_below_the_query_minimum_only_cosine_matches_the_context():
 
 def test_prompt_samples_count_towards_the_minimum_and_the_sentence_names_sessions():
     """A prompt's sample counts towards the minimum as a session start's: 12 sessions with two
-    prompt samples each (36) learn; 6 with two each (18) do not, and the base serves, saying
-    the 6 sessions they come from, not the 18 samples."""
+    prompt samples each (36) learn, and their prompts are judged, while session start keeps the
+    base until it has the minimum's sessions of its own (its two or three held-out starts bound
+    nothing); 6 with two each (18) do not learn, and the base serves, saying the 6 sessions
+    they come from, not the 18 samples; with 24 sessions session start is judged too."""
 
     def with_prompts(starts):
         return starts + [
@@ -202,7 +204,19 @@ def test_prompt_samples_count_towards_the_minimum_and_the_sentence_names_session
     learned = train_model(
         with_prompts(_samples(12, seed=2)), None, epochs=4, seed=0, guard=Guard(base=FRESH)
     )
-    assert learned.serving is not None and learned.serving.reason != "too-few"
+    assert learned.prompt_serving is not None
+    assert learned.prompt_serving.reason != "too-few" and learned.prompt_serving.unit == "prompts"
+    assert learned.serving is not None and learned.serving.reason == "too-few"
+    assert learned.serving.sessions == 12 and learned.serving.over_base is None
+    # from the minimum's sessions on session start is judged on its own held-out starts, the
+    # prompts on theirs: each held-out sample judged one hook
+    both = train_model(
+        with_prompts(_samples(24, seed=2)), None, epochs=4, seed=0, guard=Guard(base=FRESH)
+    )
+    assert both.serving is not None and both.prompt_serving is not None
+    assert both.serving.reason != "too-few" and both.holdout is not None
+    assert 0 < both.serving.sessions < both.holdout.sessions
+    assert both.serving.sessions + both.prompt_serving.sessions == both.holdout.sessions
     few = train_model(
         with_prompts(_samples(6, seed=2)), None, epochs=4, seed=0, guard=Guard(base=FRESH)
     )
