@@ -354,9 +354,15 @@ def _deleted_after_injection(inp: SessionLabelInput, cfg: PredictorConfig) -> np
 
 def _injected_base(rel: float, cont: float, cfg: PredictorConfig) -> tuple[float, str]:
     """An injected memory's label before FTS adjustments (both rule sets): the judge's
-    per-memory relevance, else the session's continuity (halved for a low session)."""
+    per-memory relevance, else the session's own base (`_session_base`)."""
     if not math.isnan(rel):
         return rel, "injected_relevance"
+    return _session_base(cont, cfg)
+
+
+def _session_base(cont: float, cfg: PredictorConfig) -> tuple[float, str]:
+    """An injected memory's label without a judged relevance: the session's continuity,
+    scaled down in a low session."""
     if cont >= cfg.high_continuity_threshold:
         return cont, "injected_high_session"
     return cont * cfg.low_session_multiplier, "injected_low_session"
@@ -387,16 +393,22 @@ class _Reasons:
             self.codes[i] += code
 
 
-def _agent_rule(
-    inp: SessionLabelInput,
-    hits: np.ndarray,
-    cfg: PredictorConfig,
-    reasons: _Reasons,
-    rows: np.ndarray,
-) -> np.ndarray:
+@dataclass(frozen=True, slots=True)
+class _Rules:
+    """What every seed rule reads: the session's inputs, its FTS evidence (`inp.hits`, computed
+    once), the config, and the reason codes the rules write."""
+
+    inp: SessionLabelInput
+    hits: np.ndarray
+    cfg: PredictorConfig
+    reasons: _Reasons
+
+
+def _agent_rule(at: _Rules, rows: np.ndarray) -> np.ndarray:
     """Rule 3 (docs/specification.md §5.2) for the candidates `rows`: the agent's rating blended
     with the session's usage evidence (FTS hits, plus a path reward when there is one) and its
     continuity."""
+    inp, hits, cfg, reasons = at.inp, at.hits, at.cfg, at.reasons
     agent = inp.agent_relevance_score
     reward = inp.path_reward
     usage = np.asarray(fts_adjustment(hits, cfg), dtype=np.float64)
@@ -416,22 +428,16 @@ def _agent_rule(
     return _least(1.0, _most(-1.0, label))
 
 
-def _injected_rule(
-    inp: SessionLabelInput,
-    hits: np.ndarray,
-    cfg: PredictorConfig,
-    reasons: _Reasons,
-    rows: np.ndarray,
-) -> np.ndarray:
+def _injected_rule(at: _Rules, rows: np.ndarray) -> np.ndarray:
     """An injected candidate's label (for the candidates `rows`): its base (`_injected_base`),
     confirmed by an FTS hit or, in a low session, penalised without one."""
+    inp, hits, cfg, reasons = at.inp, at.hits, at.cfg, at.reasons
     rel, cont = inp.relevance_score, inp.continuity_score
     judged = ~np.isnan(rel)
-    high = cont >= cfg.high_continuity_threshold
-    base = cont if high else cont * cfg.low_session_multiplier
+    base, code = _session_base(cont, cfg)
     label = np.where(judged, rel, base)
     reasons.set(rows & judged, "injected_relevance")
-    reasons.set(rows & ~judged, "injected_high_session" if high else "injected_low_session")
+    reasons.set(rows & ~judged, code)
     hit = hits > 0
     label = np.where(hit, _least(1.0, label + cfg.fts_confirmed_boost), label)
     reasons.add(rows & hit, "+fts_confirmed")
@@ -444,16 +450,11 @@ def _injected_rule(
     return label
 
 
-def _other_rule(
-    inp: SessionLabelInput,
-    hits: np.ndarray,
-    cfg: PredictorConfig,
-    reasons: _Reasons,
-    rows: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
+def _other_rule(at: _Rules, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A candidate that was not injected (for the candidates `rows`): a soft or true negative by
     its cosine to the context, raised when a search found it or when it is missing context;
     (labels, missing-context flags)."""
+    inp, hits, cfg, reasons = at.inp, at.hits, at.cfg, at.reasons
     soft = inp.cosine_to_context > cfg.negative_similarity_threshold  # NaN: no embedding
     label = np.where(soft, float(cfg.soft_negative_label), float(cfg.true_negative_label))
     reasons.set(rows & soft, "soft_negative")
@@ -524,10 +525,11 @@ def seed_labels(
     labels = np.zeros(n, dtype=np.float64)
     labels[deleted] = cfg.deleted_after_injection_label
     labels[superseded] = cfg.superseded_label
-    labels[rated] = _agent_rule(inp, hits, cfg, reasons, rated)[rated]
+    rules = _Rules(inp, hits, cfg, reasons)
+    labels[rated] = _agent_rule(rules, rated)[rated]
     late = np.zeros(n, dtype=np.float64)
-    late[injected] = _injected_rule(inp, hits, cfg, reasons, injected)[injected]
-    rest, missing = _other_rule(inp, hits, cfg, reasons, other)
+    late[injected] = _injected_rule(rules, injected)[injected]
+    rest, missing = _other_rule(rules, other)
     late[other] = rest[other]
     missing &= other
     edited = (injected | other) & inp.edited_recently
