@@ -14,6 +14,7 @@ import pytest
 
 from signet_bench.cli import main
 from signet_bench.learn.base import shipped_base_params
+from signet_bench.learn.holdout import free_ranker_params
 from signet_bench.learn.model.checkpoint import (
     FLAG_PRETRAINED_BASE,
     load_any,
@@ -141,7 +142,10 @@ def test_train_saves_a_gated_model_and_records_the_run(db, tmp_path, capsys):
         serving, "a free ranker"
     )
     assert served.startswith(f"served: {what} ({out / 'model.sbm'}). ")
-    assert "leads the base by " in served and " and cosine by " in served
+    # the run's start: the shipped base, or the free ranker it gave way to on these sessions
+    rival = json.loads(run["serving"])["over_base"]["rival"]
+    start = "the base" if rival == "base" else f"its start, {rival},"
+    assert f"leads {start} by " in served and " and cosine by " in served
     params, meta = load_any(out / "model.sbm")
     assert meta.native_dim == 768 and not meta.is_finetuned
     assert all(np.isfinite(v).all() for v in params.values())
@@ -316,7 +320,9 @@ def test_base_weights_that_are_not_a_checkpoint_exit_2(db, tmp_path, capsys):
     assert "not a model checkpoint" in capsys.readouterr().err
 
 
-def test_a_first_run_not_shown_better_serves_the_shipped_base(db, tmp_path, capsys):
+def test_a_first_run_not_shown_better_serves_its_start(db, tmp_path, capsys):
+    """The fixture store's session starts rank cosine above the shipped base, so the run
+    starts there (`train.run_start`) and serves it when its own model is not shown better."""
     out = tmp_path / "out"
     config = tmp_path / "agent.yaml"
     config.write_text("predictor:\n  servingConfidence: 1\n")  # no bound is above 0
@@ -324,15 +330,16 @@ def test_a_first_run_not_shown_better_serves_the_shipped_base(db, tmp_path, caps
     text = capsys.readouterr().out
     served = text.splitlines()[0]
     assert served.startswith(
-        f"served: the shipped base ({out / 'model.sbm'}). The shipped base serves: this "
-        "user's model is not shown better (on "
+        f"served: a free ranker ({out / 'model.sbm'}). The free ranker cosine serves: this "
+        "user's sessions rank it above the shipped base, and this user's model is not shown "
+        "better (on "
     )
-    assert "both lower bounds must be above 0" in served
     (run,) = _runs(out)
-    assert run["gate_passed"] is True and run["gate_reason"] == "base"
+    assert run["gate_passed"] is True and run["gate_reason"] == "free"
     holdout = json.loads(run["holdout"])
-    assert holdout["accepted"] is False and holdout["serving"]["served"] == "base"
+    assert holdout["accepted"] is False
+    assert (holdout["serving"]["served"], holdout["serving"]["reason"]) == ("free", "free-start")
     params, meta = load_any(out / "model.sbm")
-    assert meta.is_pretrained_base
-    shipped = shipped_base_params(meta.native_dim)
-    assert all(np.array_equal(params[k], shipped[k]) for k in shipped)
+    assert not meta.is_pretrained_base
+    cosine = free_ranker_params("cosine", meta.native_dim)
+    assert all(np.array_equal(params[k], cosine[k]) for k in cosine)

@@ -551,7 +551,7 @@ def _train(
     its start)."""
     if len(samples) < 2:
         return None
-    start = run_start(samples, None, int(samples[0].context.shape[0]), cfg)
+    start = run_start(samples, None, int(samples[0].context.shape[0]), cfg).params
     res = train_model(
         samples,
         None,

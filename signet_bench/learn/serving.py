@@ -53,9 +53,17 @@ Served = Literal["base", "per-user", "free"]
 # why: "no-sessions" (nothing to train on yet), "too-few" (too few sessions to learn from),
 # "shown-better" / "not-shown" (the held-out bounds decided), "base-below-free" (neither the
 # per-user model nor the base is shown as good as the strongest free ranker, which serves),
-# "none-held-out" (no held-out ranking of this hook judged it)
+# "none-held-out" (no held-out ranking of this hook judged it), "free-start" (this user's
+# sessions rank the free ranker above the base, so the run started there and the per-user
+# model is not shown better than it: `train.run_start`)
 Reason = Literal[
-    "no-sessions", "too-few", "shown-better", "not-shown", "base-below-free", "none-held-out"
+    "no-sessions",
+    "too-few",
+    "shown-better",
+    "not-shown",
+    "base-below-free",
+    "none-held-out",
+    "free-start",
 ]
 
 
@@ -123,14 +131,22 @@ class ServingChoice:
             )
         assert self.over_base is not None and self.over_free is not None
         pct = f"{self.level:.0%}"  # one-sided
+        start = (
+            "the base" if self.over_base.rival == "base" else f"its start, {self.over_base.rival},"
+        )
         figures = (
-            f"on {self.sessions} held-out {self.unit} it leads the base by "
+            f"on {self.sessions} held-out {self.unit} it leads {start} by "
             f"{self.over_base.mean:+.3f} NDCG@10 ({pct} lower bound {self.over_base.lower:+.3f}) "
             f"and {self.over_free.rival} by {self.over_free.mean:+.3f} "
             f"(lower bound {self.over_free.lower:+.3f})"
         )
         if self.per_user:
             return f"This user's own model serves: {figures}."
+        if self.reason == "free-start":
+            return (
+                f"The free ranker {self.over_base.rival} serves: this user's sessions rank it above "
+                f"the shipped base, and this user's model is not shown better ({figures})."
+            )
         if self.served == "free" and self.free_over_base is not None:
             lead = self.free_over_base
             return (
@@ -205,15 +221,29 @@ def choose_served(
     heuristics: dict[str, np.ndarray],
     level: float = LEVEL,
     unit: str = "sessions",
+    start: str = "base",
 ) -> ServingChoice:
     """The per-user model serves only when its gain's lower bound (one-sided, `level`) is
     above 0 against the base and against the strongest free ranker (the best mean of
     `heuristics`); else the base, unless that free ranker's lead over the base has a lower
-    bound above 0 (then it serves); all arrays are per held-out session NDCG@10 (module doc)."""
+    bound above 0 (then it serves); all arrays are per held-out session NDCG@10 (module doc).
+    `start`: "base", or the free ranker the run started at in its place (`train.run_start`),
+    whose NDCG@10 `base` then holds and which serves unless the per-user model is shown
+    better ("free-start")."""
     strongest = max(heuristics, key=lambda k: (float(np.mean(heuristics[k])), k))
-    over_base = gain_over(candidate, base, "base", level)
+    over_base = gain_over(candidate, base, start, level)
     over_free = gain_over(candidate, heuristics[strongest], strongest, level)
     shown = over_base.shown and over_free.shown
+    if start != "base":
+        return ServingChoice(
+            "per-user" if shown else "free",
+            "shown-better" if shown else "free-start",
+            int(np.asarray(candidate).size),
+            over_base,
+            over_free,
+            level=level,
+            unit=unit,
+        )
     free_over_base = gain_over(heuristics[strongest], base, "base", level)
     if not shown and free_over_base.shown:
         return ServingChoice(

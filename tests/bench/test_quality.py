@@ -303,7 +303,7 @@ def test_the_offline_retrain_starts_and_falls_back_as_the_loop_does():
     samples = synthetic_samples(12, seed=1)
     cfg = DEFAULT_CONFIG.replace(holdout_min_sessions=1000)  # too few to learn: the start
     params = _train(samples, 0, cfg)
-    start = run_start(samples, None, int(samples[0].context.shape[0]), cfg)
+    start = run_start(samples, None, int(samples[0].context.shape[0]), cfg).params
     assert params is not None and set(params) == set(start)
     assert all(np.array_equal(params[k], start[k]) for k in start)
 

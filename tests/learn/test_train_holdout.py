@@ -13,10 +13,25 @@ import pytest
 
 from signet_bench.bench.train_speed import synthetic_samples
 from signet_bench.config import DEFAULT_CONFIG
-from signet_bench.learn.holdout import heuristic_scores, holdout_plan, session_ndcgs
+from signet_bench.learn.base import shipped_base_params
+from signet_bench.learn.holdout import (
+    free_ranker_params,
+    heuristic_scores,
+    holdout_plan,
+    session_ndcgs,
+)
 from signet_bench.learn.model.params import init_params
 from signet_bench.learn.publish import run_record
-from signet_bench.learn.train import PRIOR_PARAMS, Guard, _Fit, _fit, _Prior, train_model
+from signet_bench.learn.train import (
+    PRIOR_PARAMS,
+    Guard,
+    _Fit,
+    _fit,
+    _Prior,
+    run_start,
+    session_probs,
+    train_model,
+)
 from signet_bench.store.workbench import open_workbench, record_training_run
 from signet_scorer.signals import signal_column
 from tests.learn.lexical_support import with_lexical
@@ -42,9 +57,11 @@ def test_enough_sessions_are_judged_on_the_newest_ones_against_cosine():
     # no query terms in these sessions: the hybrid orders as cosine
     assert d.heuristics == {name: pytest.approx(cosine) for name in ("cosine", "hybrid")}
     assert d.served is None  # nothing served yet: the bar is the free ranker
-    # the candidate when shown better than the base and cosine, else the base, its start
+    # the candidate when shown better than the run's start and cosine, else the start: the
+    # shipped base, or the free ranker it gave way to on these sessions
     assert d.accepted == res.serving.per_user
-    assert res.accepted and (d.accepted or res.gate_reason == "base")
+    start = "free" if res.serving.reason == "free-start" else "base"
+    assert res.accepted and (d.accepted or res.gate_reason == start)
 
 
 def test_when_nothing_beats_the_free_ranker_the_start_is_what_is_served():
@@ -222,3 +239,46 @@ def test_prompt_samples_count_towards_the_minimum_and_the_sentence_names_session
     )
     assert few.epochs_run == 0 and few.serving is not None and few.serving.reason == "too-few"
     assert few.serving.sessions == 6 and few.serving.needed == DEFAULT_CONFIG.holdout_min_sessions
+
+
+def test_a_learned_base_gives_way_to_the_free_ranker_only_where_the_session_starts_rank_it_higher():
+    """The run's start (`run_start`): a learned base stays where this user's session starts
+    rank it at least as high as the better free ranker, gives way to that ranker where they
+    rank the ranker higher, and stays whatever the labels below the minimum of sessions."""
+    base = shipped_base_params(DIM)
+    data = _samples(30, seed=3)
+    by_cosine = [dataclasses.replace(s, labels=heuristic_scores(s)["cosine"]) for s in data]
+    by_base = [
+        dataclasses.replace(s, labels=p)
+        for s, p in zip(data, session_probs(base, data, DEFAULT_CONFIG), strict=True)
+    ]
+    gave_way = run_start(by_cosine, base, DIM, DEFAULT_CONFIG)
+    # no query terms in these sessions: the hybrid orders as cosine, and a tie keeps the hybrid
+    assert gave_way.name == "hybrid"
+    hybrid = free_ranker_params("hybrid", DIM)
+    assert all(np.array_equal(gave_way.params[k], hybrid[k]) for k in hybrid)
+    for samples in (by_base, by_cosine[:12]):
+        kept = run_start(samples, base, DIM, DEFAULT_CONFIG)
+        assert kept.name == "base" and kept.params is base
+    # the fresh scorer as the base is a free ranker already: it starts at the better one
+    assert run_start(by_cosine, FRESH, DIM, DEFAULT_CONFIG).name == "base"
+
+
+def test_a_run_that_started_at_the_free_ranker_serves_it_and_says_why():
+    data = [
+        dataclasses.replace(s, labels=heuristic_scores(s)["cosine"]) for s in _samples(60, seed=4)
+    ]
+    res = train_model(data, None, epochs=3, seed=0, guard=Guard(base=shipped_base_params(DIM)))
+    assert res.serving is not None and not res.serving.per_user
+    assert (res.serving.served, res.serving.reason, res.gate_reason) == (
+        "free",
+        "free-start",
+        "free",
+    )
+    # no query terms in these sessions: the better free ranker is the hybrid (it ties cosine)
+    assert res.serving.over_base is not None and res.serving.over_base.rival == "hybrid"
+    assert res.serving.sentence().startswith(
+        "The free ranker hybrid serves: this user's sessions rank it above the shipped base"
+    )
+    hybrid = free_ranker_params("hybrid", DIM)
+    assert all(np.array_equal(res.params[k], hybrid[k]) for k in hybrid)
