@@ -1,7 +1,8 @@
 """Which model serves a user: the shipped base (`learn.base`) or the user's own, and why.
 
 Personal ranking with a user's sparse data is won by pooling across users, not by per-user
-models, so the base serves by default and the per-user model (trained from the base's weights)
+models, so the base serves by default and the per-user model (trained from the run's start: the
+base, or the free ranker it gave way to on this user's sessions, `train.run_start`)
 replaces it only when it has shown it is better: on the sessions it did not train on (the
 held-out sessions of `learn.holdout`), the lower confidence bound of its paired per-session
 NDCG@10 gain must be above zero against the base AND against the strongest free ranker
