@@ -235,35 +235,23 @@ def choose_served(
     over_base = gain_over(candidate, base, start, level)
     over_free = gain_over(candidate, heuristics[strongest], strongest, level)
     shown = over_base.shown and over_free.shown
-    if start != "base":
-        return ServingChoice(
-            "per-user" if shown else "free",
-            "shown-better" if shown else "free-start",
-            int(np.asarray(candidate).size),
-            over_base,
-            over_free,
-            level=level,
-            unit=unit,
-        )
-    free_over_base = gain_over(heuristics[strongest], base, "base", level)
-    if not shown and free_over_base.shown:
-        return ServingChoice(
-            "free",
-            "base-below-free",
-            int(np.asarray(candidate).size),
-            over_base,
-            over_free,
-            level=level,
-            free_over_base=free_over_base,
-            unit=unit,
-        )
+    free_over_base = (
+        None if start != "base" else gain_over(heuristics[strongest], base, "base", level)
+    )
+    served: Served = "per-user" if shown else "base"
+    reason: Reason = "shown-better" if shown else "not-shown"
+    if not shown and start != "base":
+        served, reason = "free", "free-start"
+    elif not shown and free_over_base is not None and free_over_base.shown:
+        served, reason = "free", "base-below-free"
     return ServingChoice(
-        "per-user" if shown else "base",
-        "shown-better" if shown else "not-shown",
+        served,
+        reason,
         int(np.asarray(candidate).size),
         over_base,
         over_free,
         level=level,
+        free_over_base=free_over_base if reason == "base-below-free" else None,
         unit=unit,
     )
 
