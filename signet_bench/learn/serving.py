@@ -145,8 +145,9 @@ class ServingChoice:
             return f"This user's own model serves: {figures}."
         if self.reason == "free-start":
             return (
-                f"The free ranker {self.over_base.rival} serves: this user's sessions rank it above "
-                f"the shipped base, and this user's model is not shown better ({figures})."
+                f"The free ranker {self.over_base.rival} serves: this user's sessions rank it "
+                "above the shipped base, and this user's model is not shown better "
+                f"({figures})."
             )
         if self.served == "free" and self.free_over_base is not None:
             lead = self.free_over_base

@@ -641,8 +641,9 @@ def _held_out_result(
     their prompts, where the run has prompt samples) has a lower confidence bound above 0
     against `begin` (the run's start: the shipped base, or the free ranker it gave way to) and
     against that hook's strongest free ranker (`serving.choose_served`, `_hook_served`);
-    otherwise the start is served (gate reason "base", or "free"). The held-out verdict (`decide`: against the served model and the free rankers,
-    over every held-out sample) is recorded beside the choice, its `accepted` session start's."""
+    otherwise the start is served (gate reason "base", or "free"). The held-out verdict
+    (`decide`: against the served model and the free rankers, over every held-out sample) is
+    recorded beside the choice, its `accepted` session start's."""
     held, work = fitted.held, fitted.params
     finite = _finite(work) and fitted.losses_finite
     probs = session_probs(work, held, cfg) if finite else []
@@ -803,14 +804,15 @@ def run_start(
 def _gives_way(
     base: Params, free: str, samples: Sequence[SessionSample], cfg: PredictorConfig
 ) -> bool:
-    """Whether a learned base gives way to the free ranker named `free`: from `holdout_min_sessions`
-    sessions on, where the mean NDCG@10 of this user's newest `START_CHOICE_SESSIONS` session
-    starts (the held-out ones included: a choice between two fixed rankers the gate compares
-    anyway, not a fit) is higher for `free`. A user's model starts from the run's start and is judged against it;
-    from the shipped base, trained on the store's labels, it kept what the base had injected
-    (synthetic seed 1000: 0.17-0.21 NDCG@10 below cosine after 100 sessions, against +0.03 to
-    +0.05 from the free ranker), while on LoCoMo a user's model from the free ranker ranked
-    as well as one from the base (recall@10 59.7 and 59.9; docs/concepts.md §5)."""
+    """Whether a learned base gives way to the free ranker named `free`: from
+    `holdout_min_sessions` sessions on, where the mean NDCG@10 of this user's newest
+    `START_CHOICE_SESSIONS` session starts (the held-out ones included: a choice between two
+    fixed rankers the gate compares anyway, not a fit) is higher for `free`. A user's model
+    starts from the run's start and is judged against it; from the shipped base, trained on
+    the store's labels, it kept what the base had injected (synthetic seed 1000: 0.17-0.21
+    NDCG@10 below cosine after 100 sessions, against +0.03 to +0.05 from the free ranker),
+    while on LoCoMo a user's model from the free ranker ranked about as well as one from the
+    base (recall@10 59.7 and 59.9; docs/concepts.md §4.3)."""
     starts = [s for s in samples if not is_prompt_sample(s)]
     if not enough_to_learn(session_count(starts), cfg):
         return False
