@@ -794,28 +794,28 @@ def run_start(
     start = shipped_base_params(dim, cfg) if base is None else base
     if free_ranker_name(start, cfg) is not None:
         return RunStart(start_at_best_free_ranker(start, samples, cfg))
+    starts = [s for s in samples if not is_prompt_sample(s)]
+    if not enough_to_learn(session_count(starts), cfg):  # no choice: nothing is computed
+        return RunStart(start)
     free = start_at_best_free_ranker(init_params(cfg, dim), samples, cfg)
     name = free_ranker_name(free, cfg) or "cosine"
-    if _gives_way(start, name, samples, cfg):
+    if _gives_way(start, name, starts, cfg):
         return RunStart(free, name)
     return RunStart(start)
 
 
 def _gives_way(
-    base: Params, free: str, samples: Sequence[SessionSample], cfg: PredictorConfig
+    base: Params, free: str, starts: Sequence[SessionSample], cfg: PredictorConfig
 ) -> bool:
-    """Whether a learned base gives way to the free ranker named `free`: from
-    `holdout_min_sessions` sessions on, where the mean NDCG@10 of this user's newest
-    `START_CHOICE_SESSIONS` session starts (the held-out ones included: a choice between two
-    fixed rankers the gate compares anyway, not a fit) is higher for `free`. A user's model
+    """Whether a learned base gives way to the free ranker named `free` (once the run has
+    `holdout_min_sessions` session starts, `starts`): where the mean NDCG@10 of this user's
+    newest `START_CHOICE_SESSIONS` session starts (the held-out ones included: a choice between
+    two fixed rankers the gate compares anyway, not a fit) is higher for `free`. A user's model
     starts from the run's start and is judged against it; from the shipped base, trained on
     the store's labels, it kept what the base had injected (synthetic seed 1000: 0.17-0.21
     NDCG@10 below cosine after 100 sessions, against +0.03 to +0.05 from the free ranker),
     while on LoCoMo a user's model from the free ranker ranked about as well as one from the
     base (recall@10 59.7 and 59.9; docs/concepts.md §4.3)."""
-    starts = [s for s in samples if not is_prompt_sample(s)]
-    if not enough_to_learn(session_count(starts), cfg):
-        return False
     starts = sorted(starts, key=lambda s: s.start)[-START_CHOICE_SESSIONS:]
     on_base = session_ndcgs(starts, session_probs(base, starts, cfg), cfg)
     on_free = heuristic_ndcgs(starts, cfg)[free]  # the free ranker's own order, no forward pass
