@@ -45,6 +45,7 @@ __all__ = [
     "gain_over",
     "hook_choices",
     "served_base",
+    "served_free_start",
 ]
 
 LEVEL = 0.95  # one-sided: the gain's 5th bootstrap percentile
@@ -130,6 +131,14 @@ class ServingChoice:
                 f"The shipped base serves: {self.sessions} trainable sessions are too few to "
                 f"learn from (at least {self.needed})."
             )
+        if self.reason == "free-start" and self.over_base is None:
+            assert self.free_over_base is not None
+            lead = self.free_over_base
+            return (
+                f"The free ranker {lead.rival} serves: this user's session starts rank it above "
+                f"the shipped base ({lead.mean:+.3f} NDCG@10 on average), and {self.sessions} "
+                f"trainable sessions are too few to learn from (at least {self.needed})."
+            )
         assert self.over_base is not None and self.over_free is not None
         pct = f"{self.level:.0%}"  # one-sided
         start = (
@@ -141,6 +150,12 @@ class ServingChoice:
             f"and {self.over_free.rival} by {self.over_free.mean:+.3f} "
             f"(lower bound {self.over_free.lower:+.3f})"
         )
+        if self.over_base.rival == self.over_free.rival:  # its start is the strongest free ranker
+            figures = (
+                f"on {self.sessions} held-out {self.unit} it leads its start, "
+                f"{self.over_base.rival}, the strongest free ranker, by "
+                f"{self.over_base.mean:+.3f} NDCG@10 ({pct} lower bound {self.over_base.lower:+.3f})"
+            )
         if self.per_user:
             return f"This user's own model serves: {figures}."
         if self.reason == "free-start":
@@ -203,6 +218,14 @@ def _nan_if_none(v: Any) -> float:
 def served_base(reason: Reason, sessions: int = 0, needed: int = 0) -> ServingChoice:
     """The base serves without a held-out judgement (`reason`: no sessions, or too few)."""
     return ServingChoice("base", reason, sessions, needed=needed)
+
+
+def served_free_start(free: str, lead: float, sessions: int, needed: int) -> ServingChoice:
+    """The free ranker named `free` serves without a held-out judgement: this user's session
+    starts rank it `lead` NDCG@10 above the base (`train.run_start`), and the run has too few
+    sessions to learn from."""
+    gain = Gain(free, lead, math.nan)
+    return ServingChoice("free", "free-start", sessions, needed=needed, free_over_base=gain)
 
 
 def hook_choices(record: dict[str, Any] | None) -> dict[str, ServingChoice]:

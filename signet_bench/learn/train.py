@@ -46,10 +46,16 @@ from signet_bench.learn.model.scorer import (
     loss_and_grads,
 )
 from signet_bench.learn.samples import SessionSample, is_prompt_sample, session_count
-from signet_bench.learn.serving import ServingChoice, choose_served, served_base
+from signet_bench.learn.serving import (
+    ServingChoice,
+    choose_served,
+    served_base,
+    served_free_start,
+)
 from signet_bench.store.timestamps import format_iso
 
 __all__ = [
+    "START_CHOICE_MIN_SESSIONS",
     "CanaryMetrics",
     "Guard",
     "RunStart",
@@ -71,6 +77,10 @@ Params = dict[str, np.ndarray]
 # enough for two fixed rankers' means, and the base's scores of a 1,000-session history cost
 # 1.3 s of CPU
 START_CHOICE_SESSIONS = 200
+# the session starts a run needs before a learned base may give way to the free ranker: the
+# first scheduled training (`train_interval_sessions`, 10) has them where a session or two was
+# not trainable
+START_CHOICE_MIN_SESSIONS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -662,7 +672,7 @@ def _held_out_result(
     base = begin.params
     base_ndcgs = session_ndcgs(held, session_probs(base, held, cfg), cfg)
     prompts = np.array([is_prompt_sample(s) for s in held], dtype=bool)
-    judged = _Judged(fitted, base, base_ndcgs, learned, begin.name)
+    judged = _Judged(fitted, base, base_ndcgs, learned, begin)
     choice, params, ndcg = _hook_served(judged, ~prompts, cfg)
     at_prompt = _hook_served(judged, prompts, cfg, "prompts") if prompts.any() else None
     if not learned:
@@ -707,7 +717,7 @@ class _Judged:
     base: Params
     base_ndcgs: np.ndarray
     learned: bool
-    start: str = "base"  # `RunStart.name`: the base, or the free ranker it gave way to
+    start: RunStart  # the base, or the free ranker it gave way to
 
 
 def _hook_served(
@@ -728,12 +738,22 @@ def _hook_served(
     base_mean = float(np.mean(judged.base_ndcgs[mask]))
     starts_too_few = unit == "sessions" and not enough_to_learn(fitted.sessions, cfg)
     if not judged.learned or starts_too_few:
-        choice = served_base("too-few", fitted.sessions, cfg.holdout_min_sessions)
+        if judged.start.name != "base":  # the free ranker the base gave way to serves
+            choice = served_free_start(
+                judged.start.name, judged.start.lead, fitted.sessions, cfg.holdout_min_sessions
+            )
+        else:
+            choice = served_base("too-few", fitted.sessions, cfg.holdout_min_sessions)
         return replace(choice, unit=unit), base, base_mean
     heuristics = heuristic_ndcgs(held, cfg)
     candidate = fitted.ndcgs[mask]
     choice = choose_served(
-        candidate, judged.base_ndcgs[mask], heuristics, cfg.serving_confidence, unit, judged.start
+        candidate,
+        judged.base_ndcgs[mask],
+        heuristics,
+        cfg.serving_confidence,
+        unit,
+        judged.start.name,
     )
     if choice.per_user:
         return choice, fitted.params, float(np.mean(candidate))
@@ -778,10 +798,12 @@ def warm_start(
 class RunStart:
     """Where a run with no model given starts, and what it serves unless its model is shown
     better: the weights, and what they are: "base", or the free ranker ("cosine", "hybrid")
-    a learned base gave way to on this user's sessions (`run_start`)."""
+    a learned base gave way to on this user's sessions (`run_start`), with its mean NDCG@10
+    lead over the base on their session starts (`lead`; NaN for the base)."""
 
     params: Params
     name: str = "base"
+    lead: float = math.nan
 
 
 def run_start(
@@ -790,27 +812,28 @@ def run_start(
     """A run's start (`RunStart`): `base` (default the shipped base, `learn.base`); a base
     that is the fresh scorer starts at the better free ranker on `samples`
     (`start_at_best_free_ranker`); a learned base gives way to the better free ranker where
-    this user's session starts rank that ranker above it (`_gives_way`)."""
+    this user's session starts rank that ranker above it (`_free_lead`)."""
     start = shipped_base_params(dim, cfg) if base is None else base
     if free_ranker_name(start, cfg) is not None:
         return RunStart(start_at_best_free_ranker(start, samples, cfg))
     starts = [s for s in samples if not is_prompt_sample(s)]
-    if not enough_to_learn(session_count(starts), cfg):  # no choice: nothing is computed
+    if session_count(starts) < START_CHOICE_MIN_SESSIONS:  # no choice: nothing is computed
         return RunStart(start)
     free = start_at_best_free_ranker(init_params(cfg, dim), samples, cfg)
     name = free_ranker_name(free, cfg) or "cosine"
-    if _gives_way(start, name, starts, cfg):
-        return RunStart(free, name)
-    return RunStart(start)
+    lead = _free_lead(start, name, starts, cfg)
+    return RunStart(free, name, lead) if lead > 0.0 else RunStart(start)
 
 
-def _gives_way(
+def _free_lead(
     base: Params, free: str, starts: Sequence[SessionSample], cfg: PredictorConfig
-) -> bool:
-    """Whether a learned base gives way to the free ranker named `free` (once the run has
-    `holdout_min_sessions` session starts, `starts`): where the mean NDCG@10 of this user's
-    newest `START_CHOICE_SESSIONS` session starts (the held-out ones included: a choice between
-    two fixed rankers the gate compares anyway, not a fit) is higher for `free`. A user's model
+) -> float:
+    """How far the free ranker named `free` leads a learned base on this user's session starts
+    (`starts`, at least `START_CHOICE_MIN_SESSIONS`): the difference of their mean NDCG@10 over
+    the newest `START_CHOICE_SESSIONS` (the held-out ones included: a choice between two fixed
+    rankers the gate compares anyway, not a fit); the base gives way where it is above 0.
+    Labels favour what was injected, and the base injected until then, so a lead of the free
+    ranker is evidence against the base's order, not for it. A user's model
     starts from the run's start and is judged against it; from the shipped base, trained on
     the store's labels, it kept what the base had injected (synthetic seed 1000: 0.17-0.21
     NDCG@10 below cosine after 100 sessions, against +0.03 to +0.05 from the free ranker),
@@ -819,7 +842,7 @@ def _gives_way(
     starts = sorted(starts, key=lambda s: s.start)[-START_CHOICE_SESSIONS:]
     on_base = session_ndcgs(starts, session_probs(base, starts, cfg), cfg)
     on_free = heuristic_ndcgs(starts, cfg)[free]  # the free ranker's own order, no forward pass
-    return float(np.mean(on_free)) > float(np.mean(on_base))
+    return float(np.mean(on_free)) - float(np.mean(on_base))
 
 
 @dataclass(frozen=True, slots=True)

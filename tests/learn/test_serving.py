@@ -91,6 +91,13 @@ def test_the_sentence_says_which_model_and_why_with_the_figures():
     assert served_base("no-sessions").sentence() == (
         "The shipped base serves: no session has been trained on yet."
     )
+    # a run that started at the strongest free ranker names it once
+    started = choose_served(candidate, COSINE, _free(), start="cosine").sentence()
+    assert started.startswith(
+        "This user's own model serves: on 60 held-out sessions it leads its start, cosine, "
+        "the strongest free ranker, by +0.0"
+    )
+    assert started.count("cosine") == 1 and started.count("lower bound") == 1
     few = served_base("too-few", 12, 20).sentence()
     assert (
         few == "The shipped base serves: 12 trainable sessions are too few to learn from "

@@ -22,8 +22,10 @@ from signet_bench.learn.holdout import (
 )
 from signet_bench.learn.model.params import init_params
 from signet_bench.learn.publish import run_record
+from signet_bench.learn.serving import ServingChoice
 from signet_bench.learn.train import (
     PRIOR_PARAMS,
+    START_CHOICE_MIN_SESSIONS,
     Guard,
     _Fit,
     _fit,
@@ -257,11 +259,52 @@ def test_a_learned_base_gives_way_to_the_free_ranker_only_where_the_session_star
     assert gave_way.name == "hybrid"
     hybrid = free_ranker_params("hybrid", DIM)
     assert all(np.array_equal(gave_way.params[k], hybrid[k]) for k in hybrid)
-    for samples in (by_base, by_cosine[:12]):
+    assert gave_way.lead > 0.0
+    few = START_CHOICE_MIN_SESSIONS - 1
+    for samples in (by_base, by_cosine[:few]):
         kept = run_start(samples, base, DIM, DEFAULT_CONFIG)
         assert kept.name == "base" and kept.params is base
+    # below `holdout_min_sessions` the free ranker is cosine (`start_at_best_free_ranker`)
+    assert run_start(by_cosine[: few + 1], base, DIM, DEFAULT_CONFIG).name == "cosine"
     # the fresh scorer as the base is a free ranker already: it starts at the better one
     assert run_start(by_cosine, FRESH, DIM, DEFAULT_CONFIG).name == "base"
+
+
+def test_a_run_too_short_to_learn_serves_the_free_ranker_its_session_starts_rank_higher():
+    """Below `holdout_min_sessions` nothing is learned, but from `START_CHOICE_MIN_SESSIONS`
+    session starts a learned base the starts rank below the free ranker gives way to it: that
+    ranker serves, and the sentence says why and by how much."""
+    data = [
+        dataclasses.replace(s, labels=heuristic_scores(s)["cosine"]) for s in _samples(12, seed=4)
+    ]
+    base = shipped_base_params(DIM)
+    res = train_model(data, None, epochs=3, seed=0, guard=Guard(base=base))
+    assert res.epochs_run == 0 and res.serving is not None
+    assert (res.serving.served, res.serving.reason, res.gate_reason) == (
+        "free",
+        "free-start",
+        "free",
+    )
+    lead = res.serving.free_over_base
+    assert lead is not None and lead.rival == "cosine" and lead.mean > 0.0
+    assert res.serving.sentence() == (
+        "The free ranker cosine serves: this user's session starts rank it above the shipped "
+        f"base ({lead.mean:+.3f} NDCG@10 on average), and 12 trainable sessions are too few to "
+        f"learn from (at least {DEFAULT_CONFIG.holdout_min_sessions})."
+    )
+    cosine = free_ranker_params("cosine", DIM)
+    assert res.params is not None
+    assert all(np.array_equal(res.params[k], cosine[k]) for k in cosine)
+    # the record the workbench keeps reads back as the same choice
+    assert ServingChoice.from_record(res.serving.record()).sentence() == res.serving.sentence()
+    # labels that are the base's own scores keep it
+    by_base = [
+        dataclasses.replace(s, labels=p)
+        for s, p in zip(data, session_probs(base, data, DEFAULT_CONFIG), strict=True)
+    ]
+    kept = train_model(by_base, None, epochs=3, seed=0, guard=Guard(base=base))
+    assert kept.serving is not None and kept.serving.reason == "too-few"
+    assert kept.serving.served == "base"
 
 
 def test_a_run_that_started_at_the_free_ranker_serves_it_and_says_why():
