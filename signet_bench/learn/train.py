@@ -724,9 +724,10 @@ def _hook_served(
     judged: _Judged, mask: np.ndarray, cfg: PredictorConfig, unit: str = "sessions"
 ) -> tuple[ServingChoice, Params, float]:
     """What serves at one hook, judged on its held-out samples (`mask` of the fit's held-out
-    ones): the choice (`serving.choose_served`; the base, without a judgement, when the run did
-    not learn or none of the hook's samples was held out), the weights it serves (the candidate,
-    the base or the free ranker's fresh weights) and their mean NDCG@10 there. Session start
+    ones): the choice (`serving.choose_served`; without a judgement, the run's start, the base
+    or the free ranker it gave way to, when the run did not learn or none of the hook's samples
+    was held out), the weights it serves (the candidate, the run's start or the free ranker's
+    fresh weights) and their mean NDCG@10 there. Session start
     is judged only from `holdout_min_sessions` sessions on, whatever their prompts count: a
     run that learns earlier from its prompts holds out two or three session starts, too few
     for a bound (on unseen seed 1000 such a model served at session start after 10 sessions,
