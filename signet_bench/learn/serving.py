@@ -126,18 +126,17 @@ class ServingChoice:
             return "The shipped base serves: no session has been trained on yet."
         if self.reason == "none-held-out":
             return f"The shipped base serves: no held-out {self.unit} judged a model here."
+        too_few = (
+            f"{self.sessions} trainable sessions are too few to learn from (at least {self.needed})"
+        )
         if self.reason == "too-few":
-            return (
-                f"The shipped base serves: {self.sessions} trainable sessions are too few to "
-                f"learn from (at least {self.needed})."
-            )
-        if self.reason == "free-start" and self.over_base is None:
+            return f"The shipped base serves: {too_few}."
+        if self.reason == "free-start" and self.over_base is None:  # `served_free_start`
             assert self.free_over_base is not None
             lead = self.free_over_base
             return (
                 f"The free ranker {lead.rival} serves: this user's session starts rank it above "
-                f"the shipped base ({lead.mean:+.3f} NDCG@10 on average), and {self.sessions} "
-                f"trainable sessions are too few to learn from (at least {self.needed})."
+                f"the shipped base ({lead.mean:+.3f} NDCG@10 on average), and {too_few}."
             )
         assert self.over_base is not None and self.over_free is not None
         pct = f"{self.level:.0%}"  # one-sided

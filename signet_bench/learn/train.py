@@ -727,11 +727,11 @@ def _hook_served(
     ones): the choice (`serving.choose_served`; without a judgement, the run's start, the base
     or the free ranker it gave way to, when the run did not learn or none of the hook's samples
     was held out), the weights it serves (the candidate, the run's start or the free ranker's
-    fresh weights) and their mean NDCG@10 there. Session start
-    is judged only from `holdout_min_sessions` sessions on, whatever their prompts count: a
-    run that learns earlier from its prompts holds out two or three session starts, too few
-    for a bound (on unseen seed 1000 such a model served at session start after 10 sessions,
-    0.30 and 0.44 NDCG@10 below cosine on the planted truth)."""
+    fresh weights) and their mean NDCG@10 there. Session start is judged only from
+    `holdout_min_sessions` sessions on, whatever their prompts count: a run that learns earlier
+    from its prompts holds out two or three session starts, too few for a bound (on unseen
+    seed 1000 such a model served at session start after 10 sessions, 0.30 and 0.44 NDCG@10
+    below cosine on the planted truth)."""
     fitted, base = judged.fitted, judged.base
     held = [s for s, m in zip(fitted.held, mask, strict=True) if m]
     if not held:
@@ -834,12 +834,12 @@ def _free_lead(
     the newest `START_CHOICE_SESSIONS` (the held-out ones included: a choice between two fixed
     rankers the gate compares anyway, not a fit); the base gives way where it is above 0.
     Labels favour what was injected, and the base injected until then, so a lead of the free
-    ranker is evidence against the base's order, not for it. A user's model
-    starts from the run's start and is judged against it; from the shipped base, trained on
-    the store's labels, it kept what the base had injected (synthetic seed 1000: 0.17-0.21
-    NDCG@10 below cosine after 100 sessions, against +0.03 to +0.05 from the free ranker),
-    while on LoCoMo a user's model from the free ranker ranked about as well as one from the
-    base (recall@10 59.7 and 59.9; docs/concepts.md §4.3)."""
+    ranker is evidence against the base's order, not for it. A user's model starts from the
+    run's start and is judged against it; from the shipped base, trained on the store's labels,
+    it kept what the base had injected (synthetic seed 1000: 0.17-0.21 NDCG@10 below cosine
+    after 100 sessions, against +0.03 to +0.05 from the free ranker), while on LoCoMo a user's
+    model from the free ranker ranked about as well as one from the base (recall@10 59.7 and
+    59.9; docs/concepts.md §4.3)."""
     starts = sorted(starts, key=lambda s: s.start)[-START_CHOICE_SESSIONS:]
     on_base = session_ndcgs(starts, session_probs(base, starts, cfg), cfg)
     on_free = heuristic_ndcgs(starts, cfg)[free]  # the free ranker's own order, no forward pass
