@@ -49,14 +49,22 @@ def test_a_timeout_fails_open_and_the_late_answer_is_dropped(golden_onnx):
     # that times out, so the sidecar must be running first
     with SidecarClient.for_model(golden_onnx, DIM, timeouts_ms={"status": 60_000}) as client:
         assert client.state()["state"] == "running", client.state()
-        query = ScoreQuery(req["context_embedding"], req["candidate_ids"])
-        assert client.score(query, timeout_ms=0) is None
+        pid = client.state()["pid"]
+        # a stopped sidecar cannot answer, however fast the host: the score must time out
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            assert client.score(ScoreQuery(**req), timeout_ms=200) is None
+        finally:
+            os.kill(pid, signal.SIGCONT)
         state = client.state()
         # on failure, say what the sidecar did instead (its state and the end of its stderr)
         why = f"{state} {list(client.stderr_tail)[-5:]}"
         assert state["timeouts"] == 1 and state["fail_open"] == 1, why
-        assert "no answer within" in state["last_error"]
-        assert client.status() is not None  # the late score answer did not confuse this one
+        assert "no answer within 200 ms" in state["last_error"]
+        # the late score answer arrives after the resume and does not confuse this one
+        assert client.status() is not None
+        # ok: the start's status and this one; the dropped score answer counts nowhere
+        assert client.state()["ok"] == 2 and client.state()["errors"] == 0
 
 
 def test_an_error_answer_fails_open(golden_onnx):
