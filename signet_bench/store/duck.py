@@ -296,7 +296,9 @@ def attached_tables(con: duckdb.DuckDBPyConnection, alias: str = "store") -> Sto
 def _store_source(con: duckdb.DuckDBPyConnection, alias: str) -> str | None:
     """The file whose views are in schema `alias` (None when `attach_store` made none)."""
     try:
-        row = con.execute("SELECT getvariable(?)", [_path_variable(alias)]).fetchone()
+        # a literal, not a parameter: DuckDB imports pandas to bind the first Python parameter
+        # (0.2-0.3 s), which the dashboard's first chart would wait for
+        row = con.execute(f"SELECT getvariable({_quote(_path_variable(alias))})").fetchone()
     except duckdb.Error:
         return None
     return row[0] if row else None

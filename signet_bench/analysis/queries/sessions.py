@@ -118,7 +118,7 @@ WITH sc AS (
     QUALIFY row_number() OVER (PARTITION BY session_key ORDER BY created_at DESC, id DESC) = 1
 )
 SELECT date_trunc('week', created_at)::DATE AS week,
-       CASE WHEN confidence >= $gate THEN 'confident' ELSE 'below the confidence gate' END
+       CASE WHEN confidence >= {gate!r} THEN 'confident' ELSE 'below the confidence gate' END
            AS judged,
        COUNT(*) AS sessions
 FROM sc WHERE created_at IS NOT NULL
@@ -134,9 +134,16 @@ def weekly_sessions(
     """The sessions the judge scored, per week (Monday, UTC) and confidence group (one of
     CONFIDENCE_GROUPS: whether the judge's latest confidence passes the gate that lets a
     session count and train): `week`, `judged`, `sessions`. From `session_scores` alone
-    (`agent_id`'s rows on a current store), so it is ready before the session frame."""
-    sql = _WEEKLY_SQL.format(sc_agent=agent_condition(con, "session_scores", agent_id))
-    return con.execute(sql, {"gate": cfg.min_scorer_confidence}).pl()
+    (`agent_id`'s rows on a current store), so it is ready before the session frame. Read
+    without a bound parameter or an Arrow result, whose first use imports pandas and pyarrow
+    (0.3-0.4 s the page's first chart would wait for): the gate is a float literal and the
+    few rows are fetched as tuples."""
+    gate = float(cfg.min_scorer_confidence)
+    sql = _WEEKLY_SQL.format(sc_agent=agent_condition(con, "session_scores", agent_id), gate=gate)
+    rows = con.execute(sql).fetchall()
+    return pl.DataFrame(
+        rows, schema={"week": pl.Date, "judged": pl.String, "sessions": pl.Int64}, orient="row"
+    )
 
 
 def _outcome() -> pl.Expr:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 
 import polars as pl
@@ -134,3 +136,33 @@ def test_weekly_sessions_count_the_judged_sessions_by_week_and_gate(con):
     assert weekly["sessions"].sum() == judged.height == DEMO_SESSIONS
     assert set(weekly["judged"]) == set(s.CONFIDENCE_GROUPS)  # the demo has both
     assert (weekly["week"].dt.weekday() == 1).all()  # Mondays
+
+
+FIRST_CHART_PROCESS = """
+import sys
+from signet_bench.analysis.queries.sessions import weekly_sessions
+from signet_bench.analysis.queries.source import open_store
+from signet_bench.app.dashboard_head import first_chart
+
+weekly = weekly_sessions(open_store(sys.argv[1]))
+first_chart("store", weekly)
+heavy = sys.argv[2:]
+print(weekly["sessions"].sum(), *sorted(n for n in heavy if n in sys.modules))
+"""
+
+
+def test_the_first_chart_loads_nothing_the_rest_of_the_page_needs(demo):
+    """The dashboard's first chart (notebooks/dashboard.py) waits for what its reads import: in
+    a fresh process, the weekly sessions and their chart bring in neither pandas nor pyarrow
+    (DuckDB imports them for a bound parameter or an Arrow result) nor the page's other
+    query modules."""
+    heavy = ["pandas", "pyarrow", "signet_bench.analysis.queries.dashboard"]
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_CHART_PROCESS, str(demo.store), *heavy],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    sessions, *imported = done.stdout.split()
+    assert int(sessions) == DEMO_SESSIONS
+    assert imported == [], f"the first chart imported {imported}"
