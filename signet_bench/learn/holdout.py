@@ -34,6 +34,13 @@ that followed. And a learned model keeps its place only while it is not below th
 a rejected run whose served model trails one of them on the time hold-out serves its start
 (`HoldoutDecision.start_instead`).
 
+A session start is judged on the pool it ranked: the rows the prompts recalled after the
+start (`samples.AFTER_START`) are labelled and trained on, but no session start ranks them.
+Judged with them, a per-user model that had learned to put them first led cosine by +0.22
+NDCG@10 on the held-out sessions' ratings where, on the start pool, it trailed it by 0.02, and
+on the planted truth of the sessions that followed by 0.22 (synthetic heavy user, seed 1002,
+after 50 sessions; docs/concepts.md §4.4).
+
 The baseline order is not a comparator: a store's labels exist mostly for what session start
 injected, and in cold start that is the baseline's own top, so on the store's labels the
 baseline looks best by construction (measured on a light synthetic store: baseline 0.80,
@@ -167,14 +174,17 @@ def heuristic_scores(sample: SessionSample) -> dict[str, np.ndarray]:
 def judged_relevance(
     sample: SessionSample, cfg: PredictorConfig = DEFAULT_CONFIG
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """What a held-out judgement scores `sample` against (module doc): its ratings and the
-    rated candidates (`holdout_on_ratings`, at least two rated), else its labels (None: every
-    candidate)."""
+    """What a held-out judgement scores `sample` against (module doc), within the pool its
+    ranking ranked (`SessionSample.start_pool`): its ratings and the rated candidates
+    (`holdout_on_ratings`, at least two rated), else its labels (None: every candidate)."""
+    pool = sample.start_pool
     if cfg.holdout_on_ratings and sample.rated is not None:
-        rated = np.isfinite(sample.rated)
+        rated = np.isfinite(sample.rated) if pool is None else np.isfinite(sample.rated) & pool
         if np.count_nonzero(rated) >= 2:
             return sample.rated[rated], rated
-    return sample.labels, None
+    if pool is None:
+        return sample.labels, None
+    return sample.labels[pool], pool
 
 
 def session_ndcgs(

@@ -195,6 +195,10 @@ class SessionSample:
     # (n,) float64, the agent's or the judge's rating (`daemon.labels.ratings`), NaN unrated;
     # None: the source has no ratings (held-out judgements then score against the labels)
     rated: np.ndarray | None = None
+    # (n,) bool, the rows of the pool the ranking ranked: at session start, not the rows recorded
+    # after it (`AFTER_START`: what the prompts recalled), which training learns from but no
+    # session start ranks; None: every row (`learn.holdout.judged_relevance` judges on these)
+    start_pool: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.memory_ids)
@@ -209,6 +213,7 @@ class SessionSample:
         confidence: float,
         continuity: float,
         rated: np.ndarray | None = None,
+        start_pool: np.ndarray | None = None,
     ) -> SessionSample:
         """A sample of a session's candidates (already restricted to the labelled ones)."""
         if inputs.context is None:
@@ -225,6 +230,7 @@ class SessionSample:
             np.asarray(baseline_rank, dtype=np.int64),
             inputs.signals,
             None if rated is None else np.asarray(rated, dtype=np.float64),
+            None if start_pool is None else np.asarray(start_pool, dtype=bool),
         )
 
 
@@ -685,7 +691,8 @@ def _sample(
     end = session.get("end") or start
     label_in = label_input(corpus, inputs, cand, session, end.timestamp())
     rng = sample_rng(seed, session["session_key"])
-    return _labelled(label_in, inputs, cand.rank, session, cfg, rng)
+    pool = ~np.isin(cand.source, AFTER_START)
+    return _labelled(label_in, inputs, cand.rank, session, cfg, rng, None if pool.all() else pool)
 
 
 def _labelled(
@@ -695,10 +702,12 @@ def _labelled(
     session: dict,
     cfg: PredictorConfig,
     rng: np.random.Generator,
+    start_pool: np.ndarray | None = None,
 ) -> SessionSample | None:
     """The sample of `inputs` (`rank`: their baseline ranks) labelled by the label function
     (`seed_labels` of `label_in`): the candidates it includes; None when fewer than two are, or
-    the session is not trainable. Session starts and prompts alike."""
+    the session is not trainable. Session starts and prompts alike (`start_pool`: the rows of
+    the ranked pool, None: every row)."""
     result = seed_labels(label_in, cfg, rng=rng)
     keep = np.asarray(result.include, dtype=bool)
     labels = np.asarray(result.labels, dtype=np.float64)
@@ -711,6 +720,7 @@ def _labelled(
         confidence=float(session["confidence"]),
         continuity=float(session["score"]),
         rated=ratings(label_in)[keep],
+        start_pool=None if start_pool is None else start_pool[keep],
     )
 
 

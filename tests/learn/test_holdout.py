@@ -287,3 +287,29 @@ def test_a_sessions_prompts_are_held_out_or_trained_on_with_its_start():
     assert forward.method == "forward" and len(forward.folds) == DEFAULT_CONFIG.holdout_folds - 1
     for f in forward.folds:
         assert not session(few, f.held) & session(few, f.train)
+
+
+def test_a_session_start_is_judged_on_the_pool_it_ranked():
+    """Rows recorded after the start (what the prompts recalled) are trained on, but no session
+    start ranks them: a ranking that puts them first gains nothing, on ratings or labels."""
+    samples = _rated(_samples(6), lambda s: s.labels)
+    cut = [len(s) * 2 // 3 for s in samples]
+    pooled = [
+        dataclasses.replace(s, start_pool=np.arange(len(s)) < c)
+        for s, c in zip(samples, cut, strict=True)
+    ]
+    rng = np.random.default_rng(5)
+    plain = [rng.normal(size=len(s)) for s in samples]
+    # the same order of the pool, with the rows after it put first
+    after_first = [
+        np.where(s.start_pool, p, 10.0 + s.labels) for s, p in zip(pooled, plain, strict=True)
+    ]
+    for cfg in (DEFAULT_CONFIG, DEFAULT_CONFIG.replace(holdout_on_ratings=False)):
+        got = session_ndcgs(pooled, after_first, cfg)
+        assert np.array_equal(got, session_ndcgs(pooled, plain, cfg))
+        for s, p, g, c in zip(samples, plain, got, cut, strict=True):
+            ids = s.memory_ids.astype(str)[:c]
+            assert g == pytest.approx(ndcg_at_k(s.labels[:c], p[:c], ids, k=10))
+        # without the pool every row counts, and putting the relevant late rows first pays
+        whole = session_ndcgs(samples, after_first, cfg)
+        assert whole.mean() > got.mean()

@@ -16,7 +16,7 @@ from signet_bench.config import DEFAULT_CONFIG
 from signet_bench.daemon.session_query import start_query
 from signet_bench.learn.model.params import signet_init_params
 from signet_bench.learn.model.scorer import forward
-from signet_bench.learn.samples import Selection, load_samples
+from signet_bench.learn.samples import AFTER_START, Selection, load_samples
 from signet_bench.learn.train import to_batch
 from signet_bench.replay.loop import SimOptions, simulate
 from signet_bench.store.corpus import read_corpus
@@ -237,3 +237,22 @@ def test_signals_are_the_session_starts_lexical_evidence(store, loaded):
         np.testing.assert_array_equal(track, tracks[s.session_key])
         matched += int(s.signals[:, 0].any())
     assert matched > len(samples) // 2  # the transcripts name the sessions' topics
+
+
+def test_the_start_pool_is_every_row_but_those_recorded_after_the_start(loaded, store):
+    """`SessionSample.start_pool` marks the rows session start ranked: the prompts' recalls
+    (`source` fts_only) are labelled and kept, but outside it."""
+    samples, _ = loaded
+    sources = {
+        (k, m): src
+        for k, m, src in read_session_memories(store)
+        .select("session_key", "memory_id", "source")
+        .iter_rows()
+    }
+    later = 0
+    for s in samples:
+        want = [sources[(s.session_key, m)] not in AFTER_START for m in s.memory_ids]
+        got = np.ones(len(s), dtype=bool) if s.start_pool is None else s.start_pool
+        assert got.tolist() == want
+        later += len(s) - int(got.sum())
+    assert later > 0  # the light user's prompts recalled memories the start had not
