@@ -4,13 +4,15 @@ __generated_with = "0.25.2"
 app = marimo.App(width="full", app_title="Signet predictor")
 
 with app.setup:
-    # only what the first chart needs: the rest of the page's modules load after it is drawn
     import marimo as mo
 
+    from signet_bench.analysis.queries import dashboard as dash
+    from signet_bench.analysis.queries import inspector
     from signet_bench.analysis.queries.sessions import weekly_sessions
     from signet_bench.analysis.queries.source import open_store
-    from signet_bench.app import dashboard_head
+    from signet_bench.app import dashboard_panels as panels
     from signet_bench.app.launch import notebook_args
+    from signet_bench.app.priority import yield_to_interface
     from signet_bench.config import DEFAULT_CONFIG
 
 
@@ -30,80 +32,75 @@ def _(db_path):
 @app.cell
 def _(con, db_path):
     # Before the session frame is read (see weekly_sessions): the page's first chart.
-    dashboard_head.first_chart(db_path.name, weekly_sessions(con, DEFAULT_CONFIG))
+    panels.first_chart(db_path.name, weekly_sessions(con, DEFAULT_CONFIG))
 
 
 @app.cell
 def _(bench_dir, con, db_path, workbench_path):
     # The first chart is sent: the session's reads from here on yield to the browser drawing it.
-    from signet_bench.analysis.queries import dashboard as dash
-    from signet_bench.analysis.queries import inspector
-    from signet_bench.app import dashboard_panels as panels
-    from signet_bench.app.priority import yield_to_interface
-
     yield_to_interface(con, mo.app_meta().mode)
     pending_details = dash.start_details(db_path, workbench_path)
     data = dash.load_dashboard(con, db_path, workbench_path, DEFAULT_CONFIG, bench_dir)
-    return dash, data, inspector, panels, pending_details
+    return data, pending_details
 
 
 @app.cell
-def _(data, panels):
+def _(data):
     project_filter, date_filter = panels.filters(data.sessions)
     return date_filter, project_filter
 
 
 @app.cell
-def _(dash, data, date_filter, project_filter):
+def _(data, date_filter, project_filter):
     _since, _until = date_filter.value if date_filter is not None else (None, None)
     view = dash.dashboard_view(data, project_filter.value, _since, _until, DEFAULT_CONFIG)
     return (view,)
 
 
 @app.cell
-def _(data, date_filter, panels, project_filter, view):
+def _(data, date_filter, project_filter, view):
     _shown = [project_filter] + ([date_filter] if date_filter is not None else [])
     panels.overview(data, view, _shown)
 
 
 @app.cell
-def _(details, panels):
+def _(details):
     panels.label_sources_line(details)
 
 
 @app.cell
-def _(data, panels, view):
+def _(data, view):
     mo.stop(view.status.comparing)
     panels.cold_start(data, view)
 
 
 @app.cell
-def _(data, panels, view):
+def _(data, view):
     mo.stop(not view.status.comparing)
     panels.status(data, view)
 
 
 @app.cell
-def _(panels, view):
+def _(view):
     mo.stop(not view.status.comparing)
     timeline, session_table = panels.timeline_widgets(view)
     return session_table, timeline
 
 
 @app.cell
-def _(panels, session_table, timeline):
+def _(session_table, timeline):
     panels.timeline(timeline, session_table)
 
 
 @app.cell
-def _(panels, session_table, timeline, view):
+def _(session_table, timeline, view):
     mo.stop(not view.status.comparing)
     chosen_session = panels.chosen_session(view, timeline, session_table)
     return (chosen_session,)
 
 
 @app.cell
-def _(chosen_session, con, data, inspector, view):
+def _(chosen_session, con, data, view):
     mo.stop(chosen_session is None)
     detail = inspector.session_detail(con, chosen_session, DEFAULT_CONFIG)
     events = inspector.session_events(con, detail, data.runs, view.resets)
@@ -111,34 +108,34 @@ def _(chosen_session, con, data, inspector, view):
 
 
 @app.cell
-def _(detail, events, panels):
+def _(detail, events):
     panels.inspector(detail, events)
 
 
 @app.cell
-def _(panels, view):
+def _(view):
     mo.stop(not view.status.comparing)
     panels.training(view)
 
 
 @app.cell
-def _(lower, panels, view):
+def _(lower, view):
     mo.stop(not view.status.comparing)
     panels.injections(lower)
 
 
 @app.cell
-def _(details, lower, panels, view):
+def _(details, lower, view):
     panels.slices(details, lower, view)
 
 
 @app.cell
-def _(details, panels):
+def _(details):
     panels.label_sources(details)
 
 
 @app.cell
-def _(panels, view):
+def _(view):
     panels.errors(view)
 
 
@@ -150,7 +147,7 @@ def _(pending_details):
 
 
 @app.cell
-def _(dash, details, view):
+def _(details, view):
     lower = dash.details_view(details, view)
     return (lower,)
 

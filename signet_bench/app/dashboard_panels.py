@@ -26,6 +26,7 @@ from signet_bench.app.dashboard_charts import (
     progress_chart,
     project_chart,
     training_chart,
+    weekly_chart,
     win_loss_chart,
 )
 from signet_bench.app.ui import static, table
@@ -39,6 +40,7 @@ __all__ = [
     "cold_start",
     "errors",
     "filters",
+    "first_chart",
     "injections",
     "inspector",
     "label_sources",
@@ -111,6 +113,20 @@ FIGURES = (
     "*per-project success rates* are that EMA per project; the *win rate* by project and "
     "entity is the plain share of counted sessions it beat the baseline in."
 )
+
+
+def first_chart(store_name: str, weekly: pl.DataFrame) -> mo.Html:
+    """The page's title and its first chart: the judge's sessions per week."""
+    return mo.vstack(
+        [
+            mo.md(f"# Signet predictor · `{store_name}`"),
+            mo.md(
+                "**Sessions the judge scored, per week** (blue: its confidence passed "
+                f"{DEFAULT_CONFIG.min_scorer_confidence:g}, so the session counts and trains)"
+            ),
+            static(weekly_chart(weekly)) if weekly.height else mo.md("_none yet_"),
+        ]
+    )
 
 
 def filters(sessions: pl.DataFrame) -> tuple[Any, Any]:
