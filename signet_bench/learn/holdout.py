@@ -39,7 +39,7 @@ start (`samples.AFTER_START`) are labelled and trained on, but no session start 
 Judged with them, a per-user model that had learned to put them first led cosine by +0.22
 NDCG@10 on the held-out sessions' ratings where, on the start pool, it trailed it by 0.02, and
 on the planted truth of the sessions that followed by 0.22 (synthetic heavy user, seed 1002,
-after 50 sessions; docs/concepts.md §4.4).
+after 50 sessions; docs/concepts.md §4.3).
 
 The baseline order is not a comparator: a store's labels exist mostly for what session start
 injected, and in cold start that is the baseline's own top, so on the store's labels the
