@@ -661,7 +661,8 @@ def _sample(
     """`build_sample` on a session's rows in the corpus, in order (`_in_corpus`)."""
     tz, cfg, seed = rules.tz, rules.cfg, rules.seed
     rows = corpus.rows(cand.memory_id)
-    baseline = rows[~np.isin(cand.source, AFTER_START)]
+    pool = ~np.isin(cand.source, AFTER_START)  # the start pool: the rows session start ranked
+    baseline = rows[pool]
     ctx = session_context(
         corpus.embeddings,
         corpus.has_embedding,
@@ -691,7 +692,6 @@ def _sample(
     end = session.get("end") or start
     label_in = label_input(corpus, inputs, cand, session, end.timestamp())
     rng = sample_rng(seed, session["session_key"])
-    pool = ~np.isin(cand.source, AFTER_START)
     return _labelled(label_in, inputs, cand.rank, session, cfg, rng, None if pool.all() else pool)
 
 
